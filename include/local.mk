@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+include_HEADERS = %D%/vmmx.h

@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmmx.h - libvmmx public API.
+ *
+ * libvmmx maps physical chunks of GPU memory and of pinned host memory into
+ * one contiguous virtual range that grows and shrinks without moving.  Each
+ * chunk is placed by a policy: device only, host only, or device first with
+ * an explicit, observable fallback to host memory when the GPU is full.
+ *
+ * Conventions:
+ *  - Functions returning int return 0 on success or a negative -VMMX_E*
+ *    code; vmmx_strerror() names the code and vmmx_last_error() gives the
+ *    detail of the last failure in the calling thread.
+ *  - Output arguments are written only on success.
+ *  - Destructors accept NULL.
+ *  - Every function documents its calling context: whether it may block,
+ *    whether it calls the driver, and which locks it takes.
+ *
+ * This header is self-contained, compiles as C99 and C++ and includes no
+ * CUDA header.
+ */
+#ifndef VMMX_H
+#define VMMX_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define VMMX_API __attribute__((visibility("default")))
+#else
+#define VMMX_API
+#endif
+
+/** VMMX_VERSION - version of this header: major << 16 | minor << 8 | patch. */
+#define VMMX_VERSION ((0 << 16) | (1 << 8) | 0)
+
+/**
+ * enum vmmx_error - error codes, returned negated.
+ *
+ * Codes below 256 are errno values and mean what errno means; libvmmx's own
+ * codes start at 256.
+ */
+enum vmmx_error {
+	VMMX_EPERM = EPERM,       /**< operation refused (permissions of a file) */
+	VMMX_ENOENT = ENOENT,     /**< no such object (file, policy, address) */
+	VMMX_ENOMEM = ENOMEM,     /**< out of memory or over a configured limit */
+	VMMX_EFAULT = EFAULT,     /**< address not mapped by this context */
+	VMMX_EBUSY = EBUSY,       /**< object still in use */
+	VMMX_EEXIST = EEXIST,     /**< object exists already */
+	VMMX_ENODEV = ENODEV,     /**< no such device, or no GPU at all */
+	VMMX_EINVAL = EINVAL,     /**< invalid argument */
+	VMMX_ERANGE = ERANGE,     /**< offset or size out of range */
+	VMMX_ENOTSUP = ENOTSUP,   /**< not supported by this backend or device */
+	VMMX_EDRIVER = 256,       /**< the driver returned an error (see vmmx_last_error()) */
+	VMMX_ENODRIVER = 257,     /**< the CUDA driver library could not be loaded */
+	VMMX_ECONFIG = 258,       /**< invalid configuration value */
+	VMMX_ENOBACKEND = 259,    /**< backend unknown or not built in */
+	VMMX_EFAULTINJ = 260,     /**< failure injected by the fault layer (tests) */
+};
+
+/** enum vmmx_loc_kind - kind of memory a chunk lives in. */
+enum vmmx_loc_kind {
+	VMMX_LOC_NONE = 0,      /**< no location (unmapped, unknown) */
+	VMMX_LOC_DEVICE = 1,    /**< GPU memory; id is the device ordinal */
+	VMMX_LOC_HOST = 2,      /**< pinned host memory; id is ignored (0) */
+	VMMX_LOC_HOST_NUMA = 3, /**< pinned host memory on NUMA node id */
+};
+
+/** struct vmmx_loc - a memory location. */
+struct vmmx_loc {
+	enum vmmx_loc_kind kind; /**< kind of memory */
+	int id;                  /**< device ordinal or NUMA node, per @kind */
+};
+
+/** enum vmmx_log_level - verbosity of the log (VMMX_LOG). */
+enum vmmx_log_level {
+	VMMX_LOG_NONE = 0,  /**< nothing */
+	VMMX_LOG_ERROR = 1, /**< failures the library could not handle */
+	VMMX_LOG_WARN = 2,  /**< suspicious configuration (the default level) */
+	VMMX_LOG_INFO = 3,  /**< placement fallbacks and other notable events */
+	VMMX_LOG_DEBUG = 4, /**< every error where it is first seen, driver calls */
+};
+
+/**
+ * typedef vmmx_log_fn - log sink.
+ * @arg: the config's log_arg.
+ * @level: severity of the message.
+ * @msg: one line, without a trailing newline.
+ *
+ * Context: called from any thread, possibly with library locks held: it must
+ * not call back into libvmmx.
+ */
+typedef void vmmx_log_fn(void *arg, enum vmmx_log_level level, const char *msg);
+
+/** VMMX_CONFIG_NO_ENV - ignore every VMMX_* environment variable. */
+#define VMMX_CONFIG_NO_ENV 0x1u
+
+/**
+ * struct vmmx_config - context configuration.
+ *
+ * Initialise with vmmx_config_init(), then set what you need.  A field left
+ * unset (NULL, or -1 for @device) takes the value of its environment variable
+ * (unless VMMX_CONFIG_NO_ENV) or the default.  Size fields use the grammar of
+ * the environment variables (README: "Sizes").
+ */
+struct vmmx_config {
+	size_t size;               /**< sizeof(struct vmmx_config), set by vmmx_config_init() */
+	unsigned int flags;        /**< VMMX_CONFIG_* flags */
+	const char *backend;       /**< VMMX_BACKEND: "cuda" or "sim" */
+	int device;                /**< VMMX_DEVICE: device ordinal, -1 unset */
+	const char *policy;        /**< VMMX_POLICY: "name" or "name:key=val,..." */
+	const char *chunk_size;    /**< VMMX_CHUNK_SIZE: smallest chunk (placement resolution) */
+	const char *chunk_max;     /**< VMMX_CHUNK_MAX: largest chunk */
+	const char *device_limit;  /**< VMMX_DEVICE_LIMIT: cap on device bytes held */
+	const char *host_limit;    /**< VMMX_HOST_LIMIT: cap on host bytes held */
+	const char *log;           /**< VMMX_LOG: none, error, warn, info or debug */
+	const char *const *vars;   /**< more settings, "VMMX_NAME=value", NULL-terminated */
+	vmmx_log_fn *log_fn;       /**< log sink; NULL: standard error */
+	void *log_arg;             /**< passed to @log_fn */
+};
+
+/** enum vmmx_op - driver operations, as counted in stats and failed by the fault layer. */
+enum vmmx_op {
+	VMMX_OP_RESERVE = 0,    /**< reserve virtual addresses */
+	VMMX_OP_UNRESERVE = 1,  /**< free virtual addresses */
+	VMMX_OP_CREATE = 2,     /**< create a physical handle */
+	VMMX_OP_RELEASE = 3,    /**< release a physical handle */
+	VMMX_OP_MAP = 4,        /**< map a handle */
+	VMMX_OP_UNMAP = 5,      /**< unmap a range */
+	VMMX_OP_SET_ACCESS = 6, /**< grant access to a mapped range */
+	VMMX_OP_COPY = 7,       /**< copy */
+	VMMX_OP_MEMSET = 8,     /**< memset */
+	VMMX_OP_SYNC = 9,       /**< wait for the device */
+	VMMX_OP_COUNT = 10,     /**< number of operations */
+};
+
+/** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
+#define VMMX_STATS_VERSION 1
+
+/**
+ * struct vmmx_stats - context statistics.
+ *
+ * Set @size to sizeof(struct vmmx_stats) before calling vmmx_stats_get(); the
+ * library fills at most that many bytes, so old callers keep working when
+ * members are appended.
+ */
+struct vmmx_stats {
+	size_t size;                  /**< in: sizeof(struct vmmx_stats) as compiled by the caller */
+	unsigned int version;         /**< out: VMMX_STATS_VERSION of the library */
+	unsigned int buffers;         /**< live buffers */
+	uint64_t device_bytes;        /**< bytes mapped in device chunks */
+	uint64_t host_bytes;          /**< bytes mapped in host chunks */
+	uint64_t device_chunks;       /**< live device chunks */
+	uint64_t host_chunks;         /**< live host chunks */
+	uint64_t reserved_bytes;      /**< virtual address space reserved */
+	uint64_t placed_device;       /**< chunks ever placed on a device */
+	uint64_t placed_host;         /**< chunks ever placed in host memory */
+	uint64_t fallbacks;           /**< chunks placed elsewhere than the policy's first choice */
+	uint64_t resizes;             /**< successful resizes */
+	uint64_t resize_failures;     /**< resizes that failed and were rolled back */
+	uint64_t deferred;            /**< teardown steps that failed and wait for a retry */
+	uint64_t copies;              /**< driver copies issued by vmmx_memcpy (after splitting) */
+	uint64_t driver_calls[VMMX_OP_COUNT]; /**< driver calls by enum vmmx_op */
+};
+
+/**
+ * struct vmmx_ctx_info - what a context runs on.
+ */
+struct vmmx_ctx_info {
+	size_t size;              /**< in: sizeof(struct vmmx_ctx_info) */
+	const char *backend;      /**< "cuda" or "sim"; static storage */
+	int device;               /**< device ordinal of the context */
+	int device_count;         /**< devices visible to the backend */
+	int driver_version;       /**< CUDA driver version (e.g. 13000), 0 on sim */
+	size_t granularity;       /**< allocation granularity of the device, bytes */
+	size_t chunk_min;         /**< smallest chunk libvmmx creates */
+	size_t chunk_max;         /**< largest chunk libvmmx creates */
+	uint64_t device_total;    /**< device memory, bytes */
+	uint64_t device_free;     /**< device memory free now, bytes */
+	uint64_t host_total;      /**< host memory usable for chunks, bytes */
+	uint64_t device_limit;    /**< VMMX_DEVICE_LIMIT in bytes, UINT64_MAX if none */
+	uint64_t host_limit;      /**< VMMX_HOST_LIMIT in bytes, UINT64_MAX if none */
+	char device_name[96];     /**< name of the device */
+	char policy[64];          /**< default policy of the context */
+};
+
+/**
+ * struct vmmx_chunk_info - one chunk of a buffer, as seen by vmmx_lookup().
+ */
+struct vmmx_chunk_info {
+	void *base;               /**< first byte of the chunk */
+	size_t size;              /**< bytes in the chunk */
+	struct vmmx_loc loc;      /**< where its memory lives */
+	struct vmmx_buf *buf;     /**< buffer that maps it */
+};
+
+/**
+ * struct vmmx_residency - bytes of a range per kind of location.
+ */
+struct vmmx_residency {
+	size_t device;            /**< bytes on any GPU */
+	size_t host;              /**< bytes in host memory (HOST or HOST_NUMA) */
+};
+
+struct vmmx_ctx;
+struct vmmx_buf;
+
+/**
+ * vmmx_config_init() - set every field of a config to "unset".
+ * @cfg: config to initialise.
+ *
+ * Context: any thread; no locks; does not block.
+ */
+VMMX_API void vmmx_config_init(struct vmmx_config *cfg);
+
+/**
+ * vmmx_ctx_create() - open a backend and device and make a context.
+ * @cfg: configuration, or NULL for the environment alone.
+ * @ctx_p: where to store the new context.
+ *
+ * Reads the VMMX_* environment (with secure_getenv), validates every value,
+ * warns about unknown VMMX_* names, opens the backend (loading libcuda.so.1
+ * for "cuda") and retains the device's primary context.  libvmmx never falls
+ * back from cuda to sim by itself.
+ *
+ * Return: 0; -VMMX_ECONFIG for a bad value (vmmx_last_error() names the
+ * variable, the value and the expected form); -VMMX_ENOBACKEND for an unknown
+ * backend or one not built in; -VMMX_ENODRIVER when libcuda.so.1 cannot be
+ * loaded; -VMMX_ENODEV when there is no such device; -VMMX_ENOTSUP when the
+ * device lacks virtual memory management; -VMMX_ENOMEM; -VMMX_EDRIVER.
+ *
+ * Context: any thread; may block; calls the driver.
+ */
+VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ctx_p);
+
+/**
+ * vmmx_ctx_destroy() - destroy a context and every buffer left in it.
+ * @ctx: context, or NULL.
+ *
+ * Buffers still alive are destroyed (with a warning).  Teardown steps that
+ * failed earlier are retried; what still fails is logged as an error.
+ *
+ * Context: no other thread may use @ctx or its buffers; may block; calls the
+ * driver.
+ */
+VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx);
+
+/**
+ * vmmx_ctx_query() - describe what a context runs on.
+ * @ctx: context.
+ * @info: out; set info->size first.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a @size too small for the
+ * first members; -VMMX_EDRIVER when memory figures cannot be read.
+ *
+ * Context: any thread; takes no lock; calls the driver (memory info).
+ */
+VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info);
+
+/**
+ * vmmx_buf_create() - reserve a buffer's virtual range.
+ * @ctx: context.
+ * @capacity: largest size the buffer may reach; rounded up to the chunk size.
+ * @policy: placement policy name ("device-first", "device", "host"), or NULL
+ *          for the context's default (VMMX_POLICY).
+ * @buf_p: where to store the buffer.
+ *
+ * The buffer starts empty (size 0); vmmx_buf_resize() maps memory into it.
+ * Its address, vmmx_buf_ptr(), never changes.
+ *
+ * Return: 0; -VMMX_EINVAL for a zero capacity or a NULL argument;
+ * -VMMX_ENOENT for an unknown policy; -VMMX_ENOMEM when the address range
+ * cannot be reserved.
+ *
+ * Context: any thread; takes the context's mutex; may block; calls the driver.
+ */
+VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *policy,
+			     struct vmmx_buf **buf_p);
+
+/**
+ * vmmx_buf_resize() - grow or shrink a buffer in place.
+ * @buf: buffer.
+ * @size: new size; rounded up to the chunk size.
+ *
+ * Growing creates chunks where the policy prefers, falling back down its
+ * ranking when a location is over its limit or out of memory; shrinking
+ * unmaps and releases the chunks past the new size.  Data below
+ * min(old size, new size) is kept; new bytes are undefined.
+ *
+ * A failed resize leaves the buffer exactly as it was (size, placement and
+ * data) and leaks nothing.
+ *
+ * Resizing while a kernel or copy uses the affected range is the caller's
+ * race: finish that work first (vmmx_sync()).
+ *
+ * Return: 0; -VMMX_ERANGE when @size exceeds the capacity; -VMMX_ENOMEM when
+ * no location the policy allows has room (limits, device memory);
+ * -VMMX_EDRIVER or -VMMX_EFAULTINJ when a driver call failed.
+ *
+ * Context: any thread; takes the buffer's mutex (resizes of one buffer are
+ * serialised) and waits for an RCU grace period; may block; calls the driver.
+ */
+VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size);
+
+/**
+ * vmmx_buf_ptr() - address of a buffer.
+ * @buf: buffer.
+ *
+ * Return: the first byte; stable for the buffer's life.  Valid for kernels
+ * once mapped; host chunks are also valid for the CPU.
+ *
+ * Context: any thread; lock-free.
+ */
+VMMX_API void *vmmx_buf_ptr(const struct vmmx_buf *buf);
+
+/**
+ * vmmx_buf_size() - mapped size of a buffer.
+ * @buf: buffer.
+ *
+ * Return: bytes mapped at the front of the buffer.
+ *
+ * Context: any thread; lock-free (RCU read side).
+ */
+VMMX_API size_t vmmx_buf_size(const struct vmmx_buf *buf);
+
+/**
+ * vmmx_buf_capacity() - reserved size of a buffer.
+ * @buf: buffer.
+ *
+ * Return: bytes of virtual range reserved.
+ *
+ * Context: any thread; lock-free.
+ */
+VMMX_API size_t vmmx_buf_capacity(const struct vmmx_buf *buf);
+
+/**
+ * vmmx_buf_residency() - where the bytes of a range live.
+ * @buf: buffer.
+ * @off: first byte of the range.
+ * @len: bytes in the range.
+ * @r: out: bytes on a device and in host memory.
+ *
+ * Return: 0; -VMMX_ERANGE when the range goes past the buffer's size;
+ * -VMMX_EINVAL for a NULL argument.
+ *
+ * Context: any thread; lock-free (RCU read side); does not block.
+ */
+VMMX_API int vmmx_buf_residency(const struct vmmx_buf *buf, size_t off, size_t len,
+				struct vmmx_residency *r);
+
+/**
+ * vmmx_buf_chunks() - list the chunks of a buffer.
+ * @buf: buffer.
+ * @chunks: out: up to @max chunk descriptions, in address order (may be NULL
+ *          when @max is 0).
+ * @max: room in @chunks.
+ * @count_p: out: number of chunks the buffer has (may exceed @max).
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @count_p or a NULL @chunks with @max > 0.
+ *
+ * Context: any thread; lock-free (RCU read side); one consistent snapshot.
+ */
+VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info *chunks,
+			     size_t max, size_t *count_p);
+
+/**
+ * vmmx_buf_destroy() - unmap, release and unreserve a buffer.
+ * @buf: buffer, or NULL.
+ *
+ * Context: no other thread may use @buf; takes the context's mutex; waits for
+ * an RCU grace period; may block; calls the driver.
+ */
+VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf);
+
+/**
+ * vmmx_memcpy() - copy, split at every change of location.
+ * @ctx: context.
+ * @dst: destination; device-accessible memory or host memory.
+ * @src: source; likewise.
+ * @n: bytes.
+ *
+ * Ranges inside buffers of @ctx are split into runs of one location and one
+ * driver copy is issued per run (a single copy across a device/host boundary
+ * crashed the CUDA driver).  Memory outside @ctx's buffers is passed to the
+ * driver as is.  The copy is complete when the call returns.
+ *
+ * Return: 0; -VMMX_EFAULT when a range touches the unmapped tail of a buffer;
+ * -VMMX_EINVAL for overlapping ranges or NULL pointers; -VMMX_EDRIVER.
+ *
+ * Context: any thread; lock-free lookups (RCU read side); blocks until the
+ * copy is done; calls the driver.
+ */
+VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_t n);
+
+/**
+ * vmmx_memset() - set bytes, split at every change of location.
+ * @ctx: context.
+ * @dst: destination, inside a buffer of @ctx or device-accessible memory.
+ * @c: byte value.
+ * @n: bytes.
+ *
+ * Return: as vmmx_memcpy().
+ *
+ * Context: as vmmx_memcpy().
+ */
+VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n);
+
+/**
+ * vmmx_sync() - wait until the device has finished all work.
+ * @ctx: context.
+ *
+ * Return: 0; -VMMX_EDRIVER when the device reports an error.
+ *
+ * Context: any thread; blocks; calls the driver.
+ */
+VMMX_API int vmmx_sync(struct vmmx_ctx *ctx);
+
+/**
+ * vmmx_lookup() - find the chunk that maps an address.
+ * @ctx: context.
+ * @addr: any address.
+ * @info: out: the chunk's base, size, location and buffer.
+ *
+ * The answer describes the chunk at the time of the call; it stays true
+ * while no other thread resizes or destroys that buffer.
+ *
+ * Return: 0; -VMMX_ENOENT when @addr is in no buffer of @ctx;
+ * -VMMX_EFAULT when it is in a buffer's reservation beyond its size.
+ *
+ * Context: any thread; lock-free (RCU read side); never blocks.
+ */
+VMMX_API int vmmx_lookup(struct vmmx_ctx *ctx, const void *addr, struct vmmx_chunk_info *info);
+
+/**
+ * vmmx_stats_get() - read a context's statistics.
+ * @ctx: context.
+ * @st: out; set st->size first.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a size too small to hold
+ * @size and @version.
+ *
+ * Context: any thread; lock-free; counters are read one by one, so the
+ * snapshot is not atomic across members.
+ */
+VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st);
+
+/**
+ * vmmx_strerror() - name an error code.
+ * @err: a code, negative (as returned) or positive.
+ *
+ * Return: a static string; never NULL ("unknown error N" for codes libvmmx
+ * does not define).
+ *
+ * Context: any thread.
+ */
+VMMX_API const char *vmmx_strerror(int err);
+
+/**
+ * vmmx_last_error() - detail of the last failure in the calling thread.
+ *
+ * Return: a message naming what failed and why (for a bad setting: the
+ * variable, the value and the expected form); "" when nothing failed yet.
+ * Valid until the thread's next libvmmx call.
+ *
+ * Context: any thread; thread-local.
+ */
+VMMX_API const char *vmmx_last_error(void);
+
+/**
+ * vmmx_version() - version of the library, as VMMX_VERSION encodes it.
+ *
+ * Return: the version of the libvmmx the program runs with (VMMX_VERSION is
+ * the one it was compiled against).
+ *
+ * Context: any thread.
+ */
+VMMX_API unsigned int vmmx_version(void);
+
+/**
+ * vmmx_loc_name() - write a location as text ("device:0", "host", "host-numa:1").
+ * @loc: location.
+ * @buf: out.
+ * @len: room in @buf.
+ *
+ * Return: @buf.
+ *
+ * Context: any thread.
+ */
+VMMX_API const char *vmmx_loc_name(struct vmmx_loc loc, char *buf, size_t len);
+
+/**
+ * vmmx_parse_size() - parse a size with libvmmx's grammar.
+ * @s: text: bytes ("4096"), binary units ("4KiB", "4K", "2GiB", "2G"),
+ *     decimal units ("4KB", "2GB"), or a percentage ("50%").
+ * @total: what 100% means; 0 when percentages are not allowed.
+ * @out: out: bytes.
+ *
+ * Return: 0; -VMMX_EINVAL for text outside the grammar; -VMMX_ERANGE for a
+ * value that overflows 64 bits or a percentage over 100.
+ *
+ * Context: any thread.
+ */
+VMMX_API int vmmx_parse_size(const char *s, uint64_t total, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VMMX_H */

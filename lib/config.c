@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+/*
+ * config.c - the effective configuration of a context.
+ *
+ * Every setting is a VMMX_* variable with one parser.  A value comes from,
+ * in order: the matching field of struct vmmx_config, an entry of its vars
+ * list, the environment (read with secure_getenv, skipped with
+ * VMMX_CONFIG_NO_ENV), the default.  A bad value is an error that names the
+ * variable, where the value came from, the value and the expected form.  An
+ * unknown VMMX_* name in the environment is warned about; in the config's
+ * vars list it is an error (the program can be fixed).
+ *
+ * No locks: runs once per vmmx_ctx_create on the caller's thread.
+ */
+#include "config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+#define SIZE_FORM                                                                         \
+	"bytes (4096), K/M/G/T or KiB/MiB/GiB/TiB (powers of 1024), KB/MB/GB/TB (powers " \
+	"of 1000)"
+
+struct var;
+typedef int parse_fn(const struct var *v, const char *val, struct vmmx__conf *conf);
+
+struct var {
+	const char *name;
+	ptrdiff_t field;        /* offset of a const char * in struct vmmx_config, -1: none */
+	parse_fn *parse;
+	const char *form;       /* the expected form, for error messages */
+	ptrdiff_t dest;         /* offset in struct vmmx__conf, for the generic parsers */
+};
+
+static int bad(const struct var *v, const char *src, const char *val)
+{
+	return vmmx__fail(NULL, -VMMX_ECONFIG, "%s=\"%s\" (%s): expected %s", v->name, val, src,
+			  v->form);
+}
+
+/* The source being parsed, for messages; set by vmmx__conf_load around each parse. */
+static __thread const char *cur_src;
+
+static int parse_backend(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	if (strcmp(val, "cuda") && strcmp(val, "sim"))
+		return bad(v, cur_src, val);
+	snprintf(conf->backend, sizeof(conf->backend), "%s", val);
+	return 0;
+}
+
+static int parse_int_range(const struct var *v, const char *val, int lo, int hi, int *out)
+{
+	char *end;
+	long n;
+
+	if (*val < '0' || *val > '9')
+		return bad(v, cur_src, val);
+	n = strtol(val, &end, 10);
+	if (*end || n < lo || n > hi)
+		return bad(v, cur_src, val);
+	*out = (int)n;
+	return 0;
+}
+
+static int parse_device(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	return parse_int_range(v, val, 0, 1023, &conf->device);
+}
+
+static int parse_sim_devices(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	return parse_int_range(v, val, 1, 8, &conf->sim_devices);
+}
+
+static int parse_policy(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	const char *colon = strchr(val, ':');
+	size_t len = colon ? (size_t)(colon - val) : strlen(val);
+
+	if (!len || strlen(val) >= sizeof(conf->policy))
+		return bad(v, cur_src, val);
+	if (!vmmx__policy_find(val, len))
+		return vmmx__fail(NULL, -VMMX_ECONFIG, "%s=\"%s\" (%s): unknown policy \"%.*s\" (known: %s)",
+				  v->name, val, cur_src, (int)len, val, vmmx__policy_names());
+	if (colon)
+		return vmmx__fail(NULL, -VMMX_ECONFIG,
+				  "%s=\"%s\" (%s): policy \"%.*s\" takes no arguments", v->name, val,
+				  cur_src, (int)len, val);
+	snprintf(conf->policy, sizeof(conf->policy), "%s", val);
+	return 0;
+}
+
+static int parse_size_common(const struct var *v, const char *val, struct vmmx__conf *conf,
+			     bool pct_ok)
+{
+	struct vmmx__size_setting *s = (void *)((char *)conf + v->dest);
+	size_t len = strlen(val);
+	uint64_t n;
+
+	if (pct_ok && len > 1 && val[len - 1] == '%') {
+		/* Percentages resolve once the backend says what 100% is. */
+		if (vmmx_parse_size(val, 100, &n))
+			return bad(v, cur_src, val);
+		s->set = true;
+		s->pct = true;
+		s->value = n;
+		return 0;
+	}
+	if (vmmx_parse_size(val, 0, &n))
+		return bad(v, cur_src, val);
+	s->set = true;
+	s->pct = false;
+	s->value = n;
+	return 0;
+}
+
+static int parse_size(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	return parse_size_common(v, val, conf, false);
+}
+
+static int parse_size_pct(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	return parse_size_common(v, val, conf, true);
+}
+
+static int parse_bytes(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	uint64_t *out = (void *)((char *)conf + v->dest);
+
+	if (vmmx_parse_size(val, 0, out) || !*out)
+		return bad(v, cur_src, val);
+	return 0;
+}
+
+static int parse_log(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	if (vmmx__log_parse(val, &conf->log.level))
+		return bad(v, cur_src, val);
+	return 0;
+}
+
+/* VMMX_FAULT=op:N[,op:N...]: fail the N-th call of op (tests and experiments). */
+static int parse_fault(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	const char *p = val;
+	int n = 0;
+
+	while (*p) {
+		const char *colon = strchr(p, ':');
+		char *end;
+		int op;
+		unsigned long long nth;
+
+		if (!colon || n == VMMX_OP_COUNT)
+			return bad(v, cur_src, val);
+		op = vmm_op_parse(p, (size_t)(colon - p));
+		if (op < 0 || colon[1] < '1' || colon[1] > '9')
+			return bad(v, cur_src, val);
+		nth = strtoull(colon + 1, &end, 10);
+		if (*end && *end != ',')
+			return bad(v, cur_src, val);
+		conf->faults[n].op = op;
+		conf->faults[n].nth = nth;
+		n++;
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return bad(v, cur_src, val);
+	}
+	return 0;
+}
+
+#define CFG(f) offsetof(struct vmmx_config, f)
+#define CONF(f) offsetof(struct vmmx__conf, f)
+
+/* VMMX_LOG first: the other settings' warnings obey it. */
+static const struct var vars[] = {
+	{ "VMMX_LOG", CFG(log), parse_log, "none, error, warn, info or debug", 0 },
+	{ "VMMX_BACKEND", CFG(backend), parse_backend, "cuda or sim", 0 },
+	{ "VMMX_DEVICE", -1, parse_device, "a device ordinal (0, 1, ...)", 0 },
+	{ "VMMX_POLICY", CFG(policy), parse_policy, "a policy name: device-first, device or host", 0 },
+	{ "VMMX_CHUNK_SIZE", CFG(chunk_size), parse_size, "a size: " SIZE_FORM, CONF(chunk_size) },
+	{ "VMMX_CHUNK_MAX", CFG(chunk_max), parse_size, "a size: " SIZE_FORM, CONF(chunk_max) },
+	{ "VMMX_DEVICE_LIMIT", CFG(device_limit), parse_size_pct,
+	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_limit) },
+	{ "VMMX_HOST_LIMIT", CFG(host_limit), parse_size_pct,
+	  "a size: " SIZE_FORM ", or N% of host memory", CONF(host_limit) },
+	{ "VMMX_SIM_DEVICE_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM,
+	  CONF(sim_device_mem) },
+	{ "VMMX_SIM_HOST_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM, CONF(sim_host_mem) },
+	{ "VMMX_SIM_DEVICES", -1, parse_sim_devices, "a number of devices from 1 to 8", 0 },
+	{ "VMMX_FAULT", -1, parse_fault,
+	  "op:N[,op:N...] with op one of reserve, unreserve, create, release, map, unmap, "
+	  "set_access, copy, memset, sync and N >= 1",
+	  0 },
+};
+
+#define NVARS (sizeof(vars) / sizeof(vars[0]))
+
+static const struct var *var_find(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NVARS; i++)
+		if (strlen(vars[i].name) == len && !memcmp(vars[i].name, name, len))
+			return &vars[i];
+	return NULL;
+}
+
+static void defaults(struct vmmx__conf *conf)
+{
+	memset(conf, 0, sizeof(*conf));
+	snprintf(conf->backend, sizeof(conf->backend), "cuda");
+	snprintf(conf->policy, sizeof(conf->policy), "device-first");
+	conf->device = 0;
+	conf->sim_device_mem = 1ull << 30;
+	conf->sim_host_mem = 4ull << 30;
+	conf->sim_devices = 1;
+	conf->log.level = VMMX_LOG_WARN;
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		conf->faults[i].op = -1;
+}
+
+/* Whether a caller's struct, compiled at cfg->size bytes, has a member. */
+static bool has(const struct vmmx_config *cfg, size_t off, size_t len)
+{
+	return off + len <= cfg->size;
+}
+
+/* Check the vars list: each entry NAME=value with a known NAME. */
+static int check_cfg_vars(const struct vmmx_config *cfg)
+{
+	if (!cfg || !has(cfg, offsetof(struct vmmx_config, vars), sizeof(void *)) || !cfg->vars)
+		return 0;
+	for (size_t i = 0; cfg->vars[i]; i++) {
+		const char *eq = strchr(cfg->vars[i], '=');
+
+		if (!eq)
+			return vmmx__fail(NULL, -VMMX_ECONFIG,
+					  "struct vmmx_config.vars[%zu]=\"%s\": expected NAME=value", i,
+					  cfg->vars[i]);
+		if (!var_find(cfg->vars[i], (size_t)(eq - cfg->vars[i])))
+			return vmmx__fail(NULL, -VMMX_ECONFIG,
+					  "struct vmmx_config.vars[%zu]: unknown variable \"%.*s\"", i,
+					  (int)(eq - cfg->vars[i]), cfg->vars[i]);
+	}
+	return 0;
+}
+
+static const char *from_cfg_vars(const struct vmmx_config *cfg, const char *name)
+{
+	size_t len = strlen(name);
+	const char *found = NULL;
+
+	if (!cfg || !has(cfg, offsetof(struct vmmx_config, vars), sizeof(void *)) || !cfg->vars)
+		return NULL;
+	/* The last entry wins, as in an environment built by appending. */
+	for (size_t i = 0; cfg->vars[i]; i++)
+		if (!strncmp(cfg->vars[i], name, len) && cfg->vars[i][len] == '=')
+			found = cfg->vars[i] + len + 1;
+	return found;
+}
+
+static const char *getenv_secure(const char *name)
+{
+#ifdef HAVE_SECURE_GETENV
+	return secure_getenv(name);
+#else
+	return getenv(name);
+#endif
+}
+
+static void warn_unknown_env(const struct vmmx__log *log)
+{
+	for (char **e = environ; e && *e; e++) {
+		const char *eq;
+
+		if (strncmp(*e, "VMMX_", 5))
+			continue;
+		eq = strchr(*e, '=');
+		if (eq && !var_find(*e, (size_t)(eq - *e)))
+			vmmx__logf(log, VMMX_LOG_WARN,
+				   "%.*s is not a libvmmx variable; ignored (the README lists the variables)",
+				   (int)(eq - *e), *e);
+	}
+}
+
+int vmmx__conf_load(const struct vmmx_config *cfg, struct vmmx__conf *conf)
+{
+	bool use_env = !cfg || !(cfg->flags & VMMX_CONFIG_NO_ENV);
+	int err;
+
+	defaults(conf);
+	if (cfg && cfg->size < offsetof(struct vmmx_config, vars))
+		return vmmx__fail(NULL, -VMMX_EINVAL,
+				  "struct vmmx_config.size is %zu: initialise it with vmmx_config_init()",
+				  cfg->size);
+	if (cfg && has(cfg, offsetof(struct vmmx_config, log_arg), sizeof(void *)) && cfg->log_fn) {
+		conf->log.fn = cfg->log_fn;
+		conf->log.arg = cfg->log_arg;
+	}
+	err = check_cfg_vars(cfg);
+	if (err)
+		return err;
+	for (size_t i = 0; i < NVARS; i++) {
+		const struct var *v = &vars[i];
+		const char *val = NULL;
+		char num[16];
+
+		if (cfg && v->field >= 0 && has(cfg, (size_t)v->field, sizeof(char *))) {
+			val = *(const char *const *)((const char *)cfg + v->field);
+			cur_src = "struct vmmx_config field";
+		}
+		if (cfg && !val && !strcmp(v->name, "VMMX_DEVICE") && cfg->device >= 0) {
+			snprintf(num, sizeof(num), "%d", cfg->device);
+			val = num;
+			cur_src = "struct vmmx_config field";
+		}
+		if (!val && (val = from_cfg_vars(cfg, v->name)))
+			cur_src = "struct vmmx_config vars";
+		if (!val && use_env && (val = getenv_secure(v->name)))
+			cur_src = "environment";
+		if (!val)
+			continue;
+		err = v->parse(v, val, conf);
+		if (err) {
+			vmmx__logf(&conf->log, VMMX_LOG_WARN, "%s", vmmx_last_error());
+			return err;
+		}
+	}
+	if (use_env)
+		warn_unknown_env(&conf->log);
+	return 0;
+}
+
+uint64_t vmmx__size_resolve(const struct vmmx__size_setting *s, uint64_t total, uint64_t dflt)
+{
+	if (!s->set)
+		return dflt;
+	if (s->pct)
+		return total / 100 * s->value + total % 100 * s->value / 100;
+	return s->value;
+}
+
+VMMX_API void vmmx_config_init(struct vmmx_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = sizeof(*cfg);
+	cfg->device = -1;
+}

@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctx.c - contexts: configuration, the backend, limits, the buffer list
+ * that lookups search, and the deferred-teardown list.
+ *
+ * Locking: ctx->lock protects the writers of ctx->bufs (an RCU-published
+ * sorted array) and the deferred list.  held[] and the counters are atomic.
+ * Everything else is written once in vmmx_ctx_create and read-only after.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Default largest chunk: the driver's cost is per handle and about flat from
+ * 2 MiB to 1 GiB (PLATFORM.md), so big handles amortise it; 1 GiB still
+ * leaves migration and fallback a useful resolution. */
+#define DEFAULT_CHUNK_MAX (1ull << 30)
+
+/* The vmm layer reports errors and log lines through this hook. */
+static void report(void *arg, int level, int err, const char *msg)
+{
+	struct vmmx_ctx *ctx = arg;
+
+	if (err)
+		vmmx__set_last_error(msg);
+	vmmx__logf(&ctx->conf.log, (enum vmmx_log_level)level, "%s", msg);
+}
+
+struct vmm *vmmx__ctx_vmm(struct vmmx_ctx *ctx)
+{
+	return ctx->vmm;
+}
+
+static int setup_sizes(struct vmmx_ctx *ctx)
+{
+	const struct vmmx__log *log = &ctx->conf.log;
+	struct vmmx_loc dev = { VMMX_LOC_DEVICE, ctx->device }, host = { VMMX_LOC_HOST, 0 };
+	size_t gd, gh;
+	uint64_t fr;
+	char a[32], b[32];
+	int err;
+
+	err = vmm_granularity(ctx->vmm, dev, &gd);
+	if (!err)
+		err = vmm_granularity(ctx->vmm, host, &gh);
+	if (err)
+		return err;
+	/* Chunks may be placed in either kind of memory: honour both granularities. */
+	ctx->gran = gd > gh ? gd : gh;
+	if (gd % gh && gh % gd)
+		return vmmx__fail(log, -VMMX_ENOTSUP, "device granularity %zu and host granularity %zu are not multiples of each other", gd, gh);
+
+	ctx->chunk_min = vmmx__size_resolve(&ctx->conf.chunk_size, 0, ctx->gran);
+	if (!ctx->chunk_min || ctx->chunk_min % ctx->gran)
+		return vmmx__fail(log, -VMMX_ECONFIG,
+				  "VMMX_CHUNK_SIZE=%s: must be a nonzero multiple of the allocation granularity (%s)",
+				  vmmx__fmt_size(ctx->chunk_min, a, sizeof(a)),
+				  vmmx__fmt_size(ctx->gran, b, sizeof(b)));
+	ctx->chunk_max = vmmx__size_resolve(&ctx->conf.chunk_max, 0,
+					    DEFAULT_CHUNK_MAX > ctx->chunk_min ? DEFAULT_CHUNK_MAX
+									       : ctx->chunk_min);
+	if (ctx->chunk_max < ctx->chunk_min || ctx->chunk_max % ctx->chunk_min)
+		return vmmx__fail(log, -VMMX_ECONFIG,
+				  "VMMX_CHUNK_MAX=%s: must be a multiple of VMMX_CHUNK_SIZE (%s)",
+				  vmmx__fmt_size(ctx->chunk_max, a, sizeof(a)),
+				  vmmx__fmt_size(ctx->chunk_min, b, sizeof(b)));
+
+	err = vmm_mem_info(ctx->vmm, dev, &fr, &ctx->total[VMMX__DEVICE]);
+	if (!err)
+		err = vmm_mem_info(ctx->vmm, host, &fr, &ctx->total[VMMX__HOST]);
+	if (err)
+		return err;
+	ctx->limit[VMMX__DEVICE] = vmmx__size_resolve(&ctx->conf.device_limit,
+						      ctx->total[VMMX__DEVICE], UINT64_MAX);
+	ctx->limit[VMMX__HOST] = vmmx__size_resolve(&ctx->conf.host_limit, ctx->total[VMMX__HOST],
+						    UINT64_MAX);
+	return 0;
+}
+
+VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ctx_p)
+{
+	struct vmmx_ctx *ctx;
+	struct vmm_params p;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!ctx_p)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_ctx_create: ctx_p is NULL");
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: out of memory");
+	err = vmmx__conf_load(cfg, &ctx->conf);
+	if (err)
+		goto err_free;
+	ctx->device = ctx->conf.device;
+	ctx->policy = vmmx__policy_find(ctx->conf.policy, strlen(ctx->conf.policy));
+	ctx->bufs = calloc(1, sizeof(*ctx->bufs));
+	if (!ctx->bufs) {
+		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: out of memory");
+		goto err_free;
+	}
+	ctx->deferred_tail = &ctx->deferred;
+	err = pthread_mutex_init(&ctx->lock, NULL);
+	if (err) {
+		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
+		goto err_bufs;
+	}
+
+	p = (struct vmm_params){
+		.backend = ctx->conf.backend,
+		.device = ctx->conf.device,
+		.sim_device_mem = ctx->conf.sim_device_mem,
+		.sim_host_mem = ctx->conf.sim_host_mem,
+		.sim_devices = ctx->conf.sim_devices,
+		.report = report,
+		.report_arg = ctx,
+	};
+	err = vmm_open(&p, &ctx->vmm);
+	if (err) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", vmmx_last_error());
+		err = vmmx__fail(&ctx->conf.log, err, "cannot open the %s backend on device %d: %s",
+				 ctx->conf.backend, ctx->conf.device,
+				 detail[0] ? detail : vmmx_strerror(err));
+		goto err_mutex;
+	}
+	for (int i = 0; i < VMMX_OP_COUNT && ctx->conf.faults[i].op >= 0; i++)
+		vmm_fault_arm(ctx->vmm, (enum vmmx_op)ctx->conf.faults[i].op, ctx->conf.faults[i].nth, 0);
+	err = setup_sizes(ctx);
+	if (err)
+		goto err_vmm;
+	*ctx_p = ctx;
+	return 0;
+
+err_vmm:
+	vmm_close(ctx->vmm);
+err_mutex:
+	pthread_mutex_destroy(&ctx->lock);
+err_bufs:
+	free(ctx->bufs);
+err_free:
+	free(ctx);
+	return err;
+}
+
+VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
+{
+	struct vmmx__deferred *d, *next;
+
+	if (!ctx)
+		return;
+	while (ctx->bufs->n) {
+		struct vmmx_buf *buf = ctx->bufs->bufs[ctx->bufs->n - 1];
+
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
+			   "vmmx_ctx_destroy: buffer %p (capacity %zu) was not destroyed; destroying it",
+			   (void *)buf->base, buf->capacity);
+		vmmx_buf_destroy(buf);
+	}
+	if (vmmx__deferred_retry(ctx)) {
+		for (d = ctx->deferred; d; d = next) {
+			next = d->next;
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
+				   "vmmx_ctx_destroy: %s of %p (%zu bytes) failed again; leaked",
+				   vmm_op_name(d->op), d->va, d->size);
+			free(d);
+		}
+	}
+	vmm_close(ctx->vmm);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx->bufs);
+	free(ctx);
+}
+
+VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
+{
+	struct vmmx_ctx_info out;
+	struct vmm_info vi;
+	uint64_t fr, tot;
+	size_t n;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!ctx || !info || info->size < offsetof(struct vmmx_ctx_info, device))
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
+				  "vmmx_ctx_query: NULL argument or info->size not set");
+	err = vmm_query(ctx->vmm, &vi);
+	if (!err)
+		err = vmm_mem_info(ctx->vmm, (struct vmmx_loc){ VMMX_LOC_DEVICE, ctx->device }, &fr,
+				   &tot);
+	if (err)
+		return err;
+	memset(&out, 0, sizeof(out));
+	out.backend = vi.backend;
+	out.device = ctx->device;
+	out.device_count = vi.device_count;
+	out.driver_version = vi.driver_version;
+	out.granularity = ctx->gran;
+	out.chunk_min = ctx->chunk_min;
+	out.chunk_max = ctx->chunk_max;
+	out.device_total = tot;
+	out.device_free = fr;
+	out.host_total = ctx->total[VMMX__HOST];
+	out.device_limit = ctx->limit[VMMX__DEVICE];
+	out.host_limit = ctx->limit[VMMX__HOST];
+	snprintf(out.device_name, sizeof(out.device_name), "%s", vi.device_name);
+	snprintf(out.policy, sizeof(out.policy), "%.63s", ctx->conf.policy);
+	n = info->size < sizeof(out) ? info->size : sizeof(out);
+	out.size = info->size;
+	memcpy(info, &out, n);
+	return 0;
+}
+
+int vmmx__charge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
+{
+	enum vmmx__kind k = vmmx__kind_of(loc);
+	uint64_t cur = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
+
+	do {
+		if (bytes > ctx->limit[k] || cur > ctx->limit[k] - bytes)
+			return -VMMX_ENOMEM;
+	} while (!__atomic_compare_exchange_n(&ctx->held[k], &cur, cur + bytes, true,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return 0;
+}
+
+void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
+{
+	__atomic_fetch_sub(&ctx->held[vmmx__kind_of(loc)], bytes, __ATOMIC_RELAXED);
+}
+
+/* ---- deferred teardown ---- */
+
+void vmmx__defer(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, vmm_handle_t h,
+		 struct vmmx_loc loc)
+{
+	struct vmmx__deferred *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
+			   "%s of %p (%zu bytes) failed and cannot be queued for a retry: leaked",
+			   vmm_op_name(op), va, size);
+		return;
+	}
+	*d = (struct vmmx__deferred){ .op = op, .va = va, .size = size, .handle = h, .loc = loc };
+	vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN, "%s of %p (%zu bytes) failed (%s); will retry",
+		   vmm_op_name(op), va, size, vmmx_last_error());
+	pthread_mutex_lock(&ctx->lock);
+	*ctx->deferred_tail = d;
+	ctx->deferred_tail = &d->next;
+	__atomic_fetch_add(&ctx->ndeferred, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
+{
+	if (!vmm_unmap(ctx->vmm, va, size))
+		return 0;
+	vmmx__defer(ctx, VMMX_OP_UNMAP, va, size, 0, (struct vmmx_loc){ 0 });
+	return 1;
+}
+
+int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size)
+{
+	if (!vmm_release(ctx->vmm, h)) {
+		vmmx__uncharge(ctx, loc, size);
+		return 0;
+	}
+	/* The memory stays charged: it is still held until the release succeeds. */
+	vmmx__defer(ctx, VMMX_OP_RELEASE, NULL, size, h, loc);
+	return 1;
+}
+
+int vmmx__unreserve_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
+{
+	if (!vmm_unreserve(ctx->vmm, va, size))
+		return 0;
+	vmmx__defer(ctx, VMMX_OP_UNRESERVE, va, size, 0, (struct vmmx_loc){ 0 });
+	return 1;
+}
+
+static int run_deferred(struct vmmx_ctx *ctx, const struct vmmx__deferred *d)
+{
+	switch (d->op) {
+	case VMMX_OP_UNMAP:
+		return vmm_unmap(ctx->vmm, d->va, d->size);
+	case VMMX_OP_RELEASE: {
+		int err = vmm_release(ctx->vmm, d->handle);
+
+		if (!err)
+			vmmx__uncharge(ctx, d->loc, d->size);
+		return err;
+	}
+	case VMMX_OP_UNRESERVE:
+		return vmm_unreserve(ctx->vmm, d->va, d->size);
+	default:
+		abort(); /* only teardown steps are ever deferred */
+	}
+}
+
+uint64_t vmmx__deferred_retry(struct vmmx_ctx *ctx)
+{
+	struct vmmx__deferred *list, *d, *next, *kept = NULL, **kept_tail = &kept;
+	uint64_t left = 0;
+
+	if (!__atomic_load_n(&ctx->ndeferred, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&ctx->lock);
+	list = ctx->deferred;
+	ctx->deferred = NULL;
+	ctx->deferred_tail = &ctx->deferred;
+	pthread_mutex_unlock(&ctx->lock);
+
+	/* In order: unmaps were queued before the unreserve of their range. */
+	for (d = list; d; d = next) {
+		next = d->next;
+		d->next = NULL;
+		if (!run_deferred(ctx, d)) {
+			free(d);
+			continue;
+		}
+		*kept_tail = d;
+		kept_tail = &d->next;
+		left++;
+	}
+
+	pthread_mutex_lock(&ctx->lock);
+	/* Items queued meanwhile go after the older ones. */
+	*kept_tail = ctx->deferred;
+	if (!ctx->deferred)
+		ctx->deferred_tail = kept ? kept_tail : &ctx->deferred;
+	ctx->deferred = kept ? kept : ctx->deferred;
+	left = 0;
+	for (d = ctx->deferred; d; d = d->next)
+		left++;
+	__atomic_store_n(&ctx->ndeferred, left, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ctx->lock);
+	return left;
+}
+
+/* ---- the buffer list ---- */
+
+int vmmx__ctx_add_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
+{
+	struct vmmx__buflist *old, *nl;
+	size_t i, j;
+
+	pthread_mutex_lock(&ctx->lock);
+	old = ctx->bufs;
+	nl = malloc(sizeof(*nl) + (old->n + 1) * sizeof(nl->bufs[0]));
+	if (!nl) {
+		pthread_mutex_unlock(&ctx->lock);
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_create: out of memory");
+	}
+	for (i = 0, j = 0; i < old->n; i++) {
+		if (j == i && old->bufs[i]->base > buf->base)
+			nl->bufs[j++] = buf;
+		nl->bufs[j++] = old->bufs[i];
+	}
+	if (j == i)
+		nl->bufs[j++] = buf;
+	nl->n = j;
+	rcu_assign_pointer(ctx->bufs, nl);
+	pthread_mutex_unlock(&ctx->lock);
+	urcu_bp_synchronize_rcu();
+	free(old);
+	return 0;
+}
+
+void vmmx__ctx_remove_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
+{
+	struct vmmx__buflist *old, *nl;
+	size_t j = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	old = ctx->bufs;
+	/* Shrinking: the old array is big enough, but readers may be in it, so
+	 * build a new one.  If that allocation fails, fall back to waiting for
+	 * readers and editing in place (rare; costs one extra grace period). */
+	nl = malloc(sizeof(*nl) + old->n * sizeof(nl->bufs[0]));
+	if (!nl) {
+		struct vmmx__buflist empty = { 0 };
+
+		rcu_assign_pointer(ctx->bufs, &empty);
+		urcu_bp_synchronize_rcu();
+		for (size_t i = 0; i < old->n; i++)
+			if (old->bufs[i] != buf)
+				old->bufs[j++] = old->bufs[i];
+		old->n = j;
+		rcu_assign_pointer(ctx->bufs, old);
+		pthread_mutex_unlock(&ctx->lock);
+		urcu_bp_synchronize_rcu();
+		return;
+	}
+	for (size_t i = 0; i < old->n; i++)
+		if (old->bufs[i] != buf)
+			nl->bufs[j++] = old->bufs[i];
+	nl->n = j;
+	rcu_assign_pointer(ctx->bufs, nl);
+	pthread_mutex_unlock(&ctx->lock);
+	urcu_bp_synchronize_rcu();
+	free(old);
+}
+
+struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr)
+{
+	struct vmmx__buflist *l = rcu_dereference(ctx->bufs);
+	size_t lo = 0, hi = l->n;
+
+	/* Last buffer whose base is <= addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->bufs[mid]->base <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	struct vmmx_buf *b = l->bufs[lo - 1];
+
+	return addr - b->base < b->capacity ? b : NULL;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuda.h - the tests' own door to the CUDA driver: load a fatbin and launch
+ * its kernels on buffers that libvmmx maps.
+ *
+ * It dlopens libcuda.so.1 by itself, as libvmmx does, so that test binaries
+ * start on machines without a driver and skip cleanly.  Built without CUDA
+ * headers (VMMX_HAVE_CUDA unset), every function fails and tcuda_why() says
+ * so.  This header includes no CUDA header: tests that use it need no CUDA
+ * include path.
+ *
+ * One module and one context at a time, in process-wide state: call it from
+ * the test's main thread only.  tcuda_open() retains the device's primary
+ * context, the one libvmmx's cuda backend uses too, so kernels see the
+ * buffers' addresses.
+ */
+#ifndef TAP_CUDA_H
+#define TAP_CUDA_H
+
+/**
+ * tcuda_open() - load the driver, cuInit, retain @device's primary context and
+ * make it current on the calling thread.
+ * Return: 0; -VMMX_ENOTSUP when built without CUDA; -VMMX_ENODRIVER when
+ * libcuda.so.1 cannot be loaded (or is the toolkit stub); -VMMX_ENODEV when
+ * there is no such device; -VMMX_EDRIVER for other driver failures.  Never
+ * crashes without a driver; tcuda_why() holds the detail.
+ */
+int tcuda_open(int device);
+
+/**
+ * tcuda_load() - load a module image (fatbin, cubin or PTX) with
+ * cuModuleLoadData, replacing the module loaded before.
+ * Return: 0, or the nonzero CUresult (-1 when tcuda_open() did not succeed);
+ * the CUDA error name is printed with diag().
+ */
+int tcuda_load(const void *image);
+
+/**
+ * tcuda_launch() - run kernel @kernel of the loaded module on @grid blocks of
+ * @block threads, with @args as for cuLaunchKernel, on the default stream,
+ * and wait for it (cuCtxSynchronize).
+ * Return: 0, or the nonzero CUresult of the call that failed (-1 when no
+ * module is loaded); the CUDA error name is printed with diag().  A launch
+ * that faults leaves the context unusable (a sticky error).
+ */
+int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void **args);
+
+/** tcuda_close() - unload the module, release the context; safe to call twice. */
+void tcuda_close(void);
+
+/** tcuda_why() - why the last tcuda_* call failed; "" when it did not. */
+const char *tcuda_why(void);
+
+#endif /* TAP_CUDA_H */

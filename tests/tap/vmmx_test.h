@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmmx_test.h - helpers shared by the libvmmx tests: contexts on the backend
+ * the suite runs on (VMMX_BACKEND, sim when unset), data patterns, a log
+ * sink that captures messages, and require_gpu().
+ */
+#ifndef TAP_VMMX_TEST_H
+#define TAP_VMMX_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmmx.h"
+
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
+
+/* Whether the suite runs on the sim backend. */
+bool test_on_sim(void);
+/* The backend name the suite runs on. */
+const char *test_backend(void);
+
+/*
+ * A context on the suite's backend, ignoring the environment except
+ * VMMX_BACKEND, with @vars ("VMMX_NAME=value", NULL-terminated; may be NULL)
+ * and the log captured (see test_log_*).  Bails out on failure.
+ */
+struct vmmx_ctx *test_ctx(const char *const *vars);
+/* As test_ctx() but returns the error instead of bailing. */
+int test_ctx_try(const char *const *vars, struct vmmx_ctx **ctx_p);
+
+/* Captured log lines since the last test_log_clear(), joined by '\n'. */
+const char *test_log(void);
+void test_log_clear(void);
+/* The log sink used by test_ctx (also usable in a struct vmmx_config). */
+void test_log_sink(void *arg, enum vmmx_log_level level, const char *msg);
+
+/* Skip the whole test unless it runs on the cuda backend with a usable GPU. */
+void require_gpu(void);
+
+/* Deterministic byte pattern: the byte at absolute offset @off for @seed. */
+static inline uint8_t test_pattern_byte(size_t off, uint32_t seed)
+{
+	uint64_t x = (uint64_t)off * 0x9E3779B97F4A7C15ull ^ seed;
+
+	x ^= x >> 29;
+	x *= 0xBF58476D1CE4E5B9ull;
+	x ^= x >> 32;
+	return (uint8_t)x;
+}
+
+/* Write the pattern to [off, off+len) of @dst through vmmx_memcpy (works on
+ * device chunks too).  Returns 0 or the error. */
+int test_fill(struct vmmx_ctx *ctx, void *dst, size_t off, size_t len, uint32_t seed);
+/* Read [off, off+len) of @src back through vmmx_memcpy and compare; returns
+ * the offset of the first wrong byte, or SIZE_MAX if all are right, or
+ * SIZE_MAX - 1 if the copy itself failed. */
+size_t test_check(struct vmmx_ctx *ctx, const void *src, size_t off, size_t len, uint32_t seed);
+
+#endif

@@ -1,0 +1,942 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuda.c - the "cuda" backend: struct vmm_ops over the CUDA driver's
+ * virtual-memory API (cuMemAddressReserve, cuMemCreate, cuMemMap,
+ * cuMemSetAccess and their inverses), plus copies, memset and sync.
+ *
+ * Why dlopen: libcuda.so.1 belongs to the driver, not to the toolkit, and is
+ * absent on machines without an NVIDIA GPU.  Linking it would make every
+ * program that uses libvmmx fail to start there, before it could say why.
+ * Loaded at open time, a missing driver becomes -VMMX_ENODRIVER with
+ * dlerror()'s text, and the sim backend keeps working.  Symbols are resolved
+ * by the versioned names that cuda.h maps the API names to (cuMemGetInfo ->
+ * cuMemGetInfo_v2, ...), so this file calls exactly the ABI that the
+ * compiled-against header describes; CUDA_API_PER_THREAD_DEFAULT_STREAM is
+ * honoured the same way (_ptds/_ptsz names).
+ *
+ * Contexts: open retains the device's primary context (the one the CUDA
+ * runtime uses too, so libvmmx and cudart code share allocations and the
+ * legacy default stream).  libvmmx is called from arbitrary threads, so every
+ * entry point that needs a context checks the calling thread's current one:
+ *  - none current: make ours current and leave it so (it is what the runtime
+ *    would pick, and the next call costs one cuCtxGetCurrent);
+ *  - ours current: nothing to do;
+ *  - another context current (the caller's own): switch to ours for the call
+ *    and switch back, so libvmmx never changes a caller's context behind its
+ *    back.
+ *
+ * Errors: every CUresult goes through cu_fail(), which maps it to -VMMX_E*
+ * and reports it once through the instance's report hook, with the call and
+ * its arguments, the CUDA error name and its description.
+ *
+ * Locking: none.  The instance is written only by vmm_cuda_open() and is
+ * read-only afterwards; the driver is thread-safe; the current context is
+ * per thread.  There is no global mutable state in this file.
+ */
+#include "config.h"
+
+#ifdef VMMX_HAVE_CUDA
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+
+#include <cuda.h>
+
+#include "vmm/vmm.h"
+
+#define CUDA_LIB "libcuda.so.1"
+
+_Static_assert(sizeof(vmm_handle_t) == sizeof(CUmemGenericAllocationHandle),
+	       "vmm_handle_t must hold a CUmemGenericAllocationHandle");
+_Static_assert(sizeof(CUdeviceptr) == sizeof(void *),
+	       "unified addressing: a CUdeviceptr is a process address");
+
+/*
+ * The driver entry points we use.  Listed once; the list expands into the
+ * struct of pointers and into the table of names for dlsym.  An argument is
+ * macro-expanded before it is substituted (it is not an operand of # or ##
+ * here), so cuMemGetInfo becomes cuMemGetInfo_v2 everywhere: the member name,
+ * its type (__typeof__ of cuda.h's own declaration) and the string given to
+ * dlsym all agree.
+ */
+#define CUDA_FNS(X)                                                                        \
+	X(cuGetErrorName)                                                                  \
+	X(cuGetErrorString)                                                                \
+	X(cuInit)                                                                          \
+	X(cuDriverGetVersion)                                                              \
+	X(cuDeviceGetCount)                                                                \
+	X(cuDeviceGet)                                                                     \
+	X(cuDeviceGetName)                                                                 \
+	X(cuDeviceGetAttribute)                                                            \
+	X(cuDevicePrimaryCtxRetain)                                                        \
+	X(cuDevicePrimaryCtxRelease)                                                       \
+	X(cuCtxGetCurrent)                                                                 \
+	X(cuCtxSetCurrent)                                                                 \
+	X(cuCtxPushCurrent)                                                                \
+	X(cuCtxPopCurrent)                                                                 \
+	X(cuCtxSynchronize)                                                                \
+	X(cuStreamSynchronize)                                                             \
+	X(cuMemGetInfo)                                                                    \
+	X(cuMemGetAllocationGranularity)                                                   \
+	X(cuMemAddressReserve)                                                             \
+	X(cuMemAddressFree)                                                                \
+	X(cuMemCreate)                                                                     \
+	X(cuMemRelease)                                                                    \
+	X(cuMemMap)                                                                        \
+	X(cuMemUnmap)                                                                      \
+	X(cuMemSetAccess)                                                                  \
+	X(cuMemcpy)                                                                        \
+	X(cuMemsetD8)
+
+#define CU_DECL(f) __typeof__(f) *f;
+struct cuda_api {
+	CUDA_FNS(CU_DECL)
+};
+#undef CU_DECL
+
+#define CU_STR_(x) #x
+#define CU_STR(x) CU_STR_(x)
+#define CU_SYM(f) { CU_STR(f), offsetof(struct cuda_api, f) },
+static const struct cuda_sym {
+	const char *name;
+	size_t off;
+} cuda_syms[] = { CUDA_FNS(CU_SYM) };
+#undef CU_SYM
+
+/* The instance; read-only once vmm_cuda_open() returns. */
+struct vmm_cuda {
+	struct vmm vmm;                 /* first: the dispatch layer's head */
+	void *lib;                      /* dlopen handle of libcuda.so.1 */
+	struct cuda_api api;
+	CUdevice dev;
+	int ordinal;                    /* p->device */
+	int device_count;
+	CUcontext ctx;                  /* the device's primary context, retained */
+};
+
+static inline struct vmm_cuda *to_cuda(struct vmm *v)
+{
+	return (struct vmm_cuda *)v;
+}
+
+static inline CUdeviceptr dptr(const void *p)
+{
+	return (CUdeviceptr)(uintptr_t)p;
+}
+
+/* ---- errors ---- */
+
+static int cu_errno(CUresult r)
+{
+	switch (r) {
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -VMMX_ENOMEM;
+	case CUDA_ERROR_INVALID_VALUE:
+		return -VMMX_EINVAL;
+	case CUDA_ERROR_NO_DEVICE:
+	case CUDA_ERROR_INVALID_DEVICE:
+		return -VMMX_ENODEV;
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return -VMMX_ENOTSUP;
+	default:
+		return -VMMX_EDRIVER;
+	}
+}
+
+__attribute__((format(printf, 4, 0)))
+static int cu_vfail(struct vmm_cuda *c, int err, CUresult r, const char *fmt, va_list ap)
+{
+	const char *name = NULL, *str = NULL;
+	char what[256];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	/* Both return CUDA_ERROR_INVALID_VALUE and NULL for codes they do not know. */
+	if (c->api.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
+		name = NULL;
+	if (c->api.cuGetErrorString(r, &str) != CUDA_SUCCESS || !str)
+		str = "unknown error";
+	if (name)
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, err, "%s: %s (%s)", what, name, str);
+	else
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, err, "%s: CUresult %d (%s)", what, (int)r,
+			    str);
+	return err;
+}
+
+/*
+ * cu_fail() - the one place a driver result becomes our code: map @r,
+ * report it with the call described by @fmt, return the negative code.
+ */
+__attribute__((format(printf, 3, 4)))
+static int cu_fail(struct vmm_cuda *c, CUresult r, const char *fmt, ...)
+{
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = cu_vfail(c, cu_errno(r), r, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* As cu_fail() with a code chosen by the caller (open's special cases). */
+__attribute__((format(printf, 4, 5)))
+static int cu_fail_as(struct vmm_cuda *c, int err, CUresult r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = cu_vfail(c, err, r, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static const char *loc_str(struct vmmx_loc loc, char *buf, size_t len)
+{
+	switch (loc.kind) {
+	case VMMX_LOC_DEVICE:
+		snprintf(buf, len, "device %d", loc.id);
+		break;
+	case VMMX_LOC_HOST:
+		snprintf(buf, len, "host");
+		break;
+	case VMMX_LOC_HOST_NUMA:
+		snprintf(buf, len, "host-numa %d", loc.id);
+		break;
+	default:
+		snprintf(buf, len, "location kind %d", (int)loc.kind);
+		break;
+	}
+	return buf;
+}
+
+/*
+ * Fill an allocation property for @loc.  PINNED is the only type the driver
+ * offers; requestedHandleTypes stays 0 because HOST allocations refuse any
+ * other value and we never export handles.
+ */
+static int loc_prop(struct vmm_cuda *c, struct vmmx_loc loc, CUmemAllocationProp *prop)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	switch (loc.kind) {
+	case VMMX_LOC_DEVICE:
+		prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		prop->location.id = loc.id;
+		return 0;
+	case VMMX_LOC_HOST:
+		prop->location.type = CU_MEM_LOCATION_TYPE_HOST;
+		prop->location.id = 0; /* ignored by the driver for HOST */
+		return 0;
+	case VMMX_LOC_HOST_NUMA:
+		prop->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+		prop->location.id = loc.id;
+		return 0;
+	default:
+		break;
+	}
+	vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL, "cuda: invalid location kind %d",
+		    (int)loc.kind);
+	return -VMMX_EINVAL;
+}
+
+/* ---- the calling thread's context ---- */
+
+/*
+ * Make our primary context current for one call.  *@saved_p receives the
+ * context to give back in cu_leave(): NULL when there is nothing to restore
+ * (ours was current, or none was and ours stays).
+ */
+static int cu_enter(struct vmm_cuda *c, CUcontext *saved_p)
+{
+	CUcontext cur = NULL;
+	CUresult r;
+
+	r = c->api.cuCtxGetCurrent(&cur);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuCtxGetCurrent()");
+	*saved_p = NULL;
+	if (cur == c->ctx)
+		return 0;
+	r = c->api.cuCtxSetCurrent(c->ctx);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuCtxSetCurrent(primary context of device %d)", c->ordinal);
+	*saved_p = cur;
+	return 0;
+}
+
+static void cu_leave(struct vmm_cuda *c, CUcontext saved)
+{
+	/*
+	 * Failure swallowed on purpose: the operation's own result is what the
+	 * caller needs, and setting a context the caller made current only
+	 * fails when that context is already gone.
+	 */
+	if (saved)
+		(void)c->api.cuCtxSetCurrent(saved);
+}
+
+/* ---- operations ---- */
+
+static void cuda_close(struct vmm *v)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUresult r;
+
+	/*
+	 * A failed release is reported and otherwise swallowed: close cannot
+	 * fail, and the driver reclaims the context at process exit anyway.
+	 * Buffers are the caller's to tear down first (the dispatch layer's
+	 * counters tell whether it did).
+	 */
+	r = c->api.cuDevicePrimaryCtxRelease(c->dev);
+	if (r != CUDA_SUCCESS)
+		cu_fail(c, r, "cuDevicePrimaryCtxRelease(device %d)", c->ordinal);
+	/* RTLD_NODELETE at open: this drops our reference, it unmaps nothing. */
+	dlclose(c->lib);
+	free(c);
+}
+
+static int cuda_query(struct vmm *v, struct vmm_info *info)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	int count = 0, version = 0;
+	CUresult r;
+
+	/* None of these needs a context. */
+	r = c->api.cuDeviceGetCount(&count);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGetCount()");
+	r = c->api.cuDriverGetVersion(&version);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDriverGetVersion()");
+	r = c->api.cuDeviceGetName(info->device_name, (int)sizeof(info->device_name), c->dev);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGetName(device %d)", c->ordinal);
+	info->backend = "cuda";
+	info->device_count = count;
+	info->driver_version = version;
+	return 0;
+}
+
+static int cuda_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUmemAllocationProp prop;
+	CUcontext saved;
+	size_t gran = 0;
+	char ls[32];
+	CUresult r;
+	int err;
+
+	err = loc_prop(c, loc, &prop);
+	if (err)
+		return err;
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemGetAllocationGranularity(%s, minimum)",
+			       loc_str(loc, ls, sizeof(ls)));
+	*gran_p = gran;
+	return 0;
+}
+
+/*
+ * Device memory of another ordinal: cuMemGetInfo answers for the current
+ * context's device only, so retain that device's primary context and push it
+ * for the call.  Cheap when the context is already active (someone uses that
+ * GPU); when it is not, the retain creates it and the release destroys it
+ * again, which costs tens of milliseconds and briefly some memory on that
+ * GPU.  Still better than reporting free == total (cuDeviceTotalMem), which
+ * would let a policy place chunks on a full GPU.
+ */
+static int mem_info_other(struct vmm_cuda *c, int ordinal, uint64_t *free_p, uint64_t *total_p)
+{
+	CUcontext ctx = NULL, popped;
+	size_t fr = 0, tot = 0;
+	CUdevice dev;
+	CUresult r;
+	int err = 0;
+
+	r = c->api.cuDeviceGet(&dev, ordinal);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGet(%d)", ordinal);
+	r = c->api.cuDevicePrimaryCtxRetain(&ctx, dev);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
+	r = c->api.cuCtxPushCurrent(ctx);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "cuCtxPushCurrent(primary context of device %d)", ordinal);
+		goto err_release;
+	}
+	r = c->api.cuMemGetInfo(&fr, &tot);
+	if (r != CUDA_SUCCESS)
+		err = cu_fail(c, r, "cuMemGetInfo(device %d)", ordinal);
+	/* Pop failing would mean the stack changed under us: nothing to undo. */
+	(void)c->api.cuCtxPopCurrent(&popped);
+err_release:
+	(void)c->api.cuDevicePrimaryCtxRelease(dev);
+	if (err)
+		return err;
+	*free_p = fr;
+	*total_p = tot;
+	return 0;
+}
+
+/*
+ * Host memory that pinning can take now: MemAvailable, which counts the page
+ * cache the kernel would reclaim.  sysinfo's freeram leaves it out and can be
+ * a small fraction of RAM on a machine that has read a lot of files, which
+ * would make placement refuse host chunks that would succeed.  @freeram is
+ * the fallback on kernels without MemAvailable (before 3.14).
+ */
+static uint64_t host_available(uint64_t freeram)
+{
+	unsigned long long kib;
+	char line[128];
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return freeram;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+			fclose(f);
+			return (uint64_t)kib << 10;
+		}
+	}
+	fclose(f);
+	return freeram;
+}
+
+static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, uint64_t *total_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	size_t fr = 0, tot = 0;
+	struct sysinfo si;
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	switch (loc.kind) {
+	case VMMX_LOC_DEVICE:
+		if (loc.id != c->ordinal)
+			return mem_info_other(c, loc.id, free_p, total_p);
+		err = cu_enter(c, &saved);
+		if (err)
+			return err;
+		r = c->api.cuMemGetInfo(&fr, &tot);
+		cu_leave(c, saved);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(c, r, "cuMemGetInfo(device %d)", c->ordinal);
+		*free_p = fr;
+		*total_p = tot;
+		return 0;
+	case VMMX_LOC_HOST:
+	case VMMX_LOC_HOST_NUMA:
+		/*
+		 * Pinned chunks come out of RAM, so RAM is what there is; the
+		 * driver has no query for it.  HOST_NUMA reports the whole
+		 * machine, not the node.
+		 */
+		if (sysinfo(&si)) {
+			vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EDRIVER, "cuda: sysinfo: %s",
+				    strerror(errno));
+			return -VMMX_EDRIVER;
+		}
+		*total_p = (uint64_t)si.totalram * si.mem_unit;
+		*free_p = host_available((uint64_t)si.freeram * si.mem_unit);
+		return 0;
+	default:
+		break;
+	}
+	vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL, "cuda: mem_info of location kind %d",
+		    (int)loc.kind);
+	return -VMMX_EINVAL;
+}
+
+static int cuda_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUdeviceptr va = 0;
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemAddressReserve(&va, size, align, 0, 0);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemAddressReserve(%zu bytes, align %zu)", size, align);
+	*va_p = (void *)(uintptr_t)va;
+	return 0;
+}
+
+static int cuda_unreserve(struct vmm *v, void *va, size_t size)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemAddressFree(dptr(va), size);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemAddressFree(%p, %zu bytes)", va, size);
+	return 0;
+}
+
+static int cuda_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handle_t *h_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUmemGenericAllocationHandle h = 0;
+	CUmemAllocationProp prop;
+	CUcontext saved;
+	char ls[32];
+	CUresult r;
+	int err;
+
+	err = loc_prop(c, loc, &prop);
+	if (err)
+		return err;
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemCreate(&h, size, &prop, 0);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemCreate(%s, %zu bytes)", loc_str(loc, ls, sizeof(ls)),
+			       size);
+	*h_p = h;
+	return 0;
+}
+
+static int cuda_release(struct vmm *v, vmm_handle_t h)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemRelease(h);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemRelease(handle %#llx)", (unsigned long long)h);
+	return 0;
+}
+
+static int cuda_map(struct vmm *v, void *va, size_t size, vmm_handle_t h)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	/* offset 0: the driver maps a handle only whole. */
+	r = c->api.cuMemMap(dptr(va), size, 0, h, 0);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemMap(%p, %zu bytes, handle %#llx)", va, size,
+			       (unsigned long long)h);
+	return 0;
+}
+
+static int cuda_unmap(struct vmm *v, void *va, size_t size)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemUnmap(dptr(va), size);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemUnmap(%p, %zu bytes)", va, size);
+	return 0;
+}
+
+static const char *access_str(enum vmm_access_flags f)
+{
+	switch (f) {
+	case VMM_ACCESS_NONE:
+		return "none";
+	case VMM_ACCESS_READ:
+		return "read";
+	case VMM_ACCESS_RW:
+		return "rw";
+	}
+	return "?";
+}
+
+/* Grants in the driver's terms; -VMMX_EINVAL for a grantee or right it has no word for. */
+static int access_desc(struct vmm_cuda *c, const struct vmm_access *a, CUmemAccessDesc *d)
+{
+	memset(d, 0, sizeof(*d));
+	switch (a->who.kind) {
+	case VMMX_LOC_DEVICE:
+		d->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		d->location.id = a->who.id;
+		break;
+	case VMMX_LOC_HOST:
+		/* The CPU: makes HOST and HOST_NUMA chunks loadable at the same VA. */
+		d->location.type = CU_MEM_LOCATION_TYPE_HOST;
+		d->location.id = 0;
+		break;
+	case VMMX_LOC_HOST_NUMA:
+		/* Accepted by the driver only for HOST_NUMA allocations. */
+		d->location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+		d->location.id = a->who.id;
+		break;
+	default:
+		goto bad;
+	}
+	switch (a->flags) {
+	case VMM_ACCESS_NONE:
+		d->flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+		return 0;
+	case VMM_ACCESS_READ:
+		d->flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+		return 0;
+	case VMM_ACCESS_RW:
+		d->flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		return 0;
+	}
+bad:
+	vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+		    "cuda: set_access: invalid grant (location kind %d, flags %d)",
+		    (int)a->who.kind, (int)a->flags);
+	return -VMMX_EINVAL;
+}
+
+/* Grants in one cuMemSetAccess call: the call costs per range, not per grantee. */
+#define ACCESS_ON_STACK 8
+
+static int cuda_set_access(struct vmm *v, void *va, size_t size, const struct vmm_access *acc,
+			   int n)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUmemAccessDesc stack[ACCESS_ON_STACK], *d = stack;
+	char grants[160] = "", ls[32];
+	CUcontext saved;
+	size_t used = 0;
+	CUresult r;
+	int err;
+
+	if (n <= 0 || !acc) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "cuda: set_access with %d grants", n);
+		return -VMMX_EINVAL;
+	}
+	if (n > ACCESS_ON_STACK) {
+		d = calloc((size_t)n, sizeof(*d));
+		if (!d) {
+			vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENOMEM,
+				    "cuda: set_access: no memory for %d grants", n);
+			return -VMMX_ENOMEM;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		err = access_desc(c, &acc[i], &d[i]);
+		if (err)
+			goto out;
+	}
+	err = cu_enter(c, &saved);
+	if (err)
+		goto out;
+	r = c->api.cuMemSetAccess(dptr(va), size, d, (size_t)n);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS) {
+		for (int i = 0; i < n && used < sizeof(grants); i++) {
+			int k = snprintf(grants + used, sizeof(grants) - used, "%s%s %s",
+					 i ? ", " : "", loc_str(acc[i].who, ls, sizeof(ls)),
+					 access_str(acc[i].flags));
+			if (k < 0)
+				break;
+			used += (size_t)k;
+		}
+		err = cu_fail(c, r, "cuMemSetAccess(%p, %zu bytes, %s)", va, size, grants);
+	}
+out:
+	if (d != stack)
+		free(d);
+	return err;
+}
+
+/*
+ * cuMemcpy and cuMemsetD8 go to the default stream, ordered after earlier
+ * work of the blocking streams.  Neither is guaranteed complete on return:
+ * a copy between two device-type ranges (a VMM host chunk counts as one)
+ * does no host synchronisation, a pageable-to-device copy returns once the
+ * data is staged, and a memset of device memory is asynchronous.  libvmmx
+ * promises completion on return (the CPU may read a host chunk next), so
+ * both wait for the default stream: that covers the operation and whatever
+ * it was ordered after, and no more (unlike cuCtxSynchronize, it does not
+ * wait for the caller's non-blocking streams).
+ */
+static int cuda_copy(struct vmm *v, void *dst, const void *src, size_t n)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	if (!n)
+		return 0;
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemcpy(dptr(dst), dptr(src), n);
+	if (r != CUDA_SUCCESS) {
+		cu_leave(c, saved);
+		return cu_fail(c, r, "cuMemcpy(%p <- %p, %zu bytes)", dst, src, n);
+	}
+	r = c->api.cuStreamSynchronize(NULL);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuStreamSynchronize(NULL) after cuMemcpy(%p <- %p, %zu bytes)",
+			       dst, src, n);
+	return 0;
+}
+
+static int cuda_memset(struct vmm *v, void *dst, int value, size_t n)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	if (!n)
+		return 0;
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemsetD8(dptr(dst), (unsigned char)value, n);
+	if (r != CUDA_SUCCESS) {
+		cu_leave(c, saved);
+		return cu_fail(c, r, "cuMemsetD8(%p, %#x, %zu bytes)", dst,
+			       (unsigned char)value, n);
+	}
+	r = c->api.cuStreamSynchronize(NULL);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuStreamSynchronize(NULL) after cuMemsetD8(%p, %zu bytes)",
+			       dst, n);
+	return 0;
+}
+
+static int cuda_sync(struct vmm *v)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuCtxSynchronize();
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuCtxSynchronize(device %d)", c->ordinal);
+	return 0;
+}
+
+static const struct vmm_ops cuda_ops = {
+	.name = "cuda",
+	.close = cuda_close,
+	.query = cuda_query,
+	.granularity = cuda_granularity,
+	.mem_info = cuda_mem_info,
+	.reserve = cuda_reserve,
+	.unreserve = cuda_unreserve,
+	.create = cuda_create,
+	.release = cuda_release,
+	.map = cuda_map,
+	.unmap = cuda_unmap,
+	.set_access = cuda_set_access,
+	.copy = cuda_copy,
+	.memset = cuda_memset,
+	.sync = cuda_sync,
+};
+
+/* ---- open ---- */
+
+static int load_driver(struct vmm_cuda *c)
+{
+	const char *why;
+
+	/*
+	 * RTLD_NODELETE: cuInit starts driver threads and registers handlers
+	 * that outlive any one user, so the library must never be unmapped;
+	 * dlclose() then only drops our reference.
+	 */
+	c->lib = dlopen(CUDA_LIB, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!c->lib) {
+		why = dlerror();
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENODRIVER,
+			    "cuda: cannot load the CUDA driver: %s (is the NVIDIA driver installed?)",
+			    why ? why : CUDA_LIB ": unknown dlopen error");
+		return -VMMX_ENODRIVER;
+	}
+	for (size_t i = 0; i < sizeof(cuda_syms) / sizeof(cuda_syms[0]); i++) {
+		void *fn;
+
+		dlerror();
+		fn = dlsym(c->lib, cuda_syms[i].name);
+		if (!fn) {
+			why = dlerror();
+			vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENODRIVER,
+				    "cuda: %s has no %s: the driver is too old for libvmmx (%s)",
+				    CUDA_LIB, cuda_syms[i].name, why ? why : "no such symbol");
+			dlclose(c->lib);
+			c->lib = NULL;
+			return -VMMX_ENODRIVER;
+		}
+		/* memcpy: ISO C has no conversion from void * to a function pointer. */
+		memcpy((char *)&c->api + cuda_syms[i].off, &fn, sizeof(fn));
+	}
+	return 0;
+}
+
+#define VMM_ATTR CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+
+static int init_device(struct vmm_cuda *c, int ordinal)
+{
+	const char *vis;
+	CUresult r;
+	int vmm = 0;
+
+	r = c->api.cuInit(0);
+	switch (r) {
+	case CUDA_SUCCESS:
+		break;
+	case CUDA_ERROR_NO_DEVICE:
+		return cu_fail_as(c, -VMMX_ENODEV, r, "cuda: no CUDA device: cuInit(0)");
+	case CUDA_ERROR_STUB_LIBRARY:
+		/* The toolkit's link stub was found instead of the driver's library. */
+		return cu_fail_as(c, -VMMX_ENODRIVER, r,
+				  "cuda: %s is the CUDA toolkit's stub, not the driver: cuInit(0)",
+				  CUDA_LIB);
+	case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+		/* The user-space library does not match the loaded kernel module. */
+		return cu_fail_as(c, -VMMX_ENODRIVER, r,
+				  "cuda: %s does not match the kernel driver: cuInit(0)", CUDA_LIB);
+	default:
+		return cu_fail(c, r, "cuInit(0)");
+	}
+
+	r = c->api.cuDeviceGetCount(&c->device_count);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGetCount()");
+	if (ordinal < 0 || ordinal >= c->device_count) {
+		vis = getenv("CUDA_VISIBLE_DEVICES");
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENODEV,
+			    "cuda: no device %d: %d CUDA device%s visible%s%s%s", ordinal,
+			    c->device_count, c->device_count == 1 ? "" : "s",
+			    vis ? " (CUDA_VISIBLE_DEVICES=" : "", vis ? vis : "", vis ? ")" : "");
+		return -VMMX_ENODEV;
+	}
+	r = c->api.cuDeviceGet(&c->dev, ordinal);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGet(%d)", ordinal);
+	r = c->api.cuDeviceGetAttribute(&vmm, VMM_ATTR, c->dev);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGetAttribute(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, %d)",
+			       ordinal);
+	if (!vmm) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENOTSUP,
+			    "cuda: device %d lacks virtual memory management (cuMemCreate, cuMemMap)",
+			    ordinal);
+		return -VMMX_ENOTSUP;
+	}
+	return 0;
+}
+
+int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p)
+{
+	struct vmm_cuda *c;
+	CUcontext cur = NULL;
+	char name[96] = "";
+	int version = 0;
+	CUresult r;
+	int err;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		if (p->report)
+			p->report(p->report_arg, VMMX_LOG_DEBUG, -VMMX_ENOMEM,
+				  "cuda: no memory for the backend instance");
+		return -VMMX_ENOMEM;
+	}
+	c->vmm.ops = &cuda_ops;
+	c->vmm.report = p->report;
+	c->vmm.report_arg = p->report_arg;
+	c->ordinal = p->device;
+
+	err = load_driver(c);
+	if (err)
+		goto err_free;
+	err = init_device(c, p->device);
+	if (err)
+		goto err_dlclose;
+
+	r = c->api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "cuDevicePrimaryCtxRetain(device %d)", p->device);
+		goto err_dlclose;
+	}
+	/*
+	 * Make it current on the opening thread unless the caller has a
+	 * context of its own there (see the top comment); other threads get
+	 * it at their first call.
+	 */
+	r = c->api.cuCtxGetCurrent(&cur);
+	if (r == CUDA_SUCCESS && !cur)
+		r = c->api.cuCtxSetCurrent(c->ctx);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "making the primary context of device %d current", p->device);
+		goto err_release;
+	}
+
+	/* Facts for the debug log; failures here are not worth failing open. */
+	(void)c->api.cuDriverGetVersion(&version);
+	(void)c->api.cuDeviceGetName(name, (int)sizeof(name), c->dev);
+	vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, 0, "cuda: device %d of %d (%s), driver %d.%d",
+		    p->device, c->device_count, name, version / 1000, version % 1000 / 10);
+
+	*v_p = &c->vmm;
+	return 0;
+
+err_release:
+	(void)c->api.cuDevicePrimaryCtxRelease(c->dev);
+err_dlclose:
+	dlclose(c->lib);
+err_free:
+	free(c);
+	return err;
+}
+
+#endif /* VMMX_HAVE_CUDA */

@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: MIT
+# The driver layer: a noinst library linked into libvmmx (and into tests).
+noinst_LTLIBRARIES += %D%/libvmm.la
+%C%_libvmm_la_SOURCES = %D%/vmm.h %D%/vmm.c %D%/sim.c
+%C%_libvmm_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(PTHREAD_CFLAGS)
+if HAVE_CUDA
+%C%_libvmm_la_SOURCES += %D%/cuda.c
+%C%_libvmm_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+endif

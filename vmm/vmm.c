@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vmm.c - dispatch layer over the backends: argument checks that need no
+ * backend knowledge, call counters, live-object counters and the fault layer.
+ *
+ * The fault layer lives here rather than as a third backend so that it wraps
+ * either backend the same way: vmm_fault_arm(v, op, n, err) makes the n-th
+ * next call of op return err without reaching the driver.  Counters and
+ * countdowns are updated with atomic builtins; no lock is taken, so a fault
+ * armed while other threads call in hits whichever call is n-th.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "vmm/vmm.h"
+
+static const char *const op_names[VMMX_OP_COUNT] = {
+	[VMMX_OP_RESERVE] = "reserve",       [VMMX_OP_UNRESERVE] = "unreserve",
+	[VMMX_OP_CREATE] = "create",         [VMMX_OP_RELEASE] = "release",
+	[VMMX_OP_MAP] = "map",               [VMMX_OP_UNMAP] = "unmap",
+	[VMMX_OP_SET_ACCESS] = "set_access", [VMMX_OP_COPY] = "copy",
+	[VMMX_OP_MEMSET] = "memset",         [VMMX_OP_SYNC] = "sync",
+};
+
+const char *vmm_op_name(enum vmmx_op op)
+{
+	return (unsigned int)op < VMMX_OP_COUNT ? op_names[op] : NULL;
+}
+
+int vmm_op_parse(const char *name, size_t len)
+{
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		if (strlen(op_names[i]) == len && !memcmp(op_names[i], name, len))
+			return i;
+	return -1;
+}
+
+void vmm_reportf(struct vmm *v, int level, int err, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!v || !v->report)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	v->report(v->report_arg, level, err, msg);
+}
+
+bool vmm_backend_built(const char *name)
+{
+	if (!strcmp(name, "sim"))
+		return true;
+#ifdef VMMX_HAVE_CUDA
+	if (!strcmp(name, "cuda"))
+		return true;
+#endif
+	return false;
+}
+
+int vmm_open(const struct vmm_params *p, struct vmm **v_p)
+{
+	struct vmm *v = NULL;
+	int err;
+
+	if (!p || !p->backend || !v_p)
+		return -VMMX_EINVAL;
+	if (!strcmp(p->backend, "sim")) {
+		err = vmm_sim_open(p, &v);
+#ifdef VMMX_HAVE_CUDA
+	} else if (!strcmp(p->backend, "cuda")) {
+		err = vmm_cuda_open(p, &v);
+#endif
+	} else {
+		err = -VMMX_ENOBACKEND;
+		if (p->report) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "backend \"%s\" is %s (built: sim%s)", p->backend,
+				 !strcmp(p->backend, "cuda") ? "not built in: configure found no CUDA headers"
+							      : "unknown",
+				 vmm_backend_built("cuda") ? ", cuda" : "");
+			p->report(p->report_arg, VMMX_LOG_DEBUG, err, msg);
+		}
+	}
+	if (err)
+		return err;
+	*v_p = v;
+	return 0;
+}
+
+void vmm_close(struct vmm *v)
+{
+	if (v)
+		v->ops->close(v);
+}
+
+/*
+ * Count a call and decide whether the fault layer fails it.  Returns 0 to go
+ * on to the backend, or the injected error.
+ */
+static int enter(struct vmm *v, enum vmmx_op op)
+{
+	uint64_t armed;
+
+	__atomic_fetch_add(&v->calls[op], 1, __ATOMIC_RELAXED);
+	armed = __atomic_load_n(&v->fault_at[op], __ATOMIC_RELAXED);
+	while (armed) {
+		if (__atomic_compare_exchange_n(&v->fault_at[op], &armed, armed - 1, false,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			if (armed != 1)
+				return 0;
+			int err = v->fault_err[op] ? v->fault_err[op] : -VMMX_EFAULTINJ;
+
+			__atomic_fetch_add(&v->injected, 1, __ATOMIC_RELAXED);
+			vmm_reportf(v, VMMX_LOG_DEBUG, err, "fault layer: injected failure of %s",
+				    op_names[op]);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void add(int64_t *ctr, int64_t d)
+{
+	__atomic_fetch_add(ctr, d, __ATOMIC_RELAXED);
+}
+
+int vmm_query(struct vmm *v, struct vmm_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	return v->ops->query(v, info);
+}
+
+int vmm_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
+{
+	return v->ops->granularity(v, loc, gran_p);
+}
+
+int vmm_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, uint64_t *total_p)
+{
+	return v->ops->mem_info(v, loc, free_p, total_p);
+}
+
+int vmm_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
+{
+	int err = enter(v, VMMX_OP_RESERVE);
+
+	if (!err)
+		err = v->ops->reserve(v, size, align, va_p);
+	if (!err)
+		add(&v->live_reservations, 1);
+	return err;
+}
+
+int vmm_unreserve(struct vmm *v, void *va, size_t size)
+{
+	int err = enter(v, VMMX_OP_UNRESERVE);
+
+	if (!err)
+		err = v->ops->unreserve(v, va, size);
+	if (!err)
+		add(&v->live_reservations, -1);
+	return err;
+}
+
+int vmm_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handle_t *h_p)
+{
+	int err = enter(v, VMMX_OP_CREATE);
+
+	if (!err)
+		err = v->ops->create(v, loc, size, h_p);
+	if (!err)
+		add(&v->live_handles, 1);
+	return err;
+}
+
+int vmm_release(struct vmm *v, vmm_handle_t h)
+{
+	int err = enter(v, VMMX_OP_RELEASE);
+
+	if (!err)
+		err = v->ops->release(v, h);
+	if (!err)
+		add(&v->live_handles, -1);
+	return err;
+}
+
+int vmm_map(struct vmm *v, void *va, size_t size, vmm_handle_t h)
+{
+	int err = enter(v, VMMX_OP_MAP);
+
+	if (!err)
+		err = v->ops->map(v, va, size, h);
+	if (!err)
+		add(&v->live_mapped, (int64_t)size);
+	return err;
+}
+
+int vmm_unmap(struct vmm *v, void *va, size_t size)
+{
+	int err = enter(v, VMMX_OP_UNMAP);
+
+	if (!err)
+		err = v->ops->unmap(v, va, size);
+	if (!err)
+		add(&v->live_mapped, -(int64_t)size);
+	return err;
+}
+
+int vmm_set_access(struct vmm *v, void *va, size_t size, const struct vmm_access *acc, int n)
+{
+	int err = enter(v, VMMX_OP_SET_ACCESS);
+
+	return err ? err : v->ops->set_access(v, va, size, acc, n);
+}
+
+int vmm_copy(struct vmm *v, void *dst, const void *src, size_t n)
+{
+	int err = enter(v, VMMX_OP_COPY);
+
+	return err ? err : v->ops->copy(v, dst, src, n);
+}
+
+int vmm_memset(struct vmm *v, void *dst, int c, size_t n)
+{
+	int err = enter(v, VMMX_OP_MEMSET);
+
+	return err ? err : v->ops->memset(v, dst, c, n);
+}
+
+int vmm_sync(struct vmm *v)
+{
+	int err = enter(v, VMMX_OP_SYNC);
+
+	return err ? err : v->ops->sync(v);
+}
+
+void vmm_counts(struct vmm *v, struct vmm_counts *c)
+{
+	c->reservations = __atomic_load_n(&v->live_reservations, __ATOMIC_RELAXED);
+	c->handles = __atomic_load_n(&v->live_handles, __ATOMIC_RELAXED);
+	c->mapped_bytes = __atomic_load_n(&v->live_mapped, __ATOMIC_RELAXED);
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		c->calls[i] = __atomic_load_n(&v->calls[i], __ATOMIC_RELAXED);
+	c->injected = __atomic_load_n(&v->injected, __ATOMIC_RELAXED);
+}
+
+int vmm_fault_arm(struct vmm *v, enum vmmx_op op, uint64_t nth, int err)
+{
+	if ((unsigned int)op >= VMMX_OP_COUNT || err > 0)
+		return -VMMX_EINVAL;
+	v->fault_err[op] = err;
+	__atomic_store_n(&v->fault_at[op], nth, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void vmm_fault_disarm_all(struct vmm *v)
+{
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		__atomic_store_n(&v->fault_at[i], 0, __ATOMIC_RELAXED);
+}
