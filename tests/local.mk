@@ -65,7 +65,7 @@ EXTRA_DIST += %D%/api/exports.sh
 %C%_lib_lookup_CPPFLAGS = $(TEST_CPPFLAGS)
 
 # GPU kernels: nvcc builds a fatbin, bin2c embeds it; without nvcc the test skips.
-%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c
+%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c %D%/gpu/hash.h
 %C%_gpu_mixed_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_mixed_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 EXTRA_DIST += %D%/gpu/kernels.cu
