@@ -2,7 +2,9 @@
 /*
  * cuda.c - the "cuda" backend: struct vmm_ops over the CUDA driver's
  * virtual-memory API (cuMemAddressReserve, cuMemCreate, cuMemMap,
- * cuMemSetAccess and their inverses), plus copies, memset and sync.
+ * cuMemSetAccess and their inverses), plus copies, memset and sync, host
+ * registration (cuMemHostRegister), streams with asynchronous copies, and
+ * device attributes and peer access for every device of the machine.
  *
  * Why dlopen: libcuda.so.1 belongs to the driver, not to the toolkit, and is
  * absent on machines without an NVIDIA GPU.  Linking it would make every
@@ -29,9 +31,22 @@
  * and reports it once through the instance's report hook, with the call and
  * its arguments, the CUDA error name and its description.
  *
- * Locking: none.  The instance is written only by vmm_cuda_open() and is
- * read-only afterwards; the driver is thread-safe; the current context is
- * per thread.  There is no global mutable state in this file.
+ * Streams: the instance keeps the list of the streams it created and
+ * refuses any other value with -VMMX_EINVAL, as the sim does.  A CUstream is
+ * a pointer into the driver; handing it a destroyed or made-up one is
+ * undefined behaviour there, not an error code, so the check has to be ours.
+ * Stream 0 is the default stream (the legacy one, or the per-thread one in a
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM build).  Host registrations are not
+ * tracked: the driver checks them itself (ALREADY_REGISTERED,
+ * NOT_REGISTERED), and they outlive vmm_close() like any driver state the
+ * caller did not undo.
+ *
+ * Locking: the instance is written only by vmm_cuda_open() and is read-only
+ * afterwards, except the stream list, which streams_lock protects; it is
+ * held across cuStreamDestroy (so that a destroyed stream is never seen as
+ * live) and never across any other driver call.  The driver is
+ * thread-safe; the current context is per thread.  There is no global
+ * mutable state in this file.
  */
 #include "config.h"
 
@@ -39,6 +54,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -74,6 +90,7 @@ _Static_assert(sizeof(CUdeviceptr) == sizeof(void *),
 	X(cuDeviceGet)                                                                     \
 	X(cuDeviceGetName)                                                                 \
 	X(cuDeviceGetAttribute)                                                            \
+	X(cuDeviceCanAccessPeer)                                                           \
 	X(cuDevicePrimaryCtxRetain)                                                        \
 	X(cuDevicePrimaryCtxRelease)                                                       \
 	X(cuCtxGetCurrent)                                                                 \
@@ -82,6 +99,8 @@ _Static_assert(sizeof(CUdeviceptr) == sizeof(void *),
 	X(cuCtxPopCurrent)                                                                 \
 	X(cuCtxSynchronize)                                                                \
 	X(cuStreamSynchronize)                                                             \
+	X(cuStreamCreate)                                                                  \
+	X(cuStreamDestroy)                                                                 \
 	X(cuMemGetInfo)                                                                    \
 	X(cuMemGetAllocationGranularity)                                                   \
 	X(cuMemAddressReserve)                                                             \
@@ -92,7 +111,11 @@ _Static_assert(sizeof(CUdeviceptr) == sizeof(void *),
 	X(cuMemUnmap)                                                                      \
 	X(cuMemSetAccess)                                                                  \
 	X(cuMemcpy)                                                                        \
-	X(cuMemsetD8)
+	X(cuMemcpyAsync)                                                                   \
+	X(cuMemsetD8)                                                                      \
+	X(cuMemHostRegister)                                                               \
+	X(cuMemHostGetDevicePointer)                                                       \
+	X(cuMemHostUnregister)
 
 #define CU_DECL(f) __typeof__(f) *f;
 struct cuda_api {
@@ -118,6 +141,9 @@ struct vmm_cuda {
 	int ordinal;                    /* p->device */
 	int device_count;
 	CUcontext ctx;                  /* the device's primary context, retained */
+	pthread_mutex_t streams_lock;
+	CUstream *streams;              /* streams we created, not yet destroyed: streams_lock */
+	size_t nstreams, streams_cap;   /* streams_lock */
 };
 
 static inline struct vmm_cuda *to_cuda(struct vmm *v)
@@ -144,6 +170,10 @@ static int cu_errno(CUresult r)
 		return -VMMX_ENODEV;
 	case CUDA_ERROR_NOT_SUPPORTED:
 		return -VMMX_ENOTSUP;
+	case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+		return -VMMX_EEXIST;
+	case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+		return -VMMX_ENOENT;
 	default:
 		return -VMMX_EDRIVER;
 	}
@@ -295,6 +325,18 @@ static void cuda_close(struct vmm *v)
 	 * Buffers are the caller's to tear down first (the dispatch layer's
 	 * counters tell whether it did).
 	 */
+	/*
+	 * Streams the caller left behind go before the context they belong to:
+	 * the primary context survives our release when cudart holds it too,
+	 * and would keep them forever.  Failures are reported and swallowed.
+	 */
+	for (size_t i = 0; i < c->nstreams; i++) {
+		r = c->api.cuStreamDestroy(c->streams[i]);
+		if (r != CUDA_SUCCESS)
+			cu_fail(c, r, "cuStreamDestroy(%p) at close", (void *)c->streams[i]);
+	}
+	free(c->streams);
+	pthread_mutex_destroy(&c->streams_lock);
 	r = c->api.cuDevicePrimaryCtxRelease(c->dev);
 	if (r != CUDA_SUCCESS)
 		cu_fail(c, r, "cuDevicePrimaryCtxRelease(device %d)", c->ordinal);
@@ -764,6 +806,328 @@ static int cuda_sync(struct vmm *v)
 	return 0;
 }
 
+/* ---- attributes and peers ---- */
+
+/* The driver's attribute behind each of ours; HOST_VMM is special-cased. */
+static const CUdevice_attribute attr_map[VMM_ATTR_COUNT] = {
+	[VMM_ATTR_VMM] = CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+	[VMM_ATTR_HOST_VMM] = CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+	[VMM_ATTR_HOST_NUMA_VMM] =
+		CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+	[VMM_ATTR_HOST_NUMA_ID] = CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID,
+	[VMM_ATTR_HOST_REGISTER] = CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
+	[VMM_ATTR_HOST_POINTER_FOR_REGISTERED] =
+		CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+	[VMM_ATTR_PAGEABLE_ACCESS] = CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+	[VMM_ATTR_PAGEABLE_HOST_PAGE_TABLES] =
+		CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+	[VMM_ATTR_POSIX_FD] = CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+	[VMM_ATTR_CONCURRENT_MANAGED] = CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+	[VMM_ATTR_UNIFIED_ADDRESSING] = CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+	[VMM_ATTR_COMPUTE_MAJOR] = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+	[VMM_ATTR_COMPUTE_MINOR] = CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+	[VMM_ATTR_SM_COUNT] = CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+	[VMM_ATTR_GPU_DIRECT_RDMA_VMM] =
+		CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+};
+
+/* The CUdevice of any ordinal; -VMMX_ENODEV (reported) for one that does not exist. */
+static int cu_device(struct vmm_cuda *c, int ordinal, const char *what, CUdevice *dev_p)
+{
+	CUresult r;
+
+	if (ordinal < 0 || ordinal >= c->device_count) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENODEV,
+			    "cuda: %s: no device %d (%d visible)", what, ordinal, c->device_count);
+		return -VMMX_ENODEV;
+	}
+	r = c->api.cuDeviceGet(dev_p, ordinal);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGet(%d) for %s", ordinal, what);
+	return 0;
+}
+
+/* Neither query needs a context. */
+static int cuda_attr(struct vmm *v, int device, enum vmm_attr a, int *val)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUdevice_attribute ca;
+	CUdevice dev;
+	CUresult r;
+	int x = 0, err;
+
+	err = cu_device(c, device, vmm_attr_name(a) ? vmm_attr_name(a) : "attr", &dev);
+	if (err)
+		return err;
+	if ((unsigned int)a >= VMM_ATTR_COUNT) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL, "cuda: unknown attribute %d",
+			    (int)a);
+		return -VMMX_EINVAL;
+	}
+	ca = attr_map[a];
+#if CUDA_VERSION >= 13000
+	/*
+	 * HOST location support has its own attribute since the 13.0 header
+	 * (it may be earlier; 13.0 is where we checked).  A driver older than
+	 * the header answers INVALID_VALUE for it: fall back to HOST_NUMA's,
+	 * which the driver ties to the same machinery.
+	 */
+	if (a == VMM_ATTR_HOST_VMM) {
+		r = c->api.cuDeviceGetAttribute(
+			&x, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+		if (r == CUDA_SUCCESS) {
+			*val = x;
+			return 0;
+		}
+		if (r != CUDA_ERROR_INVALID_VALUE)
+			return cu_fail(c, r,
+				       "cuDeviceGetAttribute(HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, "
+				       "device %d)", device);
+	}
+#endif
+	r = c->api.cuDeviceGetAttribute(&x, ca, dev);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGetAttribute(%s = %d, device %d)", vmm_attr_name(a),
+			       (int)ca, device);
+	*val = x;
+	return 0;
+}
+
+static int cuda_can_access_peer(struct vmm *v, int dev, int peer, int *val)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUdevice d, p;
+	CUresult r;
+	int x = 0, err;
+
+	err = cu_device(c, dev, "can_access_peer", &d);
+	if (!err)
+		err = cu_device(c, peer, "can_access_peer", &p);
+	if (err)
+		return err;
+	/* a device is not its own peer: say 0 without asking, as the sim does */
+	if (dev == peer) {
+		*val = 0;
+		return 0;
+	}
+	r = c->api.cuDeviceCanAccessPeer(&x, d, p);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceCanAccessPeer(device %d, peer %d)", dev, peer);
+	*val = x;
+	return 0;
+}
+
+/* ---- host registration ---- */
+
+/*
+ * DEVICEMAP gives the range a device address (the same one on machines with
+ * VMM_ATTR_HOST_POINTER_FOR_REGISTERED); PORTABLE makes the pinning count in
+ * every context, not only our primary one, so cudart code of the caller's
+ * sees it as pinned too.
+ */
+static int cuda_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUdeviceptr dp = 0;
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	if (!dptr_p) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "cuda: host_register(%p, %zu): NULL output", ptr, len);
+		return -VMMX_EINVAL;
+	}
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemHostRegister(ptr, len,
+				     CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+	if (r != CUDA_SUCCESS) {
+		cu_leave(c, saved);
+		return cu_fail(c, r, "cuMemHostRegister(%p, %zu bytes, DEVICEMAP | PORTABLE)", ptr,
+			       len);
+	}
+	r = c->api.cuMemHostGetDevicePointer(&dp, ptr, 0);
+	if (r != CUDA_SUCCESS) {
+		/*
+		 * Undo: a registration the caller has no address for is one it
+		 * would never unregister.  The undo's own failure is swallowed:
+		 * the first error is the one to report.
+		 */
+		(void)c->api.cuMemHostUnregister(ptr);
+		cu_leave(c, saved);
+		return cu_fail(c, r, "cuMemHostGetDevicePointer(%p) after cuMemHostRegister", ptr);
+	}
+	cu_leave(c, saved);
+	*dptr_p = (void *)(uintptr_t)dp;
+	return 0;
+}
+
+static int cuda_host_unregister(struct vmm *v, void *ptr)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemHostUnregister(ptr);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemHostUnregister(%p)", ptr);
+	return 0;
+}
+
+/* ---- streams ---- */
+
+static inline CUstream cu_stream(vmm_stream_t s)
+{
+	return (CUstream)(uintptr_t)s;
+}
+
+/* Index of @st in the stream list, or SIZE_MAX; streams_lock is held. */
+static size_t stream_index(const struct vmm_cuda *c, CUstream st)
+{
+	for (size_t i = 0; i < c->nstreams; i++)
+		if (c->streams[i] == st)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Whether @s is 0 (when @zero_ok) or a stream of ours; -VMMX_EINVAL reported if not. */
+static int stream_check(struct vmm_cuda *c, vmm_stream_t s, bool zero_ok, const char *what)
+{
+	size_t i;
+
+	if (!s && zero_ok)
+		return 0;
+	pthread_mutex_lock(&c->streams_lock);
+	i = s ? stream_index(c, cu_stream(s)) : SIZE_MAX;
+	pthread_mutex_unlock(&c->streams_lock);
+	if (i != SIZE_MAX)
+		return 0;
+	vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL, "cuda: %s: unknown stream %#llx",
+		    what, (unsigned long long)s);
+	return -VMMX_EINVAL;
+}
+
+static int cuda_stream_create(struct vmm *v, vmm_stream_t *s_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUstream st = NULL, *n;
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	/* NON_BLOCKING: no implicit wait on the legacy default stream, whoever uses it */
+	r = c->api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuStreamCreate(NON_BLOCKING)");
+
+	pthread_mutex_lock(&c->streams_lock);
+	if (c->nstreams == c->streams_cap) {
+		size_t cap = c->streams_cap ? c->streams_cap * 2 : 8;
+
+		n = realloc(c->streams, cap * sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&c->streams_lock);
+			/* a stream we could not record is one nobody could destroy */
+			(void)c->api.cuStreamDestroy(st);
+			vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENOMEM,
+				    "cuda: stream_create: no memory for the stream list");
+			return -VMMX_ENOMEM;
+		}
+		c->streams = n;
+		c->streams_cap = cap;
+	}
+	c->streams[c->nstreams++] = st;
+	pthread_mutex_unlock(&c->streams_lock);
+	*s_p = (vmm_stream_t)(uintptr_t)st;
+	return 0;
+}
+
+/*
+ * cuStreamDestroy returns at once; work queued on the stream still runs to
+ * completion and the driver frees the stream after it.
+ */
+static int cuda_stream_destroy(struct vmm *v, vmm_stream_t s)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUresult r;
+	size_t i;
+
+	pthread_mutex_lock(&c->streams_lock);
+	i = s ? stream_index(c, cu_stream(s)) : SIZE_MAX;
+	if (i == SIZE_MAX) {
+		pthread_mutex_unlock(&c->streams_lock);
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "cuda: stream_destroy: unknown stream %#llx", (unsigned long long)s);
+		return -VMMX_EINVAL;
+	}
+	/* No context needed: a stream knows its own.  Held lock: see the top comment. */
+	r = c->api.cuStreamDestroy(cu_stream(s));
+	if (r == CUDA_SUCCESS)
+		c->streams[i] = c->streams[--c->nstreams];
+	pthread_mutex_unlock(&c->streams_lock);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuStreamDestroy(%p)", (void *)cu_stream(s));
+	return 0;
+}
+
+/*
+ * Returns once the copy is queued.  Destroying the stream while this call
+ * runs is the caller's race.  Copies from pageable memory are staged by the
+ * driver and may return only when the source has been read.
+ */
+static int cuda_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = stream_check(c, s, true, "copy_async");
+	if (err || !n)
+		return err;
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuMemcpyAsync(dptr(dst), dptr(src), n, cu_stream(s));
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuMemcpyAsync(%p <- %p, %zu bytes, stream %p)", dst, src, n,
+			       (void *)cu_stream(s));
+	return 0;
+}
+
+static int cuda_stream_sync(struct vmm *v, vmm_stream_t s)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = stream_check(c, s, true, "stream_sync");
+	if (err)
+		return err;
+	/* stream 0 means the current context's default stream: ours must be current */
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuStreamSynchronize(cu_stream(s));
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuStreamSynchronize(%p)", (void *)cu_stream(s));
+	return 0;
+}
+
 static const struct vmm_ops cuda_ops = {
 	.name = "cuda",
 	.close = cuda_close,
@@ -780,6 +1144,14 @@ static const struct vmm_ops cuda_ops = {
 	.copy = cuda_copy,
 	.memset = cuda_memset,
 	.sync = cuda_sync,
+	.attr = cuda_attr,
+	.can_access_peer = cuda_can_access_peer,
+	.host_register = cuda_host_register,
+	.host_unregister = cuda_host_unregister,
+	.stream_create = cuda_stream_create,
+	.stream_destroy = cuda_stream_destroy,
+	.copy_async = cuda_copy_async,
+	.stream_sync = cuda_stream_sync,
 };
 
 /* ---- open ---- */
@@ -895,10 +1267,16 @@ int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p)
 	c->vmm.report = p->report;
 	c->vmm.report_arg = p->report_arg;
 	c->ordinal = p->device;
+	if (pthread_mutex_init(&c->streams_lock, NULL)) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENOMEM,
+			    "cuda: pthread_mutex_init failed");
+		free(c);
+		return -VMMX_ENOMEM;
+	}
 
 	err = load_driver(c);
 	if (err)
-		goto err_free;
+		goto err_mutex;
 	err = init_device(c, p->device);
 	if (err)
 		goto err_dlclose;
@@ -934,7 +1312,8 @@ err_release:
 	(void)c->api.cuDevicePrimaryCtxRelease(c->dev);
 err_dlclose:
 	dlclose(c->lib);
-err_free:
+err_mutex:
+	pthread_mutex_destroy(&c->streams_lock);
 	free(c);
 	return err;
 }

@@ -17,7 +17,20 @@
  *    mprotect()s host chunks for the CPU;
  *  - copy and memset translate every byte inside a reservation through the
  *    physical views, and refuse one call over a device/host boundary, which
- *    killed the real driver (PLATFORM.md, "Driver crash").
+ *    killed the real driver (PLATFORM.md, "Driver crash");
+ *  - a host registration is a record of [ptr, ptr + len) and nothing more:
+ *    memory outside reservations is plain host memory the copy engine uses
+ *    as is, and unified addressing makes the device address the pointer
+ *    itself.  The driver's rules are kept: no overlap with another
+ *    registration (byte ranges: two buffers sharing a page register
+ *    independently, as on the driver), memory that is mapped, never memory
+ *    inside a reservation, and unregister by the exact base;
+ *  - a stream is an id; copy_async copies at submission, through the same
+ *    code and rules as copy, so stream_sync has nothing to wait for.  Ids
+ *    are never reused, so a destroyed stream's id stays refused;
+ *  - device attributes are those of the H100/H200 of PLATFORM.md, except
+ *    pageable memory access, which vmm_params.sim_pageable turns on so that
+ *    tests can take the HMM path the project's GPUs lack.
  *
  * Memory capacity is counted per device and for pinned host memory; it is
  * taken at create and given back when the handle is freed, which for a handle
@@ -67,6 +80,10 @@
 /* Capacities used when the caller leaves them 0: lib/config.c's defaults. */
 #define SIM_DEFAULT_DEVICE_MEM (1ull << 30)
 #define SIM_DEFAULT_HOST_MEM (4ull << 30)
+/* What the emulated device reports as its compute capability and SM count (an H100 SXM). */
+#define SIM_CC_MAJOR 9
+#define SIM_CC_MINOR 0
+#define SIM_SM_COUNT 132
 /* Asked for when the hard RLIMIT_NOFILE is unlimited (fs.nr_open's default). */
 #define SIM_NOFILE_FALLBACK ((rlim_t)1 << 20)
 
@@ -119,6 +136,12 @@ struct sim_slot {
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* One host registration: [base, base + len) of plain host memory. */
+struct sim_reg {
+	uintptr_t base;
+	size_t len;
+};
+
 struct sim {
 	struct vmm head;                /* first: the dispatch layer's view */
 	/* set at open, read-only after: read without the lock */
@@ -126,6 +149,7 @@ struct sim {
 	int ndev;
 	uint64_t dev_cap;               /* capacity of each device */
 	uint64_t host_cap;
+	int pageable;                   /* VMM_ATTR_PAGEABLE_* report this */
 	pthread_mutex_t lock;
 	/* everything below: protected by lock */
 	struct sim_resv **resv;         /* sorted by base */
@@ -137,6 +161,11 @@ struct sim {
 	int64_t nmappings;
 	uint64_t dev_used[SIM_MAX_DEVICES];
 	uint64_t host_used;
+	struct sim_reg *regs;           /* host registrations, sorted by base, disjoint */
+	size_t nregs, regs_cap;
+	vmm_stream_t *streams;          /* live stream ids, ascending (ids only grow) */
+	size_t nstreams, streams_cap;
+	vmm_stream_t next_stream;       /* the id the next stream gets; starts at 1 */
 };
 
 static const struct vmm_ops sim_ops;
@@ -930,7 +959,7 @@ static int side_fail(struct sim *s, int err, const char *op, const char *side, c
 {
 	char args[96];
 
-	if (!strcmp(op, "copy"))
+	if (strcmp(op, "memset"))
 		snprintf(args, sizeof(args), "dst=%p, src=%p, n=%zu", (void *)dst, (void *)src, n);
 	else
 		snprintf(args, sizeof(args), "dst=%p, n=%zu", (void *)dst, n);
@@ -944,35 +973,75 @@ static int side_fail(struct sim *s, int err, const char *op, const char *side, c
 	return fail(s, err, "%s(%s): %s: %s", op, args, side, why);
 }
 
-static int sim_copy(struct vmm *v, void *dst, const void *src, size_t n)
+/* Index of the first live stream id >= @id; the lock is held. */
+static size_t stream_lower(const struct sim *s, vmm_stream_t id)
 {
-	struct sim *s = to_sim(v);
+	size_t lo = 0, hi = s->nstreams;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->streams[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether @id names a live stream (0, the default stream, when @zero_ok); lock held. */
+static bool stream_ok(const struct sim *s, vmm_stream_t id, bool zero_ok)
+{
+	size_t i;
+
+	if (!id)
+		return zero_ok;
+	i = stream_lower(s, id);
+	return i < s->nstreams && s->streams[i] == id;
+}
+
+/*
+ * copy and copy_async: one body, so that both keep exactly the same rules.
+ * @op names the call in messages; @stream is NULL for copy, else the stream
+ * copy_async was given (checked first: an unknown stream fails even a copy
+ * of 0 bytes, as the driver's handle check comes before any work).
+ */
+static int copy_common(struct sim *s, const char *op, void *dst, const void *src, size_t n,
+		       const vmm_stream_t *stream)
+{
 	uintptr_t d = (uintptr_t)dst, sr = (uintptr_t)src;
 	const char *why;
 	int err;
 
 	if (!dst || !src)
-		return fail(s, -VMMX_EINVAL, "copy(dst=%p, src=%p, n=%zu): NULL address", dst, src,
-			    n);
-	if (!n)
-		return 0;
-	if (d + n < d || sr + n < sr)
-		return fail(s, -VMMX_EINVAL, "copy(dst=%p, src=%p, n=%zu): range wraps", dst, src,
-			    n);
+		return fail(s, -VMMX_EINVAL, "%s(dst=%p, src=%p, n=%zu): NULL address", op, dst,
+			    src, n);
+	if (n && (d + n < d || sr + n < sr))
+		return fail(s, -VMMX_EINVAL, "%s(dst=%p, src=%p, n=%zu): range wraps", op, dst,
+			    src, n);
 	/* the driver's result is undefined there; refusing catches the caller's bug */
-	if (d < sr + n && sr < d + n)
-		return fail(s, -VMMX_EINVAL, "copy(dst=%p, src=%p, n=%zu): ranges overlap", dst,
+	if (n && d < sr + n && sr < d + n)
+		return fail(s, -VMMX_EINVAL, "%s(dst=%p, src=%p, n=%zu): ranges overlap", op, dst,
 			    src, n);
 
 	pthread_mutex_lock(&s->lock);
+	if (stream && !stream_ok(s, *stream, true)) {
+		err = fail(s, -VMMX_EINVAL,
+			   "%s(dst=%p, src=%p, n=%zu, stream=%#llx): unknown stream", op, dst,
+			   src, n, (unsigned long long)*stream);
+		goto out;
+	}
+	err = 0;
+	if (!n)
+		goto out;
 	err = side_check(s, d, n, true, &why);
 	if (err) {
-		side_fail(s, err, "copy", "destination", why, d, sr, n);
+		side_fail(s, err, op, "destination", why, d, sr, n);
 		goto out;
 	}
 	err = side_check(s, sr, n, false, &why);
 	if (err) {
-		side_fail(s, err, "copy", "source", why, d, sr, n);
+		side_fail(s, err, op, "source", why, d, sr, n);
 		goto out;
 	}
 	while (n) {
@@ -991,6 +1060,17 @@ static int sim_copy(struct vmm *v, void *dst, const void *src, size_t n)
 out:
 	pthread_mutex_unlock(&s->lock);
 	return err;
+}
+
+static int sim_copy(struct vmm *v, void *dst, const void *src, size_t n)
+{
+	return copy_common(to_sim(v), "copy", dst, src, n, NULL);
+}
+
+/* Copies at submission: the stream orders nothing, stream_sync waits for nothing. */
+static int sim_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t st)
+{
+	return copy_common(to_sim(v), "copy_async", dst, src, n, &st);
 }
 
 static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
@@ -1033,6 +1113,246 @@ static int sim_sync(struct vmm *v)
 	return 0;
 }
 
+/* --- attributes and peers --- */
+
+static int sim_attr(struct vmm *v, int device, enum vmm_attr a, int *val)
+{
+	struct sim *s = to_sim(v);
+	int x;
+
+	/* everything read here is set at open: no lock */
+	if (device < 0 || device >= s->ndev)
+		return fail(s, -VMMX_ENODEV, "attr(device %d, %s): no such device (%d simulated)",
+			    device, vmm_attr_name(a) ? vmm_attr_name(a) : "?", s->ndev);
+	switch (a) {
+	case VMM_ATTR_VMM:
+	case VMM_ATTR_HOST_VMM:
+	case VMM_ATTR_HOST_NUMA_VMM:
+	case VMM_ATTR_HOST_REGISTER:
+	case VMM_ATTR_HOST_POINTER_FOR_REGISTERED:
+	case VMM_ATTR_POSIX_FD:
+	case VMM_ATTR_CONCURRENT_MANAGED:
+	case VMM_ATTR_UNIFIED_ADDRESSING:
+		x = 1;
+		break;
+	case VMM_ATTR_HOST_NUMA_ID:
+		x = 0; /* the only node loc_pool() knows */
+		break;
+	case VMM_ATTR_PAGEABLE_ACCESS:
+	case VMM_ATTR_PAGEABLE_HOST_PAGE_TABLES:
+		x = s->pageable;
+		break;
+	case VMM_ATTR_COMPUTE_MAJOR:
+		x = SIM_CC_MAJOR;
+		break;
+	case VMM_ATTR_COMPUTE_MINOR:
+		x = SIM_CC_MINOR;
+		break;
+	case VMM_ATTR_SM_COUNT:
+		x = SIM_SM_COUNT;
+		break;
+	case VMM_ATTR_GPU_DIRECT_RDMA_VMM:
+		x = 0; /* the sim has no NIC to talk to */
+		break;
+	default:
+		return fail(s, -VMMX_EINVAL, "attr(device %d): unknown attribute %d", device,
+			    (int)a);
+	}
+	*val = x;
+	return 0;
+}
+
+static int sim_can_access_peer(struct vmm *v, int dev, int peer, int *val)
+{
+	struct sim *s = to_sim(v);
+
+	if (dev < 0 || dev >= s->ndev || peer < 0 || peer >= s->ndev)
+		return fail(s, -VMMX_ENODEV,
+			    "can_access_peer(%d, %d): no such device (%d simulated)", dev, peer,
+			    s->ndev);
+	/* all emulated devices sit on one switch; a device is not its own peer */
+	*val = dev != peer;
+	return 0;
+}
+
+/* --- host registration --- */
+
+/* Index of the first registration starting above @a; the lock is held. */
+static size_t reg_upper(const struct sim *s, uintptr_t a)
+{
+	size_t lo = 0, hi = s->nregs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->regs[mid].base <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Whether every page of [a, a + len) is mapped: msync() fails with ENOMEM on
+ * an unmapped page and does nothing else with MS_ASYNC.  The driver pins the
+ * pages and fails on a hole, so the sim refuses one too.
+ */
+static bool host_mapped(uintptr_t a, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = a & ~(page - 1);
+
+	return !msync((void *)lo, a + len - lo, MS_ASYNC);
+}
+
+static int sim_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p)
+{
+	struct sim *s = to_sim(v);
+	uintptr_t a = (uintptr_t)ptr, end = a + len;
+	size_t pos;
+	struct sim_reg *n;
+	int err;
+
+	if (!ptr || !len || !dptr_p)
+		return fail(s, -VMMX_EINVAL, "host_register(%p, %zu): %s", ptr, len,
+			    !ptr ? "NULL address" : !len ? "length 0" : "NULL output");
+	if (end < a)
+		return fail(s, -VMMX_EINVAL, "host_register(%p, %zu): range wraps", ptr, len);
+
+	pthread_mutex_lock(&s->lock);
+	/* the driver refuses memory its own VMM calls mapped: it is device-side already */
+	if (resv_find(s, a, &pos) || (pos < s->nresv && s->resv[pos]->base < end)) {
+		err = fail(s, -VMMX_EINVAL,
+			   "host_register(%p, %zu): range lies in a reservation (VMM memory "
+			   "cannot be registered)", ptr, len);
+		goto out;
+	}
+	pos = reg_upper(s, a);
+	if ((pos && s->regs[pos - 1].base + s->regs[pos - 1].len > a) ||
+	    (pos < s->nregs && s->regs[pos].base < end)) {
+		const struct sim_reg *o = pos && s->regs[pos - 1].base + s->regs[pos - 1].len > a
+						  ? &s->regs[pos - 1]
+						  : &s->regs[pos];
+
+		err = fail(s, -VMMX_EEXIST,
+			   "host_register(%p, %zu): overlaps the registration %p (%zu bytes)", ptr,
+			   len, (void *)o->base, o->len);
+		goto out;
+	}
+	if (!host_mapped(a, len)) {
+		err = fail(s, -VMMX_EINVAL, "host_register(%p, %zu): range is not mapped memory",
+			   ptr, len);
+		goto out;
+	}
+	if (s->nregs == s->regs_cap) {
+		size_t cap = s->regs_cap ? s->regs_cap * 2 : 16;
+
+		n = realloc(s->regs, cap * sizeof(*n));
+		if (!n) {
+			err = fail(s, -VMMX_ENOMEM, "host_register(%p, %zu): out of memory", ptr,
+				   len);
+			goto out;
+		}
+		s->regs = n;
+		s->regs_cap = cap;
+	}
+	memmove(&s->regs[pos + 1], &s->regs[pos], (s->nregs - pos) * sizeof(*s->regs));
+	s->regs[pos] = (struct sim_reg){ .base = a, .len = len };
+	s->nregs++;
+	/* unified addressing: the device sees registered memory at the CPU's address */
+	*dptr_p = ptr;
+	err = 0;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+static int sim_host_unregister(struct vmm *v, void *ptr)
+{
+	struct sim *s = to_sim(v);
+	size_t pos;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	pos = reg_upper(s, (uintptr_t)ptr);
+	if (!pos || s->regs[pos - 1].base != (uintptr_t)ptr) {
+		err = fail(s, -VMMX_ENOENT,
+			   "host_unregister(%p): no registration starts there (pass the base "
+			   "given to host_register)", ptr);
+		goto out;
+	}
+	pos--;
+	memmove(&s->regs[pos], &s->regs[pos + 1], (s->nregs - pos - 1) * sizeof(*s->regs));
+	s->nregs--;
+	err = 0;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+/* --- streams --- */
+
+static int sim_stream_create(struct vmm *v, vmm_stream_t *s_p)
+{
+	struct sim *s = to_sim(v);
+	vmm_stream_t *n;
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->nstreams == s->streams_cap) {
+		size_t cap = s->streams_cap ? s->streams_cap * 2 : 8;
+
+		n = realloc(s->streams, cap * sizeof(*n));
+		if (!n) {
+			err = fail(s, -VMMX_ENOMEM, "stream_create: out of memory");
+			goto out;
+		}
+		s->streams = n;
+		s->streams_cap = cap;
+	}
+	/* ids grow, so appending keeps the array sorted */
+	s->streams[s->nstreams++] = s->next_stream;
+	*s_p = s->next_stream++;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+static int sim_stream_destroy(struct vmm *v, vmm_stream_t id)
+{
+	struct sim *s = to_sim(v);
+	size_t i;
+	int err = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (!stream_ok(s, id, false)) {
+		err = fail(s, -VMMX_EINVAL, "stream_destroy(%#llx): unknown stream",
+			   (unsigned long long)id);
+		goto out;
+	}
+	i = stream_lower(s, id);
+	memmove(&s->streams[i], &s->streams[i + 1], (s->nstreams - i - 1) * sizeof(*s->streams));
+	s->nstreams--;
+out:
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+static int sim_stream_sync(struct vmm *v, vmm_stream_t id)
+{
+	struct sim *s = to_sim(v);
+	int err = 0;
+
+	/* copies were done at submission: only the id is checked */
+	pthread_mutex_lock(&s->lock);
+	if (!stream_ok(s, id, true))
+		err = fail(s, -VMMX_EINVAL, "stream_sync(%#llx): unknown stream",
+			   (unsigned long long)id);
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
 static void sim_close(struct vmm *v)
 {
 	struct sim *s = to_sim(v);
@@ -1042,7 +1362,8 @@ static void sim_close(struct vmm *v)
 	/*
 	 * No other thread may use @v now (vmm.h), so no lock.  Tests leak on
 	 * purpose: unmapping each reservation drops the mappings inside it, then
-	 * every handle still held goes, released or not.
+	 * every handle still held goes, released or not, and the records of
+	 * leftover registrations and streams.
 	 */
 	for (i = 0; i < s->nresv; i++) {
 		munmap((void *)s->resv[i]->base, s->resv[i]->size);
@@ -1057,6 +1378,9 @@ static void sim_close(struct vmm *v)
 	}
 	free(s->resv);
 	free(s->slots);
+	/* registrations and streams hold nothing but their records */
+	free(s->regs);
+	free(s->streams);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -1077,6 +1401,14 @@ static const struct vmm_ops sim_ops = {
 	.copy = sim_copy,
 	.memset = sim_memset,
 	.sync = sim_sync,
+	.attr = sim_attr,
+	.can_access_peer = sim_can_access_peer,
+	.host_register = sim_host_register,
+	.host_unregister = sim_host_unregister,
+	.stream_create = sim_stream_create,
+	.stream_destroy = sim_stream_destroy,
+	.copy_async = sim_copy_async,
+	.stream_sync = sim_stream_sync,
 };
 
 /*
@@ -1147,7 +1479,9 @@ int vmm_sim_open(const struct vmm_params *p, struct vmm **v_p)
 	s->ndev = ndev;
 	s->dev_cap = p->sim_device_mem ? p->sim_device_mem : SIM_DEFAULT_DEVICE_MEM;
 	s->host_cap = p->sim_host_mem ? p->sim_host_mem : SIM_DEFAULT_HOST_MEM;
+	s->pageable = p->sim_pageable ? 1 : 0;
 	s->free_slot = SLOT_NONE;
+	s->next_stream = 1;
 	raise_nofile();
 	*v_p = &s->head;
 	return 0;
@@ -1166,6 +1500,8 @@ int vmm_sim_counts(struct vmm *v, struct vmm_sim_counts *c)
 	out.reservations = (int64_t)s->nresv;
 	out.handles = s->nhandles;
 	out.mappings = s->nmappings;
+	out.registrations = (int64_t)s->nregs;
+	out.streams = (int64_t)s->nstreams;
 	for (int i = 0; i < s->ndev && i < (int)ARRAY_SIZE(out.device_used); i++)
 		out.device_used[i] = s->dev_used[i];
 	out.host_used = s->host_used;

@@ -8,6 +8,14 @@
  * next call of op return err without reaching the driver.  Counters and
  * countdowns are updated with atomic builtins; no lock is taken, so a fault
  * armed while other threads call in hits whichever call is n-th.
+ *
+ * What is counted: every call of an enum vmmx_op kind (host registration as
+ * register/unregister, copy_async as copy, stream_sync as sync), failed
+ * ones included.  Queries (query, granularity, mem_info, attr,
+ * can_access_peer) and stream create/destroy are neither counted nor
+ * faultable: they have no op, and failing them teaches nothing a test of
+ * the calls that change state does not.  Live counts (reservations,
+ * handles, mapped bytes, registrations, streams) move on success only.
  */
 #include "config.h"
 
@@ -22,7 +30,31 @@ static const char *const op_names[VMMX_OP_COUNT] = {
 	[VMMX_OP_MAP] = "map",               [VMMX_OP_UNMAP] = "unmap",
 	[VMMX_OP_SET_ACCESS] = "set_access", [VMMX_OP_COPY] = "copy",
 	[VMMX_OP_MEMSET] = "memset",         [VMMX_OP_SYNC] = "sync",
+	[VMMX_OP_REGISTER] = "register",     [VMMX_OP_UNREGISTER] = "unregister",
 };
+
+static const char *const attr_names[VMM_ATTR_COUNT] = {
+	[VMM_ATTR_VMM] = "vmm",
+	[VMM_ATTR_HOST_VMM] = "host_vmm",
+	[VMM_ATTR_HOST_NUMA_VMM] = "host_numa_vmm",
+	[VMM_ATTR_HOST_NUMA_ID] = "host_numa_id",
+	[VMM_ATTR_HOST_REGISTER] = "host_register",
+	[VMM_ATTR_HOST_POINTER_FOR_REGISTERED] = "host_pointer_for_registered",
+	[VMM_ATTR_PAGEABLE_ACCESS] = "pageable_access",
+	[VMM_ATTR_PAGEABLE_HOST_PAGE_TABLES] = "pageable_host_page_tables",
+	[VMM_ATTR_POSIX_FD] = "posix_fd",
+	[VMM_ATTR_CONCURRENT_MANAGED] = "concurrent_managed",
+	[VMM_ATTR_UNIFIED_ADDRESSING] = "unified_addressing",
+	[VMM_ATTR_COMPUTE_MAJOR] = "compute_major",
+	[VMM_ATTR_COMPUTE_MINOR] = "compute_minor",
+	[VMM_ATTR_SM_COUNT] = "sm_count",
+	[VMM_ATTR_GPU_DIRECT_RDMA_VMM] = "gpu_direct_rdma_vmm",
+};
+
+const char *vmm_attr_name(enum vmm_attr a)
+{
+	return (unsigned int)a < VMM_ATTR_COUNT ? attr_names[a] : NULL;
+}
 
 const char *vmm_op_name(enum vmmx_op op)
 {
@@ -239,11 +271,104 @@ int vmm_sync(struct vmm *v)
 	return err ? err : v->ops->sync(v);
 }
 
+/* Queries: argument checks here, the device's existence in the backend. */
+int vmm_attr(struct vmm *v, int device, enum vmm_attr a, int *val)
+{
+	if ((unsigned int)a >= VMM_ATTR_COUNT) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "attr(device %d): unknown attribute %d", device, (int)a);
+		return -VMMX_EINVAL;
+	}
+	if (!val) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "attr(device %d, %s): NULL output",
+			    device, attr_names[a]);
+		return -VMMX_EINVAL;
+	}
+	return v->ops->attr(v, device, a, val);
+}
+
+int vmm_can_access_peer(struct vmm *v, int dev, int peer, int *val)
+{
+	if (!val) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "can_access_peer(%d, %d): NULL output", dev, peer);
+		return -VMMX_EINVAL;
+	}
+	return v->ops->can_access_peer(v, dev, peer, val);
+}
+
+int vmm_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p)
+{
+	int err = enter(v, VMMX_OP_REGISTER);
+
+	if (!err)
+		err = v->ops->host_register(v, ptr, len, dptr_p);
+	if (!err)
+		add(&v->live_registrations, 1);
+	return err;
+}
+
+int vmm_host_unregister(struct vmm *v, void *ptr)
+{
+	int err = enter(v, VMMX_OP_UNREGISTER);
+
+	if (!err)
+		err = v->ops->host_unregister(v, ptr);
+	if (!err)
+		add(&v->live_registrations, -1);
+	return err;
+}
+
+int vmm_stream_create(struct vmm *v, vmm_stream_t *s_p)
+{
+	int err;
+
+	if (!s_p) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "stream_create: NULL output");
+		return -VMMX_EINVAL;
+	}
+	err = v->ops->stream_create(v, s_p);
+	if (!err)
+		add(&v->live_streams, 1);
+	return err;
+}
+
+int vmm_stream_destroy(struct vmm *v, vmm_stream_t s)
+{
+	int err;
+
+	if (!s) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "stream_destroy(0): the default stream cannot be destroyed");
+		return -VMMX_EINVAL;
+	}
+	err = v->ops->stream_destroy(v, s);
+	if (!err)
+		add(&v->live_streams, -1);
+	return err;
+}
+
+int vmm_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s)
+{
+	int err = enter(v, VMMX_OP_COPY);
+
+	return err ? err : v->ops->copy_async(v, dst, src, n, s);
+}
+
+int vmm_stream_sync(struct vmm *v, vmm_stream_t s)
+{
+	int err = enter(v, VMMX_OP_SYNC);
+
+	return err ? err : v->ops->stream_sync(v, s);
+}
+
 void vmm_counts(struct vmm *v, struct vmm_counts *c)
 {
 	c->reservations = __atomic_load_n(&v->live_reservations, __ATOMIC_RELAXED);
 	c->handles = __atomic_load_n(&v->live_handles, __ATOMIC_RELAXED);
 	c->mapped_bytes = __atomic_load_n(&v->live_mapped, __ATOMIC_RELAXED);
+	c->registrations = __atomic_load_n(&v->live_registrations, __ATOMIC_RELAXED);
+	c->streams = __atomic_load_n(&v->live_streams, __ATOMIC_RELAXED);
 	for (int i = 0; i < VMMX_OP_COUNT; i++)
 		c->calls[i] = __atomic_load_n(&v->calls[i], __ATOMIC_RELAXED);
 	c->injected = __atomic_load_n(&v->injected, __ATOMIC_RELAXED);

@@ -4,9 +4,18 @@
  *
  * A struct vmm is one opened backend bound to one device.  Callers use the
  * vmm_*() functions below, never the ops table directly: the dispatch layer
- * (vmm.c) counts every call, keeps live counts of reservations, handles and
- * mapped bytes whatever the backend, and hosts the fault layer that fails the
- * Nth call of a kind on purpose.
+ * (vmm.c) counts every call, keeps live counts of reservations, handles,
+ * mapped bytes, host registrations and streams whatever the backend, and
+ * hosts the fault layer that fails the Nth call of a kind on purpose.
+ *
+ * What the layer offers: the VMM call sequence (reserve, create, map, set
+ * access and their inverses), synchronous copy and memset, host-memory
+ * registration (cuMemHostRegister: malloc'd memory the device can reach),
+ * streams with asynchronous copies (pipelined chunk migration), device
+ * attributes and peer access for every device of the machine (multi-GPU
+ * placement, vmmx-info).  Queries (query, granularity, mem_info, attr,
+ * can_access_peer) and stream create/destroy are not counted as driver ops
+ * and cannot be failed by the fault layer; everything else can.
  *
  * Backends:
  *  - cuda: libcuda.so.1 loaded with dlopen at run time;
@@ -18,6 +27,7 @@
  * is granted on mapped ranges only; a range is unmapped before its
  * reservation is freed.  Errors are reported once, here, through the
  * report hook (which sets the thread's last error and logs at debug level).
+ * Output arguments are written only on success.
  *
  * Locking: the dispatch layer takes no lock (counters are atomic); each
  * backend is thread-safe on its own.
@@ -34,6 +44,41 @@
 
 /** vmm_handle_t - a physical allocation handle (CUmemGenericAllocationHandle). */
 typedef uint64_t vmm_handle_t;
+
+/**
+ * vmm_stream_t - a stream of asynchronous work (a CUstream on cuda).  0 is
+ * the default stream, accepted by vmm_copy_async() and vmm_stream_sync()
+ * only; vmm_stream_create() never returns 0.
+ */
+typedef uint64_t vmm_stream_t;
+
+/**
+ * enum vmm_attr - device capabilities read by vmm_attr().  Flags are 0 or 1.
+ * On cuda each is the CU_DEVICE_ATTRIBUTE_* named in the comment.
+ */
+enum vmm_attr {
+	VMM_ATTR_VMM,                 /* cuMemCreate/cuMemMap work
+				       * (VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED) */
+	VMM_ATTR_HOST_VMM,            /* cuMemCreate of HOST location works (HOST_VIRTUAL_MEMORY_
+				       * MANAGEMENT_SUPPORTED; HOST_NUMA_... where the header or
+				       * the driver lacks it) */
+	VMM_ATTR_HOST_NUMA_VMM,       /* cuMemCreate of HOST_NUMA location works */
+	VMM_ATTR_HOST_NUMA_ID,        /* NUMA node nearest the device; -1 without NUMA */
+	VMM_ATTR_HOST_REGISTER,       /* cuMemHostRegister works (HOST_REGISTER_SUPPORTED) */
+	VMM_ATTR_HOST_POINTER_FOR_REGISTERED, /* registered memory has the same address on the
+					       * device (CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM) */
+	VMM_ATTR_PAGEABLE_ACCESS,     /* kernels may touch malloc'd memory (HMM/ATS:
+				       * PAGEABLE_MEMORY_ACCESS) */
+	VMM_ATTR_PAGEABLE_HOST_PAGE_TABLES, /* ... through the host's page tables (ATS) */
+	VMM_ATTR_POSIX_FD,            /* handles export as file descriptors */
+	VMM_ATTR_CONCURRENT_MANAGED,  /* CPU and GPU may use managed memory at once */
+	VMM_ATTR_UNIFIED_ADDRESSING,  /* one address space for host and devices */
+	VMM_ATTR_COMPUTE_MAJOR,       /* compute capability, major */
+	VMM_ATTR_COMPUTE_MINOR,       /* compute capability, minor */
+	VMM_ATTR_SM_COUNT,            /* multiprocessors */
+	VMM_ATTR_GPU_DIRECT_RDMA_VMM, /* GPUDirect RDMA on cuMemCreate memory */
+	VMM_ATTR_COUNT                /* number of attributes */
+};
 
 /** enum vmm_access_flags - rights granted by vmm_set_access(). */
 enum vmm_access_flags {
@@ -65,6 +110,8 @@ struct vmm_params {
 	uint64_t sim_device_mem;      /* capacity of each emulated device */
 	uint64_t sim_host_mem;        /* capacity of emulated pinned host memory */
 	int sim_devices;              /* number of emulated devices */
+	int sim_pageable;             /* nonzero: the emulated device reports pageable
+				       * memory access (HMM), default 0 as on the project's GPUs */
 	vmm_report_fn *report;        /* may be NULL */
 	void *report_arg;
 };
@@ -81,7 +128,8 @@ struct vmm;
 
 /**
  * struct vmm_ops - a backend.  Every member is mandatory; the dispatch layer
- * checks arguments that need no backend knowledge before calling in.
+ * checks arguments that need no backend knowledge before calling in.  New
+ * members are appended; backends fill the table with designated initializers.
  */
 struct vmm_ops {
 	const char *name;
@@ -100,6 +148,15 @@ struct vmm_ops {
 	int (*copy)(struct vmm *v, void *dst, const void *src, size_t n);
 	int (*memset)(struct vmm *v, void *dst, int c, size_t n);
 	int (*sync)(struct vmm *v);
+	/* appended for registration, streams and multi-GPU */
+	int (*attr)(struct vmm *v, int device, enum vmm_attr a, int *val);
+	int (*can_access_peer)(struct vmm *v, int dev, int peer, int *val);
+	int (*host_register)(struct vmm *v, void *ptr, size_t len, void **dptr_p);
+	int (*host_unregister)(struct vmm *v, void *ptr);
+	int (*stream_create)(struct vmm *v, vmm_stream_t *s_p);
+	int (*stream_destroy)(struct vmm *v, vmm_stream_t s);
+	int (*copy_async)(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s);
+	int (*stream_sync)(struct vmm *v, vmm_stream_t s);
 };
 
 /** struct vmm_counts - live objects and calls, counted by the dispatch layer. */
@@ -107,6 +164,8 @@ struct vmm_counts {
 	int64_t reservations;         /* reserve minus successful unreserve */
 	int64_t handles;              /* create minus successful release */
 	int64_t mapped_bytes;         /* mapped minus unmapped */
+	int64_t registrations;        /* host_register minus successful host_unregister */
+	int64_t streams;              /* stream_create minus successful stream_destroy */
 	uint64_t calls[VMMX_OP_COUNT];/* calls made, failed ones included */
 	uint64_t injected;            /* failures injected by the fault layer */
 };
@@ -123,6 +182,8 @@ struct vmm {
 	int64_t live_reservations;
 	int64_t live_handles;
 	int64_t live_mapped;
+	int64_t live_registrations;
+	int64_t live_streams;
 	uint64_t calls[VMMX_OP_COUNT];
 	uint64_t injected;
 	/* fault layer: fail the fault_at[op]-th next call of op (0: disarmed) */
@@ -154,6 +215,81 @@ int vmm_set_access(struct vmm *v, void *va, size_t size, const struct vmm_access
 int vmm_copy(struct vmm *v, void *dst, const void *src, size_t n);
 int vmm_memset(struct vmm *v, void *dst, int c, size_t n);
 int vmm_sync(struct vmm *v);
+
+/**
+ * vmm_attr() - read a capability of a device.
+ * @device: any device ordinal of the machine, not only the opened one.
+ * @val: receives the value.
+ * Not counted as a driver op; the fault layer does not touch it.
+ * Return: 0; -VMMX_ENODEV for a device that does not exist; -VMMX_EINVAL for
+ * an unknown attribute or a NULL @val; a driver error.
+ * Context: any thread; no lock; does not block.
+ */
+int vmm_attr(struct vmm *v, int device, enum vmm_attr a, int *val);
+/** vmm_attr_name() - "vmm", "host_register", ...; NULL for an unknown attribute. */
+const char *vmm_attr_name(enum vmm_attr a);
+
+/**
+ * vmm_can_access_peer() - whether @dev can map memory of @peer
+ * (cuDeviceCanAccessPeer).  *@val is 1 or 0; 0 when @dev == @peer.
+ * Not counted; no fault.
+ * Return: 0; -VMMX_ENODEV for a device that does not exist; -VMMX_EINVAL for
+ * a NULL @val; a driver error.
+ */
+int vmm_can_access_peer(struct vmm *v, int dev, int peer, int *val);
+
+/**
+ * vmm_host_register() - page-lock [@ptr, @ptr + @len) of ordinary host memory
+ * (malloc, mmap) and map it for every device (cuMemHostRegister with
+ * DEVICEMAP | PORTABLE); *@dptr_p receives the address kernels use (equal to
+ * @ptr with VMM_ATTR_HOST_POINTER_FOR_REGISTERED).  Counted and faulted as
+ * VMMX_OP_REGISTER.  Pins memory: slow (about 28 GB/s) and it may block.
+ * Return: 0; -VMMX_EINVAL (NULL @ptr or @dptr_p, @len 0, a range that wraps,
+ * memory that is not mapped, memory the VMM calls mapped); -VMMX_EEXIST when
+ * the range overlaps a registration; -VMMX_ENOMEM; a driver error.
+ */
+int vmm_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p);
+/**
+ * vmm_host_unregister() - undo vmm_host_register(); @ptr must be the base
+ * of a registration.  Counted and faulted as VMMX_OP_UNREGISTER.
+ * Return: 0; -VMMX_ENOENT when no registration starts at @ptr; a driver error.
+ */
+int vmm_host_unregister(struct vmm *v, void *ptr);
+
+/**
+ * vmm_stream_create() - a new non-blocking stream (no implicit ordering with
+ * the default stream).  *@s_p is never 0.  Not counted; no fault.
+ * Return: 0; -VMMX_EINVAL (NULL @s_p); -VMMX_ENOMEM; a driver error.
+ */
+int vmm_stream_create(struct vmm *v, vmm_stream_t *s_p);
+/**
+ * vmm_stream_destroy() - destroy a stream.  Work already queued on it still
+ * completes (cuStreamDestroy does not wait); the stream's id is dead at once.
+ * Not counted; no fault.
+ * Return: 0; -VMMX_EINVAL for 0 or an unknown stream; a driver error.
+ */
+int vmm_stream_destroy(struct vmm *v, vmm_stream_t s);
+/**
+ * vmm_copy_async() - queue a copy of @n bytes on stream @s (0: the default
+ * stream); it is complete after vmm_stream_sync(@s) returns, and neither side
+ * may be touched before.  The rules of vmm_copy() hold: one call must not
+ * span device and host memory (the sim refuses it as vmm_copy() does).  On
+ * cuda the copy is asynchronous only when the host side is page-locked
+ * (registered memory, host chunks); from pageable memory the driver stages
+ * it and may return late.  Counted and faulted as VMMX_OP_COPY.
+ * Return: 0; -VMMX_EINVAL (unknown stream, NULL address, overlap, a range
+ * spanning device and host memory); -VMMX_EFAULT (sim: unmapped or not
+ * granted); a driver error.  Errors of the copy itself may surface only at
+ * vmm_stream_sync().
+ */
+int vmm_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s);
+/**
+ * vmm_stream_sync() - wait until everything queued on @s (0: the default
+ * stream) is complete.  Counted and faulted as VMMX_OP_SYNC.  Blocks.
+ * Return: 0; -VMMX_EINVAL for an unknown stream; a driver error (including
+ * the failure of a queued copy).
+ */
+int vmm_stream_sync(struct vmm *v, vmm_stream_t s);
 
 /** vmm_counts() - read the dispatch layer's counters. */
 void vmm_counts(struct vmm *v, struct vmm_counts *c);
@@ -187,6 +323,8 @@ struct vmm_sim_counts {
 	int64_t reservations;
 	int64_t handles;
 	int64_t mappings;
+	int64_t registrations;        /* live host registrations */
+	int64_t streams;              /* live streams */
 	uint64_t device_used[8];      /* bytes of device memory held, per device (first 8) */
 	uint64_t host_used;
 };

@@ -4,7 +4,9 @@
  * fails exactly the n-th next call of an op, once, with the error asked for,
  * and an injected failure never reaches the backend.  The sim's own counts
  * (vmm_sim_counts) show what the backend saw; vmm_counts() shows what the
- * dispatch layer counted.
+ * dispatch layer counted.  Host registration fails as register/unregister,
+ * copy_async as copy and stream_sync as sync; queries and stream
+ * create/destroy are outside the fault layer.
  */
 #include "config.h"
 
@@ -60,7 +62,7 @@ static struct vmm_sim_counts sim_counts(void)
 /* Backend state and the dispatch layer's live counters, compared whole. */
 struct state {
 	struct vmm_sim_counts sim;
-	int64_t reservations, handles, mapped;
+	int64_t reservations, handles, mapped, registrations, streams;
 };
 
 static struct state state(void)
@@ -74,6 +76,8 @@ static struct state state(void)
 	s.reservations = c.reservations;
 	s.handles = c.handles;
 	s.mapped = c.mapped_bytes;
+	s.registrations = c.registrations;
+	s.streams = c.streams;
 	return s;
 }
 
@@ -100,6 +104,8 @@ static uint64_t injected(void)
 static void *tmp_va;
 static vmm_handle_t tmp_h;
 static unsigned char src[4096];
+static char regbuf[8192];      /* plain memory that register/unregister use */
+static void *reg_dptr;
 
 static void prep(enum vmmx_op op)
 {
@@ -112,6 +118,9 @@ static void prep(enum vmmx_op op)
 		break;
 	case VMMX_OP_RELEASE:
 		err = vmm_create(v, DEV0, GRAN, &tmp_h);
+		break;
+	case VMMX_OP_UNREGISTER:
+		err = vmm_host_register(v, regbuf, sizeof(regbuf), &reg_dptr);
 		break;
 	case VMMX_OP_MAP:
 	case VMMX_OP_UNMAP:
@@ -152,6 +161,10 @@ static int call(enum vmmx_op op)
 		return vmm_memset(v, R + 8192, 0x77, 4096);
 	case VMMX_OP_SYNC:
 		return vmm_sync(v);
+	case VMMX_OP_REGISTER:
+		return vmm_host_register(v, regbuf, sizeof(regbuf), &reg_dptr);
+	case VMMX_OP_UNREGISTER:
+		return vmm_host_unregister(v, regbuf);
 	default:
 		return -VMMX_EINVAL;
 	}
@@ -168,6 +181,9 @@ static void cleanup(enum vmmx_op op)
 	case VMMX_OP_CREATE:
 		err = vmm_release(v, tmp_h);
 		break;
+	case VMMX_OP_REGISTER:
+		err = vmm_host_unregister(v, regbuf);
+		break;
 	case VMMX_OP_MAP:
 	case VMMX_OP_SET_ACCESS:
 		err = vmm_unmap(v, R + GRAN, GRAN);
@@ -182,7 +198,10 @@ static void cleanup(enum vmmx_op op)
 		bail("cleanup of %s failed: %s", vmm_op_name(op), last.msg);
 }
 
-/* Per op: 4 assertions, plus one on the op's effect for set_access, copy and memset. */
+/*
+ * Per op: 4 assertions, plus one on the op's effect for set_access, copy,
+ * memset, register and unregister.
+ */
 static void test_each_op(void)
 {
 	for (int i = 0; i < VMMX_OP_COUNT; i++) {
@@ -215,6 +234,12 @@ static void test_each_op(void)
 		if (op == VMMX_OP_MEMSET)
 			ok(R[8192] == 0 && R[3 * 4096 - 1] == 0,
 			   "vmm_memset: injected, no byte set");
+		if (op == VMMX_OP_REGISTER)
+			ok(after.sim.registrations == 0 && after.registrations == 0,
+			   "vmm_host_register: injected, no registration recorded");
+		if (op == VMMX_OP_UNREGISTER)
+			ok(after.sim.registrations == 1 && after.registrations == 1,
+			   "vmm_host_unregister: injected, the registration stays");
 		is_err(0, call(op), "vmm_%s: the next call reaches the backend", name);
 		cleanup(op);
 	}
@@ -276,6 +301,51 @@ static void test_nth(void)
 
 	for (int i = 1; i < 4; i++)
 		vmm_release(v, h[i]);
+}
+
+/* The stream calls: copy_async fails as a copy, stream_sync as a sync. */
+static void test_streams(void)
+{
+	vmm_stream_t s = 0, s2 = 0;
+	struct state before, after;
+	uint64_t i0;
+
+	if (vmm_stream_create(v, &s))
+		bail("vmm_stream_create failed: %s", last.msg);
+	memset(src, 0x5c, sizeof(src));
+	memset(R, 0, sizeof(src));
+	i0 = injected();
+	vmm_fault_arm(v, VMMX_OP_COPY, 1, 0);
+	is_err(-VMMX_EFAULTINJ, vmm_copy_async(v, R, src, sizeof(src), s),
+	       "vmm_copy_async: injected failure of copy");
+	ok(R[0] == 0 && R[sizeof(src) - 1] == 0, "vmm_copy_async: injected, no byte copied");
+	is_err(0, vmm_copy_async(v, R, src, sizeof(src), s),
+	       "vmm_copy_async: the next call reaches the backend");
+	ok(R[0] == 0x5c && R[sizeof(src) - 1] == 0x5c, "vmm_copy_async: and copies");
+	vmm_fault_arm(v, VMMX_OP_SYNC, 1, -VMMX_EDRIVER);
+	is_err(-VMMX_EDRIVER, vmm_stream_sync(v, s), "vmm_stream_sync: injected failure of sync");
+	is_err(0, vmm_stream_sync(v, s), "vmm_stream_sync: the next call reaches the backend");
+	is_uint(i0 + 2, injected(), "vmm_counts: two injections");
+
+	/* queries and stream create/destroy have no op: arming everything spares them */
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		vmm_fault_arm(v, (enum vmmx_op)i, 1, 0);
+	before = state();
+	{
+		int x = -1, y = -1;
+
+		ok(!vmm_attr(v, 0, VMM_ATTR_VMM, &x) && x == 1 &&
+		   !vmm_can_access_peer(v, 0, 1, &y) && y == 1,
+		   "vmm_attr, vmm_can_access_peer: outside the fault layer");
+	}
+	is_err(0, vmm_stream_create(v, &s2), "vmm_stream_create: outside the fault layer");
+	is_err(0, vmm_stream_destroy(v, s2), "vmm_stream_destroy: outside the fault layer");
+	after = state();
+	ok(!memcmp(&before, &after, sizeof(before)) && injected() == i0 + 2,
+	   "vmm_counts: nothing injected, nothing left");
+	vmm_fault_disarm_all(v);
+	is_err(0, vmm_stream_destroy(v, s), "vmm_stream_destroy");
+	is_int(0, sim_counts().streams, "vmm_sim_counts: no stream left");
 }
 
 static void test_disarm(void)
@@ -376,7 +446,7 @@ int main(void)
 
 	if (pipe(pipefd))
 		bail("pipe failed");
-	plan(98);
+	plan(123);
 	test_names();
 	if (!is_err(0, vmm_open(&p, &v), "vmm_open(sim)"))
 		bail("cannot open the sim backend: %s", last.msg);
@@ -386,15 +456,18 @@ int main(void)
 
 	test_nth();
 	test_each_op();
+	test_streams();
 	test_disarm();
 	test_threads();
 
 	if (vmm_unmap(v, R, GRAN) || vmm_release(v, host_h) || vmm_unreserve(v, R, 8 * MiB))
 		bail("teardown failed: %s", last.msg);
 	vmm_counts(v, &vc);
-	ok(!vc.reservations && !vc.handles && !vc.mapped_bytes, "vmm_counts: all back to zero");
+	ok(!vc.reservations && !vc.handles && !vc.mapped_bytes && !vc.registrations &&
+	   !vc.streams, "vmm_counts: all back to zero");
 	ok(!vmm_sim_counts(v, &c) && !c.reservations && !c.handles && !c.mappings &&
-	   !c.device_used[0] && !c.host_used, "vmm_sim_counts: all back to zero");
+	   !c.registrations && !c.streams && !c.device_used[0] && !c.host_used,
+	   "vmm_sim_counts: all back to zero");
 	vmm_close(v);
 	return tap_done();
 }

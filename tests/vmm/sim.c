@@ -4,6 +4,11 @@
  * of the driver it emulates provoked on purpose, data written and read back
  * through its copy engine and, for host chunks, by the CPU.
  *
+ * Also the calls for registration, streams and multi-GPU: device attributes
+ * (sim_pageable included), peer access, host registration with the driver's
+ * rules and data moved from a registered buffer through a device chunk, and
+ * streams with asynchronous copies that keep copy's rules.
+ *
  * CPU access is probed without faulting: write(2) from an address into a pipe
  * and read(2) from the pipe into it fail with EFAULT when the page is not
  * readable (writable), so a PROT_NONE chunk shows up as a failed probe.
@@ -15,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -706,8 +712,11 @@ static int count_fds(void)
 static void test_close_leaks(void)
 {
 	struct vmm_access dev0_rw = { DEV0, VMM_ACCESS_RW };
+	static char leak_reg[256];
 	int fds = count_fds();
+	vmm_stream_t st;
 	vmm_handle_t h[3];
+	void *d;
 	struct vmm *v;
 	char *r;
 
@@ -715,7 +724,8 @@ static void test_close_leaks(void)
 	    vmm_create(v, DEV0, GRAN, &h[0]) || vmm_create(v, HOST, GRAN, &h[1]) ||
 	    vmm_create(v, DEV0, GRAN, &h[2]) || vmm_map(v, r, GRAN, h[0]) ||
 	    vmm_map(v, r + GRAN, GRAN, h[1]) || vmm_set_access(v, r, 2 * GRAN, &dev0_rw, 1) ||
-	    vmm_release(v, h[0]))
+	    vmm_release(v, h[0]) || vmm_host_register(v, leak_reg, sizeof(leak_reg), &d) ||
+	    vmm_stream_create(v, &st))
 		bail("setup of the leak test failed: %s", last.msg);
 	ok(count_fds() == fds + 3, "vmm_create: one descriptor per handle");
 	vmm_close(v);
@@ -787,6 +797,315 @@ static void test_threads(void)
 	vmm_close(v);
 }
 
+static void test_attr(struct vmm *v)
+{
+	static const int want[VMM_ATTR_COUNT] = {
+		[VMM_ATTR_VMM] = 1,
+		[VMM_ATTR_HOST_VMM] = 1,
+		[VMM_ATTR_HOST_NUMA_VMM] = 1,
+		[VMM_ATTR_HOST_NUMA_ID] = 0,
+		[VMM_ATTR_HOST_REGISTER] = 1,
+		[VMM_ATTR_HOST_POINTER_FOR_REGISTERED] = 1,
+		[VMM_ATTR_PAGEABLE_ACCESS] = 0,
+		[VMM_ATTR_PAGEABLE_HOST_PAGE_TABLES] = 0,
+		[VMM_ATTR_POSIX_FD] = 1,
+		[VMM_ATTR_CONCURRENT_MANAGED] = 1,
+		[VMM_ATTR_UNIFIED_ADDRESSING] = 1,
+		[VMM_ATTR_COMPUTE_MAJOR] = 9,
+		[VMM_ATTR_COMPUTE_MINOR] = 0,
+		[VMM_ATTR_SM_COUNT] = 132,
+		[VMM_ATTR_GPU_DIRECT_RDMA_VMM] = 0,
+	};
+	struct vmm_params p = {
+		.backend = "sim",
+		.sim_devices = 1,
+		.sim_pageable = 1,
+		.report = hook,
+	};
+	struct vmm_counts c0, c1;
+	struct vmm *hmm;
+	int x, y, names = 0;
+
+	vmm_counts(v, &c0);
+	for (int a = 0; a < VMM_ATTR_COUNT; a++) {
+		x = -99;
+		is_int(want[a], vmm_attr(v, 0, (enum vmm_attr)a, &x) ? -98 : x,
+		       "vmm_attr(device 0, %s) is %d", vmm_attr_name((enum vmm_attr)a), want[a]);
+	}
+	ok(!vmm_attr(v, 1, VMM_ATTR_SM_COUNT, &x) && x == 132,
+	   "vmm_attr(device 1, sm_count): every device answers");
+	x = 42;
+	is_err(-VMMX_ENODEV, vmm_attr(v, 2, VMM_ATTR_VMM, &x), "vmm_attr refuses device 2 of 2");
+	like(last.msg, "sim: attr(device 2, vmm): no such device",
+	     "vmm_attr reports the missing device");
+	is_err(-VMMX_ENODEV, vmm_attr(v, -1, VMM_ATTR_VMM, &x), "vmm_attr refuses device -1");
+	is_err(-VMMX_EINVAL, vmm_attr(v, 0, VMM_ATTR_COUNT, &x), "vmm_attr refuses VMM_ATTR_COUNT");
+	like(last.msg, "unknown attribute", "vmm_attr reports the unknown attribute");
+	is_err(-VMMX_EINVAL, vmm_attr(v, 0, (enum vmm_attr)-1, &x),
+	       "vmm_attr refuses attribute -1");
+	is_err(-VMMX_EINVAL, vmm_attr(v, 0, VMM_ATTR_VMM, NULL), "vmm_attr refuses NULL");
+	ok(x == 42, "vmm_attr writes nothing on failure");
+	vmm_counts(v, &c1);
+	ok(!memcmp(c0.calls, c1.calls, sizeof(c0.calls)), "vmm_attr is not counted as a driver op");
+
+	for (int a = 0; a < VMM_ATTR_COUNT; a++) {
+		const char *n = vmm_attr_name((enum vmm_attr)a);
+
+		names += n && *n;
+		for (int b = 0; n && b < a; b++)
+			names -= !strcmp(n, vmm_attr_name((enum vmm_attr)b));
+	}
+	is_int(VMM_ATTR_COUNT, names, "vmm_attr_name: every attribute has its own name");
+	is_string("host_pointer_for_registered",
+		  vmm_attr_name(VMM_ATTR_HOST_POINTER_FOR_REGISTERED),
+		  "vmm_attr_name(HOST_POINTER_FOR_REGISTERED)");
+	ok(vmm_attr_name(VMM_ATTR_COUNT) == NULL && vmm_attr_name((enum vmm_attr)-1) == NULL,
+	   "vmm_attr_name of an unknown attribute is NULL");
+
+	/* sim_pageable: the HMM path the project's GPUs lack */
+	if (!is_err(0, vmm_open(&p, &hmm), "vmm_open(sim, sim_pageable = 1)"))
+		bail("cannot open the sim backend: %s", last.msg);
+	x = y = -1;
+	ok(!vmm_attr(hmm, 0, VMM_ATTR_PAGEABLE_ACCESS, &x) &&
+	   !vmm_attr(hmm, 0, VMM_ATTR_PAGEABLE_HOST_PAGE_TABLES, &y) && x == 1 && y == 1,
+	   "vmm_attr: sim_pageable turns on pageable access and host page tables");
+	vmm_close(hmm);
+}
+
+static void test_peer(struct vmm *v)
+{
+	int x = 42;
+
+	ok(!vmm_can_access_peer(v, 0, 1, &x) && x == 1, "vmm_can_access_peer(0, 1) is 1");
+	ok(!vmm_can_access_peer(v, 1, 0, &x) && x == 1, "vmm_can_access_peer(1, 0) is 1");
+	ok(!vmm_can_access_peer(v, 0, 0, &x) && x == 0, "vmm_can_access_peer(0, 0) is 0");
+	ok(!vmm_can_access_peer(v, 1, 1, &x) && x == 0, "vmm_can_access_peer(1, 1) is 0");
+	x = 42;
+	is_err(-VMMX_ENODEV, vmm_can_access_peer(v, 0, 2, &x),
+	       "vmm_can_access_peer refuses peer 2 of 2");
+	like(last.msg, "no such device", "vmm_can_access_peer reports the missing device");
+	is_err(-VMMX_ENODEV, vmm_can_access_peer(v, -1, 0, &x),
+	       "vmm_can_access_peer refuses device -1");
+	is_err(-VMMX_EINVAL, vmm_can_access_peer(v, 0, 1, NULL),
+	       "vmm_can_access_peer refuses NULL");
+	ok(x == 42, "vmm_can_access_peer writes nothing on failure");
+}
+
+static int64_t registrations(struct vmm *v)
+{
+	struct vmm_counts c;
+	int64_t n = sim_counts(v).registrations;
+
+	vmm_counts(v, &c);
+	return c.registrations == n ? n : -1;
+}
+
+static void test_register(struct vmm *v)
+{
+	struct vmm_access dev0_rw = { DEV0, VMM_ACCESS_RW };
+	struct vmm_access both[] = { { DEV0, VMM_ACCESS_RW }, { HOST, VMM_ACCESS_RW } };
+	size_t n = 8 * MiB, page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char *buf = malloc(n), *small = malloc(8192), *other = malloc(64);
+	unsigned char *ref = malloc(GRAN);
+	void *d = NULL, *x = NULL, *d2;
+	struct vmm_counts c0, c1;
+	vmm_handle_t hh, hd;
+	char *r, *hole;
+
+	if (!buf || !small || !other || !ref)
+		bail("out of memory");
+	vmm_counts(v, &c0);
+
+	is_err(-VMMX_EINVAL, vmm_host_register(v, NULL, n, &x), "vmm_host_register refuses NULL");
+	is_err(-VMMX_EINVAL, vmm_host_register(v, buf, 0, &x),
+	       "vmm_host_register refuses length 0");
+	is_err(-VMMX_EINVAL, vmm_host_register(v, buf, n, NULL),
+	       "vmm_host_register refuses a NULL output");
+	is_err(-VMMX_EINVAL, vmm_host_register(v, (void *)(UINTPTR_MAX - 99), 200, &x),
+	       "vmm_host_register refuses a range that wraps");
+	ok(x == NULL && registrations(v) == 0, "vmm_host_register: refusals register nothing");
+
+	is_err(0, vmm_host_register(v, buf, n, &d), "vmm_host_register(malloc'd 8 MiB)");
+	ok(d == (void *)buf, "vmm_host_register: the device pointer is the host pointer");
+	is_int(1, registrations(v), "vmm_counts, vmm_sim_counts: 1 registration");
+	vmm_counts(v, &c1);
+	is_uint(c0.calls[VMMX_OP_REGISTER] + 5, c1.calls[VMMX_OP_REGISTER],
+		"vmm_counts: register calls counted, refused ones included");
+
+	/* overlap, in every shape */
+	is_err(-VMMX_EEXIST, vmm_host_register(v, buf, n, &x),
+	       "vmm_host_register refuses the same range twice");
+	like(last.msg, "overlaps the registration", "vmm_host_register reports the overlap");
+	is_err(-VMMX_EEXIST, vmm_host_register(v, buf + 4096, 4096, &x),
+	       "vmm_host_register refuses a range inside a registration");
+	is_err(-VMMX_EEXIST, vmm_host_register(v, buf - 16, 32, &x),
+	       "vmm_host_register refuses a range overlapping a registration's start");
+	is_err(-VMMX_EEXIST, vmm_host_register(v, buf + n - 16, 32, &x),
+	       "vmm_host_register refuses a range overlapping a registration's end");
+	ok(x == NULL && registrations(v) == 1, "vmm_host_register: overlaps register nothing");
+
+	/* byte ranges: two buffers sharing a page register independently */
+	is_err(0, vmm_host_register(v, small, 100, &d2), "vmm_host_register(100 bytes)");
+	is_err(0, vmm_host_register(v, small + 100, 100, &d2),
+	       "vmm_host_register of the next 100 bytes, same page");
+	is_int(3, registrations(v), "vmm_counts: 3 registrations");
+
+	/* unregister takes the exact base */
+	is_err(-VMMX_ENOENT, vmm_host_unregister(v, buf + 4096),
+	       "vmm_host_unregister refuses an address inside a registration");
+	like(last.msg, "no registration starts there", "vmm_host_unregister reports the refusal");
+	is_err(-VMMX_ENOENT, vmm_host_unregister(v, other),
+	       "vmm_host_unregister refuses memory never registered");
+	is_err(-VMMX_ENOENT, vmm_host_unregister(v, NULL), "vmm_host_unregister refuses NULL");
+	is_int(3, registrations(v), "vmm_host_unregister: refusals unregister nothing");
+
+	/* memory the VMM calls own, and memory that is not there */
+	if (vmm_reserve(v, 3 * GRAN, 0, (void **)&r) || vmm_create(v, HOST, GRAN, &hh) ||
+	    vmm_create(v, DEV0, GRAN, &hd) || vmm_map(v, r, GRAN, hh) ||
+	    vmm_map(v, r + GRAN, GRAN, hd) || vmm_set_access(v, r, GRAN, both, 2) ||
+	    vmm_set_access(v, r + GRAN, GRAN, &dev0_rw, 1))
+		bail("setup of the register test failed: %s", last.msg);
+	is_err(-VMMX_EINVAL, vmm_host_register(v, r, 4096, &x),
+	       "vmm_host_register refuses a host chunk (inside a reservation)");
+	like(last.msg, "lies in a reservation", "vmm_host_register reports the reservation");
+	is_err(-VMMX_EINVAL, vmm_host_register(v, r + 2 * GRAN, GRAN, &x),
+	       "vmm_host_register refuses an unmapped part of a reservation");
+	is_err(-VMMX_EINVAL, vmm_host_register(v, r - 4096, 8192, &x),
+	       "vmm_host_register refuses a range running into a reservation");
+	hole = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (hole == MAP_FAILED || munmap(hole + page, page))
+		bail("mmap failed");
+	is_err(-VMMX_EINVAL, vmm_host_register(v, hole, 2 * page, &x),
+	       "vmm_host_register refuses a range with an unmapped page");
+	like(last.msg, "not mapped memory", "vmm_host_register reports the hole");
+	is_err(0, vmm_host_register(v, hole, page, &d2), "vmm_host_register of the mapped page");
+	is_err(0, vmm_host_unregister(v, hole), "vmm_host_unregister of that page");
+	munmap(hole, page);
+	ok(x == NULL && registrations(v) == 3, "vmm_host_register: refusals register nothing");
+
+	/* data: registered buffer -> device chunk -> registered buffer */
+	fill(buf, n, 55);
+	is_err(0, vmm_copy(v, r + GRAN, d, GRAN), "vmm_copy registered memory -> device chunk");
+	memset(buf, 0, GRAN);
+	is_err(0, vmm_copy(v, d, r + GRAN, GRAN), "vmm_copy device chunk -> registered memory");
+	fill(ref, GRAN, 55);
+	ok(!memcmp(buf, ref, GRAN), "vmm_copy: data made the round trip through the device chunk");
+	is_err(-VMMX_EINVAL, vmm_copy(v, d, r + GRAN / 2, GRAN),
+	       "vmm_copy into registered memory still refuses a device/host span");
+
+	is_err(0, vmm_host_unregister(v, small + 100), "vmm_host_unregister(second 100 bytes)");
+	is_err(0, vmm_host_unregister(v, small), "vmm_host_unregister(first 100 bytes)");
+	is_err(0, vmm_host_unregister(v, buf), "vmm_host_unregister(8 MiB)");
+	is_err(-VMMX_ENOENT, vmm_host_unregister(v, buf), "vmm_host_unregister refuses it again");
+	is_int(0, registrations(v), "vmm_counts, vmm_sim_counts: no registration left");
+	vmm_counts(v, &c1);
+	ok(c1.calls[VMMX_OP_UNREGISTER] > c0.calls[VMMX_OP_UNREGISTER],
+	   "vmm_counts: unregister calls counted");
+
+	if (vmm_unmap(v, r, 2 * GRAN) || vmm_release(v, hh) || vmm_release(v, hd) ||
+	    vmm_unreserve(v, r, 3 * GRAN))
+		bail("teardown of the register test failed: %s", last.msg);
+	free(buf);
+	free(small);
+	free(other);
+	free(ref);
+}
+
+static void test_streams(struct vmm *v)
+{
+	struct vmm_access dev0_rw = { DEV0, VMM_ACCESS_RW };
+	struct vmm_access both[] = { { DEV0, VMM_ACCESS_RW }, { HOST, VMM_ACCESS_RW } };
+	unsigned char *a = malloc(GRAN), *b = malloc(GRAN);
+	vmm_stream_t s1 = 0, s2 = 0, s3 = 0;
+	struct vmm_counts c0, c1;
+	vmm_handle_t hd, hh;
+	char *r;
+
+	if (!a || !b)
+		bail("out of memory");
+	/* r: device chunk, host chunk (CPU RW), unmapped */
+	if (vmm_reserve(v, 3 * GRAN, 0, (void **)&r) || vmm_create(v, DEV0, GRAN, &hd) ||
+	    vmm_create(v, HOST, GRAN, &hh) || vmm_map(v, r, GRAN, hd) ||
+	    vmm_map(v, r + GRAN, GRAN, hh) || vmm_set_access(v, r, GRAN, &dev0_rw, 1) ||
+	    vmm_set_access(v, r + GRAN, GRAN, both, 2))
+		bail("setup of the stream test failed: %s", last.msg);
+
+	is_err(0, vmm_stream_create(v, &s1), "vmm_stream_create");
+	is_err(0, vmm_stream_create(v, &s2), "vmm_stream_create a second stream");
+	ok(s1 && s2 && s1 != s2, "vmm_stream_create: distinct nonzero streams");
+	is_err(-VMMX_EINVAL, vmm_stream_create(v, NULL), "vmm_stream_create refuses NULL");
+	vmm_counts(v, &c0);
+	ok(sim_counts(v).streams == 2 && c0.streams == 2, "vmm_counts, vmm_sim_counts: 2 streams");
+
+	/* plain memory -> device on s1, device -> host chunk on s2, host chunk -> plain on 0 */
+	fill(a, GRAN, 77);
+	is_err(0, vmm_copy_async(v, r, a, GRAN, s1), "vmm_copy_async plain -> device on s1");
+	is_err(0, vmm_stream_sync(v, s1), "vmm_stream_sync(s1)");
+	is_err(0, vmm_copy_async(v, r + GRAN, r, GRAN, s2), "vmm_copy_async device -> host chunk");
+	is_err(0, vmm_stream_sync(v, s2), "vmm_stream_sync(s2)");
+	ok(!memcmp(r + GRAN, a, GRAN), "vmm_copy_async: the CPU reads the data in the host chunk");
+	memset(b, 0, GRAN);
+	is_err(0, vmm_copy_async(v, b, r + GRAN, GRAN, 0), "vmm_copy_async on the default stream");
+	is_err(0, vmm_stream_sync(v, 0), "vmm_stream_sync(0)");
+	ok(!memcmp(a, b, GRAN), "vmm_copy_async: data made the round trip");
+	vmm_counts(v, &c1);
+	ok(c1.calls[VMMX_OP_COPY] == c0.calls[VMMX_OP_COPY] + 3 &&
+	   c1.calls[VMMX_OP_SYNC] == c0.calls[VMMX_OP_SYNC] + 3,
+	   "vmm_counts: copy_async counts as copy, stream_sync as sync");
+
+	/* copy's rules hold */
+	memset(b, 0xee, GRAN);
+	last.level = 0;
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, b, r + GRAN / 2, GRAN, s1),
+	       "vmm_copy_async refuses a source spanning device and host memory");
+	is_int(VMMX_LOG_ERROR, last.level, "vmm_copy_async reports the crash at error level");
+	like(last.msg, "sim: one copy_async spans device and host memory",
+	     "vmm_copy_async names the driver crash");
+	ok(b[0] == 0xee && b[GRAN - 1] == 0xee, "vmm_copy_async: a refused copy wrote nothing");
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, r + GRAN / 2, a, GRAN, s1),
+	       "vmm_copy_async refuses a destination spanning device and host memory");
+	is_err(-VMMX_EFAULT, vmm_copy_async(v, b, r + 2 * GRAN, GRAN, s1),
+	       "vmm_copy_async refuses an unmapped source");
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, r + 4096, r, 8192, s1),
+	       "vmm_copy_async refuses overlapping ranges");
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, NULL, a, 1, s1), "vmm_copy_async refuses NULL");
+	is_err(0, vmm_copy_async(v, b, a, 0, s1), "vmm_copy_async of 0 bytes succeeds");
+
+	/* streams are checked */
+	memset(b, 0xee, GRAN);
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, b, a, GRAN, s2 + 1000),
+	       "vmm_copy_async refuses an unknown stream");
+	like(last.msg, "unknown stream", "vmm_copy_async reports the unknown stream");
+	ok(b[0] == 0xee, "vmm_copy_async: nothing copied on an unknown stream");
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, b, a, 0, s2 + 1000),
+	       "vmm_copy_async of 0 bytes still refuses an unknown stream");
+	is_err(-VMMX_EINVAL, vmm_stream_sync(v, s2 + 1000),
+	       "vmm_stream_sync refuses an unknown stream");
+	is_err(-VMMX_EINVAL, vmm_stream_destroy(v, 0), "vmm_stream_destroy refuses stream 0");
+	is_err(-VMMX_EINVAL, vmm_stream_destroy(v, s2 + 1000),
+	       "vmm_stream_destroy refuses an unknown stream");
+
+	is_err(0, vmm_stream_destroy(v, s1), "vmm_stream_destroy(s1)");
+	is_err(-VMMX_EINVAL, vmm_stream_destroy(v, s1), "vmm_stream_destroy refuses s1 again");
+	is_err(-VMMX_EINVAL, vmm_stream_sync(v, s1), "vmm_stream_sync refuses a destroyed stream");
+	is_err(-VMMX_EINVAL, vmm_copy_async(v, b, a, GRAN, s1),
+	       "vmm_copy_async refuses a destroyed stream");
+	is_err(0, vmm_stream_create(v, &s3), "vmm_stream_create after a destroy");
+	ok(s3 != s1 && s3 != s2, "vmm_stream_create: a destroyed stream's id is not reused");
+	is_err(0, vmm_stream_sync(v, s2), "vmm_stream_sync(s2): other streams unaffected");
+	is_err(0, vmm_stream_destroy(v, s3), "vmm_stream_destroy(s3)");
+	is_err(0, vmm_stream_destroy(v, s2), "vmm_stream_destroy(s2)");
+	vmm_counts(v, &c1);
+	ok(sim_counts(v).streams == 0 && c1.streams == 0,
+	   "vmm_counts, vmm_sim_counts: no stream left");
+
+	if (vmm_unmap(v, r, 2 * GRAN) || vmm_release(v, hd) || vmm_release(v, hh) ||
+	    vmm_unreserve(v, r, 3 * GRAN))
+		bail("teardown of the stream test failed: %s", last.msg);
+	free(a);
+	free(b);
+}
+
 static void test_end(struct vmm *v)
 {
 	static const struct vmm_ops other = { .name = "other" };
@@ -796,11 +1115,13 @@ static void test_end(struct vmm *v)
 
 	is_err(0, vmm_sync(v), "vmm_sync succeeds");
 	is_err(0, vmm_sim_counts(v, &c), "vmm_sim_counts succeeds");
-	ok(!c.reservations && !c.handles && !c.mappings, "vmm_sim_counts: no object left");
+	ok(!c.reservations && !c.handles && !c.mappings && !c.registrations && !c.streams,
+	   "vmm_sim_counts: no object left");
 	ok(!c.device_used[0] && !c.device_used[1] && !c.host_used,
 	   "vmm_sim_counts: no memory held");
 	vmm_counts(v, &vc);
-	ok(!vc.reservations && !vc.handles && !vc.mapped_bytes, "vmm_counts: all back to zero");
+	ok(!vc.reservations && !vc.handles && !vc.mapped_bytes && !vc.registrations &&
+	   !vc.streams, "vmm_counts: all back to zero");
 	is_err(-VMMX_ENOTSUP, vmm_sim_counts(&fake, &c), "vmm_sim_counts refuses another backend");
 	is_err(-VMMX_EINVAL, vmm_sim_counts(v, NULL), "vmm_sim_counts refuses NULL");
 }
@@ -812,7 +1133,7 @@ int main(void)
 
 	if (pipe(pipefd))
 		bail("pipe failed");
-	plan(247);
+	plan(368);
 	test_open();
 	if (open_sim(2, 8 * MiB, 8 * MiB, 0, &v))
 		bail("cannot open the sim backend: %s", last.msg);
@@ -825,6 +1146,10 @@ int main(void)
 	test_copy(v, &l);
 	test_unmap(v, &l);
 	test_release_mapped(v);
+	test_attr(v);
+	test_peer(v);
+	test_register(v);
+	test_streams(v);
 	test_end(v);
 	vmm_close(v);
 	test_many();
