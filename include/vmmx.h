@@ -61,6 +61,7 @@ enum vmmx_error {
 	VMMX_ECONFIG = 258,       /**< invalid configuration value */
 	VMMX_ENOBACKEND = 259,    /**< backend unknown or not built in */
 	VMMX_EFAULTINJ = 260,     /**< failure injected by the fault layer (tests) */
+	VMMX_EPOLICY = 261,       /**< a policy file was refused, or a policy failed */
 };
 
 /** enum vmmx_loc_kind - kind of memory a chunk lives in. */
@@ -122,6 +123,11 @@ struct vmmx_config {
 	const char *const *vars;   /**< more settings, "VMMX_NAME=value", NULL-terminated */
 	vmmx_log_fn *log_fn;       /**< log sink; NULL: standard error */
 	void *log_arg;             /**< passed to @log_fn */
+	const char *policy_path;   /**< VMMX_POLICY_PATH: ':'-separated absolute directories */
+	const char *device_headroom; /**< VMMX_DEVICE_HEADROOM: device memory to leave free */
+	const char *cache_limit;   /**< VMMX_CACHE_LIMIT: most bytes of released chunks kept */
+	const char *device_prealloc; /**< VMMX_DEVICE_PREALLOC: device memory taken up front */
+	const char *trace;         /**< VMMX_TRACE: file to append placement decisions to */
 };
 
 /** enum vmmx_op - driver operations, as counted in stats and failed by the fault layer. */
@@ -136,7 +142,9 @@ enum vmmx_op {
 	VMMX_OP_COPY = 7,       /**< copy */
 	VMMX_OP_MEMSET = 8,     /**< memset */
 	VMMX_OP_SYNC = 9,       /**< wait for the device */
-	VMMX_OP_COUNT = 10,     /**< number of operations */
+	VMMX_OP_REGISTER = 10,  /**< register host memory with the device */
+	VMMX_OP_UNREGISTER = 11,/**< unregister host memory */
+	VMMX_OP_COUNT = 12,     /**< number of operations */
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
@@ -166,6 +174,13 @@ struct vmmx_stats {
 	uint64_t deferred;            /**< teardown steps that failed and wait for a retry */
 	uint64_t copies;              /**< driver copies issued by vmmx_memcpy (after splitting) */
 	uint64_t driver_calls[VMMX_OP_COUNT]; /**< driver calls by enum vmmx_op */
+	uint64_t fallbacks_limit;     /**< fallbacks because the first choice was at its limit */
+	uint64_t fallbacks_headroom;  /**< ... would have eaten into VMMX_DEVICE_HEADROOM */
+	uint64_t fallbacks_oom;       /**< ... was out of memory */
+	uint64_t cache_hits;          /**< chunks mapped from the cache */
+	uint64_t cache_misses;        /**< chunks that needed a new handle */
+	uint64_t cache_bytes;         /**< bytes of handles in the cache now */
+	uint64_t cache_released;      /**< cached handles given back to the driver */
 };
 
 /**
@@ -187,6 +202,9 @@ struct vmmx_ctx_info {
 	uint64_t host_limit;      /**< VMMX_HOST_LIMIT in bytes, UINT64_MAX if none */
 	char device_name[96];     /**< name of the device */
 	char policy[64];          /**< default policy of the context */
+	uint64_t device_headroom; /**< VMMX_DEVICE_HEADROOM in bytes */
+	uint64_t cache_limit;     /**< VMMX_CACHE_LIMIT in bytes */
+	char policy_source[128];  /**< file the default policy came from, or "built-in" */
 };
 
 /**
@@ -263,19 +281,40 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx);
 VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info);
 
 /**
+ * vmmx_ctx_trim() - release cached chunks to the driver.
+ * @ctx: context.
+ * @keep_bytes: bytes of cached chunks to keep (0 releases all).
+ *
+ * Chunks released by shrinks and destroys are kept per location for reuse
+ * (VMMX_CACHE_LIMIT bounds them; VMMX_DEVICE_PREALLOC fills the device's
+ * share up front).  They count against the limits.  This gives them back.
+ * Teardown steps that failed earlier are retried too.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx.
+ *
+ * Context: any thread; takes the cache lock and the context's mutex; may
+ * block; calls the driver.
+ */
+VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes);
+
+/**
  * vmmx_buf_create() - reserve a buffer's virtual range.
  * @ctx: context.
  * @capacity: largest size the buffer may reach; rounded up to the chunk size.
- * @policy: placement policy name ("device-first", "device", "host"), or NULL
- *          for the context's default (VMMX_POLICY).
+ * @policy: placement policy spec, "name" or "name:key=value,...", or NULL
+ *          for the context's default (VMMX_POLICY).  Loaded as a plugin
+ *          (include/vmmx/policy.h) or one of the built-ins device-first,
+ *          device and host.
  * @buf_p: where to store the buffer.
  *
  * The buffer starts empty (size 0); vmmx_buf_resize() maps memory into it.
  * Its address, vmmx_buf_ptr(), never changes.
  *
- * Return: 0; -VMMX_EINVAL for a zero capacity or a NULL argument;
- * -VMMX_ENOENT for an unknown policy; -VMMX_ENOMEM when the address range
- * cannot be reserved.
+ * Return: 0; -VMMX_EINVAL for a zero capacity, a NULL argument or a
+ * malformed policy spec; -VMMX_ENOENT for a policy found nowhere;
+ * -VMMX_EPOLICY when every file found was refused (vmmx_last_error() says
+ * why, file by file); the policy's init error (often -VMMX_EINVAL) for bad
+ * arguments; -VMMX_ENOMEM when the address range cannot be reserved.
  *
  * Context: any thread; takes the context's mutex; may block; calls the driver.
  */
@@ -448,6 +487,25 @@ VMMX_API int vmmx_lookup(struct vmmx_ctx *ctx, const void *addr, struct vmmx_chu
  * snapshot is not atomic across members.
  */
 VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st);
+
+/**
+ * vmmx_stats_json() - the statistics as one JSON object.
+ * @ctx: context.
+ * @buf: out: NUL-terminated JSON text.
+ * @len: room in @buf.
+ * @len_p: out (may be NULL): bytes the text needs, NUL included, also when
+ *         @buf was too small.
+ *
+ * The object holds every member of struct vmmx_stats (driver calls by
+ * name), held bytes and limits per location, the cache, and each loaded
+ * policy with its source file and its own counters.
+ *
+ * Return: 0; -VMMX_ERANGE when @len is too small (nothing useful in @buf);
+ * -VMMX_EINVAL for a NULL @ctx or @buf.
+ *
+ * Context: any thread; lock-free (RCU read side).
+ */
+VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t *len_p);
 
 /**
  * vmmx_strerror() - name an error code.

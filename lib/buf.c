@@ -27,20 +27,6 @@
 
 #include "internal.h"
 
-/* Room on a location for this grow: the limit minus what is held, capped by
- * what the driver says is free. */
-static uint64_t room(struct vmmx_ctx *ctx, struct vmmx_loc loc)
-{
-	enum vmmx__kind k = vmmx__kind_of(loc);
-	uint64_t held = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
-	uint64_t lim = ctx->limit[k] > held ? ctx->limit[k] - held : 0;
-	uint64_t fr, tot;
-
-	if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
-		return lim; /* no figure: let the create call decide */
-	return fr < lim ? fr : lim;
-}
-
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
 {
 	size_t lo = 0, hi = t->n;
@@ -58,14 +44,19 @@ size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
 
 int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc)
 {
-	struct vmm_access acc[2] = {
+	struct vmm_access acc[3] = {
 		{ .who = { VMMX_LOC_DEVICE, ctx->device }, .flags = VMM_ACCESS_RW },
-		{ .who = { VMMX_LOC_HOST, 0 }, .flags = VMM_ACCESS_RW },
 	};
+	int n = 1;
 
-	/* Host chunks are also granted to the CPU, so they are plain host memory
-	 * at the same address; the driver refuses CPU access to device memory. */
-	return vmm_set_access(ctx->vmm, va, size, acc, vmm_loc_is_host(loc) ? 2 : 1);
+	/* A chunk on another GPU is granted to that GPU too; host chunks are
+	 * granted to the CPU, so they are plain host memory at the same address
+	 * (the driver refuses CPU access to device memory). */
+	if (loc.kind == VMMX_LOC_DEVICE && loc.id != ctx->device)
+		acc[n++] = (struct vmm_access){ .who = loc, .flags = VMM_ACCESS_RW };
+	else if (vmm_loc_is_host(loc))
+		acc[n++] = (struct vmm_access){ .who = { VMMX_LOC_HOST, 0 }, .flags = VMM_ACCESS_RW };
+	return vmm_set_access(ctx->vmm, va, size, acc, n);
 }
 
 static struct vmmx__table *table_alloc(size_t n)
@@ -80,7 +71,7 @@ static struct vmmx__table *table_alloc(size_t n)
 VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *policy,
 			     struct vmmx_buf **buf_p)
 {
-	const struct vmmx__policy *pol;
+	struct vmmx__policy *pol;
 	struct vmmx_buf *buf;
 	void *va;
 	int err;
@@ -91,15 +82,16 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
 	if (!capacity || capacity > SIZE_MAX - ctx->chunk_max)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_buf_create: capacity %zu out of range", capacity);
-	pol = policy ? vmmx__policy_find(policy, strlen(policy)) : ctx->policy;
-	if (!pol)
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT,
-				  "vmmx_buf_create: unknown policy \"%s\" (known: %s)", policy,
-				  vmmx__policy_names());
+	err = vmmx__policy_get(ctx, policy ? policy : ctx->policy->spec, &pol);
+	if (err)
+		return err;
 	buf = calloc(1, sizeof(*buf));
-	if (!buf)
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_create: out of memory");
+	if (!buf) {
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_create: out of memory");
+		goto err_policy;
+	}
 	buf->ctx = ctx;
+	buf->id = __atomic_add_fetch(&ctx->next_buf_id, 1, __ATOMIC_RELAXED);
 	buf->policy = pol;
 	buf->capacity = vmmx__round_up(capacity, ctx->chunk_min);
 	buf->table = table_alloc(0);
@@ -120,6 +112,7 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
 	err = vmmx__ctx_add_buf(ctx, buf);
 	if (err)
 		goto err_reserve;
+	vmmx__policy_buf_event(pol, buf->id, buf->capacity, 1);
 	*buf_p = buf;
 	return 0;
 
@@ -131,6 +124,8 @@ err_table:
 	free(buf->table);
 err_buf:
 	free(buf);
+err_policy:
+	vmmx__policy_put(ctx, pol);
 	return err;
 }
 
@@ -140,59 +135,223 @@ static void unwind_chunks(struct vmmx_buf *buf, const struct vmmx__chunk *c, siz
 	struct vmmx_ctx *ctx = buf->ctx;
 
 	while (n--) {
-		vmmx__unmap_or_defer(ctx, (void *)(buf->base + c[n].off), c[n].size);
-		vmmx__release_or_defer(ctx, c[n].handle, c[n].loc, c[n].size);
+		if (vmmx__unmap_or_defer(ctx, (void *)(buf->base + c[n].off), c[n].size))
+			vmmx__release_or_defer(ctx, c[n].handle, c[n].loc, c[n].size);
+		else
+			vmmx__cache_put(ctx, c[n].loc, c[n].handle, c[n].size);
 	}
 }
 
 /*
- * Make, map and grant one chunk at @off on @loc, trying sizes from @size
- * down to chunk_min while the driver says it is out of memory.  Returns 0
- * with *@out filled; -VMMX_ENOMEM when this location has no room (the caller
- * falls back); another error when a driver step failed for another reason.
+ * Make, map and grant one chunk at @off on @loc, from @size down to
+ * chunk_min: a cached handle first, else a new one; a driver out-of-memory
+ * gives back cached handles of that location, then tries half the size.
+ * Returns 0 with *@out filled; -VMMX_ENOMEM when this location cannot take
+ * even chunk_min (the caller falls back, *@why says why); another error
+ * when a driver step failed for another reason (the caller unwinds).
  */
 static int make_chunk(struct vmmx_buf *buf, size_t off, size_t size, struct vmmx_loc loc,
-		      struct vmmx__chunk *out, const char **why)
+		      struct vmmx__chunk *out, enum vmmx__why *why, bool *hit)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	void *va = (void *)(buf->base + off);
+	bool evicted = false;
 	vmm_handle_t h;
+	size_t got;
 	int err;
 
 	while (size >= ctx->chunk_min) {
-		if (vmmx__charge(ctx, loc, size)) {
-			*why = "over its limit";
-			return -VMMX_ENOMEM;
+		if (vmmx__cache_take(ctx, loc, size, ctx->chunk_min, &h, &got)) {
+			*hit = true;
+			size = got;
+		} else {
+			*hit = false;
+			if (vmmx__charge(ctx, loc, size)) {
+				/* Cached handles too big to reuse still count: free them. */
+				if (!evicted && vmmx__cache_evict(ctx, loc, size)) {
+					evicted = true;
+					continue;
+				}
+				*why = VMMX__WHY_LIMIT;
+				return -VMMX_ENOMEM;
+			}
+			err = vmm_create(ctx->vmm, loc, size, &h);
+			if (err == -VMMX_ENOMEM) {
+				vmmx__uncharge(ctx, loc, size);
+				*why = VMMX__WHY_OOM;
+				if (!evicted && vmmx__cache_evict(ctx, loc, size)) {
+					evicted = true;
+					continue;
+				}
+				/* Memory may be fragmented or taken by others: try a smaller handle. */
+				size = vmmx__round_down(size / 2, ctx->chunk_min);
+				continue;
+			}
+			if (err) {
+				vmmx__uncharge(ctx, loc, size);
+				return err;
+			}
 		}
-		err = vmm_create(ctx->vmm, loc, size, &h);
-		if (err == -VMMX_ENOMEM) {
-			/* Memory may be fragmented or taken by others: try a smaller handle. */
-			vmmx__uncharge(ctx, loc, size);
-			*why = "out of memory";
-			size = vmmx__round_down(size / 2, ctx->chunk_min);
-			continue;
-		}
-		if (err)
-			goto err_charge;
+		__atomic_fetch_add(*hit ? &ctx->ctr.cache_hits : &ctx->ctr.cache_misses, 1,
+				   __ATOMIC_RELAXED);
 		err = vmm_map(ctx->vmm, va, size, h);
 		if (err)
-			goto err_create;
+			goto err_handle;
 		err = vmmx__chunk_set_access(ctx, va, size, loc);
 		if (err)
 			goto err_map;
 		*out = (struct vmmx__chunk){ .off = off, .size = size, .loc = loc, .handle = h };
 		return 0;
-	}
-	return -VMMX_ENOMEM;
 
 err_map:
-	vmmx__unmap_or_defer(ctx, va, size);
-err_create:
-	vmmx__release_or_defer(ctx, h, loc, size);
-	return err; /* charge returned by the release (or kept until its retry) */
-err_charge:
-	vmmx__uncharge(ctx, loc, size);
-	return err;
+		if (vmmx__unmap_or_defer(ctx, va, size)) {
+			vmmx__release_or_defer(ctx, h, loc, size);
+			return err;
+		}
+err_handle:
+		/* The handle is fine, only its mapping failed: keep it. */
+		vmmx__cache_put(ctx, loc, h, size);
+		return err;
+	}
+	if (*why == VMMX__WHY_OK)
+		*why = VMMX__WHY_OOM;
+	return -VMMX_ENOMEM;
+}
+
+/* Build the policy's request: every location the context can use, with its room. */
+static void fill_request(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx, size_t off,
+			 size_t want, struct vmmx_policy_room *room,
+			 struct vmmx_policy_request *req)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	size_t n = 0;
+
+	for (int d = 0; d < ctx->ndev && n < VMMX_POLICY_MAX_ROOM - 1; d++) {
+		struct vmmx_loc loc = { VMMX_LOC_DEVICE, d };
+		enum vmmx__why why;
+
+		if (!ctx->peer[d])
+			continue;
+		room[n] = (struct vmmx_policy_room){
+			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why),
+			.held = __atomic_load_n(&ctx->held[d], __ATOMIC_RELAXED), .limit = ctx->limit[d],
+		};
+		n++;
+	}
+	{
+		struct vmmx_loc loc = { VMMX_LOC_HOST, 0 };
+		enum vmmx__why why;
+
+		room[n] = (struct vmmx_policy_room){
+			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why),
+			.held = __atomic_load_n(&ctx->held[VMMX__HOST_SLOT], __ATOMIC_RELAXED),
+			.limit = ctx->limit[VMMX__HOST_SLOT],
+		};
+		n++;
+	}
+	*req = (struct vmmx_policy_request){
+		.size = sizeof(*req), .buf_id = buf->id, .buf_capacity = buf->capacity,
+		.offset = off, .chunk_index = idx, .want = want, .chunk_min = ctx->chunk_min,
+		.chunk_max = ctx->chunk_max, .device = ctx->device, .device_count = ctx->ndev,
+		.nroom = n, .room = room,
+	};
+	(void)t;
+}
+
+/*
+ * Place one chunk at @off: ask the policy, try its locations in order.
+ * Returns 0 with *@c filled, or the error (the caller unwinds).
+ */
+static int place_chunk(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx, size_t off,
+		       size_t want, struct vmmx__chunk *c)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	struct vmmx__policy *pol = buf->policy;
+	struct vmmx_policy_room room[VMMX_POLICY_MAX_ROOM];
+	struct vmmx_policy_request req;
+	struct vmmx_policy_answer ans;
+	enum vmmx__why first_why = VMMX__WHY_OK;
+	char tried[512] = "";
+	bool hit = false;
+	unsigned int i;
+	size_t len;
+	int err;
+
+	fill_request(buf, t, idx, off, want, room, &req);
+	memset(&ans, 0, sizeof(ans));
+	err = pol->ops->place(pol->state, &req, &ans);
+	if (err || ans.nlocs == 0 || ans.nlocs > VMMX_POLICY_MAX_RANK)
+		return vmmx__fail(&ctx->conf.log, err < 0 ? err : -VMMX_EPOLICY,
+				  "vmmx_buf_resize: policy %s ranked no location for offset %zu (%s)",
+				  pol->spec, off, err ? vmmx_strerror(err) : "empty answer");
+	len = want < ctx->chunk_max ? want : ctx->chunk_max;
+	if (ans.max_len) {
+		size_t m = vmmx__round_down(ans.max_len, ctx->chunk_min);
+
+		m = m < ctx->chunk_min ? ctx->chunk_min : m;
+		len = len < m ? len : m;
+	}
+	err = -VMMX_ENOMEM;
+	for (i = 0; i < ans.nlocs && err == -VMMX_ENOMEM; i++) {
+		struct vmmx_loc loc = ans.locs[i];
+		enum vmmx__why why = VMMX__WHY_OK;
+		uint64_t r;
+		size_t l = len, k = strlen(tried);
+		char name[32];
+
+		if (vmmx__slot(ctx, loc) < 0) {
+			snprintf(tried + k, sizeof(tried) - k, "%s%s not usable", k ? "; " : "",
+				 vmmx_loc_name(loc, name, sizeof(name)));
+			if (!i)
+				first_why = VMMX__WHY_OOM;
+			continue;
+		}
+		/* What the location can take now, in whole minimum chunks. */
+		r = vmmx__room(ctx, loc, l, &why);
+		if (r < l)
+			l = vmmx__round_down(r, ctx->chunk_min);
+		if (l < ctx->chunk_min)
+			err = -VMMX_ENOMEM;
+		else
+			err = make_chunk(buf, off, l, loc, c, &why, &hit);
+		if (err == -VMMX_ENOMEM) {
+			snprintf(tried + k, sizeof(tried) - k, "%s%s %s", k ? "; " : "",
+				 vmmx_loc_name(loc, name, sizeof(name)),
+				 why == VMMX__WHY_LIMIT	   ? "at its limit"
+				 : why == VMMX__WHY_HEADROOM ? "within its headroom"
+							     : "full");
+			if (!i)
+				first_why = why;
+		}
+	}
+	if (err == -VMMX_ENOMEM) {
+		char a[32];
+
+		return vmmx__fail(&ctx->conf.log, err,
+				  "vmmx_buf_resize: no room for %s at offset %zu under policy %s: %s",
+				  vmmx__fmt_size(want, a, sizeof(a)), off, pol->spec, tried);
+	}
+	if (err)
+		return err;
+	if (i > 1) {
+		char from[32], to[32];
+
+		__atomic_fetch_add(&ctx->ctr.fallbacks[first_why], 1, __ATOMIC_RELAXED);
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+			   "fallback: buffer %p offset %zu (%zu bytes) placed on %s, not %s: %s",
+			   (void *)buf->base, off, c->size, vmmx_loc_name(c->loc, to, sizeof(to)),
+			   vmmx_loc_name(ans.locs[0], from, sizeof(from)), tried);
+	}
+	if (ctx->trace_fd >= 0) {
+		struct vmmx__trace_rec rec = {
+			.buf = buf, .chunk = idx, .off = off, .size = c->size,
+			.preferred = ans.locs[0], .chosen = c->loc,
+			.why = i > 1 ? first_why : VMMX__WHY_OK, .cache_hit = hit, .tried = tried,
+		};
+
+		vmmx__trace_place(ctx, &rec);
+	}
+	return 0;
 }
 
 static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
@@ -200,8 +359,6 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	struct vmmx_ctx *ctx = buf->ctx;
 	size_t max_new = (size - old->mapped) / ctx->chunk_min, n = 0, off = old->mapped;
 	struct vmmx__table *t;
-	uint64_t rooms[VMMX__NKINDS];
-	char msg[512] = "";
 	int err;
 
 	/* Growing within the mapped tail of the last chunk needs no driver call. */
@@ -218,86 +375,17 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	if (!t)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
 	memcpy(t->c, old->c, old->n * sizeof(old->c[0]));
-	rooms[VMMX__DEVICE] = room(ctx, (struct vmmx_loc){ VMMX_LOC_DEVICE, ctx->device });
-	rooms[VMMX__HOST] = room(ctx, (struct vmmx_loc){ VMMX_LOC_HOST, 0 });
-
 	while (off < size) {
-		struct vmmx__place_req req = {
-			.off = off, .want = size - off, .device = ctx->device,
-			.room_device = rooms[VMMX__DEVICE], .room_host = rooms[VMMX__HOST],
-		};
-		struct vmmx_loc locs[VMMX__MAX_RANK];
 		struct vmmx__chunk *c = &t->c[old->n + n];
-		int nloc, i;
-		size_t len = 0;
 
-		nloc = buf->policy->rank(buf->policy, &req, locs, VMMX__MAX_RANK);
-		if (nloc <= 0) {
-			err = vmmx__fail(&ctx->conf.log, nloc ? nloc : -VMMX_EINVAL,
-					 "vmmx_buf_resize: policy %s ranked no location for offset %zu",
-					 buf->policy->name, off);
-			goto err_unwind;
-		}
-		err = -VMMX_ENOMEM;
-		msg[0] = '\0';
-		for (i = 0; i < nloc && err == -VMMX_ENOMEM; i++) {
-			enum vmmx__kind k = vmmx__kind_of(locs[i]);
-			const char *why = "full";
-			char name[32];
-			size_t want = size - off;
-
-			if (want > ctx->chunk_max)
-				want = ctx->chunk_max;
-			/* What the location can take now, in whole minimum chunks. */
-			if (rooms[k] < want)
-				want = vmmx__round_down(rooms[k], ctx->chunk_min);
-			if (want < ctx->chunk_min) {
-				why = rooms[k] == 0 && ctx->limit[k] != UINT64_MAX &&
-						      __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED) >=
-							      ctx->limit[k]
-					      ? "at its limit"
-					      : "full";
-				err = -VMMX_ENOMEM;
-			} else {
-				err = make_chunk(buf, off, want, locs[i], c, &why);
-			}
-			if (err == -VMMX_ENOMEM) {
-				size_t l = strlen(msg);
-
-				snprintf(msg + l, sizeof(msg) - l, "%s%s %s", l ? "; " : "",
-					 vmmx_loc_name(locs[i], name, sizeof(name)), why);
-			}
-		}
-		if (err == -VMMX_ENOMEM) {
-			char a[32];
-
-			err = vmmx__fail(&ctx->conf.log, err,
-					 "vmmx_buf_resize: no room for %s at offset %zu under policy %s: %s",
-					 vmmx__fmt_size(size - off, a, sizeof(a)), off, buf->policy->name,
-					 msg);
-			goto err_unwind;
-		}
+		err = place_chunk(buf, t, old->n + n, off, size - off, c);
 		if (err)
 			goto err_unwind;
-		if (i > 1) {
-			char from[32], to[32];
-
-			__atomic_fetch_add(&ctx->ctr.fallbacks, 1, __ATOMIC_RELAXED);
-			vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
-				   "fallback: buffer %p offset %zu (%zu bytes) placed on %s, not %s: %s",
-				   (void *)buf->base, off, c->size,
-				   vmmx_loc_name(c->loc, to, sizeof(to)),
-				   vmmx_loc_name(locs[0], from, sizeof(from)), msg);
-		}
-		len = c->size;
-		rooms[vmmx__kind_of(c->loc)] -= len < rooms[vmmx__kind_of(c->loc)]
-							? len
-							: rooms[vmmx__kind_of(c->loc)];
-		off += len;
+		off += c->size;
 		n++;
 	}
 	for (size_t j = 0; j < n; j++)
-		__atomic_fetch_add(&ctx->ctr.placed[vmmx__kind_of(t->c[old->n + j].loc)], 1,
+		__atomic_fetch_add(&ctx->ctr.placed[vmmx__slot(ctx, t->c[old->n + j].loc)], 1,
 				   __ATOMIC_RELAXED);
 	t->n = old->n + n;
 	t->mapped = off;
@@ -377,10 +465,10 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	}
 	rcu_assign_pointer(buf->table, t);
 	urcu_bp_synchronize_rcu();
-	/* Past the point of no return: a failed release is queued, not reported. */
+	/* Past the point of no return: the handles go to the cache, or are
+	 * released (a failed release is queued, not reported). */
 	for (j = old->n; j > keep; j--)
-		vmmx__release_or_defer(ctx, old->c[j - 1].handle, old->c[j - 1].loc,
-				       old->c[j - 1].size);
+		vmmx__cache_put(ctx, old->c[j - 1].loc, old->c[j - 1].handle, old->c[j - 1].size);
 	free(old);
 	return err;
 }
@@ -429,10 +517,14 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	for (size_t j = t->n; j > 0; j--) {
 		const struct vmmx__chunk *c = &t->c[j - 1];
 
-		deferred |= vmmx__unmap_or_defer(ctx, (void *)(buf->base + c->off), c->size);
-		/* Released even if the unmap was deferred: the driver frees the
-		 * memory when its last mapping goes. */
-		vmmx__release_or_defer(ctx, c->handle, c->loc, c->size);
+		if (vmmx__unmap_or_defer(ctx, (void *)(buf->base + c->off), c->size)) {
+			/* Released even though the unmap was deferred: the driver
+			 * frees the memory when its last mapping goes. */
+			deferred = true;
+			vmmx__release_or_defer(ctx, c->handle, c->loc, c->size);
+		} else {
+			vmmx__cache_put(ctx, c->loc, c->handle, c->size);
+		}
 	}
 	/* A range still holding a mapping must not be freed: queue the unreserve
 	 * behind the unmap that failed. */
@@ -441,6 +533,8 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 			    (struct vmmx_loc){ 0 });
 	else
 		vmmx__unreserve_or_defer(ctx, (void *)buf->base, buf->capacity);
+	vmmx__policy_buf_event(buf->policy, buf->id, buf->capacity, 0);
+	vmmx__policy_put(ctx, buf->policy);
 	pthread_mutex_destroy(&buf->lock);
 	free(t);
 	free(buf);

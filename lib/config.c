@@ -79,21 +79,25 @@ static int parse_sim_devices(const struct var *v, const char *val, struct vmmx__
 	return parse_int_range(v, val, 1, 8, &conf->sim_devices);
 }
 
+/* Syntax only: whether the policy exists and likes its arguments is known when it loads. */
 static int parse_policy(const struct var *v, const char *val, struct vmmx__conf *conf)
 {
-	const char *colon = strchr(val, ':');
-	size_t len = colon ? (size_t)(colon - val) : strlen(val);
+	size_t len;
 
-	if (!len || strlen(val) >= sizeof(conf->policy))
+	if (vmmx__policy_spec_check(val, &len))
 		return bad(v, cur_src, val);
-	if (!vmmx__policy_find(val, len))
-		return vmmx__fail(NULL, -VMMX_ECONFIG, "%s=\"%s\" (%s): unknown policy \"%.*s\" (known: %s)",
-				  v->name, val, cur_src, (int)len, val, vmmx__policy_names());
-	if (colon)
-		return vmmx__fail(NULL, -VMMX_ECONFIG,
-				  "%s=\"%s\" (%s): policy \"%.*s\" takes no arguments", v->name, val,
-				  cur_src, (int)len, val);
 	snprintf(conf->policy, sizeof(conf->policy), "%s", val);
+	return 0;
+}
+
+static int parse_string(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	char *dst = (char *)conf + v->dest;
+
+	/* Every string setting is a 4096-byte field (PATH_MAX). */
+	if (strlen(val) >= 4096)
+		return bad(v, cur_src, val);
+	snprintf(dst, 4096, "%s", val);
 	return 0;
 }
 
@@ -185,13 +189,23 @@ static const struct var vars[] = {
 	{ "VMMX_LOG", CFG(log), parse_log, "none, error, warn, info or debug", 0 },
 	{ "VMMX_BACKEND", CFG(backend), parse_backend, "cuda or sim", 0 },
 	{ "VMMX_DEVICE", -1, parse_device, "a device ordinal (0, 1, ...)", 0 },
-	{ "VMMX_POLICY", CFG(policy), parse_policy, "a policy name: device-first, device or host", 0 },
+	{ "VMMX_POLICY", CFG(policy), parse_policy,
+	  "name[:key=value,...] with a name of a-z, 0-9, '-' and '_' (up to 63)", 0 },
+	{ "VMMX_POLICY_PATH", CFG(policy_path), parse_string, "a path shorter than 4096 bytes",
+	  CONF(policy_path) },
 	{ "VMMX_CHUNK_SIZE", CFG(chunk_size), parse_size, "a size: " SIZE_FORM, CONF(chunk_size) },
 	{ "VMMX_CHUNK_MAX", CFG(chunk_max), parse_size, "a size: " SIZE_FORM, CONF(chunk_max) },
 	{ "VMMX_DEVICE_LIMIT", CFG(device_limit), parse_size_pct,
 	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_limit) },
 	{ "VMMX_HOST_LIMIT", CFG(host_limit), parse_size_pct,
 	  "a size: " SIZE_FORM ", or N% of host memory", CONF(host_limit) },
+	{ "VMMX_DEVICE_HEADROOM", CFG(device_headroom), parse_size_pct,
+	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_headroom) },
+	{ "VMMX_CACHE_LIMIT", CFG(cache_limit), parse_size, "a size: " SIZE_FORM,
+	  CONF(cache_limit) },
+	{ "VMMX_DEVICE_PREALLOC", CFG(device_prealloc), parse_size_pct,
+	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_prealloc) },
+	{ "VMMX_TRACE", CFG(trace), parse_string, "a path shorter than 4096 bytes", CONF(trace) },
 	{ "VMMX_SIM_DEVICE_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM,
 	  CONF(sim_device_mem) },
 	{ "VMMX_SIM_HOST_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM, CONF(sim_host_mem) },

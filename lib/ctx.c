@@ -20,6 +20,11 @@
  * leaves migration and fallback a useful resolution. */
 #define DEFAULT_CHUNK_MAX (1ull << 30)
 
+/* Default bound of the chunk cache: enough to make repeated grow/shrink cycles
+ * of a few GiB free of driver calls (HOST chunks cost ~160 us/MiB to create),
+ * small enough not to surprise. */
+#define DEFAULT_CACHE_LIMIT (1ull << 30)
+
 /* The vmm layer reports errors and log lines through this hook. */
 static void report(void *arg, int level, int err, const char *msg)
 {
@@ -35,15 +40,33 @@ struct vmm *vmmx__ctx_vmm(struct vmmx_ctx *ctx)
 	return ctx->vmm;
 }
 
+const char *vmmx__why_name(enum vmmx__why why)
+{
+	static const char *const names[] = {
+		[VMMX__WHY_OK] = "ok", [VMMX__WHY_LIMIT] = "limit",
+		[VMMX__WHY_HEADROOM] = "headroom", [VMMX__WHY_OOM] = "oom",
+	};
+
+	return (unsigned int)why < VMMX__WHY_NCODES ? names[why] : "?";
+}
+
 static int setup_sizes(struct vmmx_ctx *ctx)
 {
 	const struct vmmx__log *log = &ctx->conf.log;
 	struct vmmx_loc dev = { VMMX_LOC_DEVICE, ctx->device }, host = { VMMX_LOC_HOST, 0 };
+	struct vmm_info vi;
 	size_t gd, gh;
 	uint64_t fr;
 	char a[32], b[32];
 	int err;
 
+	err = vmm_query(ctx->vmm, &vi);
+	if (err)
+		return err;
+	ctx->ndev = vi.device_count < VMMX__MAX_DEVICES ? vi.device_count : VMMX__MAX_DEVICES;
+	if (ctx->device >= ctx->ndev)
+		return vmmx__fail(log, -VMMX_ENODEV, "device %d: libvmmx handles devices 0 to %d",
+				  ctx->device, VMMX__MAX_DEVICES - 1);
 	err = vmm_granularity(ctx->vmm, dev, &gd);
 	if (!err)
 		err = vmm_granularity(ctx->vmm, host, &gh);
@@ -52,7 +75,9 @@ static int setup_sizes(struct vmmx_ctx *ctx)
 	/* Chunks may be placed in either kind of memory: honour both granularities. */
 	ctx->gran = gd > gh ? gd : gh;
 	if (gd % gh && gh % gd)
-		return vmmx__fail(log, -VMMX_ENOTSUP, "device granularity %zu and host granularity %zu are not multiples of each other", gd, gh);
+		return vmmx__fail(log, -VMMX_ENOTSUP,
+				  "device granularity %zu and host granularity %zu are not multiples of each other",
+				  gd, gh);
 
 	ctx->chunk_min = vmmx__size_resolve(&ctx->conf.chunk_size, 0, ctx->gran);
 	if (!ctx->chunk_min || ctx->chunk_min % ctx->gran)
@@ -69,15 +94,31 @@ static int setup_sizes(struct vmmx_ctx *ctx)
 				  vmmx__fmt_size(ctx->chunk_max, a, sizeof(a)),
 				  vmmx__fmt_size(ctx->chunk_min, b, sizeof(b)));
 
-	err = vmm_mem_info(ctx->vmm, dev, &fr, &ctx->total[VMMX__DEVICE]);
-	if (!err)
-		err = vmm_mem_info(ctx->vmm, host, &fr, &ctx->total[VMMX__HOST]);
+	/* Limits and headroom apply to each device alike; percentages of each one's memory. */
+	for (int d = 0; d < ctx->ndev; d++) {
+		err = vmm_mem_info(ctx->vmm, (struct vmmx_loc){ VMMX_LOC_DEVICE, d }, &fr,
+				   &ctx->total[d]);
+		if (err)
+			return err;
+		ctx->limit[d] = vmmx__size_resolve(&ctx->conf.device_limit, ctx->total[d],
+						   UINT64_MAX);
+		ctx->headroom[d] = vmmx__size_resolve(&ctx->conf.device_headroom, ctx->total[d], 0);
+	}
+	err = vmm_mem_info(ctx->vmm, host, &fr, &ctx->total[VMMX__HOST_SLOT]);
 	if (err)
 		return err;
-	ctx->limit[VMMX__DEVICE] = vmmx__size_resolve(&ctx->conf.device_limit,
-						      ctx->total[VMMX__DEVICE], UINT64_MAX);
-	ctx->limit[VMMX__HOST] = vmmx__size_resolve(&ctx->conf.host_limit, ctx->total[VMMX__HOST],
-						    UINT64_MAX);
+	ctx->limit[VMMX__HOST_SLOT] = vmmx__size_resolve(&ctx->conf.host_limit,
+							  ctx->total[VMMX__HOST_SLOT], UINT64_MAX);
+	ctx->cache_limit = vmmx__size_resolve(&ctx->conf.cache_limit, 0, DEFAULT_CACHE_LIMIT);
+
+	/* Chunks on another device are reached over peer access, where it exists. */
+	for (int d = 0; d < ctx->ndev; d++) {
+		int can = d == ctx->device;
+
+		if (!can && vmm_can_access_peer(ctx->vmm, ctx->device, d, &can))
+			can = 0;
+		ctx->peer[d] = can;
+	}
 	return 0;
 }
 
@@ -97,17 +138,20 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 	if (err)
 		goto err_free;
 	ctx->device = ctx->conf.device;
-	ctx->policy = vmmx__policy_find(ctx->conf.policy, strlen(ctx->conf.policy));
+	ctx->trace_fd = -1;
 	ctx->bufs = calloc(1, sizeof(*ctx->bufs));
 	if (!ctx->bufs) {
 		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: out of memory");
 		goto err_free;
 	}
 	ctx->deferred_tail = &ctx->deferred;
-	err = pthread_mutex_init(&ctx->lock, NULL);
-	if (err) {
+	if (pthread_mutex_init(&ctx->lock, NULL)) {
 		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
 		goto err_bufs;
+	}
+	if (pthread_mutex_init(&ctx->cache_lock, NULL)) {
+		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
+		goto err_lock;
 	}
 
 	p = (struct vmm_params){
@@ -134,12 +178,31 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 	err = setup_sizes(ctx);
 	if (err)
 		goto err_vmm;
+	err = vmmx__trace_open(ctx);
+	if (err)
+		goto err_vmm;
+	err = vmmx__policy_get(ctx, ctx->conf.policy, &ctx->policy);
+	if (err)
+		goto err_trace;
+	if (ctx->conf.device_prealloc.set) {
+		err = vmmx__cache_prealloc(ctx, vmmx__size_resolve(&ctx->conf.device_prealloc,
+								  ctx->total[ctx->device], 0));
+		if (err)
+			goto err_policy;
+	}
 	*ctx_p = ctx;
 	return 0;
 
+err_policy:
+	vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, UINT64_MAX);
+	vmmx__policy_put(ctx, ctx->policy);
+err_trace:
+	vmmx__trace_close(ctx);
 err_vmm:
 	vmm_close(ctx->vmm);
 err_mutex:
+	pthread_mutex_destroy(&ctx->cache_lock);
+err_lock:
 	pthread_mutex_destroy(&ctx->lock);
 err_bufs:
 	free(ctx->bufs);
@@ -162,6 +225,7 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 			   (void *)buf->base, buf->capacity);
 		vmmx_buf_destroy(buf);
 	}
+	vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, UINT64_MAX);
 	if (vmmx__deferred_retry(ctx)) {
 		for (d = ctx->deferred; d; d = next) {
 			next = d->next;
@@ -171,10 +235,29 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 			free(d);
 		}
 	}
+	vmmx__policy_put(ctx, ctx->policy);
+	while (ctx->policies) /* leaked references: unload anyway */
+		vmmx__policy_put(ctx, ctx->policies);
+	vmmx__trace_close(ctx);
 	vmm_close(ctx->vmm);
+	pthread_mutex_destroy(&ctx->cache_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->bufs);
 	free(ctx);
+}
+
+VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes)
+{
+	uint64_t total;
+
+	vmmx__clear_last_error();
+	if (!ctx)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_ctx_trim: ctx is NULL");
+	total = __atomic_load_n(&ctx->cache_total, __ATOMIC_RELAXED);
+	if (total > keep_bytes)
+		vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, total - keep_bytes);
+	vmmx__deferred_retry(ctx);
+	return 0;
 }
 
 VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
@@ -205,11 +288,15 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
 	out.chunk_max = ctx->chunk_max;
 	out.device_total = tot;
 	out.device_free = fr;
-	out.host_total = ctx->total[VMMX__HOST];
-	out.device_limit = ctx->limit[VMMX__DEVICE];
-	out.host_limit = ctx->limit[VMMX__HOST];
+	out.host_total = ctx->total[VMMX__HOST_SLOT];
+	out.device_limit = ctx->limit[ctx->device];
+	out.host_limit = ctx->limit[VMMX__HOST_SLOT];
+	out.device_headroom = ctx->headroom[ctx->device];
+	out.cache_limit = ctx->cache_limit;
 	snprintf(out.device_name, sizeof(out.device_name), "%s", vi.device_name);
 	snprintf(out.policy, sizeof(out.policy), "%.63s", ctx->conf.policy);
+	snprintf(out.policy_source, sizeof(out.policy_source), "%.*s",
+		 (int)sizeof(out.policy_source) - 1, ctx->policy->where);
 	n = info->size < sizeof(out) ? info->size : sizeof(out);
 	out.size = info->size;
 	memcpy(info, &out, n);
@@ -218,9 +305,12 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
 
 int vmmx__charge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
 {
-	enum vmmx__kind k = vmmx__kind_of(loc);
-	uint64_t cur = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
+	int k = vmmx__slot(ctx, loc);
+	uint64_t cur;
 
+	if (k < 0)
+		return -VMMX_EINVAL;
+	cur = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
 	do {
 		if (bytes > ctx->limit[k] || cur > ctx->limit[k] - bytes)
 			return -VMMX_ENOMEM;
@@ -231,7 +321,39 @@ int vmmx__charge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
 
 void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
 {
-	__atomic_fetch_sub(&ctx->held[vmmx__kind_of(loc)], bytes, __ATOMIC_RELAXED);
+	int k = vmmx__slot(ctx, loc);
+
+	if (k >= 0)
+		__atomic_fetch_sub(&ctx->held[k], bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
+		    enum vmmx__why *why)
+{
+	int k = vmmx__slot(ctx, loc);
+	uint64_t held, cached, lim, fr, tot, drv, room;
+
+	*why = VMMX__WHY_OOM;
+	if (k < 0 || (loc.kind == VMMX_LOC_DEVICE && !ctx->peer[k]))
+		return 0;
+	held = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
+	/* Cached handles are held (and charged) already: reusing them needs
+	 * neither limit nor free memory. */
+	cached = __atomic_load_n(&ctx->cache_bytes[k], __ATOMIC_RELAXED);
+	lim = ctx->limit[k] > held ? ctx->limit[k] - held : 0;
+	lim = lim > UINT64_MAX - cached ? UINT64_MAX : lim + cached;
+	if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
+		fr = UINT64_MAX - cached; /* no figure: let the driver decide */
+	drv = fr + cached;
+	room = drv > ctx->headroom[k] ? drv - ctx->headroom[k] : 0;
+	if (lim < room) {
+		if (lim < want)
+			*why = VMMX__WHY_LIMIT;
+		return lim;
+	}
+	if (room < want)
+		*why = ctx->headroom[k] && drv >= want ? VMMX__WHY_HEADROOM : VMMX__WHY_OOM;
+	return room;
 }
 
 /* ---- deferred teardown ---- */

@@ -34,6 +34,7 @@ static const struct {
 	{ VMMX_ECONFIG, "invalid configuration" },
 	{ VMMX_ENOBACKEND, "backend unknown or not built in" },
 	{ VMMX_EFAULTINJ, "injected failure" },
+	{ VMMX_EPOLICY, "policy refused or failed" },
 };
 
 VMMX_API const char *vmmx_strerror(int err)

@@ -22,6 +22,7 @@
 
 #include "vmm/vmm.h"
 #include "vmmx.h"
+#include "vmmx/policy.h"
 
 #define VMMX__FMT(a, b) __attribute__((format(printf, a, b)))
 
@@ -52,6 +53,8 @@ const char *vmmx__log_level_name(enum vmmx_log_level level);
 
 /* ---- configuration (config.c) ---- */
 
+#define VMMX__POLICY_SPEC_MAX_CONF 256
+
 /* A size setting as written: bytes, or a percentage resolved against a total later. */
 struct vmmx__size_setting {
 	bool set;
@@ -62,11 +65,16 @@ struct vmmx__size_setting {
 struct vmmx__conf {
 	char backend[16];
 	int device;
-	char policy[256];
+	char policy[VMMX__POLICY_SPEC_MAX_CONF];
+	char policy_path[4096];
+	char trace[4096];
 	struct vmmx__size_setting chunk_size;
 	struct vmmx__size_setting chunk_max;
 	struct vmmx__size_setting device_limit;
 	struct vmmx__size_setting host_limit;
+	struct vmmx__size_setting device_headroom;
+	struct vmmx__size_setting cache_limit;
+	struct vmmx__size_setting device_prealloc;
 	uint64_t sim_device_mem;
 	uint64_t sim_host_mem;
 	int sim_devices;
@@ -86,43 +94,59 @@ int vmmx__conf_load(const struct vmmx_config *cfg, struct vmmx__conf *conf);
 /* Resolve a size setting: @total is 100%; @dflt when unset. */
 uint64_t vmmx__size_resolve(const struct vmmx__size_setting *s, uint64_t total, uint64_t dflt);
 
-/* ---- placement (place.c) ---- */
+/* ---- policies (policy.c) ---- */
 
-#define VMMX__MAX_RANK 8
+#define VMMX__POLICY_NAME_MAX 63
+#define VMMX__POLICY_SPEC_MAX 256
+#define VMMX__POLICY_COUNTERS 8
 
-/* What the policy is asked for the next chunk of a grow. */
-struct vmmx__place_req {
-	size_t off;                     /* offset of the chunk in the buffer */
-	size_t want;                    /* bytes still to place in this grow */
-	int device;                     /* the context's device */
-	uint64_t room_device;           /* bytes the device can take (limits, free memory) */
-	uint64_t room_host;             /* bytes host memory can take */
+struct vmmx__policy_counter {
+	int claimed;                    /* atomic: slot taken */
+	int name_set;                   /* atomic: @name is valid */
+	char name[32];
+	uint64_t value;                 /* atomic */
 };
 
-/*
- * The seam between buffers and placement policies: rank() fills @locs with
- * locations in order of preference and returns how many (1..max), or a
- * negative error.  Called with the buffer's lock held; must not block.
- */
+/* A loaded policy instance: one per distinct spec per context. */
 struct vmmx__policy {
-	const char *name;
-	int (*rank)(const struct vmmx__policy *pol, const struct vmmx__place_req *req,
-		    struct vmmx_loc *locs, int max);
+	struct vmmx__policy *next;      /* ctx->policies, RCU; written under ctx->lock */
+	struct vmmx_ctx *ctx;
+	char spec[VMMX__POLICY_SPEC_MAX];
+	char name[VMMX__POLICY_NAME_MAX + 1];
+	char where[256];                /* file it came from, or "built-in" */
+	const struct vmmx_policy_ops *ops;
+	void *state;
+	void *dl;                       /* NULL for a built-in */
+	struct vmmx_policy_host host;   /* given to the policy; container_of finds us */
+	unsigned int refs;              /* ctx->lock */
+	char msg[256];                  /* last warning or error the policy logged */
+	struct vmmx__policy_counter counters[VMMX__POLICY_COUNTERS];
 };
 
-/* Find a built-in policy by name ("device-first", "device", "host"); NULL if none. */
-const struct vmmx__policy *vmmx__policy_find(const char *name, size_t len);
-/* Comma-separated names of the built-in policies, for messages. */
-const char *vmmx__policy_names(void);
+/* Check a spec's syntax; sets the name's length. */
+int vmmx__policy_spec_check(const char *spec, size_t *name_len);
+/* Get (load or share) the instance for @spec.  Takes ctx->lock. */
+int vmmx__policy_get(struct vmmx_ctx *ctx, const char *spec, struct vmmx__policy **pol_p);
+/* Drop a reference; the last one unloads (after a grace period). Takes ctx->lock. */
+void vmmx__policy_put(struct vmmx_ctx *ctx, struct vmmx__policy *pol);
+void vmmx__policy_buf_event(struct vmmx__policy *pol, uint64_t id, size_t capacity, int created);
+const char *vmmx__policy_builtin_names(void);
 
 /* ---- context (ctx.c) ---- */
 
-enum vmmx__kind { VMMX__DEVICE = 0, VMMX__HOST = 1, VMMX__NKINDS = 2 };
+/* Accounting slots: one per device ordinal, one for host memory. */
+#define VMMX__MAX_DEVICES 16
+#define VMMX__HOST_SLOT VMMX__MAX_DEVICES
+#define VMMX__NSLOTS (VMMX__MAX_DEVICES + 1)
 
-static inline enum vmmx__kind vmmx__kind_of(struct vmmx_loc loc)
-{
-	return loc.kind == VMMX_LOC_DEVICE ? VMMX__DEVICE : VMMX__HOST;
-}
+enum vmmx__why {
+	VMMX__WHY_OK = 0,
+	VMMX__WHY_LIMIT,                /* over VMMX_*_LIMIT */
+	VMMX__WHY_HEADROOM,             /* would eat into VMMX_DEVICE_HEADROOM */
+	VMMX__WHY_OOM,                  /* the memory is full (driver) */
+	VMMX__WHY_NCODES,
+};
+const char *vmmx__why_name(enum vmmx__why why);
 
 /* One teardown step that failed and waits for a retry (ctx->lock). */
 struct vmmx__deferred {
@@ -141,28 +165,51 @@ struct vmmx__buflist {
 };
 
 struct vmmx__counters {
-	uint64_t placed[VMMX__NKINDS];
-	uint64_t fallbacks;
+	uint64_t placed[VMMX__NSLOTS];
+	uint64_t fallbacks[VMMX__WHY_NCODES];   /* by the first choice's reason */
 	uint64_t resizes;
 	uint64_t resize_failures;
 	uint64_t copies;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+	uint64_t cache_released;
+};
+
+/* A released handle kept for reuse (cache.c). */
+struct vmmx__cached {
+	struct vmmx__cached *next;
+	vmm_handle_t handle;
+	size_t size;
+	struct vmmx_loc loc;
 };
 
 struct vmmx_ctx {
 	struct vmm *vmm;                /* read-only after create */
 	struct vmmx__conf conf;         /* read-only after create */
 	int device;
+	int ndev;                       /* devices usable (at most VMMX__MAX_DEVICES) */
 	size_t gran;                    /* allocation granularity (all locations) */
 	size_t chunk_min;
 	size_t chunk_max;
-	uint64_t limit[VMMX__NKINDS];   /* UINT64_MAX: none */
-	uint64_t total[VMMX__NKINDS];   /* memory of the location at create time */
-	const struct vmmx__policy *policy;   /* default policy */
-	uint64_t held[VMMX__NKINDS];    /* bytes of live handles: atomic */
+	uint64_t limit[VMMX__NSLOTS];   /* UINT64_MAX: none */
+	uint64_t total[VMMX__NSLOTS];   /* memory of the location at create time */
+	uint64_t headroom[VMMX__NSLOTS];/* device memory to leave free */
+	bool peer[VMMX__MAX_DEVICES];   /* the context's device can access this device */
+	struct vmmx__policy *policy;    /* default policy (a reference) */
+	uint64_t held[VMMX__NSLOTS];    /* bytes of live handles, cache included: atomic */
 	struct vmmx__counters ctr;      /* atomic */
+	uint64_t next_buf_id;           /* atomic */
+	int trace_fd;                   /* VMMX_TRACE, -1 if none */
+
+	pthread_mutex_t cache_lock;     /* inner to buf->lock; protects the cache lists */
+	struct vmmx__cached *cache[VMMX__NSLOTS];
+	uint64_t cache_bytes[VMMX__NSLOTS]; /* atomic reads, writes under cache_lock */
+	uint64_t cache_total;           /* atomic reads, writes under cache_lock */
+	uint64_t cache_limit;           /* read-only after create */
 
 	pthread_mutex_t lock;
 	struct vmmx__buflist *bufs;     /* RCU; written under @lock */
+	struct vmmx__policy *policies;  /* RCU; written under @lock */
 	struct vmmx__deferred *deferred;/* @lock; FIFO order */
 	struct vmmx__deferred **deferred_tail;
 	uint64_t ndeferred;             /* @lock, read atomically by stats */
@@ -173,9 +220,60 @@ static inline const struct vmmx__log *vmmx__ctx_log(const struct vmmx_ctx *ctx)
 	return ctx ? &ctx->conf.log : NULL;
 }
 
+/* Accounting slot of a location, or -1 when the context cannot use it. */
+static inline int vmmx__slot(const struct vmmx_ctx *ctx, struct vmmx_loc loc)
+{
+	switch (loc.kind) {
+	case VMMX_LOC_DEVICE:
+		return loc.id >= 0 && loc.id < ctx->ndev ? loc.id : -1;
+	case VMMX_LOC_HOST:
+		return VMMX__HOST_SLOT;
+	case VMMX_LOC_HOST_NUMA:
+		return loc.id >= 0 ? VMMX__HOST_SLOT : -1;
+	default:
+		return -1;
+	}
+}
+
 /* Charge @bytes at a location against its limit; -VMMX_ENOMEM when over. Atomic. */
 int vmmx__charge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
 void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
+/*
+ * Bytes a location can take for new chunks now, and if that is less than
+ * @want, why (limit, headroom or full).  Counts cached handles as available.
+ */
+uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
+		    enum vmmx__why *why);
+
+/* ---- the chunk cache (cache.c) ---- */
+
+/* Take the largest cached handle at @loc of at most @max bytes; false if none. */
+bool vmmx__cache_take(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t max, size_t min,
+		      vmm_handle_t *h, size_t *size);
+/* Keep an unmapped handle for reuse, or release it when over the cache limit. */
+void vmmx__cache_put(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, size_t size);
+/* Release cached handles at @loc's slot (or every slot if @loc.kind is NONE)
+ * until @bytes are freed or none is left; returns bytes released. */
+uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
+/* Fill the device's cache with VMMX_DEVICE_PREALLOC. */
+int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes);
+
+/* ---- trace (trace.c) ---- */
+
+struct vmmx__trace_rec {
+	const struct vmmx_buf *buf;
+	size_t chunk;
+	size_t off;
+	size_t size;
+	struct vmmx_loc preferred;
+	struct vmmx_loc chosen;
+	enum vmmx__why why;             /* why the preferred location was refused */
+	bool cache_hit;
+	const char *tried;              /* "device:0 at its limit; ..." */
+};
+int vmmx__trace_open(struct vmmx_ctx *ctx);
+void vmmx__trace_close(struct vmmx_ctx *ctx);
+void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec);
 
 /*
  * Teardown steps that must not fail the caller: on failure the step is
@@ -222,7 +320,8 @@ struct vmmx_buf {
 	struct vmmx_ctx *ctx;           /* read-only */
 	uintptr_t base;                 /* read-only */
 	size_t capacity;                /* read-only */
-	const struct vmmx__policy *policy; /* read-only */
+	struct vmmx__policy *policy;    /* read-only (a reference) */
+	uint64_t id;                    /* read-only: unique in the context */
 	pthread_mutex_t lock;           /* serialises writers */
 	struct vmmx__table *table;      /* RCU; written under @lock */
 };
@@ -232,7 +331,7 @@ struct vmmx_buf {
  * search.
  */
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off);
-/* Grant access to a freshly mapped chunk: the device, and the CPU for host chunks. */
+/* Grant access to a freshly mapped chunk: the devices that need it, and the CPU for host chunks. */
 int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc);
 
 /* ---- helpers ---- */

@@ -10,10 +10,21 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/config.c \
 	%D%/ctx.c \
 	%D%/buf.c \
-	%D%/place.c \
+	%D%/policy.c \
+	%D%/builtin_device_first.c \
+	%D%/builtin_device.c \
+	%D%/builtin_host.c \
+	%D%/cache.c \
+	%D%/trace.c \
 	%D%/copy.c \
 	%D%/stats.c
 %C%_libvmmx_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URCU_CFLAGS) $(PTHREAD_CFLAGS)
+# Where policies are installed, and where the build tree keeps them (used only
+# when this library runs uninstalled from that tree: see lib/policy.c).
+%C%_libvmmx_core_la_CPPFLAGS = $(AM_CPPFLAGS) \
+	-DVMMX_POLICY_DIR='"$(pkglibdir)/policies"' \
+	-DVMMX_ABS_BUILDDIR='"$(abs_top_builddir)"' \
+	-DVMMX_BUILD_POLICY_DIR='"$(abs_top_builddir)/policies/.libs"' 
 %C%_libvmmx_core_la_LIBADD = vmm/libvmm.la $(URCU_LIBS) $(PTHREAD_LIBS)
 
 lib_LTLIBRARIES += %D%/libvmmx.la

@@ -1,61 +1,184 @@
 // SPDX-License-Identifier: MIT
 /*
  * stats.c - statistics: counters kept by the other files, plus what the
- * chunk tables say now (read lock-free, one buffer at a time).
+ * chunk tables say now (read lock-free, one buffer at a time), as a struct
+ * and as JSON.
  */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
+static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
+{
+	struct vmmx__buflist *l;
+	struct vmm_counts vc;
+
+	memset(out, 0, sizeof(*out));
+	out->version = VMMX_STATS_VERSION;
+	urcu_bp_read_lock();
+	l = rcu_dereference(ctx->bufs);
+	out->buffers = (unsigned int)l->n;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct vmmx__table *t = rcu_dereference(l->bufs[i]->table);
+
+		out->reserved_bytes += l->bufs[i]->capacity;
+		for (size_t j = 0; j < t->n; j++) {
+			if (vmm_loc_is_host(t->c[j].loc)) {
+				out->host_bytes += t->c[j].size;
+				out->host_chunks++;
+			} else {
+				out->device_bytes += t->c[j].size;
+				out->device_chunks++;
+			}
+		}
+	}
+	urcu_bp_read_unlock();
+
+	for (int k = 0; k < VMMX__MAX_DEVICES; k++)
+		out->placed_device += LOAD(ctx->ctr.placed[k]);
+	out->placed_host = LOAD(ctx->ctr.placed[VMMX__HOST_SLOT]);
+	out->fallbacks_limit = LOAD(ctx->ctr.fallbacks[VMMX__WHY_LIMIT]);
+	out->fallbacks_headroom = LOAD(ctx->ctr.fallbacks[VMMX__WHY_HEADROOM]);
+	out->fallbacks_oom = LOAD(ctx->ctr.fallbacks[VMMX__WHY_OOM]);
+	out->fallbacks = out->fallbacks_limit + out->fallbacks_headroom + out->fallbacks_oom;
+	out->resizes = LOAD(ctx->ctr.resizes);
+	out->resize_failures = LOAD(ctx->ctr.resize_failures);
+	out->copies = LOAD(ctx->ctr.copies);
+	out->deferred = LOAD(ctx->ndeferred);
+	out->cache_hits = LOAD(ctx->ctr.cache_hits);
+	out->cache_misses = LOAD(ctx->ctr.cache_misses);
+	out->cache_bytes = LOAD(ctx->cache_total);
+	out->cache_released = LOAD(ctx->ctr.cache_released);
+	vmm_counts(ctx->vmm, &vc);
+	memcpy(out->driver_calls, vc.calls, sizeof(out->driver_calls));
+}
+
 VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st)
 {
 	struct vmmx_stats out;
-	struct vmmx__buflist *l;
-	struct vmm_counts vc;
 	size_t n;
 
 	vmmx__clear_last_error();
 	if (!ctx || !st || st->size < offsetof(struct vmmx_stats, buffers))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_stats_get: NULL argument or st->size not set");
-	memset(&out, 0, sizeof(out));
-	out.version = VMMX_STATS_VERSION;
-
-	urcu_bp_read_lock();
-	l = rcu_dereference(ctx->bufs);
-	out.buffers = (unsigned int)l->n;
-	for (size_t i = 0; i < l->n; i++) {
-		const struct vmmx__table *t = rcu_dereference(l->bufs[i]->table);
-
-		out.reserved_bytes += l->bufs[i]->capacity;
-		for (size_t j = 0; j < t->n; j++) {
-			if (vmm_loc_is_host(t->c[j].loc)) {
-				out.host_bytes += t->c[j].size;
-				out.host_chunks++;
-			} else {
-				out.device_bytes += t->c[j].size;
-				out.device_chunks++;
-			}
-		}
-	}
-	urcu_bp_read_unlock();
-
-	out.placed_device = LOAD(ctx->ctr.placed[VMMX__DEVICE]);
-	out.placed_host = LOAD(ctx->ctr.placed[VMMX__HOST]);
-	out.fallbacks = LOAD(ctx->ctr.fallbacks);
-	out.resizes = LOAD(ctx->ctr.resizes);
-	out.resize_failures = LOAD(ctx->ctr.resize_failures);
-	out.copies = LOAD(ctx->ctr.copies);
-	out.deferred = LOAD(ctx->ndeferred);
-	vmm_counts(ctx->vmm, &vc);
-	memcpy(out.driver_calls, vc.calls, sizeof(out.driver_calls));
-
+	collect(ctx, &out);
 	n = st->size < sizeof(out) ? st->size : sizeof(out);
 	out.size = st->size;
 	memcpy(st, &out, n);
+	return 0;
+}
+
+/* An appender that counts what it could not write, like snprintf. */
+struct out {
+	char *buf;
+	size_t len, pos;
+};
+
+static void put(struct out *o, const char *fmt, ...) VMMX__FMT(2, 3);
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + (o->pos < o->len ? o->pos : o->len),
+		      o->pos < o->len ? o->len - o->pos : 0, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->pos += (size_t)n;
+}
+
+static void put_limit(struct out *o, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		put(o, "null");
+	else
+		put(o, "%llu", (unsigned long long)v);
+}
+
+VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t *len_p)
+{
+	struct out o = { buf, len, 0 };
+	struct vmmx_stats st;
+	struct vmmx__policy *pol;
+	const char *sep = "";
+
+	vmmx__clear_last_error();
+	if (!ctx || (!buf && len))
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_stats_json: NULL argument");
+	collect(ctx, &st);
+	put(&o, "{\"version\":%u,\"buffers\":%u,\"reserved_bytes\":%llu,", st.version, st.buffers,
+	    (unsigned long long)st.reserved_bytes);
+#define U(f) put(&o, "\"" #f "\":%llu,", (unsigned long long)st.f)
+	U(device_bytes); U(host_bytes); U(device_chunks); U(host_chunks);
+	U(placed_device); U(placed_host); U(fallbacks); U(fallbacks_limit);
+	U(fallbacks_headroom); U(fallbacks_oom); U(resizes); U(resize_failures);
+	U(deferred); U(copies); U(cache_hits); U(cache_misses); U(cache_bytes);
+	U(cache_released);
+#undef U
+	put(&o, "\"driver_calls\":{");
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		put(&o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
+		    (unsigned long long)st.driver_calls[i]);
+	put(&o, "},\"locations\":[");
+	for (int k = 0; k < VMMX__NSLOTS; k++) {
+		char name[32];
+		struct vmmx_loc loc = k == VMMX__HOST_SLOT ? (struct vmmx_loc){ VMMX_LOC_HOST, 0 }
+							   : (struct vmmx_loc){ VMMX_LOC_DEVICE, k };
+
+		if (k < VMMX__HOST_SLOT && k >= ctx->ndev)
+			continue;
+		put(&o, "%s{\"location\":\"%s\",\"held\":%llu,\"cached\":%llu,\"total\":%llu,\"limit\":",
+		    sep, vmmx_loc_name(loc, name, sizeof(name)),
+		    (unsigned long long)LOAD(ctx->held[k]), (unsigned long long)LOAD(ctx->cache_bytes[k]),
+		    (unsigned long long)ctx->total[k]);
+		put_limit(&o, ctx->limit[k]);
+		put(&o, ",\"headroom\":%llu}", (unsigned long long)ctx->headroom[k]);
+		sep = ",";
+	}
+	put(&o, "],\"policies\":[");
+	sep = "";
+	urcu_bp_read_lock();
+	for (pol = rcu_dereference(ctx->policies); pol; pol = rcu_dereference(pol->next)) {
+		const char *csep = "";
+
+		/* Specs and paths are checked names and paths: no quotes to escape
+		 * in a spec; a path with a quote is printed with it replaced. */
+		put(&o, "%s{\"spec\":\"", sep);
+		for (const char *p = pol->spec; *p; p++)
+			put(&o, "%c", *p == '"' || *p == '\\' ? '_' : *p);
+		put(&o, "\",\"source\":\"");
+		for (const char *p = pol->where; *p; p++)
+			put(&o, "%c", *p == '"' || *p == '\\' ? '_' : *p);
+		put(&o, "\",\"counters\":{");
+		for (int i = 0; i < VMMX__POLICY_COUNTERS; i++) {
+			const struct vmmx__policy_counter *c = &pol->counters[i];
+
+			if (!__atomic_load_n(&c->name_set, __ATOMIC_ACQUIRE))
+				continue;
+			put(&o, "%s\"", csep);
+			for (const char *p = c->name; *p; p++)
+				put(&o, "%c", *p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ? '_' : *p);
+			put(&o, "\":%llu", (unsigned long long)LOAD(c->value));
+			csep = ",";
+		}
+		put(&o, "}}");
+		sep = ",";
+	}
+	urcu_bp_read_unlock();
+	put(&o, "]}");
+	if (len_p)
+		*len_p = o.pos + 1;
+	if (o.pos >= len)
+		return vmmx__fail(&ctx->conf.log, -VMMX_ERANGE,
+				  "vmmx_stats_json: %zu bytes needed, %zu given", o.pos + 1, len);
 	return 0;
 }

@@ -58,7 +58,7 @@ int main(void)
 	struct vmmx_ctx *ctx;
 	struct vmmx_buf *buf;
 
-	plan(81);
+	plan(83);
 	/* Start clean whatever the caller's environment holds, but the backend. */
 	snprintf(backend, sizeof(backend), "%s", test_backend());
 	for (char **e = environ; *e;) {
@@ -87,11 +87,14 @@ int main(void)
 	bad_env("VMMX_FAULT", "explode:1", "op:N");
 
 	setenv("VMMX_POLICY", "nope", 1);
-	is_err(-VMMX_ECONFIG, env_ctx(&ctx), "vmmx_ctx_create refuses an unknown VMMX_POLICY");
-	like(vmmx_last_error(), "unknown policy \"nope\" (known: device-first", "the message lists the known policies");
+	is_err(-VMMX_ENOENT, env_ctx(&ctx), "vmmx_ctx_create: a VMMX_POLICY found nowhere");
+	like(vmmx_last_error(), "built-in: device-first, device, host", "the message lists the built-in policies");
 	setenv("VMMX_POLICY", "device:x=1", 1);
-	is_err(-VMMX_ECONFIG, env_ctx(&ctx), "vmmx_ctx_create refuses arguments to a built-in policy");
-	like(vmmx_last_error(), "takes no arguments", "the message says the policy takes no arguments");
+	is_err(-VMMX_EINVAL, env_ctx(&ctx), "vmmx_ctx_create: an argument the policy does not know");
+	like(vmmx_last_error(), "unknown argument \"x\" (known: id)", "the message comes from the policy");
+	setenv("VMMX_POLICY", "Device First", 1);
+	is_err(-VMMX_ECONFIG, env_ctx(&ctx), "vmmx_ctx_create: a malformed VMMX_POLICY");
+	like(vmmx_last_error(), "name[:key=value,...]", "the message gives the form");
 	unsetenv("VMMX_POLICY");
 
 	/* Values checked against the device: granularity multiples. */

@@ -39,8 +39,10 @@ static bool same(const struct snap *a, const struct snap *b)
 
 int main(void)
 {
-	static const char *const v1[] = { "VMMX_DEVICE_LIMIT=8MiB", "VMMX_HOST_LIMIT=4MiB", NULL };
-	static const char *const v2[] = { "VMMX_SIM_DEVICE_MEM=8MiB", NULL };
+	/* No chunk cache: what a failed grow made must really be released. */
+	static const char *const v1[] = { "VMMX_DEVICE_LIMIT=8MiB", "VMMX_HOST_LIMIT=4MiB",
+					   "VMMX_CACHE_LIMIT=0", NULL };
+	static const char *const v2[] = { "VMMX_SIM_DEVICE_MEM=8MiB", "VMMX_CACHE_LIMIT=0", NULL };
 	struct vmmx_ctx *ctx = test_ctx(v1);
 	struct vmmx_buf *buf, *other;
 	struct snap a, b;

@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: MIT
+/*
+ * policy.c - the policy host: finding, checking, loading and unloading
+ * placement policies, and the services table they get.
+ *
+ * Search, for a spec "name[:args]": every directory of VMMX_POLICY_PATH
+ * (absolute directories only, empty elements ignored), then the build
+ * tree's policies when this library runs uninstalled from it, then
+ * $(pkglibdir)/policies; the first file vmmx_policy_<name>.so there that
+ * passes every check is loaded.  Checks, each refusal explained at info
+ * level and collected for the error message: the file and its directory
+ * are owned by root or by us and writable by nobody else; dlopen
+ * (RTLD_NOW | RTLD_LOCAL) succeeds; vmmx_policy_entry exists and returns a
+ * table whose major ABI matches, whose size covers the mandatory members,
+ * whose mandatory callbacks are set and whose name is the one asked for.
+ * The built-in policies (device-first, device, host) answer when no file
+ * does, so libvmmx works with no plugin directory.
+ *
+ * One instance per distinct spec per context, shared by the buffers that
+ * name it and reference-counted under ctx->lock.  The instance list is
+ * RCU-published for lock-free readers (stats); unloading unlinks under the
+ * lock, waits for a grace period, then calls fini and dlclose.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef VMMX_POLICY_DIR
+#define VMMX_POLICY_DIR "/usr/local/lib/libvmmx/policies"
+#endif
+
+/* Built-in policies: the same sources as the plugins, compiled into the core. */
+extern vmmx_policy_entry_fn vmmx__policy_device_first_entry;
+extern vmmx_policy_entry_fn vmmx__policy_device_entry;
+extern vmmx_policy_entry_fn vmmx__policy_host_entry;
+
+static const struct {
+	const char *name;
+	vmmx_policy_entry_fn *entry;
+} builtins[] = {
+	{ "device-first", vmmx__policy_device_first_entry },
+	{ "device", vmmx__policy_device_entry },
+	{ "host", vmmx__policy_host_entry },
+};
+
+const char *vmmx__policy_builtin_names(void)
+{
+	return "device-first, device, host";
+}
+
+int vmmx__policy_spec_check(const char *spec, size_t *name_len)
+{
+	const char *colon = strchr(spec, ':');
+	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+
+	if (!len || len > VMMX__POLICY_NAME_MAX || strlen(spec) >= VMMX__POLICY_SPEC_MAX)
+		return -VMMX_EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char c = spec[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return -VMMX_EINVAL;
+	}
+	*name_len = len;
+	return 0;
+}
+
+/* ---- host services ---- */
+
+static struct vmmx__policy *of_host(const struct vmmx_policy_host *host)
+{
+	return (struct vmmx__policy *)((char *)host - offsetof(struct vmmx__policy, host));
+}
+
+static void host_log(const struct vmmx_policy_host *host, int level, const char *fmt, ...)
+{
+	struct vmmx__policy *pol = of_host(host);
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	vmmx__logf(&pol->ctx->conf.log, (enum vmmx_log_level)level, "policy %s: %s", pol->name,
+		   msg);
+	/* Kept so that a refused init can say why in vmmx_last_error(). */
+	if (level <= VMMX_LOG_WARN)
+		snprintf(pol->msg, sizeof(pol->msg), "%.255s", msg);
+}
+
+static int host_device_count(const struct vmmx_policy_host *host)
+{
+	return of_host(host)->ctx->ndev;
+}
+
+static int host_mem_info(const struct vmmx_policy_host *host, struct vmmx_loc loc,
+			 uint64_t *free_p, uint64_t *total_p)
+{
+	struct vmmx_ctx *ctx = of_host(host)->ctx;
+
+	if (vmmx__slot(ctx, loc) < 0)
+		return -VMMX_EINVAL;
+	return vmm_mem_info(ctx->vmm, loc, free_p, total_p);
+}
+
+static int host_limit(const struct vmmx_policy_host *host, struct vmmx_loc loc, uint64_t *limit_p,
+		      uint64_t *held_p)
+{
+	struct vmmx_ctx *ctx = of_host(host)->ctx;
+	int s = vmmx__slot(ctx, loc);
+
+	if (s < 0)
+		return -VMMX_EINVAL;
+	*limit_p = ctx->limit[s];
+	*held_p = __atomic_load_n(&ctx->held[s], __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void host_counter_add(const struct vmmx_policy_host *host, const char *name,
+			     uint64_t delta)
+{
+	struct vmmx__policy *pol = of_host(host);
+
+	for (int i = 0; i < VMMX__POLICY_COUNTERS; i++) {
+		struct vmmx__policy_counter *c = &pol->counters[i];
+		char *cur = __atomic_load_n(&c->name_set, __ATOMIC_ACQUIRE) ? c->name : NULL;
+
+		if (!cur) {
+			/* Claim a free slot; a racing claimer with the same name is
+			 * harmless (two slots of one name are summed by readers). */
+			int expected = 0;
+
+			if (!__atomic_compare_exchange_n(&c->claimed, &expected, 1, false,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+				continue;
+			snprintf(c->name, sizeof(c->name), "%s", name);
+			__atomic_store_n(&c->name_set, 1, __ATOMIC_RELEASE);
+			__atomic_fetch_add(&c->value, delta, __ATOMIC_RELAXED);
+			return;
+		}
+		if (!strncmp(cur, name, sizeof(c->name) - 1)) {
+			__atomic_fetch_add(&c->value, delta, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	/* Out of slots: dropped on purpose, the policy keeps working. */
+}
+
+/* ---- loading ---- */
+
+struct refusals {
+	char text[1024];
+	size_t len;
+};
+
+static void refuse(struct vmmx_ctx *ctx, struct refusals *r, const char *path, const char *fmt,
+		   ...) VMMX__FMT(4, 5);
+
+static void refuse(struct vmmx_ctx *ctx, struct refusals *r, const char *path, const char *fmt, ...)
+{
+	char why[384];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy loader: refused %s: %s", path, why);
+	n = snprintf(r->text + r->len, sizeof(r->text) - r->len, "%s%s: %s", r->len ? "; " : "",
+		     path, why);
+	if (n > 0)
+		r->len = r->len + (size_t)n < sizeof(r->text) ? r->len + (size_t)n : sizeof(r->text) - 1;
+}
+
+/* Owned by root or by us, and writable by no one else. */
+static const char *unsafe(const struct stat *st)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return "owned by another user";
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return "writable by group or others";
+	return NULL;
+}
+
+/* Check an ops table against what this library needs; NULL when acceptable. */
+static const char *check_ops(const struct vmmx_policy_ops *ops, const char *name, size_t len,
+			     char *why, size_t whylen)
+{
+	if (!ops)
+		return "vmmx_policy_entry returned NULL (the policy refuses this libvmmx)";
+	if (VMMX_POLICY_ABI_MAJOR_OF(ops->abi_version) != VMMX_POLICY_ABI_MAJOR) {
+		snprintf(why, whylen, "ABI %u.%u, libvmmx speaks %u.x",
+			 VMMX_POLICY_ABI_MAJOR_OF(ops->abi_version), ops->abi_version & 0xffff,
+			 VMMX_POLICY_ABI_MAJOR);
+		return why;
+	}
+	if (ops->size < VMMX_POLICY_SIZE_THROUGH(struct vmmx_policy_ops, place)) {
+		snprintf(why, whylen, "ops table size %u is smaller than the mandatory %zu bytes",
+			 ops->size, VMMX_POLICY_SIZE_THROUGH(struct vmmx_policy_ops, place));
+		return why;
+	}
+	if (!ops->init || !ops->fini || !ops->place)
+		return "a mandatory callback (init, fini or place) is NULL";
+	if (!ops->name || strlen(ops->name) != len || memcmp(ops->name, name, len)) {
+		snprintf(why, whylen, "it calls itself \"%s\", not \"%.*s\"",
+			 ops->name ? ops->name : "(null)", (int)len, name);
+		return why;
+	}
+	return NULL;
+}
+
+/* Try one file; 0 with *dl_p and *ops_p set, or -1 after recording why not. */
+static int try_file(struct vmmx_ctx *ctx, struct refusals *r, const char *dir, const char *path,
+		    const char *name, size_t len, void **dl_p, const struct vmmx_policy_ops **ops_p)
+{
+	vmmx_policy_entry_fn *entry;
+	const struct vmmx_policy_ops *ops;
+	struct stat st, dst;
+	char why[160];
+	const char *bad;
+	void *dl;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			refuse(ctx, r, path, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		refuse(ctx, r, path, "not a regular file");
+		return -1;
+	}
+	close(fd);
+	if ((bad = unsafe(&st))) {
+		refuse(ctx, r, path, "file %s", bad);
+		return -1;
+	}
+	if (stat(dir, &dst) || (bad = unsafe(&dst))) {
+		refuse(ctx, r, path, "directory %s %s", dir, bad ? bad : "cannot be examined");
+		return -1;
+	}
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		refuse(ctx, r, path, "dlopen: %s", dlerror());
+		return -1;
+	}
+	*(void **)&entry = dlsym(dl, "vmmx_policy_entry");
+	if (!entry) {
+		refuse(ctx, r, path, "no vmmx_policy_entry symbol");
+		dlclose(dl);
+		return -1;
+	}
+	ops = entry(VMMX_POLICY_ABI);
+	if ((bad = check_ops(ops, name, len, why, sizeof(why)))) {
+		refuse(ctx, r, path, "%s", bad);
+		dlclose(dl);
+		return -1;
+	}
+	vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy loader: loaded %s (ABI %u.%u)", path,
+		   ops->abi_version >> 16, ops->abi_version & 0xffff);
+	*dl_p = dl;
+	*ops_p = ops;
+	return 0;
+}
+
+/* Try vmmx_policy_<name>.so in @dir; 0 when loaded (@where names the file). */
+static int try_dir(struct vmmx_ctx *ctx, struct refusals *r, const char *dir, const char *name,
+		   size_t len, void **dl_p, const struct vmmx_policy_ops **ops_p, char *where,
+		   size_t wherelen)
+{
+	char file[PATH_MAX];
+	int n = snprintf(file, sizeof(file), "%s/vmmx_policy_%.*s.so", dir, (int)len, name);
+
+	if (n < 0 || (size_t)n >= sizeof(file)) {
+		refuse(ctx, r, dir, "path too long");
+		return -1;
+	}
+	if (try_file(ctx, r, dir, file, name, len, dl_p, ops_p))
+		return -1;
+	n = snprintf(where, wherelen, "%s", file);
+	if (n < 0 || (size_t)n >= wherelen) /* a long path is shown by its end */
+		snprintf(where, wherelen, "...%s", file + (size_t)n - (wherelen - 4));
+	return 0;
+}
+
+/* The build tree's policies, when this library runs from it (not installed). */
+static const char *build_tree_dir(void)
+{
+#ifdef VMMX_BUILD_POLICY_DIR
+	static const char tree[] = VMMX_ABS_BUILDDIR "/";
+	Dl_info info;
+
+	char real[PATH_MAX];
+	ssize_t n;
+
+	/* The object holding this code: libvmmx.so, or a test linked statically,
+	 * whose name dladdr may not give (then /proc/self/exe does). */
+	if (dladdr((void *)build_tree_dir, &info) && info.dli_fname && strchr(info.dli_fname, '/') &&
+	    realpath(info.dli_fname, real))
+		return strncmp(real, tree, sizeof(tree) - 1) ? NULL : VMMX_BUILD_POLICY_DIR;
+	n = readlink("/proc/self/exe", real, sizeof(real) - 1);
+	if (n > 0) {
+		real[n] = '\0';
+		if (!strncmp(real, tree, sizeof(tree) - 1))
+			return VMMX_BUILD_POLICY_DIR;
+	}
+#endif
+	return NULL;
+}
+
+/* Find and load @name: plugins first, then the built-ins. */
+static int load(struct vmmx_ctx *ctx, const char *name, size_t len, void **dl_p,
+		const struct vmmx_policy_ops **ops_p, char *where, size_t wherelen)
+{
+	const char *path = ctx->conf.policy_path;
+	struct refusals r = { "", 0 };
+	const char *dirs[3];
+	int ndirs = 0;
+
+	/* VMMX_POLICY_PATH first, element by element. */
+	while (path && *path) {
+		const char *end = strchr(path, ':');
+		size_t dl = end ? (size_t)(end - path) : strlen(path);
+		char dir[PATH_MAX];
+
+		if (dl && dl < sizeof(dir)) {
+			memcpy(dir, path, dl);
+			dir[dl] = '\0';
+			if (dir[0] != '/')
+				refuse(ctx, &r, dir, "VMMX_POLICY_PATH element is not absolute");
+			else if (!try_dir(ctx, &r, dir, name, len, dl_p, ops_p, where, wherelen))
+				return 0;
+		}
+		path = end ? end + 1 : NULL;
+	}
+	if ((dirs[ndirs] = build_tree_dir()))
+		ndirs++;
+	dirs[ndirs++] = VMMX_POLICY_DIR;
+	for (int i = 0; i < ndirs; i++)
+		if (!try_dir(ctx, &r, dirs[i], name, len, dl_p, ops_p, where, wherelen))
+			return 0;
+	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+		if (strlen(builtins[i].name) != len || memcmp(builtins[i].name, name, len))
+			continue;
+		*dl_p = NULL;
+		*ops_p = builtins[i].entry(VMMX_POLICY_ABI);
+		snprintf(where, wherelen, "built-in");
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy loader: using built-in %.*s%s",
+			   (int)len, name, r.len ? " (plugin files refused)" : "");
+		return 0;
+	}
+	if (r.len)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EPOLICY, "policy \"%.*s\" not loaded: %s",
+				  (int)len, name, r.text);
+	return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT,
+			  "policy \"%.*s\" not found (no vmmx_policy_%.*s.so in VMMX_POLICY_PATH or %s; built-in: %s)",
+			  (int)len, name, (int)len, name, VMMX_POLICY_DIR,
+			  vmmx__policy_builtin_names());
+}
+
+int vmmx__policy_get(struct vmmx_ctx *ctx, const char *spec, struct vmmx__policy **pol_p)
+{
+	struct vmmx__policy *pol;
+	const char *args;
+	size_t len;
+	int err;
+
+	if (vmmx__policy_spec_check(spec, &len))
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "policy spec \"%s\": expected name[:key=value,...] with a name of "
+				  "a-z, 0-9, '-' and '_'",
+				  spec);
+	/* Loading and init run under the lock: one instance per spec, even when
+	 * two threads ask at once; it only happens on a buffer's creation. */
+	pthread_mutex_lock(&ctx->lock);
+	for (pol = ctx->policies; pol; pol = pol->next) {
+		if (!strcmp(pol->spec, spec)) {
+			pol->refs++;
+			pthread_mutex_unlock(&ctx->lock);
+			*pol_p = pol;
+			return 0;
+		}
+	}
+	pol = calloc(1, sizeof(*pol));
+	if (!pol) {
+		pthread_mutex_unlock(&ctx->lock);
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "policy %s: out of memory", spec);
+	}
+	pol->ctx = ctx;
+	snprintf(pol->spec, sizeof(pol->spec), "%s", spec);
+	snprintf(pol->name, sizeof(pol->name), "%.*s", (int)len, spec);
+	err = load(ctx, spec, len, &pol->dl, &pol->ops, pol->where, sizeof(pol->where));
+	if (err)
+		goto err_free;
+	pol->host = (struct vmmx_policy_host){
+		.abi_version = VMMX_POLICY_ABI,
+		.size = sizeof(struct vmmx_policy_host),
+		.policy_name = pol->name,
+		.device = ctx->device,
+		.log = host_log,
+		.device_count = host_device_count,
+		.mem_info = host_mem_info,
+		.limit = host_limit,
+		.parse_size = vmmx_parse_size,
+		.counter_add = host_counter_add,
+	};
+	args = spec[len] == ':' ? spec + len + 1 : "";
+	vmmx__clear_last_error();
+	err = pol->ops->init(&pol->host, args, &pol->state);
+	if (err) {
+		err = vmmx__fail(&ctx->conf.log, err > 0 ? -err : err,
+				 "policy %s (%s): init refused the arguments \"%s\"%s%s", pol->name,
+				 pol->where, args, pol->msg[0] ? ": " : "", pol->msg);
+		goto err_dl;
+	}
+	pol->refs = 1;
+	pol->next = ctx->policies;
+	rcu_assign_pointer(ctx->policies, pol);
+	pthread_mutex_unlock(&ctx->lock);
+	*pol_p = pol;
+	return 0;
+
+err_dl:
+	if (pol->dl)
+		dlclose(pol->dl);
+err_free:
+	pthread_mutex_unlock(&ctx->lock);
+	free(pol);
+	return err;
+}
+
+void vmmx__policy_put(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
+{
+	struct vmmx__policy **pp;
+
+	if (!pol)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (--pol->refs) {
+		pthread_mutex_unlock(&ctx->lock);
+		return;
+	}
+	for (pp = &ctx->policies; *pp && *pp != pol; pp = &(*pp)->next)
+		;
+	if (*pp)
+		rcu_assign_pointer(*pp, pol->next);
+	pthread_mutex_unlock(&ctx->lock);
+	/* Readers (stats) may still walk this instance: let them finish before
+	 * its code and memory go. */
+	urcu_bp_synchronize_rcu();
+	pol->ops->fini(pol->state);
+	if (pol->dl)
+		dlclose(pol->dl);
+	free(pol);
+}
+
+void vmmx__policy_buf_event(struct vmmx__policy *pol, uint64_t id, size_t capacity, int created)
+{
+	if (pol->ops->size >= VMMX_POLICY_SIZE_THROUGH(struct vmmx_policy_ops, buf_event) &&
+	    pol->ops->buf_event)
+		pol->ops->buf_event(pol->state, id, capacity, created);
+}

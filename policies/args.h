@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * args.h - argument parsing shared by the shipped policies ("key=val,...").
+ * Header-only so that each plugin stays one self-contained shared object.
+ */
+#ifndef VMMX_POLICIES_ARGS_H
+#define VMMX_POLICIES_ARGS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmmx/policy.h"
+
+struct policy_arg {
+	char key[32];
+	char val[96];
+};
+
+/*
+ * Split @args into at most @max key=value pairs.  Returns the count, or -1
+ * after logging (through @host) which piece is malformed.
+ */
+static inline int policy_args_parse(const struct vmmx_policy_host *host, const char *args,
+				    struct policy_arg *out, int max)
+{
+	int n = 0;
+
+	while (*args) {
+		const char *comma = strchr(args, ','), *eq = strchr(args, '=');
+		size_t len = comma ? (size_t)(comma - args) : strlen(args);
+
+		if (!eq || eq > args + len || eq == args || (size_t)(eq - args) >= sizeof(out->key) ||
+		    len - (size_t)(eq - args) - 1 >= sizeof(out->val) || n == max) {
+			host->log(host, VMMX_LOG_ERROR, "argument \"%.*s\": expected key=value%s",
+				  (int)len, args, n == max ? " (too many arguments)" : "");
+			return -1;
+		}
+		snprintf(out[n].key, sizeof(out[n].key), "%.*s", (int)(eq - args), args);
+		snprintf(out[n].val, sizeof(out[n].val), "%.*s", (int)(len - (size_t)(eq - args) - 1),
+			 eq + 1);
+		n++;
+		args += len;
+		if (*args == ',' && !*++args) {
+			host->log(host, VMMX_LOG_ERROR, "trailing ',' in the arguments");
+			return -1;
+		}
+	}
+	return n;
+}
+
+/* A non-negative decimal integer up to @max; -1 after logging when it is not. */
+static inline long policy_arg_long(const struct vmmx_policy_host *host, const struct policy_arg *a,
+				   long max)
+{
+	char *end;
+	long v;
+
+	if (a->val[0] < '0' || a->val[0] > '9' || (v = strtol(a->val, &end, 10), *end) || v > max) {
+		host->log(host, VMMX_LOG_ERROR, "%s=%s: expected an integer from 0 to %ld", a->key,
+			  a->val, max);
+		return -1;
+	}
+	return v;
+}
+
+static inline int policy_unknown(const struct vmmx_policy_host *host, const struct policy_arg *a,
+				 const char *known)
+{
+	host->log(host, VMMX_LOG_ERROR, "unknown argument \"%s\" (known: %s)", a->key, known);
+	return -VMMX_EINVAL;
+}
+
+/* The entry point's name: vmmx_policy_entry in a plugin, or a private name
+ * when the policy is compiled into libvmmx as a built-in. */
+#ifndef VMMX_POLICY_BUILTIN
+#define VMMX_POLICY_BUILTIN vmmx_policy_entry
+#endif
+const struct vmmx_policy_ops *VMMX_POLICY_BUILTIN(uint32_t core_abi);
+
+/* Stateless policies share this fini and hand back a dummy state. */
+static inline void policy_fini_nothing(void *state)
+{
+	(void)state;
+}
+
+#endif
