@@ -147,6 +147,15 @@ enum vmmx_op {
 	VMMX_OP_COUNT = 12,     /**< number of operations */
 };
 
+/**
+ * enum vmmx_host_access - how vmmx_host_register() makes host memory GPU-visible.
+ */
+enum vmmx_host_access {
+	VMMX_HOST_ACCESS_REGISTER = 0, /**< cuMemHostRegister: the range is pinned and mapped */
+	VMMX_HOST_ACCESS_HMM = 1,      /**< HMM: kernels touch pageable memory as is */
+	VMMX_HOST_ACCESS_ATS = 2,      /**< ATS: the GPU walks the host's page tables */
+};
+
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
 #define VMMX_STATS_VERSION 1
 
@@ -181,6 +190,13 @@ struct vmmx_stats {
 	uint64_t cache_misses;        /**< chunks that needed a new handle */
 	uint64_t cache_bytes;         /**< bytes of handles in the cache now */
 	uint64_t cache_released;      /**< cached handles given back to the driver */
+	uint64_t registrations;       /**< live host registrations (vmmx_host_register) */
+	uint64_t registered_bytes;    /**< bytes they cover */
+	enum vmmx_host_access host_access; /**< the path vmmx_host_register uses */
+	uint64_t migrations;          /**< chunks moved by vmmx_buf_migrate (and eviction) */
+	uint64_t migrated_bytes;      /**< bytes they held */
+	uint64_t evictions;           /**< chunks a policy's evict() spilled to make room */
+	uint64_t promotions;          /**< chunks moved back by a policy's rebalance() */
 };
 
 /**
@@ -205,6 +221,7 @@ struct vmmx_ctx_info {
 	uint64_t device_headroom; /**< VMMX_DEVICE_HEADROOM in bytes */
 	uint64_t cache_limit;     /**< VMMX_CACHE_LIMIT in bytes */
 	char policy_source[128];  /**< file the default policy came from, or "built-in" */
+	enum vmmx_host_access host_access; /**< the path vmmx_host_register uses */
 };
 
 /**
@@ -227,6 +244,7 @@ struct vmmx_residency {
 
 struct vmmx_ctx;
 struct vmmx_buf;
+struct vmmx_stream;
 
 /**
  * vmmx_config_init() - set every field of a config to "unset".
@@ -408,6 +426,36 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
 			     size_t max, size_t *count_p);
 
 /**
+ * enum vmmx_advice - hints for vmmx_buf_advise().
+ */
+enum vmmx_advice {
+	VMMX_ADVISE_HOT = 1,         /**< in use now (an explicit touch) */
+	VMMX_ADVISE_COLD = 2,        /**< not needed soon: a first victim */
+	VMMX_ADVISE_READ_MOSTLY = 3, /**< read much more than written */
+	VMMX_ADVISE_WILL_NEED = 4,   /**< about to be used: bring it close now if there is room */
+};
+
+/**
+ * vmmx_buf_advise() - tell the buffer's policy how a range is used.
+ * @buf: buffer.
+ * @off: first byte.
+ * @len: bytes.
+ * @advice: enum vmmx_advice.
+ *
+ * libvmmx sees no hardware access counters: recency comes from this call.
+ * The policy (if it implements advise(), e.g. lru) records the hint, and
+ * may then ask for moves (rebalance()), which libvmmx makes before
+ * returning: the range must not be in use by kernels meanwhile.
+ *
+ * Return: 0; -VMMX_ERANGE past the size; -VMMX_EINVAL for a bad advice;
+ * errors of a move that failed (the data stays intact where it was).
+ *
+ * Context: any thread; takes the buffer's mutex; may block and call the
+ * driver when moves are made.
+ */
+VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int advice);
+
+/**
  * vmmx_buf_destroy() - unmap, release and unreserve a buffer.
  * @buf: buffer, or NULL.
  *
@@ -415,6 +463,144 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
  * an RCU grace period; may block; calls the driver.
  */
 VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf);
+
+/**
+ * vmmx_host_register() - make ordinary host memory GPU-visible.
+ * @ctx: context.
+ * @ptr: start of the range (malloc'd, mmap'd, static...); any alignment.
+ * @len: bytes.
+ * @dptr_p: out: the address kernels use for @ptr.
+ *
+ * Where the device has pageable memory access (HMM, or ATS), nothing is
+ * done and *@dptr_p is @ptr.  Elsewhere the range is registered
+ * (cuMemHostRegister, pinned and mapped for the device) and the device
+ * pointer returned; on devices that can use host pointers for registered
+ * memory (Hopper) it is @ptr too.  vmmx_ctx_query() and the stats say which
+ * path this context uses.
+ *
+ * Rules (the same on both paths): a range may not share a page with another
+ * registration (the driver pins whole pages) unless it is exactly the same
+ * range, which counts a reference and returns the same pointer; memory
+ * inside a libvmmx buffer is refused; the range must stay allocated until
+ * unregistered; vmmx_ctx_destroy() unregisters what is left, with a warning.
+ *
+ * Return: 0; -VMMX_EINVAL for NULL, zero length, a wrapping range or a
+ * range inside a buffer; -VMMX_EEXIST when it shares pages with another
+ * registration (vmmx_last_error() names it); -VMMX_ENOMEM; -VMMX_EDRIVER.
+ *
+ * Context: any thread; takes the context's registration lock across the
+ * driver call (pinning takes about 36 ms per GiB); calls the driver.
+ */
+VMMX_API int vmmx_host_register(struct vmmx_ctx *ctx, void *ptr, size_t len, void **dptr_p);
+
+/**
+ * vmmx_host_unregister() - drop a registration.
+ * @ctx: context.
+ * @ptr: the @ptr given to vmmx_host_register().
+ *
+ * The last reference unregisters (and unpins) the range.
+ *
+ * Return: 0; -VMMX_EINVAL for NULL or an address inside a registration
+ * (partial unregistering is not supported: give the base); -VMMX_ENOENT
+ * when @ptr is not registered; -VMMX_EDRIVER.
+ *
+ * Context: any thread; takes the context's registration lock; calls the
+ * driver.
+ */
+VMMX_API int vmmx_host_unregister(struct vmmx_ctx *ctx, void *ptr);
+
+/**
+ * vmmx_stream_create() - a stream for ordering libvmmx work with kernels.
+ * @ctx: context.
+ * @s_p: out: the stream.
+ *
+ * On the cuda backend this is a CUstream (non-blocking) that callers may
+ * launch their own kernels on (vmmx_stream_handle()); vmmx_buf_migrate_on()
+ * runs after the work queued on it.
+ *
+ * Return: 0; -VMMX_EINVAL; -VMMX_ENOMEM; -VMMX_EDRIVER.
+ *
+ * Context: any thread; calls the driver.
+ */
+VMMX_API int vmmx_stream_create(struct vmmx_ctx *ctx, struct vmmx_stream **s_p);
+
+/**
+ * vmmx_stream_destroy() - destroy a stream (work queued on it still completes).
+ * @s: stream, or NULL.
+ *
+ * Context: any thread; calls the driver.
+ */
+VMMX_API void vmmx_stream_destroy(struct vmmx_stream *s);
+
+/**
+ * vmmx_stream_handle() - the backend's stream: a CUstream on cuda.
+ * @s: stream.
+ *
+ * Return: the handle (cast it to CUstream), NULL for a NULL @s; on the sim
+ * backend an opaque nonzero value that no driver understands.
+ *
+ * Context: any thread; lock-free.
+ */
+VMMX_API void *vmmx_stream_handle(const struct vmmx_stream *s);
+
+/**
+ * vmmx_stream_sync() - wait for the work queued on a stream.
+ * @s: stream.
+ *
+ * Return: 0; -VMMX_EINVAL; -VMMX_EDRIVER.
+ *
+ * Context: any thread; blocks; calls the driver.
+ */
+VMMX_API int vmmx_stream_sync(struct vmmx_stream *s);
+
+/**
+ * vmmx_buf_migrate() - move a range's chunks to another location, under the same address.
+ * @buf: buffer.
+ * @off: first byte of the range.
+ * @len: bytes; the range is widened to whole chunks (the unit of placement).
+ * @to: destination: a device the context can reach, or host memory.
+ * @moved_p: out (may be NULL): bytes moved; written on failure too, to say
+ *           how far the call got.
+ *
+ * Each chunk gets a handle at @to (from the cache when one fits), its data
+ * is copied, and the new handle replaces the old one at the same address.
+ * Chunks already at @to are left alone.  Per chunk the move is atomic: a
+ * failure at any step leaves that chunk where and as it was; chunks moved
+ * before the failure stay moved.  Data is preserved.
+ *
+ * The range must not be in use by a kernel or a copy while it moves (the
+ * caller's race): finish that work first, or use vmmx_buf_migrate_on().
+ *
+ * Return: 0; -VMMX_ERANGE when the range goes past the size; -VMMX_EINVAL
+ * for a location the context cannot use; -VMMX_ENOMEM when @to has no room
+ * (its limit, its memory); -VMMX_EDRIVER or -VMMX_EFAULTINJ when a driver
+ * step failed.
+ *
+ * Context: any thread; takes the buffer's mutex for the whole move (resizes
+ * wait); waits for an RCU grace period; blocks until the data is moved;
+ * calls the driver.
+ */
+VMMX_API int vmmx_buf_migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+			      size_t *moved_p);
+
+/**
+ * vmmx_buf_migrate_on() - vmmx_buf_migrate() ordered after a stream's work.
+ * @buf: buffer.
+ * @off: first byte of the range.
+ * @len: bytes.
+ * @to: destination.
+ * @s: stream whose queued work (kernels using the range) must finish first;
+ *     the move's copies run on it.
+ * @moved_p: out (may be NULL): bytes moved, also on failure.
+ *
+ * Return: as vmmx_buf_migrate(); -VMMX_EINVAL for a NULL @s or a stream of
+ * another context.
+ *
+ * Context: as vmmx_buf_migrate(); blocks until the stream's earlier work
+ * and the move are done.
+ */
+VMMX_API int vmmx_buf_migrate_on(struct vmmx_buf *buf, size_t off, size_t len,
+				 struct vmmx_loc to, struct vmmx_stream *s, size_t *moved_p);
 
 /**
  * vmmx_memcpy() - copy, split at every change of location.
@@ -506,6 +692,155 @@ VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st);
  * Context: any thread; lock-free (RCU read side).
  */
 VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t *len_p);
+
+/**
+ * struct vmmx_device_info - what one device offers, from vmmx_device_info().
+ *
+ * Flags are 1 (yes), 0 (no) or -1 (unknown: the driver did not answer).
+ * Set @size before the call; the library fills at most that many bytes, so
+ * old callers keep working when members are appended.
+ */
+struct vmmx_device_info {
+	size_t size;              /**< in: sizeof(struct vmmx_device_info) */
+	int ordinal;              /**< device ordinal */
+	char name[96];            /**< name; "" when the backend cannot name a device other
+				       than the context's own */
+	uint64_t total;           /**< device memory, bytes */
+	uint64_t free;            /**< device memory free now, bytes */
+	int compute_major;        /**< compute capability, major (-1 unknown) */
+	int compute_minor;        /**< compute capability, minor (-1 unknown) */
+	int sm_count;             /**< multiprocessors (-1 unknown) */
+	int vmm;                  /**< virtual memory management (cuMemCreate, cuMemMap) */
+	int host_vmm;             /**< cuMemCreate of HOST memory (pinned host chunks) */
+	int host_numa_vmm;        /**< cuMemCreate of HOST_NUMA memory */
+	int host_numa_id;         /**< NUMA node nearest the device; -1 without NUMA or unknown */
+	int host_register;        /**< cuMemHostRegister works */
+	int host_pointer_for_registered; /**< registered memory has the same address on the device */
+	int pageable_access;      /**< kernels may touch malloc'd memory (HMM or ATS) */
+	int pageable_host_page_tables; /**< ... through the host's page tables (ATS) */
+	int posix_fd;             /**< handles export as POSIX file descriptors */
+	int concurrent_managed;   /**< CPU and GPU may use managed memory at once */
+	int unified_addressing;   /**< one address space for host and devices */
+	int gpu_direct_rdma_vmm;  /**< GPUDirect RDMA on cuMemCreate memory */
+	size_t granularity_device; /**< allocation granularity of device chunks (0 unknown) */
+	size_t granularity_host;  /**< allocation granularity of host chunks (0 unknown) */
+	int peer_count;           /**< entries used in @peers */
+	int peers[16];            /**< devices this one can access (peer access), ascending */
+};
+
+/**
+ * vmmx_device_info() - describe one device of the context's backend.
+ * @ctx: context.
+ * @device: device ordinal, 0 to the device count less one (any device the
+ *          backend sees, not only the context's; at most 16 are handled).
+ * @info: out; set info->size first.
+ *
+ * Reads memory, capability attributes, allocation granularities and peer
+ * access.  On cuda, the memory of a device other than the context's is read
+ * through that device's primary context, which costs tens of milliseconds
+ * when nothing else uses that device.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a @size too small for
+ * @size and @ordinal; -VMMX_ENODEV for a device that does not exist;
+ * -VMMX_EDRIVER when its memory cannot be read.  An attribute the driver
+ * does not answer is -1, not an error.
+ *
+ * Context: any thread; takes no lock; calls the driver (queries only).
+ */
+VMMX_API int vmmx_device_info(struct vmmx_ctx *ctx, int device, struct vmmx_device_info *info);
+
+/** enum vmmx_hmm_state - whether kernels can touch pageable (malloc'd) host memory. */
+enum vmmx_hmm_state {
+	VMMX_HMM_ABSENT = 0,      /**< no: host memory must be registered (or be host chunks) */
+	VMMX_HMM_HMM = 1,         /**< yes, through the kernel's HMM (open module, Linux 6.1.24+) */
+	VMMX_HMM_ATS = 2,         /**< yes, the GPU walks the host's page tables (ATS, Grace) */
+};
+
+/**
+ * struct vmmx_hmm_info - whether HMM works and, if not, why; from vmmx_hmm_probe().
+ *
+ * Facts are 1 (yes), 0 (no) or -1 (unknown: the file that says was not
+ * there).  Set @size first; the library fills at most that many bytes.
+ */
+struct vmmx_hmm_info {
+	size_t size;              /**< in: sizeof(struct vmmx_hmm_info) */
+	enum vmmx_hmm_state state; /**< what the device reports */
+	int device_pageable_access; /**< the device's PAGEABLE_MEMORY_ACCESS attribute */
+	int open_module;          /**< the NVIDIA kernel module is the open one
+				       (/proc/driver/nvidia/version); 0: proprietary */
+	int uvm_disable_hmm;      /**< nvidia_uvm's uvm_disable_hmm parameter is Y */
+	int config_device_private; /**< the kernel has CONFIG_DEVICE_PRIVATE (HMM needs it) */
+	int config_hmm_mirror;    /**< the kernel has CONFIG_HMM_MIRROR */
+	char kernel[128];         /**< the kernel's release (uname -r) */
+	char why[512];            /**< one sentence: why HMM is absent, every reason found, or
+				       how the device reaches pageable memory when it is not */
+};
+
+/**
+ * vmmx_hmm_probe() - find out whether HMM works for the context's device, and why not.
+ * @ctx: context.
+ * @info: out; set info->size first.
+ *
+ * @state comes from the device's attributes (PAGEABLE_MEMORY_ACCESS, and
+ * PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES for ATS); the rest explains
+ * it from what the machine says: the kernel module's flavour
+ * (/proc/driver/nvidia/version: NVIDIA's HMM needs the open module),
+ * /sys/module/nvidia_uvm/parameters/uvm_disable_hmm, the kernel
+ * configuration (/boot/config-RELEASE, else /proc/config.gz, read without
+ * running anything) for CONFIG_DEVICE_PRIVATE and CONFIG_HMM_MIRROR, the
+ * kernel's release (HMM needs 6.1.24, 6.2.11 or 6.3 and later) and the CUDA
+ * driver's version (12.2 or later).  The files describe the machine, also
+ * on the sim backend, whose device has no pageable access unless
+ * VMMX_SIM_PAGEABLE says so.  vmmx_host_register() uses pageable pointers as
+ * they are exactly when @state is not VMMX_HMM_ABSENT.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a @size too small for
+ * @size and @state.
+ *
+ * Context: any thread; takes no lock; reads files; calls the driver (device
+ * attributes).
+ */
+VMMX_API int vmmx_hmm_probe(struct vmmx_ctx *ctx, struct vmmx_hmm_info *info);
+
+/**
+ * struct vmmx_policy_info - one policy a context could load, from vmmx_policy_list().
+ */
+struct vmmx_policy_info {
+	char name[64];            /**< policy name (from the file name vmmx_policy_<name>.so) */
+	char file[256];           /**< the file ("..." and its end when longer), or "built-in" */
+	unsigned abi;             /**< abi_version of its ops table (major << 16 | minor);
+				       0 when none could be read */
+	char description[128];    /**< its one-line description, "" if none */
+	int usable;               /**< 1: the loader accepts it; 0: it refuses it */
+	char why[192];            /**< refused: why; usable but hidden by an earlier one of the
+				       same name: "hidden by FILE"; otherwise "" */
+};
+
+/**
+ * vmmx_policy_list() - every policy a context could load, and why not for refused files.
+ * @ctx: context.
+ * @out: out: up to @max entries (may be NULL when @max is 0).
+ * @max: room in @out.
+ * @count_p: out: number of entries found (may exceed @max).
+ *
+ * Lists, in the loader's search order, every vmmx_policy_<name>.so of the
+ * VMMX_POLICY_PATH directories, of the build tree's policies (when the
+ * library runs uninstalled from it) and of $(pkglibdir)/policies, sorted by
+ * file name within a directory, then the built-ins.  Each file is checked as
+ * the loader checks it (owner and permissions of the file and its directory,
+ * dlopen, vmmx_policy_entry, ABI major, table size, mandatory callbacks,
+ * name) and closed again; no policy's init is called.  A spec "NAME" loads
+ * the first usable entry named NAME.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx or @count_p, or a NULL @out with
+ * @max > 0; -VMMX_ENOMEM.
+ *
+ * Context: any thread; takes no lock; dlopens (and runs the constructors
+ * of) each policy file; may block on the file system; does not call the
+ * driver.
+ */
+VMMX_API int vmmx_policy_list(struct vmmx_ctx *ctx, struct vmmx_policy_info *out, size_t max,
+			      size_t *count_p);
 
 /**
  * vmmx_strerror() - name an error code.

@@ -161,7 +161,13 @@ static int make_chunk(struct vmmx_buf *buf, size_t off, size_t size, struct vmmx
 	int err;
 
 	while (size >= ctx->chunk_min) {
-		if (vmmx__cache_take(ctx, loc, size, ctx->chunk_min, &h, &got)) {
+		/* A cached handle of at least half the size, or a new one: many
+		 * small cached handles must not turn a big grow into many chunks. */
+		size_t min_take = vmmx__round_down(size / 2, ctx->chunk_min);
+
+		if (min_take < ctx->chunk_min)
+			min_take = ctx->chunk_min;
+		if (vmmx__cache_take(ctx, loc, size, min_take, &h, &got)) {
 			*hit = true;
 			size = got;
 		} else {
@@ -219,9 +225,8 @@ err_handle:
 }
 
 /* Build the policy's request: every location the context can use, with its room. */
-static void fill_request(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx, size_t off,
-			 size_t want, struct vmmx_policy_room *room,
-			 struct vmmx_policy_request *req)
+static void fill_request(struct vmmx_buf *buf, size_t idx, size_t off, size_t want,
+			 struct vmmx_policy_room *room, struct vmmx_policy_request *req)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	size_t n = 0;
@@ -255,15 +260,14 @@ static void fill_request(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx
 		.chunk_max = ctx->chunk_max, .device = ctx->device, .device_count = ctx->ndev,
 		.nroom = n, .room = room,
 	};
-	(void)t;
 }
 
 /*
  * Place one chunk at @off: ask the policy, try its locations in order.
  * Returns 0 with *@c filled, or the error (the caller unwinds).
  */
-static int place_chunk(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx, size_t off,
-		       size_t want, struct vmmx__chunk *c)
+static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want,
+		       struct vmmx__chunk *c)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	struct vmmx__policy *pol = buf->policy;
@@ -277,7 +281,7 @@ static int place_chunk(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx, 
 	size_t len;
 	int err;
 
-	fill_request(buf, t, idx, off, want, room, &req);
+	fill_request(buf, idx, off, want, room, &req);
 	memset(&ans, 0, sizeof(ans));
 	err = pol->ops->place(pol->state, &req, &ans);
 	if (err || ans.nlocs == 0 || ans.nlocs > VMMX_POLICY_MAX_RANK)
@@ -290,6 +294,14 @@ static int place_chunk(struct vmmx_buf *buf, struct vmmx__table *t, size_t idx, 
 
 		m = m < ctx->chunk_min ? ctx->chunk_min : m;
 		len = len < m ? len : m;
+	}
+	/* A policy that evicts makes room at its first choice before falling back. */
+	if (vmmx__policy_can_evict(pol) && vmmx__slot(ctx, ans.locs[0]) >= 0) {
+		enum vmmx__why why;
+		uint64_t r = vmmx__room(ctx, ans.locs[0], len, &why);
+
+		if (r < len)
+			vmmx__policy_evict(buf, &req, ans.locs[0], len - r);
 	}
 	err = -VMMX_ENOMEM;
 	for (i = 0; i < ans.nlocs && err == -VMMX_ENOMEM; i++) {
@@ -358,7 +370,9 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	size_t max_new = (size - old->mapped) / ctx->chunk_min, n = 0, off = old->mapped;
-	struct vmmx__table *t;
+	size_t first = old->n;
+	struct vmmx__chunk *nc;
+	struct vmmx__table *t, *cur;
 	int err;
 
 	/* Growing within the mapped tail of the last chunk needs no driver call. */
@@ -369,36 +383,47 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		memcpy(t->c, old->c, old->n * sizeof(old->c[0]));
 		t->mapped = old->mapped;
 		t->size = size;
-		goto publish;
+		rcu_assign_pointer(buf->table, t);
+		urcu_bp_synchronize_rcu();
+		free(old);
+		return 0;
 	}
-	t = table_alloc(old->n + max_new);
-	if (!t)
+	/* New chunks are kept apart: an eviction during this grow may migrate
+	 * this buffer's own chunks and publish a new table (freeing @old). */
+	nc = calloc(max_new, sizeof(*nc));
+	if (!nc)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
-	memcpy(t->c, old->c, old->n * sizeof(old->c[0]));
 	while (off < size) {
-		struct vmmx__chunk *c = &t->c[old->n + n];
-
-		err = place_chunk(buf, t, old->n + n, off, size - off, c);
+		err = place_chunk(buf, first + n, off, size - off, &nc[n]);
 		if (err)
 			goto err_unwind;
-		off += c->size;
+		off += nc[n].size;
 		n++;
 	}
-	for (size_t j = 0; j < n; j++)
-		__atomic_fetch_add(&ctx->ctr.placed[vmmx__slot(ctx, t->c[old->n + j].loc)], 1,
-				   __ATOMIC_RELAXED);
-	t->n = old->n + n;
+	cur = buf->table;
+	t = table_alloc(cur->n + n);
+	if (!t) {
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
+		goto err_unwind;
+	}
+	memcpy(t->c, cur->c, cur->n * sizeof(cur->c[0]));
+	memcpy(t->c + cur->n, nc, n * sizeof(nc[0]));
+	t->n = cur->n + n;
 	t->mapped = off;
 	t->size = size;
-publish:
 	rcu_assign_pointer(buf->table, t);
 	urcu_bp_synchronize_rcu();
-	free(old);
+	free(cur);
+	for (size_t j = 0; j < n; j++) {
+		__atomic_fetch_add(&ctx->ctr.placed[vmmx__slot(ctx, nc[j].loc)], 1, __ATOMIC_RELAXED);
+		vmmx__policy_chunk_event(buf, &nc[j], VMMX_POLICY_EV_PLACED);
+	}
+	free(nc);
 	return 0;
 
 err_unwind:
-	unwind_chunks(buf, &t->c[old->n], n);
-	free(t);
+	unwind_chunks(buf, nc, n);
+	free(nc);
 	return err;
 }
 
@@ -467,8 +492,10 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	urcu_bp_synchronize_rcu();
 	/* Past the point of no return: the handles go to the cache, or are
 	 * released (a failed release is queued, not reported). */
-	for (j = old->n; j > keep; j--)
+	for (j = old->n; j > keep; j--) {
+		vmmx__policy_chunk_event(buf, &old->c[j - 1], VMMX_POLICY_EV_RELEASED);
 		vmmx__cache_put(ctx, old->c[j - 1].loc, old->c[j - 1].handle, old->c[j - 1].size);
+	}
 	free(old);
 	return err;
 }
@@ -477,6 +504,7 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 {
 	struct vmmx_ctx *ctx;
 	struct vmmx__table *old;
+	size_t old_size;
 	int err;
 
 	vmmx__clear_last_error();
@@ -492,6 +520,7 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 
 	pthread_mutex_lock(&buf->lock);
 	old = buf->table;
+	old_size = old->size;
 	if (size == old->size)
 		err = 0;
 	else if (size > old->size)
@@ -499,6 +528,9 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 	else
 		err = shrink(buf, old, size);
 	pthread_mutex_unlock(&buf->lock);
+	/* Room freed: a policy may want to promote chunks (no lock held now). */
+	if (!err && size < old_size)
+		vmmx__policy_rebalance(ctx, buf->policy);
 	__atomic_fetch_add(err ? &ctx->ctr.resize_failures : &ctx->ctr.resizes, 1, __ATOMIC_RELAXED);
 	return err;
 }
@@ -517,6 +549,7 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	for (size_t j = t->n; j > 0; j--) {
 		const struct vmmx__chunk *c = &t->c[j - 1];
 
+		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
 		if (vmmx__unmap_or_defer(ctx, (void *)(buf->base + c->off), c->size)) {
 			/* Released even though the unmap was deferred: the driver
 			 * frees the memory when its last mapping goes. */
@@ -534,6 +567,8 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	else
 		vmmx__unreserve_or_defer(ctx, (void *)buf->base, buf->capacity);
 	vmmx__policy_buf_event(buf->policy, buf->id, buf->capacity, 0);
+	if (t->n)
+		vmmx__policy_rebalance(ctx, buf->policy);
 	vmmx__policy_put(ctx, buf->policy);
 	pthread_mutex_destroy(&buf->lock);
 	free(t);

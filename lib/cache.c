@@ -130,26 +130,33 @@ int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes)
 		bytes = room;
 	}
 	bytes = vmmx__round_down(bytes, ctx->chunk_min);
-	/* The preallocated memory is the cache's to keep, whatever VMMX_CACHE_LIMIT says. */
+	/* The preallocated memory is the cache's to keep, whatever
+	 * VMMX_CACHE_LIMIT says: raise the bound first so that the puts below
+	 * keep it, then lower it to what was really taken. */
 	ctx->cache_limit += bytes;
 	while (done < bytes) {
 		size_t size = bytes - done < ctx->chunk_max ? bytes - done : ctx->chunk_max;
 		vmm_handle_t h;
-		int err;
+		int err = -VMMX_ENOMEM;
 
-		err = vmmx__charge(ctx, loc, size);
-		if (!err) {
-			err = vmm_create(ctx->vmm, loc, size, &h);
-			if (err)
-				vmmx__uncharge(ctx, loc, size);
-		}
-		if (err == -VMMX_ENOMEM && size > ctx->chunk_min)
+		while (size >= ctx->chunk_min) {
+			err = vmmx__charge(ctx, loc, size);
+			if (!err) {
+				err = vmm_create(ctx->vmm, loc, size, &h);
+				if (err)
+					vmmx__uncharge(ctx, loc, size);
+			}
+			if (err != -VMMX_ENOMEM)
+				break;
+			/* Fragmented or shared memory: smaller handles may still fit. */
 			size = vmmx__round_down(size / 2, ctx->chunk_min);
+		}
 		if (err) {
 			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
 				   "VMMX_DEVICE_PREALLOC: stopped at %s of %s: %s",
 				   vmmx__fmt_size(done, a, sizeof(a)), vmmx__fmt_size(bytes, b, sizeof(b)),
 				   vmmx_last_error());
+			ctx->cache_limit -= bytes - done;
 			if (err != -VMMX_ENOMEM)
 				return err;
 			break;

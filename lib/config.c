@@ -80,6 +80,16 @@ static int parse_sim_devices(const struct var *v, const char *val, struct vmmx__
 }
 
 /* Syntax only: whether the policy exists and likes its arguments is known when it loads. */
+static int parse_bool(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	int *out = (void *)((char *)conf + v->dest);
+
+	if (strcmp(val, "0") && strcmp(val, "1"))
+		return bad(v, cur_src, val);
+	*out = val[0] == '1';
+	return 0;
+}
+
 static int parse_policy(const struct var *v, const char *val, struct vmmx__conf *conf)
 {
 	size_t len;
@@ -210,6 +220,7 @@ static const struct var vars[] = {
 	  CONF(sim_device_mem) },
 	{ "VMMX_SIM_HOST_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM, CONF(sim_host_mem) },
 	{ "VMMX_SIM_DEVICES", -1, parse_sim_devices, "a number of devices from 1 to 8", 0 },
+	{ "VMMX_SIM_PAGEABLE", -1, parse_bool, "0 or 1", CONF(sim_pageable) },
 	{ "VMMX_FAULT", -1, parse_fault,
 	  "op:N[,op:N...] with op one of reserve, unreserve, create, release, map, unmap, "
 	  "set_access, copy, memset, sync and N >= 1",

@@ -153,6 +153,10 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
 		goto err_lock;
 	}
+	if (pthread_mutex_init(&ctx->reg_lock, NULL)) {
+		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
+		goto err_cache_lock;
+	}
 
 	p = (struct vmm_params){
 		.backend = ctx->conf.backend,
@@ -160,6 +164,7 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 		.sim_device_mem = ctx->conf.sim_device_mem,
 		.sim_host_mem = ctx->conf.sim_host_mem,
 		.sim_devices = ctx->conf.sim_devices,
+		.sim_pageable = ctx->conf.sim_pageable,
 		.report = report,
 		.report_arg = ctx,
 	};
@@ -178,6 +183,7 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 	err = setup_sizes(ctx);
 	if (err)
 		goto err_vmm;
+	vmmx__host_setup(ctx);
 	err = vmmx__trace_open(ctx);
 	if (err)
 		goto err_vmm;
@@ -201,6 +207,8 @@ err_trace:
 err_vmm:
 	vmm_close(ctx->vmm);
 err_mutex:
+	pthread_mutex_destroy(&ctx->reg_lock);
+err_cache_lock:
 	pthread_mutex_destroy(&ctx->cache_lock);
 err_lock:
 	pthread_mutex_destroy(&ctx->lock);
@@ -225,6 +233,7 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 			   (void *)buf->base, buf->capacity);
 		vmmx_buf_destroy(buf);
 	}
+	vmmx__host_teardown(ctx);
 	vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, UINT64_MAX);
 	if (vmmx__deferred_retry(ctx)) {
 		for (d = ctx->deferred; d; d = next) {
@@ -240,6 +249,7 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 		vmmx__policy_put(ctx, ctx->policies);
 	vmmx__trace_close(ctx);
 	vmm_close(ctx->vmm);
+	pthread_mutex_destroy(&ctx->reg_lock);
 	pthread_mutex_destroy(&ctx->cache_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->bufs);
@@ -293,6 +303,7 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
 	out.host_limit = ctx->limit[VMMX__HOST_SLOT];
 	out.device_headroom = ctx->headroom[ctx->device];
 	out.cache_limit = ctx->cache_limit;
+	out.host_access = (enum vmmx_host_access)ctx->host_access;
 	snprintf(out.device_name, sizeof(out.device_name), "%s", vi.device_name);
 	snprintf(out.policy, sizeof(out.policy), "%.63s", ctx->conf.policy);
 	snprintf(out.policy_source, sizeof(out.policy_source), "%.*s",
@@ -351,8 +362,9 @@ uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 			*why = VMMX__WHY_LIMIT;
 		return lim;
 	}
+	/* Headroom is the reason when the memory itself had a chunk's worth. */
 	if (room < want)
-		*why = ctx->headroom[k] && drv >= want ? VMMX__WHY_HEADROOM : VMMX__WHY_OOM;
+		*why = ctx->headroom[k] && drv >= ctx->chunk_min ? VMMX__WHY_HEADROOM : VMMX__WHY_OOM;
 	return room;
 }
 

@@ -78,6 +78,7 @@ struct vmmx__conf {
 	uint64_t sim_device_mem;
 	uint64_t sim_host_mem;
 	int sim_devices;
+	int sim_pageable;
 	struct {
 		int op;                 /* enum vmmx_op, -1: none */
 		uint64_t nth;
@@ -119,7 +120,8 @@ struct vmmx__policy {
 	void *dl;                       /* NULL for a built-in */
 	struct vmmx_policy_host host;   /* given to the policy; container_of finds us */
 	unsigned int refs;              /* ctx->lock */
-	char msg[256];                  /* last warning or error the policy logged */
+	char msg[256];                  /* last warning or error the policy logged in init */
+	bool in_init;
 	struct vmmx__policy_counter counters[VMMX__POLICY_COUNTERS];
 };
 
@@ -131,6 +133,33 @@ int vmmx__policy_get(struct vmmx_ctx *ctx, const char *spec, struct vmmx__policy
 void vmmx__policy_put(struct vmmx_ctx *ctx, struct vmmx__policy *pol);
 void vmmx__policy_buf_event(struct vmmx__policy *pol, uint64_t id, size_t capacity, int created);
 const char *vmmx__policy_builtin_names(void);
+
+/* One policy the context could load, as vmmx__policy_scan finds it. */
+struct vmmx__policy_file {
+	const char *name;               /* from the file name vmmx_policy_<name>.so, or the built-in's */
+	const char *path;               /* the file, or "built-in" */
+	const struct vmmx_policy_ops *ops; /* its table, NULL if none was read; valid during the call */
+	const char *why;                /* NULL when the loader accepts it, else why it refuses it */
+};
+typedef int vmmx__policy_scan_fn(void *arg, const struct vmmx__policy_file *f);
+/*
+ * Every vmmx_policy_*.so of the loader's directories, in its search order
+ * (file names sorted within a directory), checked as the loader checks them
+ * but never initialised, then the built-ins.  Stops at the first nonzero
+ * answer of @fn and returns it; -VMMX_ENOMEM.  Takes no lock; dlopens.
+ */
+int vmmx__policy_scan(struct vmmx_ctx *ctx, vmmx__policy_scan_fn *fn, void *arg);
+
+/* ---- device facts, HMM (info.c, hmm.c) ---- */
+
+/*
+ * vmmx_hmm_probe() with the files it reads named by the caller (tests): the
+ * driver's version text (/proc/driver/nvidia/version), nvidia_uvm's
+ * uvm_disable_hmm parameter, the kernel configuration (plain or gzip); NULL
+ * for a file that is not there.
+ */
+int vmmx__hmm_probe_paths(struct vmmx_ctx *ctx, struct vmmx_hmm_info *info,
+			  const char *proc_version, const char *uvm_param, const char *kconfig);
 
 /* ---- context (ctx.c) ---- */
 
@@ -173,6 +202,10 @@ struct vmmx__counters {
 	uint64_t cache_hits;
 	uint64_t cache_misses;
 	uint64_t cache_released;
+	uint64_t migrations;
+	uint64_t migrated_bytes;
+	uint64_t evictions;
+	uint64_t promotions;
 };
 
 /* A released handle kept for reuse (cache.c). */
@@ -206,6 +239,11 @@ struct vmmx_ctx {
 	uint64_t cache_bytes[VMMX__NSLOTS]; /* atomic reads, writes under cache_lock */
 	uint64_t cache_total;           /* atomic reads, writes under cache_lock */
 	uint64_t cache_limit;           /* read-only after create */
+
+	int host_access;                /* enum vmmx_host_access: read-only after create */
+	pthread_mutex_t reg_lock;       /* protects @regs */
+	struct vmmx__reg *regs;         /* host registrations (host.c) */
+	uint64_t reg_count, reg_bytes;  /* atomic */
 
 	pthread_mutex_t lock;
 	struct vmmx__buflist *bufs;     /* RCU; written under @lock */
@@ -245,6 +283,15 @@ void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
 uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 		    enum vmmx__why *why);
 
+/* ---- host memory (host.c) ---- */
+
+struct vmmx__reg;
+/* Choose the host-access path from the device's attributes. */
+void vmmx__host_setup(struct vmmx_ctx *ctx);
+/* Unregister what is left (with a warning). */
+void vmmx__host_teardown(struct vmmx_ctx *ctx);
+const char *vmmx__host_access_name(int access);
+
 /* ---- the chunk cache (cache.c) ---- */
 
 /* Take the largest cached handle at @loc of at most @max bytes; false if none. */
@@ -257,6 +304,25 @@ void vmmx__cache_put(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, 
 uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
 /* Fill the device's cache with VMMX_DEVICE_PREALLOC. */
 int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes);
+
+/* ---- eviction and promotion (evict.c) ---- */
+
+struct vmmx__chunk;
+/* Tell the buffer's policy about a chunk (enum vmmx_policy_event). */
+void vmmx__policy_chunk_event(struct vmmx_buf *buf, const struct vmmx__chunk *c, int event);
+bool vmmx__policy_can_evict(const struct vmmx__policy *pol);
+/* Ask the policy for victims to make @need bytes of room at @want and move
+ * them; buf->lock held.  Returns bytes moved. */
+uint64_t vmmx__policy_evict(struct vmmx_buf *buf, const struct vmmx_policy_request *req,
+			    struct vmmx_loc want, uint64_t need);
+/* Ask the policy for moves and make them; no buffer lock held. */
+int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol);
+
+/* ---- migration (migrate.c) ---- */
+
+/* Move the chunks of [off, off+len) to @to; buf->lock held.  *moved_p: bytes moved. */
+int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+			 vmm_stream_t s, size_t *moved_p);
 
 /* ---- trace (trace.c) ---- */
 
@@ -345,6 +411,10 @@ static inline size_t vmmx__round_down(size_t x, size_t a)
 {
 	return x / a * a;
 }
+
+/* Copy @s into @out as the content of a JSON string (quotes, backslashes and
+ * control bytes escaped); truncates rather than overflow. */
+void vmmx__json_escape(char *out, size_t len, const char *s);
 
 /* Format a byte count for humans ("1.5 GiB") into @buf. */
 const char *vmmx__fmt_size(uint64_t bytes, char *buf, size_t len);

@@ -16,7 +16,12 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/builtin_host.c \
 	%D%/cache.c \
 	%D%/trace.c \
+	%D%/host.c \
+	%D%/migrate.c \
+	%D%/evict.c \
 	%D%/copy.c \
+	%D%/info.c \
+	%D%/hmm.c \
 	%D%/stats.c
 %C%_libvmmx_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URCU_CFLAGS) $(PTHREAD_CFLAGS)
 # Where policies are installed, and where the build tree keeps them (used only

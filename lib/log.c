@@ -51,3 +51,25 @@ void vmmx__logf(const struct vmmx__log *log, enum vmmx_log_level level, const ch
 	/* One fprintf per line so lines from several threads do not interleave. */
 	fprintf(stderr, "libvmmx: %s: %s\n", level_names[level], msg);
 }
+
+void vmmx__json_escape(char *out, size_t len, const char *s)
+{
+	size_t o = 0;
+
+	if (!len)
+		return;
+	/* Room for the longest escape (\u00XX) and the NUL, or stop. */
+	for (; *s && o + 7 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+}

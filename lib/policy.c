@@ -14,7 +14,9 @@
  * table whose major ABI matches, whose size covers the mandatory members,
  * whose mandatory callbacks are set and whose name is the one asked for.
  * The built-in policies (device-first, device, host) answer when no file
- * does, so libvmmx works with no plugin directory.
+ * does, so libvmmx works with no plugin directory.  vmmx__policy_scan walks
+ * the same directories with the same checks, without calling init, for
+ * vmmx_policy_list (info.c).
  *
  * One instance per distinct spec per context, shared by the buffers that
  * name it and reference-counted under ctx->lock.  The instance list is
@@ -23,7 +25,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -92,8 +96,9 @@ static void host_log(const struct vmmx_policy_host *host, int level, const char 
 	va_end(ap);
 	vmmx__logf(&pol->ctx->conf.log, (enum vmmx_log_level)level, "policy %s: %s", pol->name,
 		   msg);
-	/* Kept so that a refused init can say why in vmmx_last_error(). */
-	if (level <= VMMX_LOG_WARN)
+	/* Kept so that a refused init can say why in vmmx_last_error(); only
+	 * during init, which runs alone (under ctx->lock). */
+	if (level <= VMMX_LOG_WARN && pol->in_init)
 		snprintf(pol->msg, sizeof(pol->msg), "%.255s", msg);
 }
 
@@ -218,53 +223,75 @@ static const char *check_ops(const struct vmmx_policy_ops *ops, const char *name
 	return NULL;
 }
 
+/* check_file()'s answer for a file that does not exist: not a refusal. */
+static const char not_found[] = "no such file";
+
+/*
+ * Every check of one file, shared by the loader and vmmx__policy_scan (which
+ * lists what could load without loading it): NULL when the file is
+ * acceptable, else the reason (in @why or static), or not_found.  Whatever
+ * the answer, *dl_p is the dlopen handle when dlopen got that far (the
+ * caller closes it) and *ops_p the table vmmx_policy_entry returned, if any.
+ * Never calls the policy's init.
+ */
+static const char *check_file(const char *dir, const char *path, const char *name, size_t len,
+			      void **dl_p, const struct vmmx_policy_ops **ops_p, char *why,
+			      size_t whylen)
+{
+	vmmx_policy_entry_fn *entry;
+	struct stat st, dst;
+	const char *bad;
+	int fd;
+
+	*dl_p = NULL;
+	*ops_p = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return not_found;
+		snprintf(why, whylen, "cannot open: %s", strerror(errno));
+		return why;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return "not a regular file";
+	}
+	close(fd);
+	if ((bad = unsafe(&st))) {
+		snprintf(why, whylen, "file %s", bad);
+		return why;
+	}
+	if (stat(dir, &dst) || (bad = unsafe(&dst))) {
+		snprintf(why, whylen, "directory %s %s", dir, bad ? bad : "cannot be examined");
+		return why;
+	}
+	*dl_p = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!*dl_p) {
+		snprintf(why, whylen, "dlopen: %s", dlerror());
+		return why;
+	}
+	*(void **)&entry = dlsym(*dl_p, "vmmx_policy_entry");
+	if (!entry)
+		return "no vmmx_policy_entry symbol";
+	*ops_p = entry(VMMX_POLICY_ABI);
+	return check_ops(*ops_p, name, len, why, whylen);
+}
+
 /* Try one file; 0 with *dl_p and *ops_p set, or -1 after recording why not. */
 static int try_file(struct vmmx_ctx *ctx, struct refusals *r, const char *dir, const char *path,
 		    const char *name, size_t len, void **dl_p, const struct vmmx_policy_ops **ops_p)
 {
-	vmmx_policy_entry_fn *entry;
 	const struct vmmx_policy_ops *ops;
-	struct stat st, dst;
-	char why[160];
 	const char *bad;
+	char why[384];
 	void *dl;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		if (errno != ENOENT)
-			refuse(ctx, r, path, "cannot open: %s", strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		refuse(ctx, r, path, "not a regular file");
-		return -1;
-	}
-	close(fd);
-	if ((bad = unsafe(&st))) {
-		refuse(ctx, r, path, "file %s", bad);
-		return -1;
-	}
-	if (stat(dir, &dst) || (bad = unsafe(&dst))) {
-		refuse(ctx, r, path, "directory %s %s", dir, bad ? bad : "cannot be examined");
-		return -1;
-	}
-	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!dl) {
-		refuse(ctx, r, path, "dlopen: %s", dlerror());
-		return -1;
-	}
-	*(void **)&entry = dlsym(dl, "vmmx_policy_entry");
-	if (!entry) {
-		refuse(ctx, r, path, "no vmmx_policy_entry symbol");
-		dlclose(dl);
-		return -1;
-	}
-	ops = entry(VMMX_POLICY_ABI);
-	if ((bad = check_ops(ops, name, len, why, sizeof(why)))) {
-		refuse(ctx, r, path, "%s", bad);
-		dlclose(dl);
+	bad = check_file(dir, path, name, len, &dl, &ops, why, sizeof(why));
+	if (bad) {
+		if (bad != not_found)
+			refuse(ctx, r, path, "%s", bad);
+		if (dl)
+			dlclose(dl);
 		return -1;
 	}
 	vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy loader: loaded %s (ABI %u.%u)", path,
@@ -319,14 +346,20 @@ static const char *build_tree_dir(void)
 	return NULL;
 }
 
-/* Find and load @name: plugins first, then the built-ins. */
-static int load(struct vmmx_ctx *ctx, const char *name, size_t len, void **dl_p,
-		const struct vmmx_policy_ops **ops_p, char *where, size_t wherelen)
+typedef int dir_fn(struct vmmx_ctx *ctx, void *arg, const char *dir, const char *bad);
+
+/*
+ * The search order, shared by the loader and vmmx__policy_scan: every
+ * VMMX_POLICY_PATH element (a relative one comes with @bad set: it is never
+ * searched), the build tree's policies when running from it, then
+ * $(pkglibdir)/policies.  Stops at the first nonzero answer of @fn and
+ * returns it.
+ */
+static int walk_dirs(struct vmmx_ctx *ctx, dir_fn *fn, void *arg)
 {
 	const char *path = ctx->conf.policy_path;
-	struct refusals r = { "", 0 };
-	const char *dirs[3];
-	int ndirs = 0;
+	const char *dirs[2];
+	int ndirs = 0, ret;
 
 	/* VMMX_POLICY_PATH first, element by element. */
 	while (path && *path) {
@@ -337,10 +370,10 @@ static int load(struct vmmx_ctx *ctx, const char *name, size_t len, void **dl_p,
 		if (dl && dl < sizeof(dir)) {
 			memcpy(dir, path, dl);
 			dir[dl] = '\0';
-			if (dir[0] != '/')
-				refuse(ctx, &r, dir, "VMMX_POLICY_PATH element is not absolute");
-			else if (!try_dir(ctx, &r, dir, name, len, dl_p, ops_p, where, wherelen))
-				return 0;
+			ret = fn(ctx, arg, dir,
+				 dir[0] != '/' ? "VMMX_POLICY_PATH element is not absolute" : NULL);
+			if (ret)
+				return ret;
 		}
 		path = end ? end + 1 : NULL;
 	}
@@ -348,8 +381,49 @@ static int load(struct vmmx_ctx *ctx, const char *name, size_t len, void **dl_p,
 		ndirs++;
 	dirs[ndirs++] = VMMX_POLICY_DIR;
 	for (int i = 0; i < ndirs; i++)
-		if (!try_dir(ctx, &r, dirs[i], name, len, dl_p, ops_p, where, wherelen))
-			return 0;
+		if ((ret = fn(ctx, arg, dirs[i], NULL)))
+			return ret;
+	return 0;
+}
+
+struct load_state {
+	struct refusals r;
+	const char *name;
+	size_t len;
+	void **dl_p;
+	const struct vmmx_policy_ops **ops_p;
+	char *where;
+	size_t wherelen;
+	char searched[512];     /* the directories looked in, for "not found" */
+};
+
+/* walk_dirs callback of load(): 1 once loaded, which ends the walk. */
+static int load_dir(struct vmmx_ctx *ctx, void *arg, const char *dir, const char *bad)
+{
+	struct load_state *s = arg;
+	size_t l = strlen(s->searched);
+
+	if (bad) {
+		refuse(ctx, &s->r, dir, "%s", bad);
+		return 0;
+	}
+	snprintf(s->searched + l, sizeof(s->searched) - l, "%s%s", l ? ", " : "", dir);
+	return !try_dir(ctx, &s->r, dir, s->name, s->len, s->dl_p, s->ops_p, s->where,
+			s->wherelen);
+}
+
+/* Find and load @name: plugins first, then the built-ins. */
+static int load(struct vmmx_ctx *ctx, const char *name, size_t len, void **dl_p,
+		const struct vmmx_policy_ops **ops_p, char *where, size_t wherelen)
+{
+	struct load_state s = {
+		.r = { "", 0 }, .name = name, .len = len, .dl_p = dl_p, .ops_p = ops_p,
+		.where = where, .wherelen = wherelen,
+	};
+	struct refusals *r = &s.r;
+
+	if (walk_dirs(ctx, load_dir, &s))
+		return 0;
 	for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
 		if (strlen(builtins[i].name) != len || memcmp(builtins[i].name, name, len))
 			continue;
@@ -357,16 +431,125 @@ static int load(struct vmmx_ctx *ctx, const char *name, size_t len, void **dl_p,
 		*ops_p = builtins[i].entry(VMMX_POLICY_ABI);
 		snprintf(where, wherelen, "built-in");
 		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy loader: using built-in %.*s%s",
-			   (int)len, name, r.len ? " (plugin files refused)" : "");
+			   (int)len, name, r->len ? " (plugin files refused)" : "");
 		return 0;
 	}
-	if (r.len)
+	if (r->len)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EPOLICY, "policy \"%.*s\" not loaded: %s",
-				  (int)len, name, r.text);
+				  (int)len, name, r->text);
 	return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT,
-			  "policy \"%.*s\" not found (no vmmx_policy_%.*s.so in VMMX_POLICY_PATH or %s; built-in: %s)",
-			  (int)len, name, (int)len, name, VMMX_POLICY_DIR,
-			  vmmx__policy_builtin_names());
+			  "policy \"%.*s\" not found (no vmmx_policy_%.*s.so in %s; built-in: %s)",
+			  (int)len, name, (int)len, name, s.searched, vmmx__policy_builtin_names());
+}
+
+/* ---- listing what could load (vmmx_policy_list) ---- */
+
+#define FILE_PREFIX "vmmx_policy_"
+#define FILE_SUFFIX ".so"
+
+/* The policy name in a file name vmmx_policy_<name>.so (0 when it is none). */
+static size_t file_policy_name(const char *file)
+{
+	size_t n = strlen(file), pre = sizeof(FILE_PREFIX) - 1, suf = sizeof(FILE_SUFFIX) - 1;
+	char name[VMMX__POLICY_NAME_MAX + 1];
+	size_t len;
+
+	if (n <= pre + suf || strncmp(file, FILE_PREFIX, pre) || strcmp(file + n - suf, FILE_SUFFIX))
+		return 0;
+	len = n - pre - suf;
+	if (len > VMMX__POLICY_NAME_MAX)
+		return 0;
+	/* Names the loader could never be asked for (a spec's name) are not policies. */
+	memcpy(name, file + pre, len);
+	name[len] = '\0';
+	if (vmmx__policy_spec_check(name, &len) || len != n - pre - suf)
+		return 0;
+	return len;
+}
+
+static int is_policy_file(const struct dirent *d)
+{
+	return file_policy_name(d->d_name) != 0;
+}
+
+struct scan_state {
+	vmmx__policy_scan_fn *fn;
+	void *arg;
+};
+
+/* walk_dirs callback of vmmx__policy_scan: every policy file of @dir, by name. */
+static int scan_dir(struct vmmx_ctx *ctx, void *arg, const char *dir, const char *bad)
+{
+	struct scan_state *s = arg;
+	struct dirent **list;
+	int n, ret = 0;
+
+	if (bad) {
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy list: skipped %s: %s", dir, bad);
+		return 0;
+	}
+	n = scandir(dir, &list, is_policy_file, alphasort);
+	if (n < 0) {
+		if (errno == ENOMEM)
+			return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+					  "policy list: %s: out of memory", dir);
+		/* A directory that is missing or unreadable holds nothing to load. */
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_DEBUG, "policy list: %s: %s", dir,
+			   strerror(errno));
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		const char *file = list[i]->d_name;
+		size_t len = file_policy_name(file);
+		struct vmmx__policy_file f;
+		const struct vmmx_policy_ops *ops;
+		char path[PATH_MAX], name[VMMX__POLICY_NAME_MAX + 1], why[384];
+		const char *why_not;
+		void *dl;
+
+		if (ret)
+			goto next;
+		snprintf(name, sizeof(name), "%.*s", (int)len, file + sizeof(FILE_PREFIX) - 1);
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path)) {
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy list: refused %s/%s: %s",
+				   dir, file, "path too long");
+			goto next;
+		}
+		why_not = check_file(dir, path, name, len, &dl, &ops, why, sizeof(why));
+		if (why_not == not_found) /* gone since scandir saw it */
+			goto next;
+		if (why_not)
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy list: refused %s: %s", path,
+				   why_not);
+		f = (struct vmmx__policy_file){
+			.name = name, .path = path, .ops = ops, .why = why_not,
+		};
+		ret = s->fn(s->arg, &f);
+		if (dl)
+			dlclose(dl);
+next:
+		free(list[i]);
+	}
+	free(list);
+	return ret;
+}
+
+int vmmx__policy_scan(struct vmmx_ctx *ctx, vmmx__policy_scan_fn *fn, void *arg)
+{
+	struct scan_state s = { fn, arg };
+	int ret = walk_dirs(ctx, scan_dir, &s);
+
+	for (size_t i = 0; !ret && i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+		struct vmmx__policy_file f = {
+			.name = builtins[i].name,
+			.path = "built-in",
+			.ops = builtins[i].entry(VMMX_POLICY_ABI),
+			.why = NULL,
+		};
+
+		ret = fn(arg, &f);
+	}
+	return ret;
 }
 
 int vmmx__policy_get(struct vmmx_ctx *ctx, const char *spec, struct vmmx__policy **pol_p)
@@ -417,7 +600,9 @@ int vmmx__policy_get(struct vmmx_ctx *ctx, const char *spec, struct vmmx__policy
 	};
 	args = spec[len] == ':' ? spec + len + 1 : "";
 	vmmx__clear_last_error();
+	pol->in_init = true;
 	err = pol->ops->init(&pol->host, args, &pol->state);
+	pol->in_init = false;
 	if (err) {
 		err = vmmx__fail(&ctx->conf.log, err > 0 ? -err : err,
 				 "policy %s (%s): init refused the arguments \"%s\"%s%s", pol->name,

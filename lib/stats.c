@@ -55,6 +55,13 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->cache_misses = LOAD(ctx->ctr.cache_misses);
 	out->cache_bytes = LOAD(ctx->cache_total);
 	out->cache_released = LOAD(ctx->ctr.cache_released);
+	out->migrations = LOAD(ctx->ctr.migrations);
+	out->migrated_bytes = LOAD(ctx->ctr.migrated_bytes);
+	out->evictions = LOAD(ctx->ctr.evictions);
+	out->promotions = LOAD(ctx->ctr.promotions);
+	out->registrations = LOAD(ctx->reg_count);
+	out->registered_bytes = LOAD(ctx->reg_bytes);
+	out->host_access = (enum vmmx_host_access)ctx->host_access;
 	vmm_counts(ctx->vmm, &vc);
 	memcpy(out->driver_calls, vc.calls, sizeof(out->driver_calls));
 }
@@ -122,8 +129,10 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(placed_device); U(placed_host); U(fallbacks); U(fallbacks_limit);
 	U(fallbacks_headroom); U(fallbacks_oom); U(resizes); U(resize_failures);
 	U(deferred); U(copies); U(cache_hits); U(cache_misses); U(cache_bytes);
-	U(cache_released);
+	U(cache_released); U(registrations); U(registered_bytes);
+	U(migrations); U(migrated_bytes); U(evictions); U(promotions);
 #undef U
+	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");
 	for (int i = 0; i < VMMX_OP_COUNT; i++)
 		put(&o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
@@ -150,24 +159,33 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	for (pol = rcu_dereference(ctx->policies); pol; pol = rcu_dereference(pol->next)) {
 		const char *csep = "";
 
-		/* Specs and paths are checked names and paths: no quotes to escape
-		 * in a spec; a path with a quote is printed with it replaced. */
-		put(&o, "%s{\"spec\":\"", sep);
-		for (const char *p = pol->spec; *p; p++)
-			put(&o, "%c", *p == '"' || *p == '\\' ? '_' : *p);
-		put(&o, "\",\"source\":\"");
-		for (const char *p = pol->where; *p; p++)
-			put(&o, "%c", *p == '"' || *p == '\\' ? '_' : *p);
-		put(&o, "\",\"counters\":{");
+		char esc[2 * VMMX__POLICY_SPEC_MAX + 8 * sizeof(pol->where)];
+
+		vmmx__json_escape(esc, sizeof(esc), pol->spec);
+		put(&o, "%s{\"spec\":\"%s\"", sep, esc);
+		vmmx__json_escape(esc, sizeof(esc), pol->where);
+		put(&o, ",\"source\":\"%s\",\"counters\":{", esc);
 		for (int i = 0; i < VMMX__POLICY_COUNTERS; i++) {
 			const struct vmmx__policy_counter *c = &pol->counters[i];
+			uint64_t sum = 0;
+			bool dup = false;
 
 			if (!__atomic_load_n(&c->name_set, __ATOMIC_ACQUIRE))
 				continue;
-			put(&o, "%s\"", csep);
-			for (const char *p = c->name; *p; p++)
-				put(&o, "%c", *p == '"' || *p == '\\' || (unsigned char)*p < 0x20 ? '_' : *p);
-			put(&o, "\":%llu", (unsigned long long)LOAD(c->value));
+			/* Two threads may have claimed slots for one new name: one key, summed. */
+			for (int j = 0; j < VMMX__POLICY_COUNTERS; j++) {
+				const struct vmmx__policy_counter *d = &pol->counters[j];
+
+				if (!__atomic_load_n(&d->name_set, __ATOMIC_ACQUIRE) || strcmp(d->name, c->name))
+					continue;
+				if (j < i)
+					dup = true;
+				sum += LOAD(d->value);
+			}
+			if (dup)
+				continue;
+			vmmx__json_escape(esc, sizeof(esc), c->name);
+			put(&o, "%s\"%s\":%llu", csep, esc, (unsigned long long)sum);
 			csep = ",";
 		}
 		put(&o, "}}");

@@ -36,26 +36,6 @@ void vmmx__trace_close(struct vmmx_ctx *ctx)
 	ctx->trace_fd = -1;
 }
 
-/* Copy @s into @out as JSON string content (quotes and control bytes escaped). */
-static void json_str(char *out, size_t len, const char *s)
-{
-	size_t o = 0;
-
-	for (; *s && o + 7 < len; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)c;
-		} else if (c < 0x20) {
-			o += (size_t)snprintf(out + o, len - o, "\\u%04x", c);
-		} else {
-			out[o++] = (char)c;
-		}
-	}
-	out[o] = '\0';
-}
-
 void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec)
 {
 	char line[1536], pref[32], chosen[32], tried[700], spec[300];
@@ -63,8 +43,8 @@ void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec)
 	int n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	json_str(tried, sizeof(tried), rec->tried);
-	json_str(spec, sizeof(spec), rec->buf->policy->spec);
+	vmmx__json_escape(tried, sizeof(tried), rec->tried);
+	vmmx__json_escape(spec, sizeof(spec), rec->buf->policy->spec);
 	n = snprintf(line, sizeof(line),
 		     "{\"time\":%lld.%06ld,\"pid\":%d,\"buf\":\"%p\",\"buf_id\":%llu,\"policy\":\"%s\","
 		     "\"chunk\":%zu,\"offset\":%zu,\"size\":%zu,\"preferred\":\"%s\",\"chosen\":\"%s\","

@@ -103,8 +103,13 @@ static int il_place(void *state, const struct vmmx_policy_request *req,
 		    struct vmmx_policy_answer *ans)
 {
 	const struct il *st = state;
-	uint64_t unit = st->unit ? st->unit : req->chunk_min;
-	uint64_t turn = (req->offset / unit) % st->total;
+	/* Units are whole minimum chunks (the header's promise). */
+	uint64_t unit = st->unit / req->chunk_min * req->chunk_min;
+	uint64_t turn;
+
+	if (!unit)
+		unit = req->chunk_min;
+	turn = (req->offset / unit) % st->total;
 	int first = 0, order[MAX_DEV + 1], n = 0;
 
 	/* Whose turn: walk the weights. */

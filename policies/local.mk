@@ -7,7 +7,8 @@ policy_LTLIBRARIES = \
 	%D%/vmmx_policy_device.la \
 	%D%/vmmx_policy_host.la \
 	%D%/vmmx_policy_interleave.la \
-	%D%/vmmx_policy_tiered.la
+	%D%/vmmx_policy_tiered.la \
+	%D%/vmmx_policy_lru.la
 POLICY_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -no-undefined
 POLICY_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 noinst_HEADERS = %D%/args.h
@@ -27,3 +28,6 @@ noinst_HEADERS = %D%/args.h
 %C%_vmmx_policy_tiered_la_SOURCES = %D%/tiered.c
 %C%_vmmx_policy_tiered_la_CFLAGS = $(POLICY_CFLAGS)
 %C%_vmmx_policy_tiered_la_LDFLAGS = $(POLICY_LDFLAGS)
+%C%_vmmx_policy_lru_la_SOURCES = %D%/lru.c
+%C%_vmmx_policy_lru_la_CFLAGS = $(POLICY_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_vmmx_policy_lru_la_LDFLAGS = $(POLICY_LDFLAGS) $(PTHREAD_LIBS)

@@ -12,7 +12,7 @@ AM_TESTS_ENVIRONMENT = \
 
 check_LTLIBRARIES += %D%/tap/libtap.la
 %C%_tap_libtap_la_SOURCES = %D%/tap/basic.h %D%/tap/basic.c %D%/tap/vmmx_test.h %D%/tap/vmmx_test.c \
-	%D%/tap/cuda.h %D%/tap/cuda.c
+	%D%/tap/cuda.h %D%/tap/cuda.c %D%/tap/json.h %D%/tap/json.c
 %C%_tap_libtap_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib
 %C%_tap_libtap_la_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS)
 if HAVE_CUDA
@@ -26,6 +26,7 @@ TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib $(URCU_CFLAGS)
 vmmx_c_tests = \
 	%D%/vmm/sim \
 	%D%/vmm/fault \
+	%D%/vmm/cuda \
 	%D%/lib/size \
 	%D%/lib/error \
 	%D%/lib/config \
@@ -35,16 +36,34 @@ vmmx_c_tests = \
 	%D%/lib/concurrency \
 	%D%/lib/memcpy \
 	%D%/lib/lookup \
-	%D%/gpu/mixed_kernel
+	%D%/lib/info \
+	%D%/lib/cache \
+	%D%/lib/trace \
+	%D%/lib/abi \
+	%D%/lib/place_mt \
+	%D%/policies/loader \
+	%D%/policies/shipped \
+	%D%/policies/example \
+	%D%/gpu/mixed_kernel \
+	%D%/gpu/fallback_kernel \
+	%D%/lib/host \
+	%D%/lib/migrate \
+	%D%/policies/lru \
+	%D%/gpu/migrate_kernel \
+	%D%/tools/plot
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
 TESTS += $(vmmx_c_tests) %D%/api/cxx %D%/api/exports.sh
 EXTRA_DIST += %D%/api/exports.sh
+TESTS += %D%/tools/vmmx-info.sh
+EXTRA_DIST += %D%/tools/vmmx-info.sh
 
 %C%_vmm_sim_LDADD = $(TEST_LDADD)
 %C%_vmm_sim_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_vmm_fault_LDADD = $(TEST_LDADD)
 %C%_vmm_fault_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_vmm_cuda_LDADD = $(TEST_LDADD)
+%C%_vmm_cuda_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_size_LDADD = $(TEST_LDADD)
 %C%_lib_size_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_error_LDADD = $(TEST_LDADD)
@@ -63,14 +82,96 @@ EXTRA_DIST += %D%/api/exports.sh
 %C%_lib_memcpy_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_lookup_LDADD = $(TEST_LDADD)
 %C%_lib_lookup_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_info_LDADD = $(TEST_LDADD)
+%C%_lib_info_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_cache_LDADD = $(TEST_LDADD)
+%C%_lib_cache_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_trace_LDADD = $(TEST_LDADD)
+%C%_lib_trace_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_abi_LDADD = $(TEST_LDADD)
+%C%_lib_abi_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_place_mt_LDADD = $(TEST_LDADD)
+%C%_lib_place_mt_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_policies_loader_LDADD = $(TEST_LDADD)
+%C%_policies_loader_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_policies_shipped_LDADD = $(TEST_LDADD)
+%C%_policies_shipped_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_policies_example_LDADD = $(TEST_LDADD)
+%C%_policies_example_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_host_LDADD = $(TEST_LDADD)
+%C%_lib_host_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_migrate_LDADD = $(TEST_LDADD)
+%C%_lib_migrate_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_policies_lru_LDADD = $(TEST_LDADD)
+%C%_policies_lru_CPPFLAGS = $(TEST_CPPFLAGS)
+
+# Plugins for the policy tests, loadable modules in %D%/policies/.libs (make
+# check builds check_LTLIBRARIES before it runs the tests): the fake ones of
+# the loader test, one variant of fake.c each, and the documentation's example.
+# -rpath makes libtool build them shared although they are never installed.
+TEST_POLICY_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -rpath /nowhere -no-undefined
+TEST_POLICY_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+check_LTLIBRARIES += \
+	%D%/policies/vmmx_policy_fake_ok.la \
+	%D%/policies/vmmx_policy_fake_major.la \
+	%D%/policies/vmmx_policy_fake_small.la \
+	%D%/policies/vmmx_policy_fake_noentry.la \
+	%D%/policies/vmmx_policy_fake_nocb.la \
+	%D%/policies/vmmx_policy_fake_name.la \
+	%D%/policies/vmmx_policy_fake_null.la \
+	%D%/policies/vmmx_policy_fake_initfail.la \
+	%D%/policies/vmmx_policy_coinflip.la
+%C%_policies_vmmx_policy_fake_ok_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_ok_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_OK
+%C%_policies_vmmx_policy_fake_ok_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_ok_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_major_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_major_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_MAJOR
+%C%_policies_vmmx_policy_fake_major_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_major_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_small_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_small_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_SMALL
+%C%_policies_vmmx_policy_fake_small_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_small_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_noentry_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_noentry_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NOENTRY
+%C%_policies_vmmx_policy_fake_noentry_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_noentry_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_nocb_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_nocb_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NOCB
+%C%_policies_vmmx_policy_fake_nocb_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_nocb_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_name_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_name_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NAME
+%C%_policies_vmmx_policy_fake_name_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_name_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_null_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_null_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_NULL
+%C%_policies_vmmx_policy_fake_null_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_null_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_initfail_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_initfail_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_INITFAIL
+%C%_policies_vmmx_policy_fake_initfail_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_initfail_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_coinflip_la_SOURCES = docs/examples/coinflip.c
+%C%_policies_vmmx_policy_coinflip_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_coinflip_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
 
 # GPU kernels: nvcc builds a fatbin, bin2c embeds it; without nvcc the test skips.
 %C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c %D%/gpu/hash.h
 %C%_gpu_mixed_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_mixed_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
+%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/migrate_kernel.c %D%/gpu/hash.h
+%C%_gpu_migrate_kernel_LDADD = $(TEST_LDADD)
+%C%_gpu_migrate_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
+%C%_gpu_fallback_kernel_SOURCES = %D%/gpu/fallback_kernel.c
+%C%_gpu_fallback_kernel_LDADD = $(TEST_LDADD)
+%C%_gpu_fallback_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 EXTRA_DIST += %D%/gpu/kernels.cu
 if HAVE_NVCC
 nodist_%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
+nodist_%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
+nodist_%C%_gpu_fallback_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
 BUILT_SOURCES += %D%/gpu/kernels_fatbin.h
 CLEANFILES += %D%/gpu/kernels_fatbin.h %D%/gpu/kernels.fatbin
 %D%/gpu/kernels.fatbin: %D%/gpu/kernels.cu
@@ -78,6 +179,13 @@ CLEANFILES += %D%/gpu/kernels_fatbin.h %D%/gpu/kernels.fatbin
 %D%/gpu/kernels_fatbin.h: %D%/gpu/kernels.fatbin
 	$(AM_V_GEN)$(BIN2C) --const --name vmmx_test_kernels_fatbin --type longlong %D%/gpu/kernels.fatbin > $@
 endif
+
+# The tools: the PNG writer (unit test), vmmx-place and vmmx-bench on sim (shell).
+%C%_tools_plot_SOURCES = %D%/tools/plot.c tools/plot.c tools/plot.h
+%C%_tools_plot_LDADD = $(TEST_LDADD) -lm
+%C%_tools_plot_CPPFLAGS = $(TEST_CPPFLAGS)
+TESTS += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh
+EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh
 
 # vmmx.h must compile as C++ and as strict C99.
 %C%_api_cxx_SOURCES = %D%/api/cxx.cc

@@ -47,7 +47,7 @@ extern "C" {
 /** VMMX_POLICY_ABI_MAJOR - incompatible changes bump this. */
 #define VMMX_POLICY_ABI_MAJOR 1
 /** VMMX_POLICY_ABI_MINOR - appended members bump this. */
-#define VMMX_POLICY_ABI_MINOR 0
+#define VMMX_POLICY_ABI_MINOR 1
 /** VMMX_POLICY_ABI - the version this header describes. */
 #define VMMX_POLICY_ABI ((uint32_t)((VMMX_POLICY_ABI_MAJOR << 16) | VMMX_POLICY_ABI_MINOR))
 /** VMMX_POLICY_ABI_MAJOR_OF() - major number of an ABI version. */
@@ -100,6 +100,36 @@ struct vmmx_policy_answer {
 	unsigned int nlocs;       /**< entries used in @locs (at least 1) */
 	size_t max_len;           /**< most bytes for this chunk (rounded down to chunk_min,
 				       at least chunk_min); 0: as large as libvmmx allows */
+};
+
+/**
+ * struct vmmx_policy_chunk - a chunk of a buffer, as chunk_event() reports it.
+ */
+struct vmmx_policy_chunk {
+	uint64_t buf_id;          /**< the buffer (struct vmmx_policy_request.buf_id) */
+	size_t offset;            /**< offset of the chunk in the buffer */
+	size_t size;              /**< bytes */
+	struct vmmx_loc loc;      /**< where it is now */
+};
+
+/** enum vmmx_policy_event - what happened to a chunk (chunk_event()). */
+enum vmmx_policy_event {
+	VMMX_POLICY_EV_PLACED = 1,   /**< a grow mapped it */
+	VMMX_POLICY_EV_RELEASED = 2, /**< a shrink or destroy unmapped it */
+	VMMX_POLICY_EV_MOVED = 3,    /**< a migration moved it (loc is the new location) */
+};
+
+/**
+ * struct vmmx_policy_move - a chunk to move, as evict() and rebalance() ask.
+ *
+ * The chunk is named by its buffer and the offset it starts at; libvmmx
+ * ignores a move naming no chunk of a buffer of this policy instance, a
+ * chunk already at @to, or a buffer busy in another thread.
+ */
+struct vmmx_policy_move {
+	uint64_t buf_id;          /**< the buffer */
+	size_t offset;            /**< offset at which the chunk starts */
+	struct vmmx_loc to;       /**< where to move it */
 };
 
 /**
@@ -176,6 +206,43 @@ struct vmmx_policy_ops {
 	 * or destroyed (0).  May be NULL.
 	 */
 	void (*buf_event)(void *state, uint64_t buf_id, size_t capacity, int created);
+
+	/* ---- optional members, ABI 1.1: eviction and promotion ---- */
+
+	/**
+	 * chunk_event() - a chunk of a buffer using this instance was placed,
+	 * released or moved (enum vmmx_policy_event).  May be NULL.
+	 */
+	void (*chunk_event)(void *state, const struct vmmx_policy_chunk *c, int event);
+
+	/**
+	 * advise() - vmmx_buf_advise() on [offset, offset + len) of a buffer
+	 * (enum vmmx_advice).  libvmmx sees no hardware access counters: this
+	 * and chunk_event() are all a policy learns about use.  May be NULL.
+	 */
+	void (*advise)(void *state, uint64_t buf_id, size_t offset, size_t len, int advice);
+
+	/**
+	 * evict() - the next chunk of a grow wants @want (the answer's first
+	 * location) and it lacks @need bytes of room: name chunks to move
+	 * elsewhere (victims), most expendable first, into @moves.
+	 * @req: the request of that grow (the growing buffer's chunks past
+	 *       req->offset do not exist yet).
+	 * Return: moves written (at most @max); 0 to fall back as usual.
+	 * May be NULL.
+	 */
+	size_t (*evict)(void *state, const struct vmmx_policy_request *req, struct vmmx_loc want,
+			uint64_t need, struct vmmx_policy_move *moves, size_t max);
+
+	/**
+	 * rebalance() - room changed (memory freed by a shrink, destroy or
+	 * migration, or advice given): name moves to make now, in order (for
+	 * example demotions first, then promotions), into @moves.
+	 * @room: what each location can take now (as in a request).
+	 * Return: moves written (at most @max).  May be NULL.
+	 */
+	size_t (*rebalance)(void *state, const struct vmmx_policy_room *room, size_t nroom,
+			    struct vmmx_policy_move *moves, size_t max);
 };
 
 /** typedef vmmx_policy_entry_fn - the type of a policy's entry point. */

@@ -197,6 +197,31 @@ int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void
 	return 0;
 }
 
+int tcuda_launch_on(const char *kernel, unsigned int grid, unsigned int block, void **args,
+		    void *stream)
+{
+	CUfunction fn;
+	CUresult r;
+
+	why[0] = '\0';
+	if (!T.mod) {
+		snprintf(why, sizeof(why), "tcuda_launch_on(%s): no module loaded", kernel);
+		diag("%s", why);
+		return -1;
+	}
+	r = T.api.cuCtxSetCurrent(T.ctx);
+	if (r != CUDA_SUCCESS)
+		return fail("cuCtxSetCurrent", "primary context", r);
+	r = T.api.cuModuleGetFunction(&fn, T.mod, kernel);
+	if (r != CUDA_SUCCESS)
+		return fail("cuModuleGetFunction", kernel, r);
+	/* No synchronisation: the stream's owner waits. */
+	r = T.api.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, (CUstream)stream, args, NULL);
+	if (r != CUDA_SUCCESS)
+		return fail("cuLaunchKernel", kernel, r);
+	return 0;
+}
+
 void tcuda_close(void)
 {
 	/* Failures ignored: this is teardown, possibly after a sticky error. */
@@ -228,6 +253,14 @@ int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void
 {
 	snprintf(why, sizeof(why), "built without CUDA");
 	diag("tcuda_launch(%s): %s", kernel, why);
+	return -1;
+}
+
+int tcuda_launch_on(const char *kernel, unsigned int grid, unsigned int block, void **args,
+		    void *stream)
+{
+	snprintf(why, sizeof(why), "built without CUDA");
+	diag("tcuda_launch_on(%s): %s", kernel, why);
 	return -1;
 }
 

@@ -45,6 +45,18 @@ int tcuda_load(const void *image);
  */
 int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void **args);
 
+/**
+ * tcuda_launch_on() - as tcuda_launch(), but on @stream (a CUstream, for
+ * example vmmx_stream_handle(); NULL is the default stream) and without
+ * waiting: the kernel may still run when this returns.  Wait with the
+ * stream's owner (vmmx_stream_sync(), vmmx_buf_migrate_on()).
+ * Return: 0, or the nonzero CUresult of the call that failed (-1 when no
+ * module is loaded); the CUDA error name is printed with diag().  Faults
+ * inside the kernel surface at the wait, not here.
+ */
+int tcuda_launch_on(const char *kernel, unsigned int grid, unsigned int block, void **args,
+		    void *stream);
+
 /** tcuda_close() - unload the module, release the context; safe to call twice. */
 void tcuda_close(void);
 

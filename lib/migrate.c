@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migrate.c - moving chunks between locations under the same address, and
+ * the streams callers order that work with.
+ *
+ * One chunk moves like this: a handle at the destination (from the cache
+ * when it has one of that size), mapped at a staging address and granted;
+ * an asynchronous copy from the chunk's address to the staging address;
+ * then, once the copy is done, the old mapping is replaced by the new
+ * handle at the chunk's address, access is granted, and the old handle goes
+ * to the cache.  Every step that fails undoes that chunk's earlier steps, so
+ * a chunk is always either where it was, intact, or moved, intact.
+ *
+ * Speed: chunks move in batches (up to MIGRATE_BATCH bytes) through two
+ * staging slots.  While batch k's copies run, batch k+1's handles are made
+ * and mapped; batch k is switched over while batch k+1 copies.  Access is
+ * granted once per staging slot and once per run of adjacent moved chunks,
+ * not once per chunk.  The chunk is the unit: a range is widened to whole
+ * chunks.
+ *
+ * Locking: the buffer's mutex for the whole call (resizes and other
+ * migrations of that buffer wait); the table is published once at the end.
+ * Kernels must not use the range while it moves: that is the caller's race,
+ * ordered with vmmx_buf_migrate_on() and a stream.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Bytes per batch: big enough that the per-batch driver calls are small
+ * next to the copy (256 MiB is ~5 ms over PCIe Gen5), small enough to
+ * overlap preparation with copying over a 1 GiB range. */
+#define MIGRATE_BATCH (256ull << 20)
+
+struct vmmx_stream {
+	struct vmmx_ctx *ctx;
+	vmm_stream_t s;
+};
+
+VMMX_API int vmmx_stream_create(struct vmmx_ctx *ctx, struct vmmx_stream **s_p)
+{
+	struct vmmx_stream *st;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!ctx || !s_p)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_stream_create: NULL argument");
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_stream_create: out of memory");
+	err = vmm_stream_create(ctx->vmm, &st->s);
+	if (err) {
+		free(st);
+		return err;
+	}
+	st->ctx = ctx;
+	*s_p = st;
+	return 0;
+}
+
+VMMX_API void vmmx_stream_destroy(struct vmmx_stream *st)
+{
+	if (!st)
+		return;
+	if (vmm_stream_destroy(st->ctx->vmm, st->s))
+		vmmx__logf(&st->ctx->conf.log, VMMX_LOG_WARN, "vmmx_stream_destroy: %s",
+			   vmmx_last_error());
+	free(st);
+}
+
+VMMX_API void *vmmx_stream_handle(const struct vmmx_stream *st)
+{
+	return st ? (void *)(uintptr_t)st->s : NULL;
+}
+
+VMMX_API int vmmx_stream_sync(struct vmmx_stream *st)
+{
+	vmmx__clear_last_error();
+	if (!st)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_stream_sync: NULL stream");
+	return vmm_stream_sync(st->ctx->vmm, st->s);
+}
+
+/* One chunk on its way. */
+struct move {
+	size_t idx;             /* index in the table */
+	vmm_handle_t nh;        /* the new handle */
+	size_t soff;            /* offset in the staging slot */
+	bool moved;
+};
+
+struct batch {
+	struct move *m;
+	size_t n;
+	char *stage;            /* this batch's staging slot */
+	size_t staged;          /* bytes mapped in the slot */
+	bool copied;            /* copies queued successfully */
+};
+
+struct mig {
+	struct vmmx_buf *buf;
+	struct vmmx_ctx *ctx;
+	const struct vmmx__table *t;
+	struct vmmx__table *nt;        /* the table being built */
+	struct vmmx_loc to;
+	vmm_stream_t s;
+	size_t next;            /* next table index to look at */
+	size_t end;             /* one past the last index in the range */
+	size_t slot_bytes;
+	size_t moved;
+	int err;                /* first error; stops preparing more */
+};
+
+static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, size_t size)
+{
+	vmmx__cache_put(ctx, loc, h, size);
+}
+
+/* A handle of @size at the destination: cached, else new (evicting cached
+ * handles of that location once if the limit or the driver says no). */
+static int new_handle(struct mig *g, size_t size, vmm_handle_t *h)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	size_t got;
+	int err;
+
+	if (vmmx__cache_take(ctx, g->to, size, size, h, &got)) {
+		__atomic_fetch_add(&ctx->ctr.cache_hits, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	for (int tries = 0; tries < 2; tries++) {
+		err = vmmx__charge(ctx, g->to, size);
+		if (!err) {
+			err = vmm_create(ctx->vmm, g->to, size, h);
+			if (!err) {
+				__atomic_fetch_add(&ctx->ctr.cache_misses, 1, __ATOMIC_RELAXED);
+				return 0;
+			}
+			vmmx__uncharge(ctx, g->to, size);
+		}
+		if (err != -VMMX_ENOMEM || !vmmx__cache_evict(ctx, g->to, size))
+			break;
+	}
+	if (err == -VMMX_ENOMEM) {
+		char name[32];
+
+		return vmmx__fail(&ctx->conf.log, err,
+				  "vmmx_buf_migrate: no room on %s for a %zu-byte chunk",
+				  vmmx_loc_name(g->to, name, sizeof(name)), size);
+	}
+	return err;
+}
+
+/* Undo a batch's staging: unmap the slot, give the new handles back. */
+static void unstage(struct mig *g, struct batch *b, bool keep_moved)
+{
+	if (b->staged)
+		vmmx__unmap_or_defer(g->ctx, b->stage, b->staged);
+	for (size_t i = 0; i < b->n; i++)
+		if (!(keep_moved && b->m[i].moved))
+			give_back(g->ctx, g->to, b->m[i].nh, g->t->c[b->m[i].idx].size);
+	b->staged = 0;
+}
+
+/* Make, map and grant handles for the next chunks, up to a slot's worth. */
+static void prepare(struct mig *g, struct batch *b)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	size_t used = 0;
+	int err;
+
+	b->n = 0;
+	b->staged = 0;
+	b->copied = false;
+	while (!g->err && g->next < g->end) {
+		const struct vmmx__chunk *c = &g->t->c[g->next];
+		struct move *m;
+
+		if (c->loc.kind == g->to.kind && c->loc.id == g->to.id) {
+			g->next++;
+			continue;
+		}
+		if (b->n && used + c->size > g->slot_bytes)
+			break;
+		m = &b->m[b->n];
+		err = new_handle(g, c->size, &m->nh);
+		if (!err) {
+			err = vmm_map(ctx->vmm, b->stage + used, c->size, m->nh);
+			if (err)
+				give_back(ctx, g->to, m->nh, c->size);
+		}
+		if (err) {
+			g->err = err;
+			break;
+		}
+		m->idx = g->next++;
+		m->soff = used;
+		m->moved = false;
+		used += c->size;
+		b->staged = used;
+		b->n++;
+	}
+	/* One grant for the whole slot: every handle in it is at g->to. */
+	if (b->n) {
+		err = vmmx__chunk_set_access(ctx, b->stage, b->staged, g->to);
+		if (err) {
+			g->err = err;
+			unstage(g, b, false);
+			b->n = 0;
+		}
+	}
+}
+
+static void launch(struct mig *g, struct batch *b)
+{
+	const char *base = (const char *)g->buf->base;
+	int err = 0;
+
+	/* One copy per chunk: each side is one location, so none crosses a
+	 * device/host boundary. */
+	for (size_t i = 0; i < b->n && !err; i++) {
+		const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
+
+		err = vmm_copy_async(g->ctx->vmm, b->stage + b->m[i].soff, base + c->off, c->size,
+				     g->s);
+	}
+	b->copied = !err;
+	if (err && !g->err)
+		g->err = err;
+}
+
+/* Put the old handle back at @va after a failed switch; false if that failed too. */
+static bool restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
+{
+	if (vmm_map(ctx->vmm, va, c->size, c->handle))
+		return false;
+	if (vmmx__chunk_set_access(ctx, va, c->size, c->loc)) {
+		vmmx__unmap_or_defer(ctx, va, c->size);
+		return false;
+	}
+	return true;
+}
+
+static void lost(struct mig *g, const struct vmmx__chunk *c)
+{
+	vmmx__logf(&g->ctx->conf.log, VMMX_LOG_ERROR,
+		   "vmmx_buf_migrate: chunk at offset %zu could not be restored after a failed move; its address is unmapped",
+		   c->off);
+}
+
+/* Switch a copied batch over: unmap old, map new, grant per run of chunks. */
+static void finish(struct mig *g, struct batch *b)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	size_t i, run;
+	int err;
+
+	if (!b->copied) {
+		unstage(g, b, false);
+		return;
+	}
+	for (i = 0; i < b->n; i++) {
+		const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
+		void *va = (void *)(g->buf->base + c->off);
+
+		err = vmm_unmap(ctx->vmm, va, c->size);
+		if (!err) {
+			err = vmm_map(ctx->vmm, va, c->size, b->m[i].nh);
+			if (err && !restore(ctx, va, c))
+				lost(g, c);
+		}
+		if (err) {
+			g->err = g->err ? g->err : err;
+			continue;
+		}
+		b->m[i].moved = true;
+	}
+	/* Grant access to runs of adjacent moved chunks in one call each. */
+	for (i = 0; i < b->n; i = run) {
+		const struct vmmx__chunk *first = &g->t->c[b->m[i].idx];
+		size_t bytes = first->size;
+
+		for (run = i + 1; run < b->n && b->m[run - 1].moved && b->m[run].moved &&
+				  b->m[run].idx == b->m[run - 1].idx + 1;
+		     run++)
+			bytes += g->t->c[b->m[run].idx].size;
+		if (!b->m[i].moved)
+			continue;
+		err = vmmx__chunk_set_access(ctx, (void *)(g->buf->base + first->off), bytes, g->to);
+		if (!err)
+			continue;
+		g->err = g->err ? g->err : err;
+		/* Undo the run chunk by chunk: back to the old handles. */
+		for (size_t k = i; k < run; k++) {
+			const struct vmmx__chunk *c = &g->t->c[b->m[k].idx];
+			void *va = (void *)(g->buf->base + c->off);
+
+			if (vmm_unmap(ctx->vmm, va, c->size) || !restore(ctx, va, c))
+				lost(g, c);
+			b->m[k].moved = false;
+		}
+	}
+	/* The staging mappings go; moved chunks' handles stay mapped at their address. */
+	unstage(g, b, true);
+	for (i = 0; i < b->n; i++) {
+		const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
+		struct vmmx__chunk *nc = &g->nt->c[b->m[i].idx];
+
+		if (!b->m[i].moved)
+			continue;
+		give_back(ctx, c->loc, c->handle, c->size);
+		nc->loc = g->to;
+		nc->handle = b->m[i].nh;
+		vmmx__policy_chunk_event(g->buf, nc, VMMX_POLICY_EV_MOVED);
+		g->moved += c->size;
+		__atomic_fetch_add(&ctx->ctr.migrations, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ctx->ctr.migrated_bytes, c->size, __ATOMIC_RELAXED);
+	}
+}
+
+/* The range's chunks: [*first, *end) of @t covering [off, off + len). */
+static void chunk_range(const struct vmmx__table *t, size_t off, size_t len, size_t *first,
+			size_t *end)
+{
+	*first = *end = 0;
+	if (!len || !t->n)
+		return;
+	*first = vmmx__table_find(t, off);
+	*end = vmmx__table_find(t, off + len - 1) + 1;
+}
+
+int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+			 vmm_stream_t s, size_t *moved_p)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	struct vmmx__table *t = buf->table;
+	struct batch b[2] = { { 0 }, { 0 } };
+	struct mig g = { .buf = buf, .ctx = ctx, .t = t, .to = to, .s = s };
+	size_t first, maxn = 0;
+	void *stage = NULL;
+	int err, cur = 0;
+
+	*moved_p = 0;
+	chunk_range(t, off, len, &first, &g.end);
+	g.next = first;
+	for (size_t i = first; i < g.end; i++) {
+		if (t->c[i].size > g.slot_bytes)
+			g.slot_bytes = t->c[i].size;
+		if (t->c[i].loc.kind != to.kind || t->c[i].loc.id != to.id)
+			maxn++;
+	}
+	if (!maxn)
+		return 0;
+	g.slot_bytes = g.slot_bytes > MIGRATE_BATCH ? g.slot_bytes : MIGRATE_BATCH;
+	g.nt = malloc(sizeof(*g.nt) + t->n * sizeof(t->c[0]));
+	b[0].m = calloc(maxn, sizeof(struct move));
+	b[1].m = calloc(maxn, sizeof(struct move));
+	if (!g.nt || !b[0].m || !b[1].m) {
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_migrate: out of memory");
+		goto out_free;
+	}
+	memcpy(g.nt, t, sizeof(*t) + t->n * sizeof(t->c[0]));
+	err = vmm_reserve(ctx->vmm, 2 * g.slot_bytes, ctx->gran, &stage);
+	if (err)
+		goto out_free;
+	b[0].stage = stage;
+	b[1].stage = (char *)stage + g.slot_bytes;
+
+	/* prepare(k+1) overlaps copy(k); finish(k) overlaps copy(k+1). */
+	prepare(&g, &b[0]);
+	launch(&g, &b[0]);
+	while (b[cur].n) {
+		struct batch *nb = &b[!cur];
+
+		nb->n = 0;
+		if (!g.err)
+			prepare(&g, nb);
+		err = vmm_stream_sync(ctx->vmm, s);
+		if (err) {
+			/* The device failed: nothing copied can be trusted. */
+			g.err = g.err ? g.err : err;
+			b[cur].copied = false;
+			nb->copied = false;
+			unstage(&g, nb, false);
+			nb->n = 0;
+		} else if (nb->n) {
+			launch(&g, nb);
+		}
+		finish(&g, &b[cur]);
+		b[cur].n = 0;
+		cur = !cur;
+	}
+	err = g.err;
+	vmmx__unreserve_or_defer(ctx, stage, 2 * g.slot_bytes);
+	if (g.moved) {
+		rcu_assign_pointer(buf->table, g.nt);
+		urcu_bp_synchronize_rcu();
+		free(t);
+		g.nt = NULL;
+	}
+	*moved_p = g.moved;
+out_free:
+	free(g.nt);
+	free(b[0].m);
+	free(b[1].m);
+	return err;
+}
+
+static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+		   struct vmmx_stream *st, size_t *moved_p)
+{
+	struct vmmx_ctx *ctx;
+	size_t moved = 0, size;
+	vmm_stream_t s;
+	int err;
+
+	vmmx__clear_last_error();
+	if (moved_p)
+		*moved_p = 0;
+	if (!buf)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_migrate: buf is NULL");
+	ctx = buf->ctx;
+	if (vmmx__slot(ctx, to) < 0 || (to.kind == VMMX_LOC_DEVICE && !ctx->peer[to.id])) {
+		char name[32];
+
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_buf_migrate: location %s is not usable by this context",
+				  vmmx_loc_name(to, name, sizeof(name)));
+	}
+	if (st && st->ctx != ctx)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_buf_migrate_on: the stream belongs to another context");
+	s = st ? st->s : 0;
+	pthread_mutex_lock(&buf->lock);
+	size = buf->table->size;
+	if (off > size || len > size - off) {
+		pthread_mutex_unlock(&buf->lock);
+		return vmmx__fail(&ctx->conf.log, -VMMX_ERANGE,
+				  "vmmx_buf_migrate: range [%zu, +%zu) goes past the size %zu", off, len,
+				  size);
+	}
+	/* Work queued on the caller's stream comes first. */
+	err = st ? vmm_stream_sync(ctx->vmm, s) : 0;
+	if (!err)
+		err = vmmx__migrate_locked(buf, off, len, to, s, &moved);
+	pthread_mutex_unlock(&buf->lock);
+	if (moved_p)
+		*moved_p = moved;
+	return err;
+}
+
+VMMX_API int vmmx_buf_migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+			      size_t *moved_p)
+{
+	return migrate(buf, off, len, to, NULL, moved_p);
+}
+
+VMMX_API int vmmx_buf_migrate_on(struct vmmx_buf *buf, size_t off, size_t len,
+				 struct vmmx_loc to, struct vmmx_stream *st, size_t *moved_p)
+{
+	if (moved_p)
+		*moved_p = 0;
+	if (!st) {
+		vmmx__clear_last_error();
+		return vmmx__fail(buf ? &buf->ctx->conf.log : NULL, -VMMX_EINVAL,
+				  "vmmx_buf_migrate_on: NULL stream");
+	}
+	return migrate(buf, off, len, to, st, moved_p);
+}

@@ -1,0 +1,106 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# vmmx-bench on the sim backend: every section's table under the "not GPU
+# figures" banner, targets never judged on the sim, --json (parsed and
+# checked: one handle per doubling, grow peaks N against realloc's 2N - step,
+# cache hits), --only, --plot (a PNG), progress on stderr only, and usage
+# errors (exit 2, the problem named).  Sizes are the sim's MiB defaults.
+bench="$top_builddir/tools/vmmx-bench"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-bench-sh.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+for v in $(env | sed -n 's/^\(VMMX_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
+VMMX_BACKEND=sim
+export VMMX_BACKEND
+
+if command -v python3 >/dev/null 2>&1; then py=python3; else py=; fi
+n=0
+check() { # check STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+}
+skip() {
+	n=$((n + 1))
+	echo "ok $n # SKIP $1"
+}
+pycheck() { # pycheck DESCRIPTION FILE EXPRESSION
+	if [ -z "$py" ]; then skip "no python3: $1"; return; fi
+	$py -c 'import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>"$tmp/py.err"
+	st=$?
+	check $st "$1"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/py.err"
+}
+usage_error() { # usage_error DESCRIPTION NEEDLE ARGS...
+	d=$1 needle=$2
+	shift 2
+	"$bench" -q "$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 2 ] && grep -q -- "$needle" "$tmp/err" && test ! -s "$tmp/out"
+	check $? "$d (exit 2, names $needle)"
+	[ $st -eq 2 ] || echo "# exit status $st"
+}
+
+M=1048576
+"$bench" --reps 2 --iters 2 --warmup 1 >"$tmp/table" 2>"$tmp/err"
+check $? "every section on the sim exits 0"
+grep -q 'NOT GPU figures' "$tmp/table"
+check $? "the tables start with the banner: not GPU figures"
+for s in ops grow doubling copy 'stream read' targets; do
+	grep -q "^== $s" "$tmp/table"
+	check $? "the $s table is printed"
+done
+grep -q '^device  *2 MiB  *grow, cache miss (create+map+access)  *[0-9]' "$tmp/table" &&
+	grep -q '^host  *8 MiB  *shrink into the cache (unmap)  *[0-9]' "$tmp/table"
+check $? "ops: per location and chunk size, through the library"
+grep -q '^total: vmmx [0-9.]* us, realloc [0-9.]* us, speedup [0-9.]*x' "$tmp/table"
+check $? "grow: totals and speedup against realloc"
+[ "$(sed -n '/^== targets/,$p' "$tmp/table" | grep -c 'n/a')" -eq 6 ] &&
+	! grep -q 'PASS\|MISS' "$tmp/table"
+check $? "the 6 targets are printed and not judged on the sim"
+grep -q '^vmmx-bench: ops: device chunks of 2 MiB' "$tmp/err" &&
+	grep -q '^vmmx-bench: stream: ' "$tmp/err" && ! grep -q '^vmmx-bench: ' "$tmp/table"
+check $? "progress goes to stderr, not stdout"
+
+"$bench" -q --reps 2 --iters 2 --warmup 1 --json >"$tmp/json" 2>"$tmp/err"
+check $? "--json exits 0"
+pycheck "--json is valid JSON" "$tmp/json" 'True'
+pycheck "--json: sim, not GPU figures" "$tmp/json" \
+	'd["backend"] == "sim" and d["gpu_figures"] is False and "not GPU figures" in d["note"] and d["device"]["granularity"] == 2*'$M
+pycheck "--json: ops through the library, no raw calls on the sim" "$tmp/json" \
+	'len(d["ops"]) == 16 and all(o["vmmx_s"] > 0 and o["raw_s"] is None for o in d["ops"])'
+pycheck "--json: grow 0 -> 32 MiB in 4 MiB steps, one chunk more per step" "$tmp/json" \
+	'[s["size"] for s in d["grow"]["steps"]] == [4*'$M'*k for k in range(1, 9)] and [s["vmmx_chunks"] for s in d["grow"]["steps"]] == list(range(1, 9))'
+pycheck "--json: grow peaks: N for libvmmx, 2N - step for realloc" "$tmp/json" \
+	'd["grow"]["vmmx_peak"] == 32*'$M' and d["grow"]["realloc_peak"] == 60*'$M' and d["grow"]["speedup"] > 1'
+pycheck "--json: doubling 2 MiB -> 64 MiB, one handle per grow" "$tmp/json" \
+	'[x["size"] for x in d["doubling"]] == [2**k*'$M' for k in range(1, 7)] and all(x["handles"] == 1 and x["vmmx_s"] > 0 for x in d["doubling"])'
+pycheck "--json: copy: four cases beside their baseline" "$tmp/json" \
+	'len(d["copy"]) == 4 and all(c["vmmx_gbps"] > 0 and c["baseline_gbps"] > 0 and c["ratio"] > 0 for c in d["copy"])'
+pycheck "--json: stream: device, host, device-first past the limit, data checked" "$tmp/json" \
+	'len(d["stream"]) == 3 and all(s["vmmx_s"] > 0 and s["baseline_s"] > 0 and s["why"] == "" for s in d["stream"]) and d["stream"][2]["size"] == 12*'$M' and d["stream"][2]["device_bytes"] == 8*'$M' and d["stream"][2]["host_bytes"] == 4*'$M
+pycheck "--json: 6 targets, verdict sim" "$tmp/json" \
+	'len(d["targets"]) == 6 and all(t["verdict"] == "sim" for t in d["targets"]) and d["targets"][0]["threshold"] == 0.98'
+
+"$bench" -q --only grow,doubling --reps 2 --json --plot "$tmp/grow.png" >"$tmp/only" 2>"$tmp/err"
+check $? "--only grow,doubling --plot exits 0"
+pycheck "--only: just those sections and their targets" "$tmp/only" \
+	'"grow" in d and "doubling" in d and "ops" not in d and "copy" not in d and "stream" not in d and len(d["targets"]) == 3'
+test -s "$tmp/grow.png" && [ "$(od -An -tx1 -N8 "$tmp/grow.png" | tr -d ' \n')" = "89504e470d0a1a0a" ]
+check $? "--plot writes a non-empty PNG of the grow curve"
+"$bench" -q --only ops --chunk-sizes 2MiB --locations host --reps 2 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && [ "$(grep -c '^host  *2 MiB' "$tmp/out")" -eq 4 ] && ! grep -q '^device ' "$tmp/out"
+check $? "--chunk-sizes and --locations select the ops rows"
+
+usage_error "an unknown section" 'bogus' --only grow,bogus
+usage_error "a chunk size off the granularity" 'not a multiple of the granularity' --chunk-sizes 3MiB
+usage_error "a bad size" '"1.5GiB"' --grow-max 1.5GiB
+usage_error "a step larger than the final size" 'steps' --grow-max 4MiB --grow-step 8MiB
+usage_error "an unknown location" 'elsewhere' --locations device,elsewhere
+usage_error "an unknown option" 'unknown option --bogus' --bogus
+"$bench" --help >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q '^usage: vmmx-bench' "$tmp/out"
+check $? "--help prints the usage on stdout, exit 0"
+
+echo "1..$n"

@@ -1,0 +1,142 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# vmmx-place on the sim backend: the table under its "not GPU figures"
+# banner, --json (parsed and checked), --csv, --plot (a PNG), the managed
+# memory refusal (--assume-free), every workload's data check, progress on
+# stderr only, and usage errors (exit 2, the problem named).  Sizes are MiB.
+place="$top_builddir/tools/vmmx-place"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-place-sh.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# The sim, and nothing else from the caller's environment.
+for v in $(env | sed -n 's/^\(VMMX_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
+VMMX_BACKEND=sim
+export VMMX_BACKEND
+
+if command -v python3 >/dev/null 2>&1; then py=python3; else py=; fi
+n=0
+check() { # check STATUS DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+}
+skip() {
+	n=$((n + 1))
+	echo "ok $n # SKIP $1"
+}
+# pycheck DESCRIPTION FILE EXPRESSION: EXPRESSION over d, the parsed FILE, is true.
+pycheck() {
+	if [ -z "$py" ]; then skip "no python3: $1"; return; fi
+	$py -c 'import json, math, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+r = d.get("results", [])
+def row(size, name): return [x for x in r if x["size"] == size and x["placement"] == name][0]
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>"$tmp/py.err"
+	st=$?
+	check $st "$1"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/py.err"
+}
+# usage_error DESCRIPTION NEEDLE ARGS...: exit 2 and NEEDLE on stderr.
+usage_error() {
+	d=$1 needle=$2
+	shift 2
+	"$place" -q "$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 2 ] && grep -q -- "$needle" "$tmp/err" && test ! -s "$tmp/out"
+	check $? "$d (exit 2, names $needle)"
+	[ $st -eq 2 ] || echo "# exit status $st"
+}
+png_sig() { # the 8-byte PNG signature, as hex
+	od -An -tx1 -N8 "$1" | tr -d ' \n'
+}
+
+M=1048576
+# The sweep of the issue, scaled down: two sizes, two policies (one with
+# arguments), a device limit, every baseline.
+"$place" --workload read --size 4MiB,8MiB --policy device-first,interleave:device=3,host=1 \
+	--device-limit 4MiB --baselines all -n 2 --warmup 1 >"$tmp/table" 2>"$tmp/err"
+check $? "a sweep of sizes and policies exits 0"
+grep -q 'NOT GPU figures' "$tmp/table"
+check $? "the table starts with the banner: not GPU figures"
+grep -q '^8 MiB  *device-first  *[0-9]' "$tmp/table" &&
+	grep -q '^8 MiB  *interleave:device=3,host=1  *[0-9]' "$tmp/table"
+check $? "one row per size and policy, the policy's arguments kept"
+grep -q '^4 MiB  *managed  *unavailable: sim backend' "$tmp/table"
+check $? "managed memory is listed as unavailable on the sim, with why"
+grep -q '^vmmx-place: \[1/16\] 4 MiB cudaMalloc: read' "$tmp/err" &&
+	grep -q '^vmmx-place: \[16/16\] ' "$tmp/err"
+check $? "progress goes to stderr, step by step"
+! grep -q '^vmmx-place: \[' "$tmp/table"
+check $? "no progress on stdout"
+
+"$place" -q -s 4MiB,8MiB -p device-first,interleave:device=3,host=1 -L 4MiB -b all -n 2 \
+	--warmup 1 --json >"$tmp/json" 2>"$tmp/err"
+check $? "--json exits 0"
+test ! -s "$tmp/err" || grep -q 'NOT GPU figures' "$tmp/err"
+check $? "--quiet --json: stderr holds the banner at most"
+pycheck "--json is valid JSON" "$tmp/json" 'True'
+pycheck "--json: sim, not GPU figures, the workload and timing" "$tmp/json" \
+	'd["backend"] == "sim" and d["gpu_figures"] is False and "not GPU figures" in d["note"] and d["workload"] == "read" and d["timing"] == {"figure": "median", "warmup": 1, "runs": 2}'
+pycheck "--json: 2 sizes x (2 policies + 6 baselines) results" "$tmp/json" 'len(r) == 16'
+pycheck "--json: the policies ran, data checked, with GB/s and times" "$tmp/json" \
+	'all(row(s, p)["status"] == "ok" and row(s, p)["gbps"] > 0 and row(s, p)["time_s"] > 0 and row(s, p)["time_best_s"] <= row(s, p)["time_s"] for s in (4*'$M', 8*'$M') for p in ("device-first", "interleave:device=3,host=1"))'
+pycheck "--json: residency of device-first past the 4 MiB limit" "$tmp/json" \
+	'row(4*'$M', "device-first")["host_bytes"] == 0 and row(8*'$M', "device-first")["device_bytes"] == 4*'$M' and row(8*'$M', "device-first")["host_bytes"] == 4*'$M' and row(8*'$M', "device-first")["host_fraction"] == 0.5'
+pycheck "--json: the references' model fraction is 1, the policies' is finite" "$tmp/json" \
+	'abs(row(8*'$M', "cudaMalloc")["model_fraction"] - 1) < 1e-9 and abs(row(8*'$M', "cudaHostAlloc")["model_fraction"] - 1) < 1e-9 and row(8*'$M', "device-first")["model_fraction"] > 0 and row(8*'$M', "device-first")["model_time_s"] > 0'
+pycheck "--json: sim stand-ins say what stands in" "$tmp/json" \
+	'"policy device" in row(4*'$M', "cudaMalloc")["note"] and "policy host" in row(4*'$M', "cudaHostAlloc")["note"]'
+pycheck "--json: driver baselines unavailable on the sim, with a reason" "$tmp/json" \
+	'all(row(4*'$M', b)["status"] == "unavailable" and row(4*'$M', b)["reason"] and row(4*'$M', b)["gbps"] is None for b in ("malloc+register", "hmm-malloc", "managed", "managed+prefetch"))'
+
+# The managed-memory rule: larger than free device memory (less the margin) is refused.
+"$place" -q -s 8MiB -p none -b managed,managed-prefetch --assume-free 256MiB --json \
+	>"$tmp/refuse" 2>"$tmp/err"
+check $? "a refused placement is not a failure (exit 0)"
+pycheck "managed memory beyond free device memory is refused, and why" "$tmp/refuse" \
+	'all(x["status"] == "refused" and "hang the GPU" in x["reason"] and "256 MiB" in x["reason"] for x in r) and len(r) == 2'
+"$place" -q -s 8MiB -p none -b managed --assume-free 8MiB >"$tmp/out" 2>"$tmp/err"
+grep -q '^8 MiB  *managed  *refused: managed memory of 8 MiB is more than the device' "$tmp/out"
+check $? "the table says refused and why"
+
+for w in write copy gather; do
+	"$place" -q -w $w -s 8MiB -p device-first,host -L 4MiB -n 2 --warmup 1 --json \
+		>"$tmp/$w" 2>"$tmp/err"
+	check $? "--workload $w exits 0"
+	pycheck "--workload $w: every placement ran and passed the data check" "$tmp/$w" \
+		'd["workload"] == "'$w'" and len(r) == 4 and all(x["status"] == "ok" and x["bytes_moved"] == 8*'$M' for x in r)'
+done
+"$place" -q -w gather -s 8MiB --working-set 2MiB -p device-first -L 4MiB -n 2 --json \
+	>"$tmp/ws" 2>"$tmp/err"
+pycheck "--working-set: residency of the working set only" "$tmp/ws" \
+	'd["working_set"] == 2*'$M' and row(8*'$M', "device-first")["device_bytes"] == 2*'$M' and row(8*'$M', "device-first")["host_bytes"] == 0'
+
+"$place" -q -s 4MiB,8MiB -p device-first -L 4MiB -n 2 --csv >"$tmp/csv" 2>"$tmp/err"
+check $? "--csv exits 0"
+head -n 1 "$tmp/csv" | grep -q '^size_bytes,placement,kind,status,reason,bytes_moved,gbps,' &&
+	[ "$(wc -l <"$tmp/csv")" -eq 7 ] && grep -q '^8388608,"device-first",policy,ok,' "$tmp/csv"
+check $? "--csv: a header and one row per size and placement"
+
+"$place" -q -s 4MiB,8MiB -p device-first,tiered -L 4MiB -n 2 --plot "$tmp/out.png" \
+	>"$tmp/out" 2>"$tmp/err"
+check $? "--plot exits 0"
+test -s "$tmp/out.png" && [ "$(png_sig "$tmp/out.png")" = "89504e470d0a1a0a" ]
+check $? "--plot writes a non-empty PNG"
+"$place" -q -s 4MiB -n 1 --plot "$tmp/no/such/dir/out.png" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'no/such/dir/out.png' "$tmp/err"
+check $? "--plot into a missing directory: exit 1, the file named"
+
+usage_error "a size outside the grammar" '"4gib"' --size 4gib
+usage_error "a zero size" 'bad size "0"' --size 8MiB,0
+usage_error "a size not a multiple of 64 KiB" 'not a multiple of 64 KiB' --size 100KiB
+usage_error "an unknown workload" 'foo' --workload foo
+usage_error "an unknown policy" 'nosuchpolicy' --policy device-first,nosuchpolicy
+usage_error "a policy's bad argument" 'bogus' --policy interleave:bogus=1
+usage_error "an unknown baseline" 'bogus' --baselines cudaMalloc,bogus
+usage_error "a working set larger than the buffer" 'larger than the buffer' -w gather -s 4MiB --working-set 8MiB
+usage_error "--csv with --json" 'exclude each other' --csv --json
+usage_error "an unknown option" 'unknown option --bogus' --bogus
+"$place" --help >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q '^usage: vmmx-place' "$tmp/out"
+check $? "--help prints the usage on stdout, exit 0"
+
+echo "1..$n"

@@ -1,0 +1,1300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpu.c - the tools' door to the GPU (see gpu.h): libcuda.so.1 through
+ * dlopen, the device's primary context, the embedded kernels, the
+ * baselines' allocations and raw VMM calls; the sim backend's stand-in
+ * workloads; small output helpers.
+ *
+ * Symbols are resolved by the versioned names cuda.h maps the API names to
+ * (cuMemAlloc -> cuMemAlloc_v2, cuMemPrefetchAsync -> cuMemPrefetchAsync_v2
+ * on CUDA 13), with the same list trick as vmm/cuda.c, so every call goes
+ * to exactly the ABI the compiled-against header describes.
+ *
+ * Every CUresult is checked; a failure sets the detail (call, arguments,
+ * CUDA error name) that gpu_why() returns and becomes a -VMMX_E* code.
+ * Every function frees what it allocated on its failure paths.  State is
+ * process-wide and unlocked: the tools are single-threaded.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vmmx.h"
+#include "tools/gpu.h"
+
+static char why[320];
+
+__attribute__((format(printf, 1, 2))) static void set_why(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+}
+
+const char *gpu_why(void)
+{
+	return why;
+}
+
+/* ---- helpers ---- */
+
+double gpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double gpu_median(double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const char *tool_fmt_size(uint64_t b, char *buf, size_t len)
+{
+	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
+	int u = -1;
+	double v = (double)b;
+
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+	else if (b % (1ull << (10 * (u + 1))) == 0)
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+int tool_parse_sizes(const char *prog, const char *what, const char *s, uint64_t *out, int max)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	int n = 0;
+
+	if (!copy) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return -1;
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (n == max) {
+			fprintf(stderr, "%s: %s %s: at most %d sizes\n", prog, what, s, max);
+			goto bad;
+		}
+		if (vmmx_parse_size(tok, 0, &v) || !v) {
+			fprintf(
+			    stderr,
+			    "%s: %s %s: bad size \"%s\": expected a nonzero size such as 512MiB, "
+			    "4GiB or 4G (K, M, G, T and KiB..TiB are powers of 1024, KB..TB of "
+			    "1000)\n",
+			    prog, what, s, tok);
+			goto bad;
+		}
+		out[n++] = v;
+	}
+	if (!n) {
+		fprintf(stderr, "%s: %s: empty list of sizes\n", prog, what);
+		goto bad;
+	}
+	free(copy);
+	return n;
+bad:
+	free(copy);
+	return -1;
+}
+
+void tool_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+void tool_json_num(FILE *f, double v)
+{
+	if (isfinite(v))
+		fprintf(f, "%.9g", v);
+	else
+		fputs("null", f);
+}
+
+/* ---- workloads ---- */
+
+static const char *const wl_names[GPU_WL_COUNT] = {
+    [GPU_WL_READ] = "read",
+    [GPU_WL_WRITE] = "write",
+    [GPU_WL_COPY] = "copy",
+    [GPU_WL_GATHER] = "gather",
+};
+
+const char *gpu_workload_name(enum gpu_workload w)
+{
+	return (unsigned)w < GPU_WL_COUNT ? wl_names[w] : "?";
+}
+
+int gpu_workload_parse(const char *s, enum gpu_workload *w)
+{
+	for (int i = 0; i < GPU_WL_COUNT; i++) {
+		if (s && !strcmp(s, wl_names[i])) {
+			*w = (enum gpu_workload)i;
+			return 0;
+		}
+	}
+	return -VMMX_EINVAL;
+}
+
+/* Copy moves the first half onto the second: whole elements of each half. */
+static uint64_t copy_half(uint64_t size)
+{
+	return size / 2 / 16 * 16;
+}
+
+uint64_t gpu_workload_bytes(enum gpu_workload w, uint64_t size)
+{
+	switch (w) {
+	case GPU_WL_COPY:
+		return 2 * copy_half(size);
+	default:
+		return size / 16 * 16;
+	}
+}
+
+int gpu_managed_refusal(uint64_t size, uint64_t free_bytes, char *buf, size_t len)
+{
+	char a[32], b[32], c[32];
+
+	if (free_bytes >= GPU_MANAGED_MARGIN && size <= free_bytes - GPU_MANAGED_MARGIN)
+		return 0;
+	snprintf(buf, len,
+		 "managed memory of %s is more than the device's free memory (%s) less "
+		 "a margin of %s; oversubscribed managed memory can hang the GPU",
+		 tool_fmt_size(size, a, sizeof(a)), tool_fmt_size(free_bytes, b, sizeof(b)),
+		 tool_fmt_size(GPU_MANAGED_MARGIN, c, sizeof(c)));
+	return 1;
+}
+
+/* ---- the sim's stand-in workloads ---- */
+
+#define SIM_PIECE (64u << 10) /* gather's unit on sim: one driver copy each */
+
+static int grow_scratch(unsigned char **p, size_t *len, size_t want)
+{
+	unsigned char *n;
+
+	if (*len >= want)
+		return 0;
+	n = realloc(*p, want);
+	if (!n) {
+		set_why("out of memory for %zu bytes of scratch", want);
+		return -VMMX_ENOMEM;
+	}
+	*p = n;
+	*len = want;
+	return 0;
+}
+
+static void pattern_bytes(unsigned char *dst, uint64_t first, size_t n_elems, unsigned int seed)
+{
+	for (size_t i = 0; i < n_elems; i++) {
+		unsigned int v[4];
+
+		gpu_pattern(first + i, seed, v);
+		memcpy(dst + 16 * i, v, 16);
+	}
+}
+
+static int sim_pattern(struct gpu_engine *e, size_t size)
+{
+	size_t have = e->pattern_len;
+	int err = grow_scratch(&e->pattern, &e->pattern_len, size);
+
+	if (err)
+		return err;
+	if (have < size || !have)
+		pattern_bytes(e->pattern, 0, e->pattern_len / 16, e->seed);
+	return 0;
+}
+
+static int vfail(const char *what, int err)
+{
+	set_why("%s: %s: %s", what, vmmx_strerror(err), vmmx_last_error());
+	return err;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static int sim_run(struct gpu_engine *e, enum gpu_workload w, void *p, size_t size, size_t ws,
+		   double *sec)
+{
+	unsigned char *b = p;
+	double t0;
+	int err = 0;
+
+	if (size % SIM_PIECE || ws % SIM_PIECE) {
+		set_why("sim workloads need sizes in multiples of 64 KiB");
+		return -VMMX_EINVAL;
+	}
+	if (w == GPU_WL_WRITE)
+		err = sim_pattern(e, size);
+	else if (w != GPU_WL_COPY)
+		err = grow_scratch(&e->scratch, &e->scratch_len, size);
+	if (err)
+		return err;
+	t0 = gpu_now();
+	switch (w) {
+	case GPU_WL_READ:
+		err = vmmx_memcpy(e->ctx, e->scratch, b, size);
+		break;
+	case GPU_WL_WRITE:
+		err = vmmx_memcpy(e->ctx, b, e->pattern, size);
+		break;
+	case GPU_WL_COPY:
+		err = vmmx_memcpy(e->ctx, b + copy_half(size), b, copy_half(size));
+		break;
+	case GPU_WL_GATHER: {
+		uint64_t pieces = ws / SIM_PIECE;
+
+		for (size_t k = 0; k < size / SIM_PIECE && !err; k++) {
+			uint64_t j =
+			    (uint64_t)(((unsigned __int128)mix64(k ^ e->seed) * pieces) >> 64);
+
+			err = vmmx_memcpy(e->ctx, e->scratch + k * SIM_PIECE, b + j * SIM_PIECE,
+					  SIM_PIECE);
+		}
+		break;
+	}
+	default:
+		set_why("unknown workload %d", (int)w);
+		return -VMMX_EINVAL;
+	}
+	*sec = gpu_now() - t0;
+	return err ? vfail("vmmx_memcpy", err) : 0;
+}
+
+static int sim_check(struct gpu_engine *e, const void *p, size_t size, uint64_t first,
+		     uint64_t *bad)
+{
+	unsigned char want[16];
+	uint64_t nbad = 0;
+	int err = grow_scratch(&e->scratch, &e->scratch_len, size);
+
+	if (err)
+		return err;
+	err = vmmx_memcpy(e->ctx, e->scratch, p, size);
+	if (err)
+		return vfail("vmmx_memcpy", err);
+	for (size_t i = 0; i < size / 16; i++) {
+		pattern_bytes(want, first + i, 1, e->seed);
+		nbad += memcmp(e->scratch + 16 * i, want, 16) != 0;
+	}
+	*bad = nbad;
+	return 0;
+}
+
+/* ---- the engine: kernels on cuda, copies on sim ---- */
+
+int gpu_engine_fill(struct gpu_engine *e, void *p, size_t size)
+{
+	int err;
+
+	if (!e->sim)
+		return gpu_fill(p, size, e->seed);
+	err = sim_pattern(e, size);
+	if (!err) {
+		err = vmmx_memcpy(e->ctx, p, e->pattern, size);
+		if (err)
+			return vfail("vmmx_memcpy", err);
+	}
+	return err;
+}
+
+int gpu_engine_run(struct gpu_engine *e, enum gpu_workload w, void *p, size_t size, size_t ws,
+		   double *sec)
+{
+	if (!ws || ws > size)
+		ws = size;
+	if (e->sim)
+		return sim_run(e, w, p, size, ws, sec);
+	return gpu_run(w, p, size, ws, e->seed, sec);
+}
+
+int gpu_engine_verify(struct gpu_engine *e, enum gpu_workload w, void *p, size_t size,
+		      uint64_t *bad)
+{
+	unsigned char *b = p;
+
+	/* After a copy the second half holds what the first half held. */
+	if (w == GPU_WL_COPY) {
+		b += copy_half(size);
+		size = copy_half(size);
+	}
+	if (e->sim)
+		return sim_check(e, b, size, 0, bad);
+	return gpu_check(b, size, 0, e->seed, bad);
+}
+
+void gpu_engine_fini(struct gpu_engine *e)
+{
+	free(e->scratch);
+	free(e->pattern);
+	e->scratch = e->pattern = NULL;
+	e->scratch_len = e->pattern_len = 0;
+}
+
+#ifdef VMMX_HAVE_CUDA
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <sys/mman.h>
+
+#include <cuda.h>
+
+#ifdef VMMX_HAVE_KERNELS
+#include "kernels_fatbin.h"
+#endif
+
+/* Threads per block: a multiple of the warp; blocks per SM from the occupancy API. */
+#define BLOCK 256
+
+#define GPU_FNS(X)                                                                                 \
+	X(cuGetErrorName)                                                                          \
+	X(cuInit)                                                                                  \
+	X(cuDeviceGetCount)                                                                        \
+	X(cuDeviceGet)                                                                             \
+	X(cuDeviceGetName)                                                                         \
+	X(cuDeviceGetAttribute)                                                                    \
+	X(cuDevicePrimaryCtxRetain)                                                                \
+	X(cuDevicePrimaryCtxRelease)                                                               \
+	X(cuCtxSetCurrent)                                                                         \
+	X(cuCtxSynchronize)                                                                        \
+	X(cuModuleLoadData)                                                                        \
+	X(cuModuleUnload)                                                                          \
+	X(cuModuleGetFunction)                                                                     \
+	X(cuLaunchKernel)                                                                          \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                             \
+	X(cuEventCreate)                                                                           \
+	X(cuEventDestroy)                                                                          \
+	X(cuEventRecord)                                                                           \
+	X(cuEventSynchronize)                                                                      \
+	X(cuEventElapsedTime)                                                                      \
+	X(cuMemGetInfo)                                                                            \
+	X(cuMemAlloc)                                                                              \
+	X(cuMemFree)                                                                               \
+	X(cuMemHostAlloc)                                                                          \
+	X(cuMemFreeHost)                                                                           \
+	X(cuMemHostGetDevicePointer)                                                               \
+	X(cuMemHostRegister)                                                                       \
+	X(cuMemHostUnregister)                                                                     \
+	X(cuMemAllocManaged)                                                                       \
+	X(cuMemAdvise)                                                                             \
+	X(cuMemPrefetchAsync)                                                                      \
+	X(cuMemcpy)                                                                                \
+	X(cuMemsetD32)                                                                             \
+	X(cuMemGetAllocationGranularity)                                                           \
+	X(cuMemAddressReserve)                                                                     \
+	X(cuMemAddressFree)                                                                        \
+	X(cuMemCreate)                                                                             \
+	X(cuMemRelease)                                                                            \
+	X(cuMemMap)                                                                                \
+	X(cuMemUnmap)                                                                              \
+	X(cuMemSetAccess)
+
+enum kfn { K_READ, K_WRITE, K_COPY, K_GATHER, K_CHECK, K_COUNT };
+static const char *const kfn_names[K_COUNT] = {
+    [K_READ] = "vmmx_tool_read",     [K_WRITE] = "vmmx_tool_write", [K_COPY] = "vmmx_tool_copy",
+    [K_GATHER] = "vmmx_tool_gather", [K_CHECK] = "vmmx_tool_check",
+};
+
+#define G_DECL(f) __typeof__(f) *f;
+static struct {
+	void *lib;
+	struct {
+		GPU_FNS(G_DECL)
+	} api;
+	CUdevice dev;
+	CUcontext ctx; /* retained primary context, NULL when closed */
+	CUmodule mod;  /* the tools' kernels, NULL when unavailable */
+	CUfunction fn[K_COUNT];
+	unsigned int grid[K_COUNT]; /* SMs x resident blocks of BLOCK threads */
+	CUevent ev[2];		    /* NULL when not created */
+	CUdeviceptr out;	    /* per-block results of read and gather */
+	CUdeviceptr bad;	    /* mismatch counter of check */
+	struct gpu_dev info;
+	char kwhy[256]; /* why the kernels are unavailable; "" when they are */
+} G;
+#undef G_DECL
+
+#define G_STR_(x) #x
+#define G_STR(x)  G_STR_(x)
+#define G_SYM(f)  {G_STR(f), offsetof(__typeof__(G.api), f)},
+static const struct {
+	const char *name;
+	size_t off;
+} gsyms[] = {GPU_FNS(G_SYM)};
+#undef G_SYM
+
+static const char *cu_name(CUresult r)
+{
+	static char buf[32];
+	const char *s = NULL;
+
+	if (G.api.cuGetErrorName && G.api.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
+		return s;
+	snprintf(buf, sizeof(buf), "CUresult %d", (int)r);
+	return buf;
+}
+
+__attribute__((format(printf, 2, 3))) static int cu_fail(CUresult r, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	set_why("%s: %s", what, cu_name(r));
+	switch (r) {
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -VMMX_ENOMEM;
+	case CUDA_ERROR_INVALID_VALUE:
+		return -VMMX_EINVAL;
+	case CUDA_ERROR_NOT_SUPPORTED:
+		return -VMMX_ENOTSUP;
+	case CUDA_ERROR_NO_DEVICE:
+	case CUDA_ERROR_INVALID_DEVICE:
+		return -VMMX_ENODEV;
+	default:
+		return -VMMX_EDRIVER;
+	}
+}
+
+static inline CUdeviceptr dp(const void *p)
+{
+	return (CUdeviceptr)(uintptr_t)p;
+}
+
+static int need_open(void)
+{
+	if (G.ctx)
+		return 0;
+	set_why("the GPU is not open");
+	return -VMMX_ENODEV;
+}
+
+/* The primary context is libvmmx's too; a library call may have left another current. */
+static int enter(void)
+{
+	CUresult r;
+	int err = need_open();
+
+	if (err)
+		return err;
+	r = G.api.cuCtxSetCurrent(G.ctx);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSetCurrent(primary context)");
+}
+
+static int attr(CUdevice_attribute a, const char *name, int *v)
+{
+	CUresult r = G.api.cuDeviceGetAttribute(v, a, G.dev);
+
+	if (r != CUDA_SUCCESS) {
+		*v = 0;
+		return cu_fail(r, "cuDeviceGetAttribute(%s)", name);
+	}
+	return 0;
+}
+
+static void load_kernels(void)
+{
+#ifdef VMMX_HAVE_KERNELS
+	CUresult r;
+
+	r = G.api.cuModuleLoadData(&G.mod, vmmx_tool_kernels_fatbin);
+	if (r != CUDA_SUCCESS) {
+		G.mod = NULL;
+		snprintf(G.kwhy, sizeof(G.kwhy),
+			 "cuModuleLoadData(tool kernels): %s (built for %s)", cu_name(r),
+			 "the NVCC_ARCH given to configure");
+		return;
+	}
+	for (int k = 0; k < K_COUNT; k++) {
+		int per_sm = 0;
+
+		r = G.api.cuModuleGetFunction(&G.fn[k], G.mod, kfn_names[k]);
+		if (r != CUDA_SUCCESS) {
+			snprintf(G.kwhy, sizeof(G.kwhy), "cuModuleGetFunction(%s): %s",
+				 kfn_names[k], cu_name(r));
+			goto err_mod;
+		}
+		r = G.api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, G.fn[k], BLOCK, 0);
+		if (r != CUDA_SUCCESS) {
+			snprintf(G.kwhy, sizeof(G.kwhy),
+				 "cuOccupancyMaxActiveBlocksPerMultiprocessor(%s): %s",
+				 kfn_names[k], cu_name(r));
+			goto err_mod;
+		}
+		/* One full wave of resident blocks: a second, partial wave would idle SMs. */
+		G.grid[k] = (unsigned int)((per_sm > 0 ? per_sm : 1) *
+					   (G.info.sm_count > 0 ? G.info.sm_count : 1));
+	}
+	r = G.api.cuMemAlloc(&G.out, (size_t)G.grid[K_READ] * 4 > (size_t)G.grid[K_GATHER] * 4
+					 ? (size_t)G.grid[K_READ] * 4
+					 : (size_t)G.grid[K_GATHER] * 4);
+	if (r != CUDA_SUCCESS) {
+		G.out = 0;
+		snprintf(G.kwhy, sizeof(G.kwhy), "cuMemAlloc(per-block results): %s", cu_name(r));
+		goto err_mod;
+	}
+	r = G.api.cuMemAlloc(&G.bad, sizeof(unsigned long long));
+	if (r != CUDA_SUCCESS) {
+		G.bad = 0;
+		snprintf(G.kwhy, sizeof(G.kwhy), "cuMemAlloc(check counter): %s", cu_name(r));
+		goto err_out;
+	}
+	return;
+err_out:
+	(void)G.api.cuMemFree(G.out); /* teardown of a failed setup: nothing more to do */
+	G.out = 0;
+err_mod:
+	(void)G.api.cuModuleUnload(G.mod);
+	G.mod = NULL;
+#else
+	snprintf(G.kwhy, sizeof(G.kwhy),
+		 "built without nvcc: configure found no nvcc/bin2c, so the GPU kernels "
+		 "(tools/kernels.cu) are not embedded");
+#endif
+}
+
+int gpu_open(int ordinal)
+{
+	const char *e;
+	CUresult r;
+	int count = 0, err;
+
+	gpu_close();
+	why[0] = '\0';
+	/* NODELETE: libcuda keeps threads after cuInit and must stay mapped. */
+	G.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!G.lib) {
+		e = dlerror();
+		set_why("no CUDA driver: %s", e ? e : "dlopen(libcuda.so.1) failed");
+		return -VMMX_ENODRIVER;
+	}
+	for (size_t i = 0; i < sizeof(gsyms) / sizeof(gsyms[0]); i++) {
+		void *fn = dlsym(G.lib, gsyms[i].name);
+
+		if (!fn) {
+			set_why("libcuda.so.1 has no %s (driver older than the CUDA headers?)",
+				gsyms[i].name);
+			err = -VMMX_ENODRIVER;
+			goto fail;
+		}
+		memcpy((char *)&G.api + gsyms[i].off, &fn, sizeof(fn));
+	}
+	r = G.api.cuInit(0);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuInit");
+		if (r == CUDA_ERROR_STUB_LIBRARY)
+			err = -VMMX_ENODRIVER;
+		goto fail;
+	}
+	r = G.api.cuDeviceGetCount(&count);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuDeviceGetCount");
+		goto fail;
+	}
+	if (ordinal < 0 || ordinal >= count) {
+		set_why("no CUDA device %d (%d visible)", ordinal, count);
+		err = -VMMX_ENODEV;
+		goto fail;
+	}
+	r = G.api.cuDeviceGet(&G.dev, ordinal);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuDeviceGet(%d)", ordinal);
+		goto fail;
+	}
+	G.info.ordinal = ordinal;
+	r = G.api.cuDeviceGetName(G.info.name, sizeof(G.info.name), G.dev);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuDeviceGetName");
+		goto fail;
+	}
+	if ((err = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "MULTIPROCESSOR_COUNT",
+			&G.info.sm_count)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "COMPUTE_CAPABILITY_MAJOR",
+			&G.info.cc_major)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "COMPUTE_CAPABILITY_MINOR",
+			&G.info.cc_minor)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, "PAGEABLE_MEMORY_ACCESS",
+			&G.info.pageable_access)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "MANAGED_MEMORY", &G.info.managed)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, "CONCURRENT_MANAGED_ACCESS",
+			&G.info.concurrent_managed)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, "HOST_REGISTER_SUPPORTED",
+			&G.info.host_register)) ||
+	    (err = attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+			"VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED", &G.info.vmm)))
+		goto fail;
+	r = G.api.cuDevicePrimaryCtxRetain(&G.ctx, G.dev);
+	if (r != CUDA_SUCCESS) {
+		G.ctx = NULL;
+		err = cu_fail(r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
+		goto fail;
+	}
+	r = G.api.cuCtxSetCurrent(G.ctx);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuCtxSetCurrent(primary context)");
+		goto fail;
+	}
+	if (G.info.vmm) {
+		CUmemAllocationProp prop = {0};
+
+		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		prop.location.id = ordinal;
+		r = G.api.cuMemGetAllocationGranularity(&G.info.granularity, &prop,
+							CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+		if (r != CUDA_SUCCESS) {
+			err = cu_fail(r, "cuMemGetAllocationGranularity(device %d)", ordinal);
+			goto fail;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		r = G.api.cuEventCreate(&G.ev[i], CU_EVENT_DEFAULT);
+		if (r != CUDA_SUCCESS) {
+			G.ev[i] = NULL;
+			err = cu_fail(r, "cuEventCreate");
+			goto fail;
+		}
+	}
+	load_kernels();
+	return 0;
+fail:
+	gpu_close();
+	return err;
+}
+
+void gpu_close(void)
+{
+	/* Teardown: failures are ignored on purpose, there is nothing left to undo. */
+	if (G.ctx && G.api.cuCtxSetCurrent(G.ctx) == CUDA_SUCCESS) {
+		if (G.bad)
+			(void)G.api.cuMemFree(G.bad);
+		if (G.out)
+			(void)G.api.cuMemFree(G.out);
+		for (int i = 0; i < 2; i++)
+			if (G.ev[i])
+				(void)G.api.cuEventDestroy(G.ev[i]);
+		if (G.mod)
+			(void)G.api.cuModuleUnload(G.mod);
+	}
+	if (G.ctx)
+		(void)G.api.cuDevicePrimaryCtxRelease(G.dev);
+	if (G.lib)
+		dlclose(G.lib);
+	memset(&G, 0, sizeof(G));
+}
+
+const struct gpu_dev *gpu_dev(void)
+{
+	return G.ctx ? &G.info : NULL;
+}
+
+const char *gpu_kernels_why(void)
+{
+	if (!G.ctx)
+		return why[0] ? why : "the GPU is not open";
+	return G.mod ? NULL : G.kwhy;
+}
+
+int gpu_mem_info(uint64_t *free_p, uint64_t *total_p)
+{
+	size_t f = 0, t = 0;
+	CUresult r;
+	int err = enter();
+
+	if (err)
+		return err;
+	r = G.api.cuMemGetInfo(&f, &t);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemGetInfo");
+	*free_p = f;
+	*total_p = t;
+	return 0;
+}
+
+int gpu_sync(void)
+{
+	CUresult r;
+	int err = enter();
+
+	if (err)
+		return err;
+	r = G.api.cuCtxSynchronize();
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize");
+}
+
+int gpu_memcpy(void *dst, const void *src, size_t n)
+{
+	CUresult r;
+	int err = enter();
+
+	if (err)
+		return err;
+	r = G.api.cuMemcpy(dp(dst), dp(src), n);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemcpy(%p <- %p, %zu bytes)", dst, src, n);
+	/* Device-to-device cuMemcpy returns before the copy is done. */
+	r = G.api.cuCtxSynchronize();
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize after cuMemcpy");
+}
+
+static int need_kernels(void)
+{
+	int err = enter();
+
+	if (err)
+		return err;
+	if (!G.mod) {
+		set_why("GPU workloads unavailable: %s", G.kwhy);
+		return -VMMX_ENOTSUP;
+	}
+	return 0;
+}
+
+/* Launch @k on the default stream between the two events; *ms: the time between them. */
+static int launch(enum kfn k, unsigned long long work, void **args, double *sec)
+{
+	unsigned long long want = (work + BLOCK - 1) / BLOCK;
+	unsigned int grid = G.grid[k];
+	float ms = 0;
+	CUresult r;
+
+	if (want < grid)
+		grid = want ? (unsigned int)want : 1;
+	r = G.api.cuEventRecord(G.ev[0], NULL);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuEventRecord");
+	r = G.api.cuLaunchKernel(G.fn[k], grid, 1, 1, BLOCK, 1, 1, 0, NULL, args, NULL);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuLaunchKernel(%s, %u x %u)", kfn_names[k], grid, BLOCK);
+	r = G.api.cuEventRecord(G.ev[1], NULL);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuEventRecord");
+	/* A fault inside the kernel surfaces here (a sticky error: the context is lost). */
+	r = G.api.cuEventSynchronize(G.ev[1]);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "%s (cuEventSynchronize after the kernel)", kfn_names[k]);
+	r = G.api.cuEventElapsedTime(&ms, G.ev[0], G.ev[1]);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuEventElapsedTime");
+	if (sec)
+		*sec = ms * 1e-3;
+	return 0;
+}
+
+int gpu_fill(void *p, size_t size, unsigned int seed)
+{
+	CUdeviceptr d = dp(p);
+	unsigned long long n = size / 16;
+	void *args[] = {&d, &n, &seed};
+	int err = need_kernels();
+
+	return err ? err : launch(K_WRITE, n, args, NULL);
+}
+
+int gpu_run(enum gpu_workload w, void *p, size_t size, size_t ws, unsigned int seed, double *sec)
+{
+	CUdeviceptr d = dp(p), d2;
+	unsigned long long n = size / 16, m;
+	int err = need_kernels();
+
+	if (err)
+		return err;
+	switch (w) {
+	case GPU_WL_READ: {
+		void *args[] = {&d, &n, &G.out};
+
+		return launch(K_READ, n, args, sec);
+	}
+	case GPU_WL_WRITE: {
+		void *args[] = {&d, &n, &seed};
+
+		return launch(K_WRITE, n, args, sec);
+	}
+	case GPU_WL_COPY: {
+		void *args[] = {&d2, &d, &m};
+
+		m = copy_half(size) / 16;
+		d2 = d + copy_half(size);
+		return launch(K_COPY, m, args, sec);
+	}
+	case GPU_WL_GATHER: {
+		unsigned long long wsn = (ws ? ws : size) / 16;
+		void *args[] = {&d, &wsn, &n, &seed, &G.out};
+
+		return launch(K_GATHER, n, args, sec);
+	}
+	default:
+		set_why("unknown workload %d", (int)w);
+		return -VMMX_EINVAL;
+	}
+}
+
+int gpu_check(const void *p, size_t size, uint64_t first, unsigned int seed, uint64_t *bad)
+{
+	CUdeviceptr d = dp(p);
+	unsigned long long n = size / 16, f = first, got = 0;
+	void *args[] = {&d, &n, &f, &seed, &G.bad};
+	CUresult r;
+	int err = need_kernels();
+
+	if (err)
+		return err;
+	r = G.api.cuMemsetD32(G.bad, 0, 2);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemsetD32(check counter)");
+	err = launch(K_CHECK, n, args, NULL);
+	if (err)
+		return err;
+	r = G.api.cuMemcpy(dp(&got), G.bad, sizeof(got));
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemcpy(check counter)");
+	*bad = got;
+	return 0;
+}
+
+/* ---- baseline allocations ---- */
+
+static CUmemLocation mem_loc(int host)
+{
+	CUmemLocation l;
+
+	memset(&l, 0, sizeof(l));
+	l.type = host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+	l.id = host ? 0 : G.info.ordinal;
+	return l;
+}
+
+#if CUDA_VERSION >= 13000
+/* CUDA 13: cuMemAdvise and cuMemPrefetchAsync take a CUmemLocation. */
+static CUresult advise(CUdeviceptr d, size_t n, CUmem_advise a)
+{
+	return G.api.cuMemAdvise(d, n, a, mem_loc(0));
+}
+
+static CUresult prefetch(CUdeviceptr d, size_t n, int host)
+{
+	return G.api.cuMemPrefetchAsync(d, n, mem_loc(host), 0, NULL);
+}
+#else
+static CUresult advise(CUdeviceptr d, size_t n, CUmem_advise a)
+{
+	return G.api.cuMemAdvise(d, n, a, G.dev);
+}
+
+static CUresult prefetch(CUdeviceptr d, size_t n, int host)
+{
+	return G.api.cuMemPrefetchAsync(d, n, host ? CU_DEVICE_CPU : G.dev, NULL);
+}
+#endif
+
+static void *map_anon(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		set_why("mmap(%zu bytes): %s", size, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
+{
+	CUdeviceptr d = 0;
+	void *h = NULL;
+	CUresult r;
+	char msg[256];
+	int err = enter();
+
+	if (err)
+		return err;
+	switch (kind) {
+	case GPU_ALLOC_DEVICE:
+		r = G.api.cuMemAlloc(&d, size);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(r, "cuMemAlloc(%zu bytes)", size);
+		break;
+	case GPU_ALLOC_HOST:
+		r = G.api.cuMemHostAlloc(&h, size, CU_MEMHOSTALLOC_DEVICEMAP);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(r, "cuMemHostAlloc(%zu bytes, DEVICEMAP)", size);
+		r = G.api.cuMemHostGetDevicePointer(&d, h, 0);
+		if (r != CUDA_SUCCESS) {
+			err = cu_fail(r, "cuMemHostGetDevicePointer");
+			(void)G.api.cuMemFreeHost(h); /* undoing our own allocation */
+			return err;
+		}
+		break;
+	case GPU_ALLOC_REGISTERED:
+		if (!G.info.host_register) {
+			set_why(
+			    "the device reports no host registration (HOST_REGISTER_SUPPORTED=0)");
+			return -VMMX_ENOTSUP;
+		}
+		h = map_anon(size);
+		if (!h)
+			return -VMMX_ENOMEM;
+		r = G.api.cuMemHostRegister(h, size, CU_MEMHOSTREGISTER_DEVICEMAP);
+		if (r != CUDA_SUCCESS) {
+			err = cu_fail(r, "cuMemHostRegister(%zu bytes, DEVICEMAP)", size);
+			munmap(h, size);
+			return err;
+		}
+		r = G.api.cuMemHostGetDevicePointer(&d, h, 0);
+		if (r != CUDA_SUCCESS) {
+			err = cu_fail(r, "cuMemHostGetDevicePointer");
+			(void)G.api.cuMemHostUnregister(h); /* undoing our own registration */
+			munmap(h, size);
+			return err;
+		}
+		break;
+	case GPU_ALLOC_PAGEABLE:
+		if (!G.info.pageable_access) {
+			set_why(
+			    "the device reports no pageable memory access "
+			    "(PAGEABLE_MEMORY_ACCESS=0: no HMM or ATS; HMM needs a kernel with "
+			    "CONFIG_DEVICE_PRIVATE), so a kernel touching malloc'd memory would "
+			    "fault");
+			return -VMMX_ENOTSUP;
+		}
+		h = map_anon(size);
+		if (!h)
+			return -VMMX_ENOMEM;
+		d = dp(h);
+		break;
+	case GPU_ALLOC_MANAGED:
+	case GPU_ALLOC_MANAGED_PREFETCH: {
+		uint64_t fr, tot;
+
+		if (!G.info.managed) {
+			set_why("the device reports no managed memory (MANAGED_MEMORY=0)");
+			return -VMMX_ENOTSUP;
+		}
+		err = gpu_mem_info(&fr, &tot);
+		if (err)
+			return err;
+		if (gpu_managed_refusal(size, fr, msg, sizeof(msg))) {
+			set_why("%s", msg);
+			return -VMMX_ERANGE;
+		}
+		r = G.api.cuMemAllocManaged(&d, size, CU_MEM_ATTACH_GLOBAL);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(r, "cuMemAllocManaged(%zu bytes)", size);
+		h = (void *)(uintptr_t)d;
+		if (kind == GPU_ALLOC_MANAGED_PREFETCH) {
+			r = advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION);
+			if (r == CUDA_SUCCESS)
+				r = advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY);
+			if (r != CUDA_SUCCESS) {
+				err = cu_fail(r,
+					      "cuMemAdvise(preferred location / accessed by "
+					      "device %d)",
+					      G.info.ordinal);
+				(void)G.api.cuMemFree(d); /* undoing our own allocation */
+				return err;
+			}
+		}
+		break;
+	}
+	default:
+		set_why("unknown allocation kind %d", (int)kind);
+		return -VMMX_EINVAL;
+	}
+	m->kind = kind;
+	m->dptr = (void *)(uintptr_t)d;
+	m->hptr = h;
+	m->size = size;
+	return 0;
+}
+
+int gpu_mem_settle(struct gpu_mem *m)
+{
+	CUresult r;
+	int err;
+
+	if (m->kind != GPU_ALLOC_MANAGED && m->kind != GPU_ALLOC_MANAGED_PREFETCH)
+		return 0;
+	err = enter();
+	if (err)
+		return err;
+	r = prefetch(dp(m->dptr), m->size, m->kind == GPU_ALLOC_MANAGED);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemPrefetchAsync(%zu bytes to %s)", m->size,
+			       m->kind == GPU_ALLOC_MANAGED ? "host" : "the device");
+	r = G.api.cuCtxSynchronize();
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize after cuMemPrefetchAsync");
+}
+
+int gpu_free(struct gpu_mem *m)
+{
+	CUresult r = CUDA_SUCCESS;
+	int err;
+
+	if (!m->dptr && !m->hptr)
+		return 0;
+	err = enter();
+	if (err)
+		return err;
+	switch (m->kind) {
+	case GPU_ALLOC_DEVICE:
+	case GPU_ALLOC_MANAGED:
+	case GPU_ALLOC_MANAGED_PREFETCH:
+		r = G.api.cuMemFree(dp(m->dptr));
+		break;
+	case GPU_ALLOC_HOST:
+		r = G.api.cuMemFreeHost(m->hptr);
+		break;
+	case GPU_ALLOC_REGISTERED:
+		r = G.api.cuMemHostUnregister(m->hptr);
+		munmap(m->hptr, m->size);
+		break;
+	case GPU_ALLOC_PAGEABLE:
+		munmap(m->hptr, m->size);
+		break;
+	default:
+		break;
+	}
+	memset(m, 0, sizeof(*m));
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "freeing a baseline buffer");
+}
+
+/* ---- raw VMM calls ---- */
+
+int gpu_va_reserve(size_t size, void **va_p)
+{
+	CUdeviceptr d = 0;
+	CUresult r;
+	int err = enter();
+
+	if (err)
+		return err;
+	r = G.api.cuMemAddressReserve(&d, size, G.info.granularity, 0, 0);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemAddressReserve(%zu bytes)", size);
+	*va_p = (void *)(uintptr_t)d;
+	return 0;
+}
+
+int gpu_va_free(void *va, size_t size)
+{
+	CUresult r = G.api.cuMemAddressFree(dp(va), size);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemAddressFree(%p, %zu bytes)", va, size);
+}
+
+int gpu_vmm_create(int host, size_t size, uint64_t *handle_p)
+{
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp prop;
+	CUresult r;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location = mem_loc(host);
+	r = G.api.cuMemCreate(&h, size, &prop, 0);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemCreate(%s, %zu bytes)", host ? "host" : "device", size);
+	*handle_p = (uint64_t)h;
+	return 0;
+}
+
+int gpu_vmm_release(uint64_t handle)
+{
+	CUresult r = G.api.cuMemRelease((CUmemGenericAllocationHandle)handle);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemRelease");
+}
+
+int gpu_vmm_map(void *va, size_t size, uint64_t handle)
+{
+	CUresult r = G.api.cuMemMap(dp(va), size, 0, (CUmemGenericAllocationHandle)handle, 0);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemMap(%p, %zu bytes)", va, size);
+}
+
+int gpu_vmm_unmap(void *va, size_t size)
+{
+	CUresult r = G.api.cuMemUnmap(dp(va), size);
+
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemUnmap(%p, %zu bytes)", va, size);
+}
+
+int gpu_vmm_set_access(void *va, size_t size, int host)
+{
+	CUmemAccessDesc d[2];
+	CUresult r;
+
+	memset(d, 0, sizeof(d));
+	d[0].location = mem_loc(0);
+	d[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	d[1].location = mem_loc(1);
+	d[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = G.api.cuMemSetAccess(dp(va), size, d, host ? 2 : 1);
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemSetAccess(%p, %zu bytes)", va, size);
+}
+
+#else /* !VMMX_HAVE_CUDA */
+
+#define NO_CUDA "built without CUDA headers (configure found no cuda.h)"
+
+int gpu_open(int ordinal)
+{
+	set_why(NO_CUDA);
+	return -VMMX_ENOTSUP;
+}
+
+void gpu_close(void)
+{
+}
+
+const struct gpu_dev *gpu_dev(void)
+{
+	return NULL;
+}
+
+const char *gpu_kernels_why(void)
+{
+	return NO_CUDA;
+}
+
+static int no_cuda(void)
+{
+	set_why(NO_CUDA);
+	return -VMMX_ENOTSUP;
+}
+
+int gpu_mem_info(uint64_t *free_p, uint64_t *total_p)
+{
+	return no_cuda();
+}
+
+int gpu_sync(void)
+{
+	return no_cuda();
+}
+
+int gpu_memcpy(void *dst, const void *src, size_t n)
+{
+	return no_cuda();
+}
+
+int gpu_fill(void *p, size_t size, unsigned int seed)
+{
+	return no_cuda();
+}
+
+int gpu_run(enum gpu_workload w, void *p, size_t size, size_t ws, unsigned int seed, double *sec)
+{
+	return no_cuda();
+}
+
+int gpu_check(const void *p, size_t size, uint64_t first, unsigned int seed, uint64_t *bad)
+{
+	return no_cuda();
+}
+
+int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
+{
+	return no_cuda();
+}
+
+int gpu_mem_settle(struct gpu_mem *m)
+{
+	return no_cuda();
+}
+
+int gpu_free(struct gpu_mem *m)
+{
+	return 0;
+}
+
+int gpu_va_reserve(size_t size, void **va_p)
+{
+	return no_cuda();
+}
+
+int gpu_va_free(void *va, size_t size)
+{
+	return no_cuda();
+}
+
+int gpu_vmm_create(int host, size_t size, uint64_t *handle_p)
+{
+	return no_cuda();
+}
+
+int gpu_vmm_release(uint64_t handle)
+{
+	return no_cuda();
+}
+
+int gpu_vmm_map(void *va, size_t size, uint64_t handle)
+{
+	return no_cuda();
+}
+
+int gpu_vmm_unmap(void *va, size_t size)
+{
+	return no_cuda();
+}
+
+int gpu_vmm_set_access(void *va, size_t size, int host)
+{
+	return no_cuda();
+}
+
+#endif /* VMMX_HAVE_CUDA */

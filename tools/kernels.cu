@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kernels.cu - the GPU workloads of vmmx-place and vmmx-bench, built by nvcc
+ * into a fatbin that bin2c embeds in the tools (tools/local.mk) and
+ * tools/gpu.c loads with cuModuleLoadData.  extern "C" keeps the names
+ * unmangled for cuModuleGetFunction.
+ *
+ * Every kernel is a grid-stride loop over 16-byte elements (uint4), so one
+ * launch of (multiprocessors x resident blocks) covers any size; indices are
+ * 64-bit.  Streaming loops are unrolled four deep so each thread has four
+ * independent 16-byte accesses in flight: memory over PCIe needs many
+ * outstanding requests to reach the link's rate.  Reads fold what they load
+ * into one word per block, written out, so the compiler cannot drop them.
+ */
+#include "gpu.h"
+
+static __device__ __forceinline__ unsigned int fold(uint4 v)
+{
+	return v.x ^ v.y ^ v.z ^ v.w;
+}
+
+static __device__ __forceinline__ uint4 pattern(unsigned long long i, unsigned int seed)
+{
+	unsigned int v[4];
+
+	gpu_pattern(i, seed, v);
+	return make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+/* One word per block: warp shuffles, then one shared atomic per warp. */
+static __device__ __forceinline__ void block_result(unsigned int acc, unsigned int *out)
+{
+	__shared__ unsigned int s;
+
+	for (int o = 16; o > 0; o >>= 1)
+		acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+	if (threadIdx.x == 0)
+		s = 0;
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		atomicXor(&s, acc);
+	__syncthreads();
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = s;
+}
+
+/* Stream read of n elements; out[blockIdx.x] gets the block's fold. */
+extern "C" __global__ void vmmx_tool_read(const uint4 *__restrict__ p, unsigned long long n,
+					  unsigned int *out)
+{
+	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned int acc = 0;
+
+	for (; i + 3 * stride < n; i += 4 * stride) {
+		uint4 a = p[i], b = p[i + stride], c = p[i + 2 * stride], d = p[i + 3 * stride];
+
+		acc ^= fold(a) ^ fold(b) ^ fold(c) ^ fold(d);
+	}
+	for (; i < n; i += stride)
+		acc ^= fold(p[i]);
+	block_result(acc, out);
+}
+
+/* Stream write of the pattern: p[i] = pattern(i, seed). */
+extern "C" __global__ void vmmx_tool_write(uint4 *__restrict__ p, unsigned long long n,
+					   unsigned int seed)
+{
+	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+
+	for (; i + 3 * stride < n; i += 4 * stride) {
+		p[i] = pattern(i, seed);
+		p[i + stride] = pattern(i + stride, seed);
+		p[i + 2 * stride] = pattern(i + 2 * stride, seed);
+		p[i + 3 * stride] = pattern(i + 3 * stride, seed);
+	}
+	for (; i < n; i += stride)
+		p[i] = pattern(i, seed);
+}
+
+/* dst[i] = src[i] for n elements; the ranges do not overlap. */
+extern "C" __global__ void vmmx_tool_copy(uint4 *__restrict__ dst, const uint4 *__restrict__ src,
+					  unsigned long long n)
+{
+	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+
+	for (; i + 3 * stride < n; i += 4 * stride) {
+		uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+
+		dst[i] = a;
+		dst[i + stride] = b;
+		dst[i + 2 * stride] = c;
+		dst[i + 3 * stride] = d;
+	}
+	for (; i < n; i += stride)
+		dst[i] = src[i];
+}
+
+/* splitmix64's finaliser: every output bit depends on every input bit. */
+static __device__ __forceinline__ unsigned long long mix64(unsigned long long x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/*
+ * m random loads over the first ws elements: load k reads element
+ * floor(mix64(k, seed) * ws / 2^64), uniform over the working set with no
+ * division.  The indices come from a hash, not from memory, so the loads
+ * are independent and many stay in flight.
+ */
+extern "C" __global__ void vmmx_tool_gather(const uint4 *__restrict__ p, unsigned long long ws,
+					    unsigned long long m, unsigned int seed,
+					    unsigned int *out)
+{
+	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	const unsigned long long salt = (unsigned long long)seed << 32 | seed;
+	unsigned long long k = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned int acc = 0;
+
+	for (; k + 3 * stride < m; k += 4 * stride) {
+		uint4 a = p[__umul64hi(mix64(k ^ salt), ws)];
+		uint4 b = p[__umul64hi(mix64((k + stride) ^ salt), ws)];
+		uint4 c = p[__umul64hi(mix64((k + 2 * stride) ^ salt), ws)];
+		uint4 d = p[__umul64hi(mix64((k + 3 * stride) ^ salt), ws)];
+
+		acc ^= fold(a) ^ fold(b) ^ fold(c) ^ fold(d);
+	}
+	for (; k < m; k += stride)
+		acc ^= fold(p[__umul64hi(mix64(k ^ salt), ws)]);
+	block_result(acc, out);
+}
+
+/*
+ * Count elements with p[i] != pattern(first + i, seed), i < n, into *bad:
+ * one atomic per thread that saw a mismatch, not one per element.
+ */
+extern "C" __global__ void vmmx_tool_check(const uint4 *__restrict__ p, unsigned long long n,
+					   unsigned long long first, unsigned int seed,
+					   unsigned long long *bad)
+{
+	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned long long nbad = 0;
+
+	for (; i < n; i += stride) {
+		uint4 v = p[i], w = pattern(first + i, seed);
+
+		nbad += v.x != w.x || v.y != w.y || v.z != w.z || v.w != w.w;
+	}
+	if (nbad)
+		atomicAdd(bad, nbad);
+}

@@ -1,0 +1,1789 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vmmx-bench - what libvmmx's operations cost, each figure beside a
+ * baseline measured in the same run, and the project's performance targets
+ * judged from those ratios.
+ *
+ * Sections (--only picks some):
+ *  ops       per location and chunk size: a grow of one chunk on a fresh
+ *            buffer (cache miss: create + map + set access), the shrink
+ *            back (unmap + release), the same with the chunk cache on (hit:
+ *            map + set access; shrink to the cache: unmap), against raw
+ *            cuMemCreate/cuMemMap/cuMemSetAccess/cuMemUnmap/cuMemRelease;
+ *  grow      0 -> N in steps: vmmx_buf_resize against cuMemAlloc + copy +
+ *            cuMemFree (realloc), time and peak device memory per step;
+ *  doubling  NVIDIA's growable-vector pattern, 2 MiB -> 32 GiB, one grow
+ *            per doubling: vmmx_buf_resize against one raw handle per grow
+ *            (cuMemCreate, cuMemMap, cuMemSetAccess into a reserved range);
+ *  copy      vmmx_memcpy against a plain cuMemcpy of the same bytes;
+ *  stream    a stream-read kernel over device chunks against cuMemAlloc,
+ *            over host chunks against cuMemHostAlloc, and over a
+ *            device-first buffer 1.5 times a device limit against the
+ *            model (device bytes at the cuMemAlloc rate plus host bytes at
+ *            the cuMemHostAlloc rate).
+ *
+ * Times of operations are medians of --reps repetitions, taken with
+ * clock_gettime around each call; kernel times come from device events,
+ * the median of --iters runs after --warmup runs.  Baseline and libvmmx
+ * runs alternate so that drift hits both alike.
+ *
+ * On the sim backend the same flow runs with stand-ins (libvmmx buffers and
+ * vmmx_memcpy for the GPU's allocations and kernels, memcpy() for cuMemcpy;
+ * no raw driver calls) under a banner: not GPU figures, and the targets are
+ * not judged.  Output: tables on stdout, or --json; progress on stderr.
+ * Single-threaded.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmmx.h"
+#include "tools/gpu.h"
+#include "tools/plot.h"
+
+#define PROG	      "vmmx-bench"
+#define MAX_CHUNKS    16
+#define MAX_STEPS     4096
+#define MAX_DOUBLINGS 40
+
+enum section { S_OPS, S_GROW, S_DOUBLING, S_COPY, S_STREAM, S_COUNT };
+static const char *const sec_names[S_COUNT] = {"ops", "grow", "doubling", "copy", "stream"};
+
+struct bopts {
+	int only[S_COUNT];
+	uint64_t chunks[MAX_CHUNKS];
+	int nchunks;
+	int loc_device, loc_host;
+	unsigned int reps, iters, warmup;
+	uint64_t grow_max, grow_step, double_max, copy_size, stream_size, host_size, limit;
+	int json, quiet;
+	const char *plot;
+};
+
+/* ---- results ---- */
+
+struct op_row {
+	const char *loc;
+	uint64_t size;
+	const char *op;
+	double vmmx, raw; /* seconds (median); NAN: not measured */
+};
+
+struct grow_step {
+	uint64_t size;
+	double vmmx, realloc;		  /* seconds for this step */
+	uint64_t vmmx_used, realloc_used; /* device bytes in use at the step's peak */
+	unsigned int vmmx_chunks;
+};
+
+struct dbl_row {
+	uint64_t size;
+	double vmmx, raw;
+	unsigned int handles; /* chunks libvmmx added in this grow */
+};
+
+struct copy_row {
+	const char *name;
+	uint64_t bytes;
+	double vmmx, base; /* seconds (median) */
+	const char *base_name;
+};
+
+struct stream_row {
+	const char *name;
+	const char *base_name;
+	uint64_t size;
+	double vmmx, base; /* seconds (median); base NAN for the model row */
+	uint64_t dev_bytes, host_bytes;
+	double model;  /* seconds; NAN unless the model row */
+	char why[256]; /* "" or why it was not measured */
+};
+
+struct target {
+	char text[96];
+	char shown[64];
+	double value, threshold;
+	int le;	   /* value must be <= threshold (else >=) */
+	int known; /* measured */
+	char why[128];
+};
+
+struct bench {
+	struct bopts o;
+	struct vmmx_ctx_info info;
+	int sim, failed;
+	const char *kwhy; /* NULL: kernels run */
+	size_t gran;
+	struct op_row ops[MAX_CHUNKS * 2 * 9];
+	size_t nops;
+	struct grow_step grow[MAX_STEPS];
+	size_t ngrow;
+	double grow_vmmx, grow_realloc;
+	uint64_t grow_vmmx_peak, grow_realloc_peak;
+	char grow_why[256];
+	struct dbl_row dbl[MAX_DOUBLINGS];
+	size_t ndbl;
+	struct copy_row copies[4];
+	size_t ncopies;
+	char copy_why[256];
+	struct stream_row streams[3];
+	size_t nstreams;
+	struct target targets[8];
+	size_t ntargets;
+	int ran[S_COUNT];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: " PROG " [OPTIONS]\n"
+	    "Costs of libvmmx operations beside same-run baselines, and the performance "
+	    "targets.\n\n"
+	    "      --only LIST        sections: ops, grow, doubling, copy, stream (default all)\n"
+	    "      --chunk-sizes LIST ops: chunk sizes (default 2MiB,64MiB,1GiB; sim 2MiB,8MiB)\n"
+	    "      --locations LIST   ops: device, host (default both)\n"
+	    "      --reps N           ops and doubling: repetitions, median reported (default 10; "
+	    "sim 5)\n"
+	    "      --grow-max SIZE    grow: final size (default 64GiB; sim 32MiB)\n"
+	    "      --grow-step SIZE   grow: step (default 1GiB; sim 4MiB)\n"
+	    "      --double-max SIZE  doubling: final size (default 32GiB; sim 64MiB)\n"
+	    "      --copy-size SIZE   copy: bytes per copy (default 1GiB; sim 16MiB)\n"
+	    "      --stream-size SIZE stream: device-chunk buffer (default 4GiB; sim 16MiB)\n"
+	    "      --host-size SIZE   stream: host-chunk buffer (default 2GiB; sim 8MiB)\n"
+	    "      --device-limit SIZE  stream: limit for the device-first buffer of 1.5x it\n"
+	    "                         (default 4GiB; sim 8MiB)\n"
+	    "  -n, --iters N          stream: timed kernel runs (default 20; sim 5)\n"
+	    "      --warmup N         stream: warm-up runs (default 3; sim 1)\n"
+	    "      --json             JSON instead of tables\n"
+	    "      --plot FILE.png    the grow curve: cumulative time against size\n"
+	    "  -q, --quiet            no progress on stderr\n"
+	    "  -h, --help\n"
+	    "Exit status: 0 done (targets may MISS), 1 a measurement failed, 2 bad usage.\n");
+}
+
+static int parse_count(const char *opt, const char *s, unsigned int min, unsigned int *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (!*s || *end || *s == '-' || v < min || v > 100000) {
+		fprintf(stderr, PROG ": %s %s: expected a whole number from %u to 100000\n", opt, s,
+			min);
+		return -1;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse_size1(const char *opt, const char *s, uint64_t *out)
+{
+	return tool_parse_sizes(PROG, opt, s, out, 1) == 1 ? 0 : -1;
+}
+
+static int parse_list(const char *opt, const char *s, const char *const *names, int n, int *out)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	memset(out, 0, (size_t)n * sizeof(*out));
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int i;
+
+		for (i = 0; i < n && strcmp(tok, names[i]); i++)
+			;
+		if (i == n) {
+			fprintf(stderr, PROG ": %s %s: unknown \"%s\" (expected", opt, s, tok);
+			for (i = 0; i < n; i++)
+				fprintf(stderr, "%s%s", i ? ", " : " ", names[i]);
+			fprintf(stderr, ")\n");
+			free(copy);
+			return -1;
+		}
+		out[i] = 1;
+	}
+	free(copy);
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct bopts *o)
+{
+	enum {
+		O_ONLY = 256,
+		O_CHUNKS,
+		O_LOCS,
+		O_REPS,
+		O_GMAX,
+		O_GSTEP,
+		O_DMAX,
+		O_CSIZE,
+		O_SSIZE,
+		O_HSIZE,
+		O_LIMIT,
+		O_WARMUP,
+		O_JSON,
+		O_PLOT,
+	};
+	static const struct option lo[] = {
+	    {"only", required_argument, NULL, O_ONLY},
+	    {"chunk-sizes", required_argument, NULL, O_CHUNKS},
+	    {"locations", required_argument, NULL, O_LOCS},
+	    {"reps", required_argument, NULL, O_REPS},
+	    {"grow-max", required_argument, NULL, O_GMAX},
+	    {"grow-step", required_argument, NULL, O_GSTEP},
+	    {"double-max", required_argument, NULL, O_DMAX},
+	    {"copy-size", required_argument, NULL, O_CSIZE},
+	    {"stream-size", required_argument, NULL, O_SSIZE},
+	    {"host-size", required_argument, NULL, O_HSIZE},
+	    {"device-limit", required_argument, NULL, O_LIMIT},
+	    {"iters", required_argument, NULL, 'n'},
+	    {"warmup", required_argument, NULL, O_WARMUP},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"plot", required_argument, NULL, O_PLOT},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	static const char *const locs[] = {"device", "host"};
+	int c, l[2];
+
+	for (int s = 0; s < S_COUNT; s++)
+		o->only[s] = 1;
+	o->loc_device = o->loc_host = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case O_ONLY:
+			if (parse_list("--only", optarg, sec_names, S_COUNT, o->only))
+				return 2;
+			break;
+		case O_CHUNKS:
+			o->nchunks =
+			    tool_parse_sizes(PROG, "--chunk-sizes", optarg, o->chunks, MAX_CHUNKS);
+			if (o->nchunks < 0)
+				return 2;
+			break;
+		case O_LOCS:
+			if (parse_list("--locations", optarg, locs, 2, l))
+				return 2;
+			o->loc_device = l[0];
+			o->loc_host = l[1];
+			break;
+		case O_REPS:
+			if (parse_count("--reps", optarg, 1, &o->reps))
+				return 2;
+			break;
+		case O_GMAX:
+			if (parse_size1("--grow-max", optarg, &o->grow_max))
+				return 2;
+			break;
+		case O_GSTEP:
+			if (parse_size1("--grow-step", optarg, &o->grow_step))
+				return 2;
+			break;
+		case O_DMAX:
+			if (parse_size1("--double-max", optarg, &o->double_max))
+				return 2;
+			break;
+		case O_CSIZE:
+			if (parse_size1("--copy-size", optarg, &o->copy_size))
+				return 2;
+			break;
+		case O_SSIZE:
+			if (parse_size1("--stream-size", optarg, &o->stream_size))
+				return 2;
+			break;
+		case O_HSIZE:
+			if (parse_size1("--host-size", optarg, &o->host_size))
+				return 2;
+			break;
+		case O_LIMIT:
+			if (parse_size1("--device-limit", optarg, &o->limit))
+				return 2;
+			break;
+		case 'n':
+			if (parse_count("--iters", optarg, 1, &o->iters))
+				return 2;
+			break;
+		case O_WARMUP:
+			if (parse_count("--warmup", optarg, 0, &o->warmup))
+				return 2;
+			o->warmup++; /* stored +1: 0 means "default" */
+			break;
+		case O_JSON:
+			o->json = 1;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		case ':':
+			fprintf(stderr, PROG ": %s needs an argument\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		default:
+			fprintf(stderr, PROG ": unknown option %s\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* Defaults by backend: GPU-sized on cuda, tiny on sim. */
+static void defaults(struct bench *B)
+{
+	struct bopts *o = &B->o;
+	int sim = B->sim;
+
+	if (!o->nchunks) {
+		o->chunks[0] = 2ull << 20;
+		o->chunks[1] = sim ? 8ull << 20 : 64ull << 20;
+		o->nchunks = 2;
+		if (!sim)
+			o->chunks[o->nchunks++] = 1ull << 30;
+	}
+	if (!o->reps)
+		o->reps = sim ? 5 : 10;
+	if (!o->iters)
+		o->iters = sim ? 5 : 20;
+	o->warmup = o->warmup ? o->warmup - 1 : sim ? 1 : 3;
+	if (!o->grow_max)
+		o->grow_max = sim ? 32ull << 20 : 64ull << 30;
+	if (!o->grow_step)
+		o->grow_step = sim ? 4ull << 20 : 1ull << 30;
+	if (!o->double_max)
+		o->double_max = sim ? 64ull << 20 : 32ull << 30;
+	if (!o->copy_size)
+		o->copy_size = sim ? 16ull << 20 : 1ull << 30;
+	if (!o->stream_size)
+		o->stream_size = sim ? 16ull << 20 : 4ull << 30;
+	if (!o->host_size)
+		o->host_size = sim ? 8ull << 20 : 2ull << 30;
+	if (!o->limit)
+		o->limit = sim ? 8ull << 20 : 4ull << 30;
+}
+
+static int check_sizes(struct bench *B)
+{
+	struct bopts *o = &B->o;
+	const struct {
+		const char *opt;
+		uint64_t v;
+	} s[] = {
+	    {"--grow-max", o->grow_max},       {"--grow-step", o->grow_step},
+	    {"--double-max", o->double_max},   {"--copy-size", o->copy_size},
+	    {"--stream-size", o->stream_size}, {"--host-size", o->host_size},
+	    {"--device-limit", o->limit},
+	};
+	char a[32], g[32];
+
+	tool_fmt_size(B->gran, g, sizeof(g));
+	for (int i = 0; i < o->nchunks; i++) {
+		if (o->chunks[i] % B->gran) {
+			fprintf(stderr,
+				PROG
+				": --chunk-sizes: %s is not a multiple of the granularity (%s)\n",
+				tool_fmt_size(o->chunks[i], a, sizeof(a)), g);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		if (s[i].v % B->gran) {
+			fprintf(stderr, PROG ": %s %s: not a multiple of the granularity (%s)\n",
+				s[i].opt, tool_fmt_size(s[i].v, a, sizeof(a)), g);
+			return -1;
+		}
+	}
+	if (o->grow_step > o->grow_max || o->grow_max / o->grow_step > MAX_STEPS) {
+		fprintf(stderr, PROG ": --grow-max/--grow-step: 1 to %d steps\n", MAX_STEPS);
+		return -1;
+	}
+	if (o->double_max < B->gran) {
+		fprintf(stderr, PROG ": --double-max: at least the granularity (%s)\n", g);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- small helpers ---- */
+
+static void note(struct bench *B, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct bench *B, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (B->o.quiet)
+		return;
+	fputs(PROG ": ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int vfail(struct bench *B, const char *what, int err)
+{
+	fprintf(stderr, PROG ": %s: %s: %s\n", what, vmmx_strerror(err), vmmx_last_error());
+	B->failed = 1;
+	return err;
+}
+
+static int gfail(struct bench *B, const char *what)
+{
+	fprintf(stderr, PROG ": %s: %s\n", what, gpu_why());
+	B->failed = 1;
+	return -1;
+}
+
+/*
+ * A context for one measurement.  Sizes are given as byte counts; NULL
+ * leaves a setting to the environment or the default.  The device limit is
+ * 100% unless given, so a VMMX_DEVICE_LIMIT in the environment does not
+ * skew the figures.
+ */
+static int mkctx(struct bench *B, uint64_t chunk, uint64_t chunk_max, int64_t cache, uint64_t limit,
+		 struct vmmx_ctx **ctx_p)
+{
+	char cs[32], cm[32], cl[32], dl[32];
+	struct vmmx_config cfg;
+	int err;
+
+	vmmx_config_init(&cfg);
+	if (chunk) {
+		snprintf(cs, sizeof(cs), "%llu", (unsigned long long)chunk);
+		cfg.chunk_size = cs;
+	}
+	if (chunk_max) {
+		snprintf(cm, sizeof(cm), "%llu", (unsigned long long)chunk_max);
+		cfg.chunk_max = cm;
+	}
+	if (cache >= 0) {
+		snprintf(cl, sizeof(cl), "%lld", (long long)cache);
+		cfg.cache_limit = cl;
+	}
+	if (limit)
+		snprintf(dl, sizeof(dl), "%llu", (unsigned long long)limit);
+	else
+		snprintf(dl, sizeof(dl), "100%%");
+	cfg.device_limit = dl;
+	err = vmmx_ctx_create(&cfg, ctx_p);
+	return err ? vfail(B, "vmmx_ctx_create", err) : 0;
+}
+
+/* Device bytes in use now: the driver's figure on cuda, the sim's on sim. */
+static uint64_t dev_used(struct bench *B, struct vmmx_ctx *ctx)
+{
+	struct vmmx_ctx_info i = {.size = sizeof(i)};
+	uint64_t fr, tot;
+
+	if (!B->sim && !gpu_mem_info(&fr, &tot))
+		return tot - fr;
+	if (ctx && !vmmx_ctx_query(ctx, &i))
+		return i.device_total - i.device_free;
+	return 0;
+}
+
+static const char *us(double sec, char *buf, size_t len)
+{
+	if (isfinite(sec))
+		snprintf(buf, len, "%.1f", sec * 1e6);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+static const char *ratio(double a, double b, char *buf, size_t len)
+{
+	if (isfinite(a) && isfinite(b) && b > 0)
+		snprintf(buf, len, "%.2fx", a / b);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+/* ---- ops ---- */
+
+static void add_op(struct bench *B, const char *loc, uint64_t size, const char *op, double v,
+		   double r)
+{
+	if (B->nops < sizeof(B->ops) / sizeof(B->ops[0]))
+		B->ops[B->nops++] = (struct op_row){loc, size, op, v, r};
+}
+
+/* vmmx: grow one chunk of @S on an empty buffer and shrink back, @reps times. */
+static int ops_vmmx(struct bench *B, int host, uint64_t S, int cache, double *grow, double *shrink)
+{
+	unsigned int n = B->o.reps;
+	double *g = calloc(n, sizeof(*g)), *s = calloc(n, sizeof(*s)), t;
+	struct vmmx_stats st0 = {.size = sizeof(st0)}, st1 = {.size = sizeof(st1)};
+	struct vmmx_ctx *ctx = NULL;
+	struct vmmx_buf *buf = NULL;
+	int err = -1;
+
+	if (!g || !s) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
+	/* chunk size = chunk max = S: one chunk per grow; the cache holds it or nothing. */
+	if (mkctx(B, S, S, cache ? (int64_t)S : 0, 0, &ctx))
+		goto out;
+	err = vmmx_buf_create(ctx, S, host ? "host" : "device", &buf);
+	if (err) {
+		vfail(B, "vmmx_buf_create", err);
+		goto out;
+	}
+	/* Warm-up: the first grow also pays for first-touch costs in the driver. */
+	err = vmmx_buf_resize(buf, S);
+	if (!err)
+		err = vmmx_buf_resize(buf, 0);
+	if (err) {
+		vfail(B, "vmmx_buf_resize (warm-up)", err);
+		goto out;
+	}
+	vmmx_stats_get(ctx, &st0);
+	for (unsigned int i = 0; i < n; i++) {
+		t = gpu_now();
+		err = vmmx_buf_resize(buf, S);
+		g[i] = gpu_now() - t;
+		if (err) {
+			vfail(B, "vmmx_buf_resize (grow)", err);
+			goto out;
+		}
+		t = gpu_now();
+		err = vmmx_buf_resize(buf, 0);
+		s[i] = gpu_now() - t;
+		if (err) {
+			vfail(B, "vmmx_buf_resize (shrink)", err);
+			goto out;
+		}
+	}
+	vmmx_stats_get(ctx, &st1);
+	if (cache && st1.cache_hits - st0.cache_hits != n)
+		fprintf(stderr,
+			PROG ": warning: %s %llu-byte chunks: %llu cache hits in %u grows\n",
+			host ? "host" : "device", (unsigned long long)S,
+			(unsigned long long)(st1.cache_hits - st0.cache_hits), n);
+	if (!cache && st1.cache_hits != st0.cache_hits)
+		fprintf(stderr, PROG ": warning: cache hits with the cache off\n");
+	*grow = gpu_median(g, n);
+	*shrink = gpu_median(s, n);
+	err = 0;
+out:
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(ctx);
+	free(g);
+	free(s);
+	return err;
+}
+
+/* raw: create, map, set access, unmap, release of one handle of @S, @reps times. */
+static int ops_raw(struct bench *B, int host, uint64_t S, double med[5])
+{
+	unsigned int n = B->o.reps;
+	double *v = calloc(5 * (size_t)(n + 1), sizeof(*v));
+	void *va = NULL;
+	uint64_t h = 0;
+	int err = -1, created = 0, mapped = 0;
+
+	if (!v) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	if (gpu_va_reserve(S, &va)) {
+		gfail(B, "raw ops");
+		free(v);
+		return -1;
+	}
+	/* Rep 0 is the warm-up, as for libvmmx. */
+	for (unsigned int i = 0; i <= n; i++) {
+		double t[6];
+
+		t[0] = gpu_now();
+		if (gpu_vmm_create(host, S, &h))
+			goto fail;
+		created = 1;
+		t[1] = gpu_now();
+		if (gpu_vmm_map(va, S, h))
+			goto fail;
+		mapped = 1;
+		t[2] = gpu_now();
+		if (gpu_vmm_set_access(va, S, host))
+			goto fail;
+		t[3] = gpu_now();
+		if (gpu_vmm_unmap(va, S))
+			goto fail;
+		mapped = 0;
+		t[4] = gpu_now();
+		if (gpu_vmm_release(h))
+			goto fail;
+		created = 0;
+		t[5] = gpu_now();
+		if (i)
+			for (int k = 0; k < 5; k++)
+				v[k * n + i - 1] = t[k + 1] - t[k];
+	}
+	for (int k = 0; k < 5; k++)
+		med[k] = gpu_median(v + k * n, n);
+	err = 0;
+	goto out;
+fail:
+	gfail(B, "raw ops");
+	/* Undo in reverse order; failures here leave nothing more to undo. */
+	if (mapped)
+		gpu_vmm_unmap(va, S);
+	if (created)
+		gpu_vmm_release(h);
+out:
+	if (gpu_va_free(va, S))
+		gfail(B, "raw ops");
+	free(v);
+	return err;
+}
+
+static void section_ops(struct bench *B)
+{
+	for (int l = 0; l < 2; l++) {
+		const char *loc = l ? "host" : "device";
+
+		if ((l == 0 && !B->o.loc_device) || (l == 1 && !B->o.loc_host))
+			continue;
+		for (int c = 0; c < B->o.nchunks; c++) {
+			uint64_t S = B->o.chunks[c];
+			double mg = NAN, ms = NAN, hg = NAN, hs = NAN,
+			       raw[5] = {NAN, NAN, NAN, NAN, NAN};
+			char a[32];
+
+			note(B, "ops: %s chunks of %s, %u repetitions", loc,
+			     tool_fmt_size(S, a, sizeof(a)), B->o.reps);
+			ops_vmmx(B, l, S, 0, &mg, &ms);
+			ops_vmmx(B, l, S, 1, &hg, &hs);
+			if (!B->sim)
+				ops_raw(B, l, S, raw);
+			if (!B->sim) { /* the raw calls one by one; sim has none */
+				add_op(B, loc, S, "create", NAN, raw[0]);
+				add_op(B, loc, S, "map", NAN, raw[1]);
+				add_op(B, loc, S, "set access", NAN, raw[2]);
+				add_op(B, loc, S, "unmap", NAN, raw[3]);
+				add_op(B, loc, S, "release", NAN, raw[4]);
+			}
+			add_op(B, loc, S, "grow, cache miss (create+map+access)", mg,
+			       raw[0] + raw[1] + raw[2]);
+			add_op(B, loc, S, "shrink, no cache (unmap+release)", ms, raw[3] + raw[4]);
+			add_op(B, loc, S, "grow, cache hit (map+access)", hg, raw[1] + raw[2]);
+			add_op(B, loc, S, "shrink into the cache (unmap)", hs, raw[3]);
+		}
+	}
+}
+
+/* ---- grow ---- */
+
+static void section_grow(struct bench *B)
+{
+	uint64_t step = B->o.grow_step, N = B->o.grow_max / step * step, used0, fr, tot;
+	struct vmmx_stats st = {.size = sizeof(st)};
+	struct vmmx_ctx *ctx = NULL, *rctx = NULL;
+	struct vmmx_buf *buf = NULL, *old = NULL, *nb = NULL;
+	struct gpu_mem om = {0}, nm = {0};
+	size_t k, n = (size_t)(N / step);
+	char a[32], b[32];
+	double t0, t1, t2;
+	int err;
+
+	B->ngrow = n;
+	for (k = 0; k < n; k++) {
+		B->grow[k] =
+		    (struct grow_step){.size = (k + 1) * step, .vmmx = NAN, .realloc = NAN};
+	}
+	note(B, "grow: 0 -> %s in steps of %s through libvmmx", tool_fmt_size(N, a, sizeof(a)),
+	     tool_fmt_size(step, b, sizeof(b)));
+	/* No cache: a grow must create its handle, as cuMemAlloc must. */
+	if (mkctx(B, 0, 0, 0, 0, &ctx))
+		return;
+	used0 = dev_used(B, ctx);
+	err = vmmx_buf_create(ctx, N, "device", &buf);
+	if (err) {
+		vfail(B, "grow: vmmx_buf_create", err);
+		goto out;
+	}
+	for (k = 0; k < n; k++) {
+		t0 = gpu_now();
+		err = vmmx_buf_resize(buf, (k + 1) * step);
+		B->grow[k].vmmx = gpu_now() - t0;
+		if (err) {
+			B->grow[k].vmmx = NAN;
+			vfail(B, "grow: vmmx_buf_resize", err);
+			goto out;
+		}
+		B->grow[k].vmmx_used = dev_used(B, ctx) - used0;
+		if (!vmmx_stats_get(ctx, &st))
+			B->grow[k].vmmx_chunks = (unsigned int)st.device_chunks;
+	}
+	vmmx_buf_destroy(buf);
+	buf = NULL;
+
+	note(B, "grow: the same steps by allocate + copy + free (realloc)");
+	if (B->sim) {
+		/* Stand-in: a new libvmmx device buffer per step, vmmx_memcpy, destroy the old. */
+		if (mkctx(B, 0, 0, 0, 0, &rctx))
+			goto out;
+		used0 = dev_used(B, rctx);
+		for (k = 0; k < n; k++) {
+			uint64_t size = (k + 1) * step;
+
+			t0 = gpu_now();
+			err = vmmx_buf_create(rctx, size, "device", &nb);
+			if (!err)
+				err = vmmx_buf_resize(nb, size);
+			if (!err && old)
+				err = vmmx_memcpy(rctx, vmmx_buf_ptr(nb), vmmx_buf_ptr(old),
+						  size - step);
+			t1 = gpu_now();
+			if (err) {
+				vfail(B, "grow: realloc stand-in", err);
+				goto out;
+			}
+			B->grow[k].realloc_used = dev_used(B, rctx) - used0;
+			t2 = gpu_now();
+			vmmx_buf_destroy(old);
+			old = nb;
+			nb = NULL;
+			B->grow[k].realloc = (t1 - t0) + (gpu_now() - t2);
+		}
+		goto out;
+	}
+	if (gpu_mem_info(&fr, &tot)) {
+		gfail(B, "grow");
+		goto out;
+	}
+	/* Realloc holds the old and the new buffer at once: 2N - step at the last step. */
+	if (2 * N - step + GPU_MANAGED_MARGIN > fr) {
+		snprintf(B->grow_why, sizeof(B->grow_why),
+			 "realloc not run: its last step holds %s and only %s is free "
+			 "(use a smaller --grow-max)",
+			 tool_fmt_size(2 * N - step, a, sizeof(a)),
+			 tool_fmt_size(fr, b, sizeof(b)));
+		note(B, "grow: %s", B->grow_why);
+		goto out;
+	}
+	used0 = tot - fr;
+	for (k = 0; k < n; k++) {
+		uint64_t size = (k + 1) * step;
+
+		t0 = gpu_now();
+		if (gpu_alloc(GPU_ALLOC_DEVICE, size, &nm)) {
+			gfail(B, "grow: cuMemAlloc");
+			goto out;
+		}
+		if (om.dptr && gpu_memcpy(nm.dptr, om.dptr, size - step)) {
+			gfail(B, "grow: cuMemcpy");
+			goto out;
+		}
+		t1 = gpu_now();
+		B->grow[k].realloc_used = dev_used(B, NULL) - used0;
+		t2 = gpu_now();
+		if (gpu_free(&om)) {
+			gfail(B, "grow: cuMemFree");
+			goto out;
+		}
+		B->grow[k].realloc = (t1 - t0) + (gpu_now() - t2);
+		om = nm;
+		memset(&nm, 0, sizeof(nm));
+	}
+out:
+	if (gpu_free(&nm) || gpu_free(&om))
+		gfail(B, "grow: cuMemFree");
+	vmmx_buf_destroy(nb);
+	vmmx_buf_destroy(old);
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(rctx);
+	vmmx_ctx_destroy(ctx);
+	B->grow_vmmx = B->grow_realloc = 0;
+	B->grow_vmmx_peak = B->grow_realloc_peak = 0;
+	for (k = 0; k < n; k++) {
+		B->grow_vmmx += B->grow[k].vmmx;
+		B->grow_realloc += B->grow[k].realloc;
+		if (B->grow[k].vmmx_used > B->grow_vmmx_peak)
+			B->grow_vmmx_peak = B->grow[k].vmmx_used;
+		if (B->grow[k].realloc_used > B->grow_realloc_peak)
+			B->grow_realloc_peak = B->grow[k].realloc_used;
+	}
+}
+
+/* ---- doubling ---- */
+
+static void section_doubling(struct bench *B)
+{
+	uint64_t max = B->gran, h[MAX_DOUBLINGS];
+	unsigned int reps = B->o.reps;
+	size_t n = 0, k;
+	double *vv = NULL, *rv = NULL;
+	struct vmmx_ctx *ctx = NULL;
+	struct vmmx_buf *buf = NULL;
+	void *va = NULL;
+	char a[32], b[32];
+	int err;
+
+	while (max * 2 <= B->o.double_max && n + 1 < MAX_DOUBLINGS)
+		max *= 2;
+	for (uint64_t s = B->gran; s <= max; s *= 2)
+		B->dbl[n++] = (struct dbl_row){.size = s, .vmmx = NAN, .raw = NAN};
+	B->ndbl = n;
+	vv = calloc(n * reps, sizeof(*vv));
+	rv = calloc(n * reps, sizeof(*rv));
+	if (!vv || !rv) {
+		fprintf(stderr, PROG ": out of memory\n");
+		B->failed = 1;
+		goto out;
+	}
+	note(B, "doubling: %s -> %s, one grow per doubling, %u repetitions",
+	     tool_fmt_size(B->gran, a, sizeof(a)), tool_fmt_size(max, b, sizeof(b)), reps);
+	/* One chunk per grow, as one handle per grow: the largest grow adds max/2. */
+	if (mkctx(B, 0, max, 0, 0, &ctx))
+		goto out;
+	if (!B->sim && gpu_va_reserve(max, &va)) {
+		gfail(B, "doubling");
+		goto out;
+	}
+	for (unsigned int r = 0; r < reps; r++) {
+		struct vmmx_stats st = {.size = sizeof(st)};
+		uint64_t chunks = 0;
+
+		if (va) {
+			size_t made = 0, mapped = 0;
+
+			for (k = 0; k < n; k++) {
+				uint64_t off = k ? B->dbl[k - 1].size : 0,
+					 add = B->dbl[k].size - off;
+				double t0 = gpu_now();
+
+				if (gpu_vmm_create(0, add, &h[k]))
+					break;
+				made++;
+				if (gpu_vmm_map((char *)va + off, add, h[k]))
+					break;
+				mapped++;
+				if (gpu_vmm_set_access((char *)va + off, add, 0))
+					break;
+				rv[k * reps + r] = gpu_now() - t0;
+			}
+			if (k < n)
+				gfail(B, "doubling: raw grow");
+			/* Teardown, untimed, in reverse order of setup. */
+			for (size_t j = mapped; j-- > 0;) {
+				uint64_t off = j ? B->dbl[j - 1].size : 0;
+
+				if (gpu_vmm_unmap((char *)va + off, B->dbl[j].size - off))
+					gfail(B, "doubling: cuMemUnmap");
+			}
+			for (size_t j = made; j-- > 0;)
+				if (gpu_vmm_release(h[j]))
+					gfail(B, "doubling: cuMemRelease");
+			if (k < n)
+				goto out;
+		}
+		err = vmmx_buf_create(ctx, max, "device", &buf);
+		if (err) {
+			vfail(B, "doubling: vmmx_buf_create", err);
+			goto out;
+		}
+		for (k = 0; k < n; k++) {
+			double t0 = gpu_now();
+
+			err = vmmx_buf_resize(buf, B->dbl[k].size);
+			vv[k * reps + r] = gpu_now() - t0;
+			if (err) {
+				vfail(B, "doubling: vmmx_buf_resize", err);
+				goto out;
+			}
+			if (!vmmx_stats_get(ctx, &st)) {
+				B->dbl[k].handles = (unsigned int)(st.device_chunks - chunks);
+				chunks = st.device_chunks;
+			}
+		}
+		vmmx_buf_destroy(buf);
+		buf = NULL;
+	}
+	for (k = 0; k < n; k++) {
+		B->dbl[k].vmmx = gpu_median(vv + k * reps, reps);
+		if (va)
+			B->dbl[k].raw = gpu_median(rv + k * reps, reps);
+	}
+out:
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(ctx);
+	if (va && gpu_va_free(va, max))
+		gfail(B, "doubling: cuMemAddressFree");
+	free(vv);
+	free(rv);
+}
+
+/* ---- copy ---- */
+
+/* Median seconds of @n alternating runs of the vmmx copy and the baseline copy. */
+static int time_pair(struct bench *B, struct vmmx_ctx *ctx, void *vd, const void *vs, uint64_t vn,
+		     void *bd[2], const void *bs[2], const uint64_t bn[2], double *vmed,
+		     double *bmed)
+{
+	unsigned int n = B->o.reps;
+	double *v = calloc(n + 1, sizeof(*v)), *b = calloc(n + 1, sizeof(*b));
+	int err = -1;
+
+	if (!v || !b)
+		goto out;
+	for (unsigned int i = 0; i <= n; i++) { /* i == 0: warm-up */
+		double t0 = gpu_now();
+
+		err = vmmx_memcpy(ctx, vd, vs, vn);
+		v[i] = gpu_now() - t0;
+		if (err) {
+			vfail(B, "copy: vmmx_memcpy", err);
+			goto out;
+		}
+		t0 = gpu_now();
+		for (int k = 0; k < 2 && bn[k]; k++) {
+			if (B->sim) {
+				memcpy(bd[k], bs[k], bn[k]);
+			} else if (gpu_memcpy(bd[k], bs[k], bn[k])) {
+				gfail(B, "copy: cuMemcpy");
+				err = -1;
+				goto out;
+			}
+		}
+		b[i] = gpu_now() - t0;
+	}
+	*vmed = gpu_median(v + 1, n);
+	*bmed = gpu_median(b + 1, n);
+	err = 0;
+out:
+	free(v);
+	free(b);
+	return err;
+}
+
+static void section_copy(struct bench *B)
+{
+	uint64_t S = B->o.copy_size, half = S / 2 / B->gran * B->gran;
+	struct vmmx_ctx *ctx = NULL, *mctx = NULL;
+	struct vmmx_buf *vb = NULL, *mb = NULL;
+	struct gpu_mem hm = {0}, hm2 = {0}, dm = {0};
+	unsigned char *hbuf, *hbuf2, *dbuf, *v, *m;
+	struct vmmx_residency res;
+	double vt, bt;
+	char a[32];
+	int err;
+
+	note(B, "copy: %s per copy, %u repetitions", tool_fmt_size(S, a, sizeof(a)), B->o.reps);
+	if (mkctx(B, 0, 0, -1, 0, &ctx) || mkctx(B, 0, 0, -1, half ? half : B->gran, &mctx))
+		goto out;
+	err = vmmx_buf_create(ctx, 2 * S, "device", &vb);
+	if (!err)
+		err = vmmx_buf_resize(vb, 2 * S);
+	if (!err)
+		err = vmmx_buf_create(mctx, S, "device-first", &mb);
+	if (!err)
+		err = vmmx_buf_resize(mb, S);
+	if (!err)
+		err = vmmx_buf_residency(mb, 0, S, &res);
+	if (err) {
+		vfail(B, "copy: buffers", err);
+		goto out;
+	}
+	if (B->sim) {
+		/* Stand-ins: host memory and memcpy() for pinned memory and cuMemcpy. */
+		hm.hptr = malloc(S);
+		hm2.hptr = malloc(S);
+		dm.hptr = malloc(2 * S);
+		if (!hm.hptr || !hm2.hptr || !dm.hptr) {
+			fprintf(stderr, PROG ": out of memory\n");
+			B->failed = 1;
+			goto out;
+		}
+		memset(hm.hptr, 0x5a, S);
+		memset(hm2.hptr, 0xa5, S);
+		memset(dm.hptr, 0x3c, 2 * S);
+		hbuf = hm.hptr;
+		hbuf2 = hm2.hptr;
+		dbuf = dm.hptr;
+	} else {
+		if (gpu_alloc(GPU_ALLOC_HOST, S, &hm) || gpu_alloc(GPU_ALLOC_HOST, S, &hm2) ||
+		    gpu_alloc(GPU_ALLOC_DEVICE, 2 * S, &dm)) {
+			gfail(B, "copy: baseline buffers");
+			goto out;
+		}
+		memset(hm.hptr, 0x5a, S);
+		memset(hm2.hptr, 0xa5, S);
+		hbuf = hm.dptr;
+		hbuf2 = hm2.dptr;
+		dbuf = dm.dptr;
+	}
+	v = vmmx_buf_ptr(vb);
+	m = vmmx_buf_ptr(mb);
+	{
+		const struct {
+			const char *name, *base;
+			void *vd;
+			const void *vs;
+			void *bd[2];
+			const void *bs[2];
+			uint64_t bn[2];
+		} c[] = {
+		    {"host -> device chunks",
+		     "cuMemcpy host -> cuMemAlloc",
+		     v,
+		     hbuf,
+		     {dbuf, NULL},
+		     {hbuf, NULL},
+		     {S, 0}},
+		    {"device chunks -> host",
+		     "cuMemcpy cuMemAlloc -> host",
+		     hbuf,
+		     v,
+		     {hbuf, NULL},
+		     {dbuf, NULL},
+		     {S, 0}},
+		    {"device chunks -> device chunks",
+		     "cuMemcpy cuMemAlloc -> cuMemAlloc",
+		     v + S,
+		     v,
+		     {dbuf + S, NULL},
+		     {dbuf, NULL},
+		     {S, 0}},
+		    {"device-first (device + host chunks) -> host",
+		     "cuMemcpy cuMemAlloc part + pinned part -> host",
+		     hbuf,
+		     m,
+		     {hbuf, hbuf + res.device},
+		     {dbuf, hbuf2},
+		     {res.device, res.host}},
+		};
+
+		for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			uint64_t bn[2] = {c[i].bn[0], c[i].bn[1]};
+
+			/* A range all on one side has one part. */
+			if (!bn[0]) {
+				bn[0] = bn[1];
+				bn[1] = 0;
+			}
+			note(B, "copy: %s", c[i].name);
+			{
+				void *bd[2] = {c[i].bd[0], c[i].bd[1]};
+				const void *bs[2] = {c[i].bs[0], c[i].bs[1]};
+
+				if (!c[i].bn[0]) {
+					bd[0] = bd[1];
+					bs[0] = bs[1];
+				}
+				if (time_pair(B, i == 3 ? mctx : ctx, c[i].vd, c[i].vs, S, bd, bs,
+					      bn, &vt, &bt))
+					goto out;
+			}
+			B->copies[B->ncopies++] = (struct copy_row){
+			    c[i].name, S, vt, bt, B->sim ? "memcpy() (sim stand-in)" : c[i].base};
+		}
+	}
+out:
+	if (B->sim) {
+		free(hm.hptr);
+		free(hm2.hptr);
+		free(dm.hptr);
+	} else if (gpu_free(&hm) || gpu_free(&hm2) || gpu_free(&dm)) {
+		gfail(B, "copy: freeing baselines");
+	}
+	vmmx_buf_destroy(vb);
+	vmmx_buf_destroy(mb);
+	vmmx_ctx_destroy(mctx);
+	vmmx_ctx_destroy(ctx);
+}
+
+/* ---- stream ---- */
+
+/*
+ * Fill both buffers, then alternate read runs over them (warm-up first),
+ * check both, and give each one's median.  @bp NULL: only @vp.
+ */
+static int stream_pair(struct bench *B, struct gpu_engine *ve, void *vp, struct gpu_engine *be,
+		       void *bp, uint64_t size, double *vmed, double *bmed, char *why, size_t wl)
+{
+	unsigned int n = B->o.iters;
+	double *v = calloc(n, sizeof(*v)), *b = calloc(n, sizeof(*b)), s;
+	uint64_t bad = 0, bad2 = 0;
+	int err = -1;
+
+	if (!v || !b) {
+		snprintf(why, wl, "out of memory");
+		goto out;
+	}
+	if (gpu_engine_fill(ve, vp, size) || (bp && gpu_engine_fill(be, bp, size)))
+		goto gpu;
+	for (unsigned int i = 0; i < B->o.warmup; i++) {
+		if (gpu_engine_run(ve, GPU_WL_READ, vp, size, 0, &s) ||
+		    (bp && gpu_engine_run(be, GPU_WL_READ, bp, size, 0, &s)))
+			goto gpu;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (gpu_engine_run(ve, GPU_WL_READ, vp, size, 0, &v[i]) ||
+		    (bp && gpu_engine_run(be, GPU_WL_READ, bp, size, 0, &b[i])))
+			goto gpu;
+	}
+	if (gpu_engine_verify(ve, GPU_WL_READ, vp, size, &bad) ||
+	    (bp && gpu_engine_verify(be, GPU_WL_READ, bp, size, &bad2)))
+		goto gpu;
+	if (bad || bad2) {
+		snprintf(why, wl, "data check: %llu + %llu elements wrong", (unsigned long long)bad,
+			 (unsigned long long)bad2);
+		B->failed = 1;
+		goto out;
+	}
+	*vmed = gpu_median(v, n);
+	*bmed = bp ? gpu_median(b, n) : NAN;
+	err = 0;
+	goto out;
+gpu:
+	snprintf(why, wl, "%s", gpu_why());
+	fprintf(stderr, PROG ": stream: %s\n", why);
+	B->failed = 1;
+out:
+	free(v);
+	free(b);
+	return err;
+}
+
+static void section_stream(struct bench *B)
+{
+	struct gpu_engine ve = {.seed = 0x5eed0001u}, be = {.seed = 0x5eed0002u};
+	uint64_t L = B->o.limit, big = (L + L / 2 + B->gran - 1) / B->gran * B->gran;
+	struct vmmx_ctx *ctx = NULL, *lctx = NULL;
+	char a[32], b[32];
+	int err;
+
+	B->streams[0] = (struct stream_row){.name = "device chunks (policy device)",
+					    .base_name = "cudaMalloc",
+					    .size = B->o.stream_size};
+	B->streams[1] = (struct stream_row){.name = "host chunks (policy host)",
+					    .base_name = "cudaHostAlloc",
+					    .size = B->o.host_size};
+	B->streams[2] = (struct stream_row){
+	    .name = "device-first, 1.5x the device limit", .base_name = "model", .size = big};
+	B->nstreams = 3;
+	for (int i = 0; i < 3; i++) {
+		B->streams[i].vmmx = B->streams[i].base = B->streams[i].model = NAN;
+		if (B->kwhy)
+			snprintf(B->streams[i].why, sizeof(B->streams[i].why), "%s", B->kwhy);
+	}
+	if (B->kwhy)
+		return;
+	if (mkctx(B, 0, 0, -1, 0, &ctx) || mkctx(B, 0, 0, -1, L, &lctx))
+		goto out;
+	ve.ctx = be.ctx = ctx;
+	ve.sim = be.sim = B->sim;
+	for (int i = 0; i < 2; i++) {
+		struct stream_row *r = &B->streams[i];
+		struct vmmx_buf *vb = NULL, *sb = NULL;
+		struct gpu_mem m = {0};
+		void *bp = NULL;
+
+		note(B, "stream: %s, %s, against %s", r->name, tool_fmt_size(r->size, a, sizeof(a)),
+		     r->base_name);
+		err = vmmx_buf_create(ctx, r->size, i ? "host" : "device", &vb);
+		if (!err)
+			err = vmmx_buf_resize(vb, r->size);
+		if (err) {
+			snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+			vfail(B, "stream: vmmx buffer", err);
+			goto next;
+		}
+		if (B->sim) {
+			/* Stand-in for the baseline: another libvmmx buffer of the same kind. */
+			err = vmmx_buf_create(ctx, r->size, i ? "host" : "device", &sb);
+			if (!err)
+				err = vmmx_buf_resize(sb, r->size);
+			if (err) {
+				snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+				vfail(B, "stream: stand-in buffer", err);
+				goto next;
+			}
+			bp = vmmx_buf_ptr(sb);
+		} else {
+			if (gpu_alloc(i ? GPU_ALLOC_HOST : GPU_ALLOC_DEVICE, r->size, &m)) {
+				snprintf(r->why, sizeof(r->why), "%s", gpu_why());
+				gfail(B, "stream: baseline");
+				goto next;
+			}
+			bp = m.dptr;
+		}
+		stream_pair(B, &ve, vmmx_buf_ptr(vb), &be, bp, r->size, &r->vmmx, &r->base, r->why,
+			    sizeof(r->why));
+		if (i)
+			r->host_bytes = r->size;
+		else
+			r->dev_bytes = r->size;
+	next:
+		if (gpu_free(&m))
+			gfail(B, "stream: freeing the baseline");
+		vmmx_buf_destroy(sb);
+		vmmx_buf_destroy(vb);
+		vmmx_ctx_trim(ctx, 0);
+	}
+	{
+		struct stream_row *r = &B->streams[2];
+		struct vmmx_residency res;
+		struct vmmx_buf *vb = NULL;
+		double hbm = (double)B->streams[0].size / B->streams[0].base;
+		double pcie = (double)B->streams[1].size / B->streams[1].base;
+
+		note(B, "stream: %s: %s under a %s limit", r->name,
+		     tool_fmt_size(big, a, sizeof(a)), tool_fmt_size(L, b, sizeof(b)));
+		ve.ctx = lctx;
+		err = vmmx_buf_create(lctx, big, "device-first", &vb);
+		if (!err)
+			err = vmmx_buf_resize(vb, big);
+		if (!err)
+			err = vmmx_buf_residency(vb, 0, big, &res);
+		if (err) {
+			snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+			vfail(B, "stream: device-first buffer", err);
+		} else {
+			r->dev_bytes = res.device;
+			r->host_bytes = res.host;
+			if (!stream_pair(B, &ve, vmmx_buf_ptr(vb), NULL, NULL, big, &r->vmmx,
+					 &r->base, r->why, sizeof(r->why)) &&
+			    isfinite(hbm) && isfinite(pcie))
+				r->model = (double)res.device / hbm + (double)res.host / pcie;
+		}
+		vmmx_buf_destroy(vb);
+	}
+out:
+	gpu_engine_fini(&ve);
+	gpu_engine_fini(&be);
+	vmmx_ctx_destroy(lctx);
+	vmmx_ctx_destroy(ctx);
+}
+
+/* ---- targets ---- */
+
+static void add_target(struct bench *B, const char *text, double value, double threshold, int le,
+		       const char *shown, const char *why)
+{
+	struct target *t = &B->targets[B->ntargets++];
+
+	snprintf(t->text, sizeof(t->text), "%s", text);
+	snprintf(t->shown, sizeof(t->shown), "%s", shown ? shown : "-");
+	snprintf(t->why, sizeof(t->why), "%s", why ? why : "");
+	t->value = value;
+	t->threshold = threshold;
+	t->le = le;
+	t->known = isfinite(value);
+}
+
+static void make_targets(struct bench *B)
+{
+	char text[96], shown[64], a[32], b[32], c[32];
+
+	if (B->ran[S_STREAM]) {
+		const struct stream_row *s = B->streams;
+		double r0 = s[0].base / s[0].vmmx, r1 = s[1].base / s[1].vmmx;
+		double r2 = s[2].model / s[2].vmmx;
+
+		snprintf(shown, sizeof(shown), "%.3fx", r0);
+		add_target(B, "device-chunk stream read >= 0.98x cudaMalloc", r0, 0.98, 0, shown,
+			   s[0].why);
+		snprintf(shown, sizeof(shown), "%.3fx", r1);
+		add_target(B, "host-chunk stream read >= 0.97x cudaHostAlloc", r1, 0.97, 0, shown,
+			   s[1].why);
+		snprintf(shown, sizeof(shown), "%.3fx", r2);
+		add_target(B, "device-first, 1.5x a device limit, >= 0.95x the model", r2, 0.95, 0,
+			   shown, s[2].why);
+	}
+	if (B->ran[S_GROW] && B->ngrow) {
+		double sp = B->grow_realloc / B->grow_vmmx;
+		uint64_t N = B->grow[B->ngrow - 1].size, step = B->o.grow_step;
+
+		snprintf(text, sizeof(text), "grow %s -> %s in %s steps >= 50x faster than realloc",
+			 tool_fmt_size(step, a, sizeof(a)), tool_fmt_size(N, b, sizeof(b)),
+			 tool_fmt_size(step, c, sizeof(c)));
+		snprintf(shown, sizeof(shown), "%.1fx", sp);
+		add_target(B, text, sp, 50, 0, shown, B->grow_why[0] ? B->grow_why : NULL);
+		snprintf(text, sizeof(text), "grow peak device memory <= N + step (%s)",
+			 tool_fmt_size(N + step, a, sizeof(a)));
+		add_target(B, text, isfinite(B->grow_vmmx) ? (double)B->grow_vmmx_peak : NAN,
+			   (double)(N + step), 1, tool_fmt_size(B->grow_vmmx_peak, b, sizeof(b)),
+			   NULL);
+	}
+	if (B->ran[S_DOUBLING] && B->ndbl) {
+		double worst = -1;
+		uint64_t at = 0;
+
+		for (size_t k = 0; k < B->ndbl; k++) {
+			double r = B->dbl[k].vmmx / B->dbl[k].raw;
+
+			if (!isfinite(r)) {
+				worst = NAN;
+				break;
+			}
+			if (r > worst) {
+				worst = r;
+				at = B->dbl[k].size;
+			}
+		}
+		snprintf(text, sizeof(text), "doubling %s -> %s: every grow <= 1.2x raw one-handle",
+			 tool_fmt_size(B->dbl[0].size, a, sizeof(a)),
+			 tool_fmt_size(B->dbl[B->ndbl - 1].size, b, sizeof(b)));
+		snprintf(shown, sizeof(shown), "worst %.2fx (at %s)", worst,
+			 tool_fmt_size(at, c, sizeof(c)));
+		add_target(B, text, worst, 1.2, 1, shown,
+			   B->sim ? "sim: no raw driver calls" : NULL);
+	}
+}
+
+static const char *verdict(const struct bench *B, const struct target *t)
+{
+	if (!t->known)
+		return "n/a";
+	if (B->sim)
+		return "n/a (sim)";
+	return (t->le ? t->value <= t->threshold : t->value >= t->threshold) ? "PASS" : "MISS";
+}
+
+/* ---- output ---- */
+
+static const char SIM_BANNER[] = "==============================================================\n"
+				 " SIMULATED backend: these are NOT GPU figures, and targets are\n"
+				 " not judged.  Kernels are stood in for by vmmx_memcpy copies\n"
+				 " timed with clock_gettime, cuMemAlloc by libvmmx buffers, and\n"
+				 " cuMemcpy by memcpy(); there are no raw driver calls.\n"
+				 "==============================================================\n";
+
+static void print_tables(struct bench *B)
+{
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+
+	if (B->sim)
+		fputs(SIM_BANNER, stdout);
+	printf("backend %s, device %d: %s, granularity %s\n", B->info.backend, B->info.device,
+	       B->info.device_name, tool_fmt_size(B->gran, a, sizeof(a)));
+	if (B->ran[S_OPS]) {
+		printf("\n== ops: cost of one operation, median of %u, microseconds; ratio = "
+		       "vmmx / raw ==\n",
+		       B->o.reps);
+		printf("%-7s %-10s %-40s %10s %10s %7s\n", "loc", "chunk", "operation", "vmmx",
+		       "raw", "ratio");
+		for (size_t i = 0; i < B->nops; i++) {
+			const struct op_row *r = &B->ops[i];
+
+			printf("%-7s %-10s %-40s %10s %10s %7s\n", r->loc,
+			       tool_fmt_size(r->size, a, sizeof(a)), r->op,
+			       us(r->vmmx, b, sizeof(b)), us(r->raw, c, sizeof(c)),
+			       ratio(r->vmmx, r->raw, d, sizeof(d)));
+		}
+	}
+	if (B->ran[S_GROW]) {
+		printf("\n== grow: 0 -> %s in %s steps; vmmx_buf_resize against cuMemAlloc + copy "
+		       "+ cuMemFree (realloc); microseconds; speedup = realloc / vmmx ==\n",
+		       tool_fmt_size(B->o.grow_max / B->o.grow_step * B->o.grow_step, a, sizeof(a)),
+		       tool_fmt_size(B->o.grow_step, b, sizeof(b)));
+		if (B->grow_why[0])
+			printf("(%s)\n", B->grow_why);
+		printf("%-10s %12s %12s %8s %12s %12s %7s\n", "size", "vmmx us", "realloc us",
+		       "speedup", "vmmx peak", "realloc peak", "chunks");
+		for (size_t k = 0; k < B->ngrow; k++) {
+			const struct grow_step *g = &B->grow[k];
+
+			printf("%-10s %12s %12s %8s %12s %12s %7u\n",
+			       tool_fmt_size(g->size, a, sizeof(a)), us(g->vmmx, b, sizeof(b)),
+			       us(g->realloc, c, sizeof(c)),
+			       ratio(g->realloc, g->vmmx, d, sizeof(d)),
+			       tool_fmt_size(g->vmmx_used, e, sizeof(e)),
+			       isfinite(g->realloc) ? tool_fmt_size(g->realloc_used, f, sizeof(f))
+						    : "-",
+			       g->vmmx_chunks);
+		}
+		printf("total: vmmx %s us, realloc %s us, speedup %s; peak device memory: vmmx %s, "
+		       "realloc %s\n",
+		       us(B->grow_vmmx, a, sizeof(a)), us(B->grow_realloc, b, sizeof(b)),
+		       ratio(B->grow_realloc, B->grow_vmmx, c, sizeof(c)),
+		       tool_fmt_size(B->grow_vmmx_peak, d, sizeof(d)),
+		       isfinite(B->grow_realloc) ? tool_fmt_size(B->grow_realloc_peak, e, sizeof(e))
+						 : "-");
+	}
+	if (B->ran[S_DOUBLING]) {
+		printf("\n== doubling: one grow per doubling, median of %u; microseconds; ratio = "
+		       "vmmx / raw (cuMemCreate + cuMemMap + cuMemSetAccess of one handle) ==\n",
+		       B->o.reps);
+		printf("%-10s %12s %12s %7s %8s\n", "size", "vmmx us", "raw us", "ratio",
+		       "handles");
+		for (size_t k = 0; k < B->ndbl; k++) {
+			const struct dbl_row *r = &B->dbl[k];
+
+			printf("%-10s %12s %12s %7s %8u\n", tool_fmt_size(r->size, a, sizeof(a)),
+			       us(r->vmmx, b, sizeof(b)), us(r->raw, c, sizeof(c)),
+			       ratio(r->vmmx, r->raw, d, sizeof(d)), r->handles);
+		}
+	}
+	if (B->ran[S_COPY]) {
+		printf(
+		    "\n== copy: vmmx_memcpy against a plain copy of the same bytes, median of %u; "
+		    "GB/s; ratio = vmmx / baseline ==\n",
+		    B->o.reps);
+		printf("%-46s %-10s %10s %10s %7s  %s\n", "copy", "size", "vmmx", "baseline",
+		       "ratio", "baseline");
+		for (size_t i = 0; i < B->ncopies; i++) {
+			const struct copy_row *r = &B->copies[i];
+			double vg = (double)r->bytes / r->vmmx / 1e9,
+			       bg = (double)r->bytes / r->base / 1e9;
+
+			printf("%-46s %-10s %10.2f %10.2f %7s  %s\n", r->name,
+			       tool_fmt_size(r->bytes, a, sizeof(a)), vg, bg,
+			       ratio(vg, bg, b, sizeof(b)), r->base_name);
+		}
+	}
+	if (B->ran[S_STREAM]) {
+		printf("\n== stream read: median of %u runs after %u warm-up runs; GB/s; ratio = "
+		       "vmmx / baseline ==\n",
+		       B->o.iters, B->o.warmup);
+		printf("%-38s %-10s %10s %-14s %10s %7s\n", "buffer", "size", "vmmx", "baseline",
+		       "GB/s", "ratio");
+		for (size_t i = 0; i < B->nstreams; i++) {
+			const struct stream_row *r = &B->streams[i];
+			double vg = (double)r->size / r->vmmx / 1e9;
+			double bg = (double)r->size / (i == 2 ? r->model : r->base) / 1e9;
+
+			if (!isfinite(r->vmmx)) {
+				printf("%-38s %-10s not measured: %s\n", r->name,
+				       tool_fmt_size(r->size, a, sizeof(a)),
+				       r->why[0] ? r->why : "failed");
+				continue;
+			}
+			printf("%-38s %-10s %10.1f %-14s %10.1f %7s", r->name,
+			       tool_fmt_size(r->size, a, sizeof(a)), vg, r->base_name, bg,
+			       ratio(vg, bg, b, sizeof(b)));
+			if (i == 2)
+				printf("  (%s device + %s host)",
+				       tool_fmt_size(r->dev_bytes, c, sizeof(c)),
+				       tool_fmt_size(r->host_bytes, d, sizeof(d)));
+			putchar('\n');
+		}
+	}
+	if (B->ntargets) {
+		printf("\n== targets (ratios from this run) ==\n");
+		for (size_t i = 0; i < B->ntargets; i++) {
+			const struct target *t = &B->targets[i];
+
+			printf("%-66s %-24s %s", t->text, t->known ? t->shown : "-", verdict(B, t));
+			if (!t->known && t->why[0])
+				printf("  (%s)", t->why);
+			putchar('\n');
+		}
+	}
+	if (B->sim)
+		printf("\n(simulated backend: not GPU figures)\n");
+}
+
+static void jnum(double v)
+{
+	tool_json_num(stdout, v);
+}
+
+static void print_json(struct bench *B)
+{
+	FILE *f = stdout;
+
+	fprintf(f, "{\"tool\":\"vmmx-bench\",\"version\":\"%s\",\"backend\":", PACKAGE_VERSION);
+	tool_json_str(f, B->info.backend);
+	fprintf(f, ",\"gpu_figures\":%s", B->sim ? "false" : "true");
+	if (B->sim)
+		fprintf(f, ",\"note\":\"simulated backend: not GPU figures; targets not judged\"");
+	fprintf(f, ",\"device\":{\"ordinal\":%d,\"name\":", B->info.device);
+	tool_json_str(f, B->info.device_name);
+	fprintf(f, ",\"granularity\":%llu}", (unsigned long long)B->gran);
+	fprintf(f, ",\"timing\":{\"figure\":\"median\",\"reps\":%u,\"iters\":%u,\"warmup\":%u}",
+		B->o.reps, B->o.iters, B->o.warmup);
+	if (B->ran[S_OPS]) {
+		fprintf(f, ",\n\"ops\":[");
+		for (size_t i = 0; i < B->nops; i++) {
+			const struct op_row *r = &B->ops[i];
+
+			fprintf(f, "%s\n{\"location\":\"%s\",\"chunk\":%llu,\"op\":", i ? "," : "",
+				r->loc, (unsigned long long)r->size);
+			tool_json_str(f, r->op);
+			fprintf(f, ",\"vmmx_s\":");
+			jnum(r->vmmx);
+			fprintf(f, ",\"raw_s\":");
+			jnum(r->raw);
+			fprintf(f, ",\"ratio\":");
+			jnum(r->vmmx / r->raw);
+			fputc('}', f);
+		}
+		fprintf(f, "]");
+	}
+	if (B->ran[S_GROW]) {
+		fprintf(f, ",\n\"grow\":{\"step\":%llu,\"steps\":[",
+			(unsigned long long)B->o.grow_step);
+		for (size_t k = 0; k < B->ngrow; k++) {
+			const struct grow_step *g = &B->grow[k];
+
+			fprintf(f, "%s\n{\"size\":%llu,\"vmmx_s\":", k ? "," : "",
+				(unsigned long long)g->size);
+			jnum(g->vmmx);
+			fprintf(f, ",\"realloc_s\":");
+			jnum(g->realloc);
+			fprintf(f, ",\"vmmx_used\":%llu,\"realloc_used\":",
+				(unsigned long long)g->vmmx_used);
+			if (isfinite(g->realloc))
+				fprintf(f, "%llu", (unsigned long long)g->realloc_used);
+			else
+				fputs("null", f);
+			fprintf(f, ",\"vmmx_chunks\":%u}", g->vmmx_chunks);
+		}
+		fprintf(f, "],\"vmmx_s\":");
+		jnum(B->grow_vmmx);
+		fprintf(f, ",\"realloc_s\":");
+		jnum(B->grow_realloc);
+		fprintf(f, ",\"speedup\":");
+		jnum(B->grow_realloc / B->grow_vmmx);
+		fprintf(f, ",\"vmmx_peak\":%llu,\"realloc_peak\":",
+			(unsigned long long)B->grow_vmmx_peak);
+		if (isfinite(B->grow_realloc))
+			fprintf(f, "%llu", (unsigned long long)B->grow_realloc_peak);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"note\":");
+		tool_json_str(f, B->grow_why);
+		fprintf(f, "}");
+	}
+	if (B->ran[S_DOUBLING]) {
+		fprintf(f, ",\n\"doubling\":[");
+		for (size_t k = 0; k < B->ndbl; k++) {
+			const struct dbl_row *r = &B->dbl[k];
+
+			fprintf(f, "%s\n{\"size\":%llu,\"vmmx_s\":", k ? "," : "",
+				(unsigned long long)r->size);
+			jnum(r->vmmx);
+			fprintf(f, ",\"raw_s\":");
+			jnum(r->raw);
+			fprintf(f, ",\"ratio\":");
+			jnum(r->vmmx / r->raw);
+			fprintf(f, ",\"handles\":%u}", r->handles);
+		}
+		fprintf(f, "]");
+	}
+	if (B->ran[S_COPY]) {
+		fprintf(f, ",\n\"copy\":[");
+		for (size_t i = 0; i < B->ncopies; i++) {
+			const struct copy_row *r = &B->copies[i];
+
+			fprintf(f, "%s\n{\"copy\":", i ? "," : "");
+			tool_json_str(f, r->name);
+			fprintf(f, ",\"bytes\":%llu,\"vmmx_s\":", (unsigned long long)r->bytes);
+			jnum(r->vmmx);
+			fprintf(f, ",\"baseline_s\":");
+			jnum(r->base);
+			fprintf(f, ",\"vmmx_gbps\":");
+			jnum((double)r->bytes / r->vmmx / 1e9);
+			fprintf(f, ",\"baseline_gbps\":");
+			jnum((double)r->bytes / r->base / 1e9);
+			fprintf(f, ",\"ratio\":");
+			jnum(r->base / r->vmmx);
+			fprintf(f, ",\"baseline\":");
+			tool_json_str(f, r->base_name);
+			fputc('}', f);
+		}
+		fprintf(f, "]");
+	}
+	if (B->ran[S_STREAM]) {
+		fprintf(f, ",\n\"stream\":[");
+		for (size_t i = 0; i < B->nstreams; i++) {
+			const struct stream_row *r = &B->streams[i];
+			double bt = i == 2 ? r->model : r->base;
+
+			fprintf(f, "%s\n{\"buffer\":", i ? "," : "");
+			tool_json_str(f, r->name);
+			fprintf(f, ",\"size\":%llu,\"baseline\":", (unsigned long long)r->size);
+			tool_json_str(f, r->base_name);
+			fprintf(f, ",\"vmmx_s\":");
+			jnum(r->vmmx);
+			fprintf(f, ",\"baseline_s\":");
+			jnum(bt);
+			fprintf(f, ",\"vmmx_gbps\":");
+			jnum((double)r->size / r->vmmx / 1e9);
+			fprintf(f, ",\"baseline_gbps\":");
+			jnum((double)r->size / bt / 1e9);
+			fprintf(f, ",\"ratio\":");
+			jnum(bt / r->vmmx);
+			fprintf(f, ",\"device_bytes\":%llu,\"host_bytes\":%llu,\"why\":",
+				(unsigned long long)r->dev_bytes,
+				(unsigned long long)r->host_bytes);
+			tool_json_str(f, r->why);
+			fputc('}', f);
+		}
+		fprintf(f, "]");
+	}
+	fprintf(f, ",\n\"targets\":[");
+	for (size_t i = 0; i < B->ntargets; i++) {
+		const struct target *t = &B->targets[i];
+		const char *v = verdict(B, t);
+
+		fprintf(f, "%s\n{\"target\":", i ? "," : "");
+		tool_json_str(f, t->text);
+		fprintf(f, ",\"value\":");
+		jnum(t->value);
+		fprintf(f, ",\"threshold\":");
+		jnum(t->threshold);
+		fprintf(f, ",\"compare\":\"%s\",\"verdict\":\"%s\",\"why\":", t->le ? "<=" : ">=",
+			!strcmp(v, "PASS")   ? "PASS"
+			: !strcmp(v, "MISS") ? "MISS"
+			: B->sim	     ? "sim"
+					     : "n/a");
+		tool_json_str(f, t->why);
+		fputc('}', f);
+	}
+	fprintf(f, "]}\n");
+}
+
+static int plot_grow(struct bench *B)
+{
+	size_t n = B->ngrow;
+	double *x = calloc(n + 1, sizeof(*x)), *yv = calloc(n + 1, sizeof(*yv));
+	double *yr = calloc(n + 1, sizeof(*yr)), cv = 0, cr = 0, unit;
+	char title[192];
+	int err = -1;
+
+	if (!x || !yv || !yr || !B->ran[S_GROW] || !n) {
+		fprintf(stderr, PROG ": --plot %s: %s\n", B->o.plot,
+			!B->ran[S_GROW] || !n ? "the grow section did not run" : "out of memory");
+		goto out;
+	}
+	/* GiB on a GPU, MiB for the sim's small buffers. */
+	unit = B->grow[n - 1].size >= (1ull << 30) ? (double)(1ull << 30) : (double)(1ull << 20);
+	for (size_t k = 0; k < n; k++) {
+		cv += B->grow[k].vmmx;
+		cr += B->grow[k].realloc;
+		x[k + 1] = (double)B->grow[k].size / unit;
+		yv[k + 1] = cv * 1e3;
+		yr[k + 1] = cr * 1e3;
+	}
+	{
+		struct plot_series s[2] = {
+		    {"vmmx_buf_resize", x, yv, n + 1},
+		    {"cuMemAlloc + copy + cuMemFree", x, yr, n + 1},
+		};
+		struct plot p = {
+		    .title = title,
+		    .xlabel = unit > (1 << 20) ? "buffer size (GiB)" : "buffer size (MiB)",
+		    .ylabel = "cumulative time (ms)",
+		    .series = s,
+		    .nseries = 2,
+		};
+
+		snprintf(title, sizeof(title), "vmmx-bench: growing a buffer on %s%s",
+			 B->info.device_name, B->sim ? " (SIMULATED)" : "");
+		err = plot_png(B->o.plot, &p);
+		if (err)
+			fprintf(stderr, PROG ": --plot %s: %s\n", B->o.plot, strerror(-err));
+	}
+out:
+	free(x);
+	free(yv);
+	free(yr);
+	return err ? -1 : 0;
+}
+
+/* ---- main ---- */
+
+int main(int argc, char **argv)
+{
+	static struct bench bench;
+	struct bench *B = &bench;
+	struct vmmx_ctx *ctx = NULL;
+	int rc, err;
+
+	rc = parse_opts(argc, argv, &B->o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	err = vmmx_ctx_create(NULL, &ctx);
+	if (err) {
+		const char *b = getenv("VMMX_BACKEND");
+
+		fprintf(stderr, PROG ": cannot open a libvmmx context: %s: %s\n",
+			vmmx_strerror(err), vmmx_last_error());
+		if (!b || strcmp(b, "sim"))
+			fprintf(stderr, PROG ": with no usable GPU, VMMX_BACKEND=sim runs the same "
+					     "flow on the simulated backend (not GPU figures)\n");
+		return 1;
+	}
+	B->info.size = sizeof(B->info);
+	err = vmmx_ctx_query(ctx, &B->info);
+	if (err) {
+		fprintf(stderr, PROG ": vmmx_ctx_query: %s\n", vmmx_last_error());
+		vmmx_ctx_destroy(ctx);
+		return 1;
+	}
+	/* Only the description is needed; each section opens its own contexts. */
+	vmmx_ctx_destroy(ctx);
+	B->sim = !strcmp(B->info.backend, "sim");
+	B->gran = B->info.granularity;
+	rc = 1;
+	if (!B->sim) {
+		err = gpu_open(B->info.device);
+		if (err) {
+			fprintf(stderr, PROG ": %s: %s\n", vmmx_strerror(err), gpu_why());
+			goto out;
+		}
+		B->kwhy = gpu_kernels_why();
+	}
+	defaults(B);
+	if (check_sizes(B)) {
+		rc = 2;
+		goto out;
+	}
+	if (B->sim && B->o.json && !B->o.quiet)
+		fputs(SIM_BANNER, stderr);
+	if (B->o.only[S_OPS]) {
+		section_ops(B);
+		B->ran[S_OPS] = 1;
+	}
+	if (B->o.only[S_GROW]) {
+		section_grow(B);
+		B->ran[S_GROW] = 1;
+	}
+	if (B->o.only[S_DOUBLING]) {
+		section_doubling(B);
+		B->ran[S_DOUBLING] = 1;
+	}
+	if (B->o.only[S_COPY]) {
+		section_copy(B);
+		B->ran[S_COPY] = 1;
+	}
+	if (B->o.only[S_STREAM]) {
+		section_stream(B);
+		B->ran[S_STREAM] = 1;
+	}
+	make_targets(B);
+	if (B->o.json)
+		print_json(B);
+	else
+		print_tables(B);
+	rc = B->failed ? 1 : 0;
+	if (B->o.plot && plot_grow(B))
+		rc = 1;
+out:
+	gpu_close();
+	return rc;
+}

@@ -1,0 +1,1178 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vmmx-place - run one workload over one buffer per placement and report
+ * bandwidth, residency and the fraction of a model limit.
+ *
+ * Placements are libvmmx buffers under any policy ("name:args") and, in the
+ * same run, the baselines: cuMemAlloc, cuMemHostAlloc, malloc +
+ * cuMemHostRegister, malloc under HMM, managed memory plain and advised +
+ * prefetched.  Each placement gets its own buffer, filled with a pattern,
+ * run (warm-up runs, then timed runs; the median is the figure), checked,
+ * and freed before the next one, so placements never compete for memory.
+ *
+ * The model: a run that moves B bytes, of which a share d lives in device
+ * memory and h in host memory, cannot beat B*d/hbm + B*h/pcie, where hbm is
+ * the same workload's rate on cuMemAlloc memory and pcie its rate on
+ * cuMemHostAlloc memory, both measured in this run at the same size.  The
+ * "model" column is that time over the measured one (1.0: at the limit).
+ *
+ * On the sim backend the same flow runs with the sim's own copies (gpu.c:
+ * the engine), libvmmx buffers under the "device" and "host" policies stand
+ * in for cuMemAlloc and cuMemHostAlloc, and a banner says that the figures
+ * are not GPU figures.
+ *
+ * Output goes to stdout (a table, --csv or --json); progress goes to stderr.
+ * Single-threaded.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "vmmx.h"
+#include "tools/gpu.h"
+#include "tools/plot.h"
+
+#define PROG	     "vmmx-place"
+#define MAX_SIZES    64
+#define MAX_POLICIES 32
+#define MIN_UNIT     (64u << 10) /* sizes are multiples of this (the sim's gather piece) */
+
+enum base {
+	B_DEVICE,   /* cuMemAlloc */
+	B_HOST,	    /* cuMemHostAlloc */
+	B_REGISTER, /* malloc + cuMemHostRegister */
+	B_HMM,	    /* malloc, HMM */
+	B_MANAGED,  /* cuMemAllocManaged */
+	B_MANAGED_PREFETCH,
+	B_COUNT,
+};
+
+static const struct {
+	const char *name;  /* row name and --baselines word */
+	const char *alias; /* another accepted word */
+	enum gpu_alloc kind;
+} bases[B_COUNT] = {
+    [B_DEVICE] = {"cudaMalloc", "device", GPU_ALLOC_DEVICE},
+    [B_HOST] = {"cudaHostAlloc", "host", GPU_ALLOC_HOST},
+    [B_REGISTER] = {"malloc+register", "register", GPU_ALLOC_REGISTERED},
+    [B_HMM] = {"hmm-malloc", "hmm", GPU_ALLOC_PAGEABLE},
+    [B_MANAGED] = {"managed", "managed", GPU_ALLOC_MANAGED},
+    [B_MANAGED_PREFETCH] = {"managed+prefetch", "managed-prefetch", GPU_ALLOC_MANAGED_PREFETCH},
+};
+
+enum status { ST_OK, ST_UNAVAILABLE, ST_REFUSED, ST_FAILED };
+static const char *const st_names[] = {"ok", "unavailable", "refused", "failed"};
+
+struct row {
+	uint64_t size;
+	char name[128];
+	const char *kind; /* "policy" or "baseline" */
+	enum status st;
+	char reason[384];
+	const char *note; /* sim stand-ins: what stands in */
+	uint64_t moved;	  /* bytes per run */
+	struct gpu_timing t;
+	double setup; /* seconds to allocate (and map) */
+	int res_known;
+	uint64_t dev_bytes, host_bytes; /* of the range the workload touches */
+	double model, frac;		/* model seconds and model/measured; NAN when unknown */
+};
+
+struct opts {
+	enum gpu_workload wl;
+	uint64_t sizes[MAX_SIZES];
+	int nsizes;
+	char *policies[MAX_POLICIES];
+	int npolicies;
+	const char *device_limit;
+	int base[B_COUNT];
+	uint64_t ws;
+	unsigned int iters, warmup;
+	int csv, json, quiet;
+	const char *plot;
+	uint64_t assume_free; /* 0: none */
+};
+
+struct run {
+	struct opts o;
+	struct vmmx_ctx *ctx, *refctx; /* refctx: sim stand-ins, NULL on cuda */
+	struct vmmx_ctx_info info;
+	int sim;
+	struct gpu_engine eng, refeng;
+	struct row *rows;
+	size_t nrows, cap;
+	unsigned int step, steps;
+	int failed;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: " PROG " [OPTIONS]\n"
+	    "Runs one workload over one buffer per placement and reports GB/s, time,\n"
+	    "residency and the fraction of the model limit.\n\n"
+	    "  -w, --workload W       read, write, copy or gather (default read)\n"
+	    "  -s, --size LIST        buffer sizes, comma-separated (default 1GiB; 8MiB on sim)\n"
+	    "  -p, --policy LIST      libvmmx policies, e.g. "
+	    "device-first,interleave:device=3,host=1\n"
+	    "                         (repeatable; default device-first; none: no policy)\n"
+	    "  -L, --device-limit SIZE  VMMX_DEVICE_LIMIT of the policies' context\n"
+	    "  -b, --baselines LIST   cudaMalloc,cudaHostAlloc,register,hmm,managed,\n"
+	    "                         managed-prefetch, all or none (default "
+	    "cudaMalloc,cudaHostAlloc)\n"
+	    "      --working-set SIZE gather: random loads over the first SIZE bytes (default "
+	    "all)\n"
+	    "  -n, --iters N          timed runs per placement (default 10)\n"
+	    "      --warmup N         warm-up runs before them (default 2)\n"
+	    "      --csv, --json      output format (default: a table)\n"
+	    "      --plot FILE.png    GB/s against the share of the buffer in host memory\n"
+	    "      --assume-free SIZE treat the device's free memory as at most SIZE in the\n"
+	    "                         managed-memory rule (to see the refusal)\n"
+	    "  -q, --quiet            no progress on stderr\n"
+	    "  -h, --help\n"
+	    "Sizes: 4096, 512MiB, 4GiB, 4G (powers of 1024), 4GB (powers of 1000).\n"
+	    "Exit status: 0 done, 1 a measurement or the setup failed, 2 bad usage.\n");
+}
+
+/* ---- options ---- */
+
+/*
+ * Split a policy list on commas, gluing "key=value" words back onto the
+ * policy before them: "device-first,interleave:device=3,host=1" is two
+ * policies.  A policy name has no '=', an argument always has one.
+ */
+static int add_policies(struct opts *o, const char *s)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",;", &save); tok; tok = strtok_r(NULL, ",;", &save)) {
+		int arg =
+		    strchr(tok, '=') && (!strchr(tok, ':') || strchr(tok, ':') > strchr(tok, '='));
+
+		if (arg && o->npolicies > 0 && strchr(o->policies[o->npolicies - 1], ':')) {
+			char **last = &o->policies[o->npolicies - 1];
+			size_t n = strlen(*last) + strlen(tok) + 2;
+			char *j = malloc(n);
+
+			if (!j)
+				goto oom;
+			snprintf(j, n, "%s,%s", *last, tok);
+			free(*last);
+			*last = j;
+			continue;
+		}
+		if (arg) {
+			fprintf(stderr,
+				PROG ": --policy %s: \"%s\" is an argument with no policy "
+				     "before it (write name:key=value)\n",
+				s, tok);
+			free(copy);
+			return -2;
+		}
+		if (o->npolicies == MAX_POLICIES) {
+			fprintf(stderr, PROG ": --policy: at most %d policies\n", MAX_POLICIES);
+			free(copy);
+			return -2;
+		}
+		o->policies[o->npolicies] = strdup(tok);
+		if (!o->policies[o->npolicies])
+			goto oom;
+		o->npolicies++;
+	}
+	free(copy);
+	return 0;
+oom:
+	free(copy);
+	fprintf(stderr, PROG ": out of memory\n");
+	return -1;
+}
+
+static int set_baselines(struct opts *o, const char *s)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	memset(o->base, 0, sizeof(o->base));
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int found = 0;
+
+		if (!strcasecmp(tok, "none"))
+			continue;
+		for (int b = 0; b < B_COUNT; b++) {
+			if (!strcasecmp(tok, "all") || !strcasecmp(tok, bases[b].name) ||
+			    !strcasecmp(tok, bases[b].alias)) {
+				o->base[b] = 1;
+				found = 1;
+			}
+		}
+		if (!found) {
+			fprintf(stderr,
+				PROG ": --baselines %s: unknown baseline \"%s\" (expected "
+				     "cudaMalloc, cudaHostAlloc, register, hmm, managed, "
+				     "managed-prefetch, all or none)\n",
+				s, tok);
+			free(copy);
+			return -1;
+		}
+	}
+	free(copy);
+	return 0;
+}
+
+static int parse_count(const char *opt, const char *s, unsigned int min, unsigned int *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (!*s || *end || *s == '-' || v < min || v > 10000) {
+		fprintf(stderr, PROG ": %s %s: expected a whole number from %u to 10000\n", opt, s,
+			min);
+		return -1;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse_one_size(const char *opt, const char *s, uint64_t *out)
+{
+	if (vmmx_parse_size(s, 0, out) || !*out) {
+		fprintf(stderr,
+			PROG ": %s %s: bad size: expected a nonzero size such as 64MiB or 4GiB\n",
+			opt, s);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum { O_CSV = 256, O_JSON, O_PLOT, O_WS, O_WARMUP, O_FREE };
+	static const struct option lo[] = {
+	    {"workload", required_argument, NULL, 'w'},
+	    {"size", required_argument, NULL, 's'},
+	    {"policy", required_argument, NULL, 'p'},
+	    {"device-limit", required_argument, NULL, 'L'},
+	    {"baselines", required_argument, NULL, 'b'},
+	    {"working-set", required_argument, NULL, O_WS},
+	    {"iters", required_argument, NULL, 'n'},
+	    {"warmup", required_argument, NULL, O_WARMUP},
+	    {"csv", no_argument, NULL, O_CSV},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"plot", required_argument, NULL, O_PLOT},
+	    {"assume-free", required_argument, NULL, O_FREE},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c, policy_none = 0;
+	uint64_t lim;
+
+	o->wl = GPU_WL_READ;
+	o->iters = 10;
+	o->warmup = 2;
+	o->base[B_DEVICE] = o->base[B_HOST] = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":w:s:p:L:b:n:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			if (gpu_workload_parse(optarg, &o->wl)) {
+				fprintf(stderr,
+					PROG ": --workload %s: unknown workload (expected read, "
+					     "write, copy or gather)\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			o->nsizes = tool_parse_sizes(PROG, "--size", optarg, o->sizes, MAX_SIZES);
+			if (o->nsizes < 0)
+				return 2;
+			break;
+		case 'p':
+			if (!strcmp(optarg, "none")) {
+				policy_none = 1;
+				break;
+			}
+			c = add_policies(o, optarg);
+			if (c)
+				return c == -1 ? 1 : 2;
+			break;
+		case 'L':
+			if (vmmx_parse_size(optarg, 100, &lim)) {
+				fprintf(stderr,
+					PROG ": --device-limit %s: bad size: expected a size "
+					     "such as 4GiB or a share such as 50%%\n",
+					optarg);
+				return 2;
+			}
+			o->device_limit = optarg;
+			break;
+		case 'b':
+			if (set_baselines(o, optarg))
+				return 2;
+			break;
+		case O_WS:
+			if (parse_one_size("--working-set", optarg, &o->ws))
+				return 2;
+			break;
+		case 'n':
+			if (parse_count("--iters", optarg, 1, &o->iters))
+				return 2;
+			break;
+		case O_WARMUP:
+			if (parse_count("--warmup", optarg, 0, &o->warmup))
+				return 2;
+			break;
+		case O_CSV:
+			o->csv = 1;
+			break;
+		case O_JSON:
+			o->json = 1;
+			break;
+		case O_PLOT:
+			o->plot = optarg;
+			break;
+		case O_FREE:
+			if (parse_one_size("--assume-free", optarg, &o->assume_free))
+				return 2;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return -1;
+		case ':':
+			fprintf(stderr, PROG ": %s needs an argument\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		default:
+			fprintf(stderr, PROG ": unknown option %s\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (o->csv && o->json) {
+		fprintf(stderr, PROG ": --csv and --json exclude each other\n");
+		return 2;
+	}
+	if (!o->npolicies && !policy_none) {
+		o->policies[0] = strdup("device-first");
+		if (!o->policies[0])
+			return 1;
+		o->npolicies = 1;
+	}
+	return 0;
+}
+
+/* ---- rows ---- */
+
+static struct row *new_row(struct run *R, uint64_t size, const char *name, const char *kind)
+{
+	struct row *r;
+
+	if (R->nrows == R->cap) {
+		size_t n = R->cap ? 2 * R->cap : 32;
+		struct row *g = realloc(R->rows, n * sizeof(*g));
+
+		if (!g)
+			return NULL;
+		R->rows = g;
+		R->cap = n;
+	}
+	r = &R->rows[R->nrows++];
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->kind = kind;
+	r->moved = gpu_workload_bytes(R->o.wl, size);
+	r->t.cold = r->t.best = r->t.median = NAN;
+	r->setup = r->model = r->frac = NAN;
+	return r;
+}
+
+__attribute__((format(printf, 3, 4))) static void row_status(struct row *r, enum status st,
+							     const char *fmt, ...)
+{
+	va_list ap;
+
+	r->st = st;
+	va_start(ap, fmt);
+	vsnprintf(r->reason, sizeof(r->reason), fmt, ap);
+	va_end(ap);
+}
+
+static void progress(struct run *R, const struct row *r)
+{
+	char a[32];
+
+	R->step++;
+	if (R->o.quiet)
+		return;
+	fprintf(stderr, PROG ": [%u/%u] %s %s: %s, %u warm-up + %u timed runs\n", R->step, R->steps,
+		tool_fmt_size(r->size, a, sizeof(a)), r->name, gpu_workload_name(R->o.wl),
+		R->o.warmup, R->o.iters);
+}
+
+static void progress_done(struct run *R, const struct row *r)
+{
+	if (R->o.quiet)
+		return;
+	if (r->st == ST_OK)
+		fprintf(stderr, PROG ":        %.1f GB/s (median)\n",
+			(double)r->moved / r->t.median / 1e9);
+	else
+		fprintf(stderr, PROG ":        %s: %s\n", st_names[r->st], r->reason);
+}
+
+/*
+ * Fill, run and check one placement.  Warm-up runs first (the first one's
+ * time is the "cold" figure: faults, migrations, TLB misses), then the
+ * timed runs; the median is the figure, the best is kept too.
+ */
+static void measure(struct run *R, struct gpu_engine *e, struct row *r, void *p, uint64_t size)
+{
+	double *v = calloc(R->o.iters, sizeof(*v)), sec = 0;
+	uint64_t bad = 0;
+	int err;
+
+	if (!v) {
+		row_status(r, ST_FAILED, "out of memory");
+		return;
+	}
+	for (unsigned int i = 0; i < R->o.warmup; i++) {
+		err = gpu_engine_run(e, R->o.wl, p, size, R->o.ws, &sec);
+		if (err)
+			goto fail;
+		if (!i)
+			r->t.cold = sec;
+	}
+	for (unsigned int i = 0; i < R->o.iters; i++) {
+		err = gpu_engine_run(e, R->o.wl, p, size, R->o.ws, &v[i]);
+		if (err)
+			goto fail;
+		if (i == 0 || v[i] < r->t.best)
+			r->t.best = v[i];
+	}
+	r->t.median = gpu_median(v, R->o.iters);
+	r->t.runs = R->o.iters;
+	err = gpu_engine_verify(e, R->o.wl, p, size, &bad);
+	if (err)
+		goto fail;
+	if (bad) {
+		row_status(r, ST_FAILED,
+			   "data check: %llu of %llu 16-byte elements wrong after the runs",
+			   (unsigned long long)bad, (unsigned long long)(size / 16));
+		R->failed = 1;
+	}
+	free(v);
+	return;
+fail:
+	row_status(r, ST_FAILED, "%s", gpu_why());
+	R->failed = 1;
+	free(v);
+}
+
+/* A libvmmx buffer under @spec in @ctx: create, grow, fill, measure, destroy, trim. */
+static void run_policy(struct run *R, struct vmmx_ctx *ctx, struct gpu_engine *e, struct row *r,
+		       const char *spec, uint64_t size)
+{
+	uint64_t touched = R->o.wl == GPU_WL_GATHER && R->o.ws ? R->o.ws : size;
+	struct vmmx_residency res;
+	struct vmmx_buf *buf = NULL;
+	double t0 = gpu_now();
+	int err;
+
+	err = vmmx_buf_create(ctx, size, spec, &buf);
+	if (!err)
+		err = vmmx_buf_resize(buf, size);
+	if (err) {
+		row_status(r, ST_FAILED, "%s: %s", vmmx_strerror(err), vmmx_last_error());
+		R->failed = 1;
+		goto out;
+	}
+	r->setup = gpu_now() - t0;
+	err = vmmx_buf_residency(buf, 0, touched, &res);
+	if (err) {
+		row_status(r, ST_FAILED, "vmmx_buf_residency: %s", vmmx_last_error());
+		R->failed = 1;
+		goto out;
+	}
+	r->res_known = 1;
+	r->dev_bytes = res.device;
+	r->host_bytes = res.host;
+	err = gpu_engine_fill(e, vmmx_buf_ptr(buf), size);
+	if (err) {
+		row_status(r, ST_FAILED, "filling the buffer: %s", gpu_why());
+		R->failed = 1;
+		goto out;
+	}
+	measure(R, e, r, vmmx_buf_ptr(buf), size);
+out:
+	vmmx_buf_destroy(buf);
+	/* Cached chunks would count against the next placement's room. */
+	vmmx_ctx_trim(ctx, 0);
+}
+
+static uint64_t device_free(struct run *R)
+{
+	struct vmmx_ctx_info i = {.size = sizeof(i)};
+	uint64_t fr = 0, tot;
+
+	if (R->sim) {
+		if (!vmmx_ctx_query(R->ctx, &i))
+			fr = i.device_free;
+	} else if (gpu_mem_info(&fr, &tot)) {
+		fr = 0;
+	}
+	if (R->o.assume_free && R->o.assume_free < fr)
+		fr = R->o.assume_free;
+	return fr;
+}
+
+static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t size)
+{
+	uint64_t touched = R->o.wl == GPU_WL_GATHER && R->o.ws ? R->o.ws : size;
+	struct gpu_mem m = {0};
+	char a[32], f[32], msg[256];
+	uint64_t fr;
+	double t0;
+	int err;
+
+	/* The rule first: it holds on every backend, so it can be seen on sim too. */
+	if (b == B_MANAGED || b == B_MANAGED_PREFETCH) {
+		fr = device_free(R);
+		if (gpu_managed_refusal(size, fr, msg, sizeof(msg))) {
+			row_status(r, ST_REFUSED, "%s", msg);
+			return;
+		}
+	}
+	if (R->sim) {
+		if (b == B_DEVICE || b == B_HOST) {
+			r->note = b == B_DEVICE ? "sim stand-in: libvmmx buffer, policy device"
+						: "sim stand-in: libvmmx buffer, policy host";
+			run_policy(R, R->refctx, &R->refeng, r, b == B_DEVICE ? "device" : "host",
+				   size);
+			return;
+		}
+		row_status(r, ST_UNAVAILABLE, "sim backend: no CUDA driver allocations");
+		return;
+	}
+	if (b == B_DEVICE) {
+		fr = device_free(R);
+		if (fr < GPU_MANAGED_MARGIN || size > fr - GPU_MANAGED_MARGIN) {
+			row_status(
+			    r, ST_UNAVAILABLE, "%s does not fit in the device's free memory (%s)",
+			    tool_fmt_size(size, a, sizeof(a)), tool_fmt_size(fr, f, sizeof(f)));
+			return;
+		}
+	}
+	t0 = gpu_now();
+	err = gpu_alloc(bases[b].kind, size, &m);
+	if (err) {
+		row_status(r,
+			   err == -VMMX_ENOTSUP	 ? ST_UNAVAILABLE
+			   : err == -VMMX_ERANGE ? ST_REFUSED
+						 : ST_FAILED,
+			   "%s", gpu_why());
+		if (r->st == ST_FAILED)
+			R->failed = 1;
+		return;
+	}
+	r->setup = gpu_now() - t0;
+	switch (b) {
+	case B_DEVICE:
+	case B_MANAGED_PREFETCH: /* prefetched to the device, which it fits by the rule */
+		r->res_known = 1;
+		r->dev_bytes = touched;
+		break;
+	case B_HOST:
+	case B_REGISTER:
+	case B_HMM:
+		r->res_known = 1;
+		r->host_bytes = touched;
+		break;
+	default: /* plain managed: pages move on faults, residency unknown */
+		break;
+	}
+	err = gpu_engine_fill(&R->eng, m.dptr, size);
+	if (!err)
+		err = gpu_mem_settle(&m);
+	if (err) {
+		row_status(r, ST_FAILED, "preparing the buffer: %s", gpu_why());
+		R->failed = 1;
+	} else {
+		measure(R, &R->eng, r, m.dptr, size);
+	}
+	if (gpu_free(&m)) {
+		fprintf(stderr, PROG ": warning: %s\n", gpu_why());
+		R->failed = 1;
+	}
+}
+
+/*
+ * The model for every row of one size, from that size's reference rows;
+ * a size whose reference is missing takes the rate from an earlier size.
+ */
+static void apply_model(struct run *R, size_t first, size_t end, double *hbm, double *pcie)
+{
+	for (size_t i = first; i < end; i++) {
+		const struct row *r = &R->rows[i];
+
+		if (r->st != ST_OK || strcmp(r->kind, "baseline"))
+			continue;
+		if (!strcmp(r->name, bases[B_DEVICE].name))
+			*hbm = (double)r->moved / r->t.median;
+		else if (!strcmp(r->name, bases[B_HOST].name))
+			*pcie = (double)r->moved / r->t.median;
+	}
+	for (size_t i = first; i < end; i++) {
+		struct row *r = &R->rows[i];
+		double tot, d, h;
+
+		if (r->st != ST_OK || !r->res_known)
+			continue;
+		tot = (double)(r->dev_bytes + r->host_bytes);
+		if (tot <= 0)
+			continue;
+		d = (double)r->dev_bytes / tot;
+		h = (double)r->host_bytes / tot;
+		if ((d > 0 && !(*hbm > 0)) || (h > 0 && !(*pcie > 0)))
+			continue;
+		r->model = (d > 0 ? (double)r->moved * d / *hbm : 0) +
+			   (h > 0 ? (double)r->moved * h / *pcie : 0);
+		r->frac = r->model / r->t.median;
+	}
+}
+
+/* ---- output ---- */
+
+static const char *wl_desc(enum gpu_workload w)
+{
+	switch (w) {
+	case GPU_WL_READ:
+		return "stream read, 16-byte loads; GB/s = bytes read / time";
+	case GPU_WL_WRITE:
+		return "stream write, 16-byte stores; GB/s = bytes written / time";
+	case GPU_WL_COPY:
+		return "copy of the first half onto the second; GB/s = (bytes read + written) / "
+		       "time";
+	case GPU_WL_GATHER:
+		return "random 16-byte loads over the working set; GB/s = bytes loaded / time";
+	default:
+		return "?";
+	}
+}
+
+static const char SIM_BANNER[] = "==============================================================\n"
+				 " SIMULATED backend: these are NOT GPU figures.  The workloads\n"
+				 " are the sim's own copies (vmmx_memcpy) timed with\n"
+				 " clock_gettime; cudaMalloc and cudaHostAlloc are stood in for\n"
+				 " by libvmmx buffers under the device and host policies.\n"
+				 "==============================================================\n";
+
+static void print_header(struct run *R)
+{
+	char a[32];
+
+	if (R->sim)
+		fputs(SIM_BANNER, stdout);
+	printf("workload %s (%s)\n", gpu_workload_name(R->o.wl), wl_desc(R->o.wl));
+	printf("backend %s, device %d: %s; device limit %s\n", R->info.backend, R->info.device,
+	       R->info.device_name,
+	       R->info.device_limit == UINT64_MAX
+		   ? "none"
+		   : tool_fmt_size(R->info.device_limit, a, sizeof(a)));
+	printf("GB/s from the median of %u timed runs after %u warm-up runs (best and first run "
+	       "also shown); model = (device bytes / cudaMalloc rate + host bytes / cudaHostAlloc "
+	       "rate) / measured time\n\n",
+	       R->o.iters, R->o.warmup);
+	printf("%-10s %-28s %9s %9s %9s %10s %9s %10s %10s %6s %6s\n", "size", "placement", "GB/s",
+	       "best", "cold", "time ms", "setup ms", "device", "host", "host%", "model");
+}
+
+static double gbps(uint64_t bytes, double sec)
+{
+	return (double)bytes / sec / 1e9;
+}
+
+static void print_row(const struct row *r)
+{
+	char a[32], d[32], h[32];
+
+	tool_fmt_size(r->size, a, sizeof(a));
+	if (r->st != ST_OK) {
+		printf("%-10s %-28s %s: %s\n", a, r->name, st_names[r->st], r->reason);
+		return;
+	}
+	printf("%-10s %-28s %9.1f %9.1f ", a, r->name, gbps(r->moved, r->t.median),
+	       gbps(r->moved, r->t.best));
+	/* No warm-up run: no cold figure. */
+	if (isfinite(r->t.cold))
+		printf("%9.1f ", gbps(r->moved, r->t.cold));
+	else
+		printf("%9s ", "-");
+	printf("%10.3f %9.2f ", r->t.median * 1e3, r->setup * 1e3);
+	if (r->res_known)
+		printf("%10s %10s %6.1f ", tool_fmt_size(r->dev_bytes, d, sizeof(d)),
+		       tool_fmt_size(r->host_bytes, h, sizeof(h)),
+		       100.0 * (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes));
+	else
+		printf("%10s %10s %6s ", "?", "?", "?");
+	if (isfinite(r->frac))
+		printf("%6.2f\n", r->frac);
+	else
+		printf("%6s\n", "-");
+}
+
+static void csv_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static void csv_num(double v)
+{
+	if (isfinite(v))
+		printf("%.9g", v);
+}
+
+static void print_csv_header(void)
+{
+	printf("size_bytes,placement,kind,status,reason,bytes_moved,gbps,gbps_best,gbps_cold,"
+	       "time_s,time_best_s,time_cold_s,setup_s,device_bytes,host_bytes,host_fraction,"
+	       "model_time_s,model_fraction,note\n");
+}
+
+static void print_csv_row(const struct row *r)
+{
+	int ok = r->st == ST_OK;
+
+	printf("%llu,", (unsigned long long)r->size);
+	csv_str(r->name);
+	printf(",%s,%s,", r->kind, st_names[r->st]);
+	csv_str(r->reason);
+	printf(",%llu,", (unsigned long long)r->moved);
+	csv_num(ok ? gbps(r->moved, r->t.median) : NAN);
+	putchar(',');
+	csv_num(ok ? gbps(r->moved, r->t.best) : NAN);
+	putchar(',');
+	csv_num(ok ? gbps(r->moved, r->t.cold) : NAN);
+	putchar(',');
+	csv_num(ok ? r->t.median : NAN);
+	putchar(',');
+	csv_num(ok ? r->t.best : NAN);
+	putchar(',');
+	csv_num(ok ? r->t.cold : NAN);
+	putchar(',');
+	csv_num(ok ? r->setup : NAN);
+	putchar(',');
+	if (ok && r->res_known)
+		printf("%llu,%llu,%.6f,", (unsigned long long)r->dev_bytes,
+		       (unsigned long long)r->host_bytes,
+		       (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes));
+	else
+		printf(",,,");
+	csv_num(r->model);
+	putchar(',');
+	csv_num(r->frac);
+	putchar(',');
+	csv_str(r->note ? r->note : "");
+	putchar('\n');
+}
+
+static void print_json(struct run *R)
+{
+	FILE *f = stdout;
+
+	fprintf(f, "{\"tool\":\"vmmx-place\",\"version\":");
+	tool_json_str(f, PACKAGE_VERSION);
+	fprintf(f, ",\"backend\":");
+	tool_json_str(f, R->info.backend);
+	fprintf(f, ",\"gpu_figures\":%s", R->sim ? "false" : "true");
+	if (R->sim)
+		fprintf(f,
+			",\"note\":\"simulated backend: not GPU figures; workloads are vmmx_memcpy "
+			"copies timed with clock_gettime\"");
+	fprintf(f, ",\"device\":{\"ordinal\":%d,\"name\":", R->info.device);
+	tool_json_str(f, R->info.device_name);
+	fprintf(f, ",\"total_bytes\":%llu}", (unsigned long long)R->info.device_total);
+	fprintf(f, ",\"device_limit\":");
+	if (R->info.device_limit == UINT64_MAX)
+		fputs("null", f);
+	else
+		fprintf(f, "%llu", (unsigned long long)R->info.device_limit);
+	fprintf(f, ",\"workload\":");
+	tool_json_str(f, gpu_workload_name(R->o.wl));
+	fprintf(f, ",\"working_set\":");
+	if (R->o.ws)
+		fprintf(f, "%llu", (unsigned long long)R->o.ws);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"timing\":{\"figure\":\"median\",\"warmup\":%u,\"runs\":%u}", R->o.warmup,
+		R->o.iters);
+	fprintf(f, ",\"results\":[");
+	for (size_t i = 0; i < R->nrows; i++) {
+		const struct row *r = &R->rows[i];
+		int ok = r->st == ST_OK;
+
+		fprintf(f, "%s\n{\"size\":%llu,\"placement\":", i ? "," : "",
+			(unsigned long long)r->size);
+		tool_json_str(f, r->name);
+		fprintf(f, ",\"kind\":\"%s\",\"status\":\"%s\",\"reason\":", r->kind,
+			st_names[r->st]);
+		tool_json_str(f, r->reason);
+		fprintf(f, ",\"bytes_moved\":%llu,\"gbps\":", (unsigned long long)r->moved);
+		tool_json_num(f, ok ? gbps(r->moved, r->t.median) : NAN);
+		fprintf(f, ",\"gbps_best\":");
+		tool_json_num(f, ok ? gbps(r->moved, r->t.best) : NAN);
+		fprintf(f, ",\"gbps_cold\":");
+		tool_json_num(f, ok ? gbps(r->moved, r->t.cold) : NAN);
+		fprintf(f, ",\"time_s\":");
+		tool_json_num(f, ok ? r->t.median : NAN);
+		fprintf(f, ",\"time_best_s\":");
+		tool_json_num(f, ok ? r->t.best : NAN);
+		fprintf(f, ",\"time_cold_s\":");
+		tool_json_num(f, ok ? r->t.cold : NAN);
+		fprintf(f, ",\"setup_s\":");
+		tool_json_num(f, ok ? r->setup : NAN);
+		if (ok && r->res_known)
+			fprintf(f,
+				",\"device_bytes\":%llu,\"host_bytes\":%llu,\"host_fraction\":%.6f",
+				(unsigned long long)r->dev_bytes, (unsigned long long)r->host_bytes,
+				(double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes));
+		else
+			fprintf(
+			    f, ",\"device_bytes\":null,\"host_bytes\":null,\"host_fraction\":null");
+		fprintf(f, ",\"model_time_s\":");
+		tool_json_num(f, r->model);
+		fprintf(f, ",\"model_fraction\":");
+		tool_json_num(f, r->frac);
+		if (r->note) {
+			fprintf(f, ",\"note\":");
+			tool_json_str(f, r->note);
+		}
+		fputc('}', f);
+	}
+	fprintf(f, "\n]}\n");
+}
+
+/* ---- plot ---- */
+
+struct pt {
+	double x, y;
+};
+
+static int cmp_pt(const void *a, const void *b)
+{
+	const struct pt *p = a, *q = b;
+
+	return p->x < q->x ? -1 : p->x > q->x;
+}
+
+static int write_plot(struct run *R)
+{
+	struct plot_series *s = calloc(R->nrows ? R->nrows : 1, sizeof(*s));
+	double *xs = calloc(R->nrows ? R->nrows : 1, sizeof(double));
+	double *ys = calloc(R->nrows ? R->nrows : 1, sizeof(double));
+	struct pt *pts = calloc(R->nrows ? R->nrows : 1, sizeof(*pts));
+	char title[160];
+	size_t ns = 0, used = 0, npts = 0;
+	int err = -1;
+
+	if (!s || !xs || !ys || !pts) {
+		fprintf(stderr, PROG ": --plot: out of memory\n");
+		goto out;
+	}
+	/* One series per placement name, in order of first appearance. */
+	for (size_t i = 0; i < R->nrows; i++) {
+		const char *name = R->rows[i].name;
+		size_t n = 0, j;
+
+		for (j = 0; j < i && strcmp(R->rows[j].name, name); j++)
+			;
+		if (j < i)
+			continue;
+		for (j = i; j < R->nrows; j++) {
+			const struct row *r = &R->rows[j];
+
+			if (strcmp(r->name, name) || r->st != ST_OK || !r->res_known)
+				continue;
+			pts[n].x = (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes);
+			pts[n].y = gbps(r->moved, r->t.median);
+			n++;
+		}
+		if (!n)
+			continue;
+		qsort(pts, n, sizeof(*pts), cmp_pt);
+		for (j = 0; j < n; j++) {
+			xs[used + j] = pts[j].x;
+			ys[used + j] = pts[j].y;
+		}
+		s[ns].name = name;
+		s[ns].x = xs + used;
+		s[ns].y = ys + used;
+		s[ns].n = n;
+		used += n;
+		npts += n;
+		ns++;
+	}
+	if (!npts) {
+		fprintf(stderr,
+			PROG ": --plot %s: no measured placement with a known residency to "
+			     "plot\n",
+			R->o.plot);
+		goto out;
+	}
+	snprintf(title, sizeof(title), "vmmx-place: %s on %s%s", gpu_workload_name(R->o.wl),
+		 R->info.device_name, R->sim ? " (SIMULATED, not GPU figures)" : "");
+	{
+		struct plot p = {
+		    .title = title,
+		    .xlabel = "share of the buffer in host memory",
+		    .ylabel = "GB/s (median)",
+		    .series = s,
+		    .nseries = ns,
+		    .xmin = 0,
+		    .xmax = 1,
+		};
+
+		err = plot_png(R->o.plot, &p);
+		if (err)
+			fprintf(stderr, PROG ": --plot %s: %s\n", R->o.plot, strerror(-err));
+	}
+out:
+	free(s);
+	free(xs);
+	free(ys);
+	free(pts);
+	return err ? -1 : 0;
+}
+
+/* ---- main ---- */
+
+static int open_ctx(struct run *R)
+{
+	struct vmmx_config cfg;
+	int err;
+
+	vmmx_config_init(&cfg);
+	cfg.device_limit = R->o.device_limit;
+	err = vmmx_ctx_create(&cfg, &R->ctx);
+	if (err) {
+		const char *b = getenv("VMMX_BACKEND");
+
+		fprintf(stderr, PROG ": cannot open a libvmmx context: %s: %s\n",
+			vmmx_strerror(err), vmmx_last_error());
+		if (!b || strcmp(b, "sim"))
+			fprintf(stderr, PROG ": with no usable GPU, VMMX_BACKEND=sim runs the same "
+					     "flow on the simulated backend (not GPU figures)\n");
+		return -1;
+	}
+	R->info.size = sizeof(R->info);
+	err = vmmx_ctx_query(R->ctx, &R->info);
+	if (err) {
+		fprintf(stderr, PROG ": vmmx_ctx_query: %s\n", vmmx_last_error());
+		return -1;
+	}
+	R->sim = !strcmp(R->info.backend, "sim");
+	R->eng.ctx = R->ctx;
+	R->eng.sim = R->sim;
+	R->eng.seed = 0x5eed1234u;
+	if (R->sim) {
+		/* Stand-ins for cuMemAlloc/cuMemHostAlloc: no device limit applies to them. */
+		vmmx_config_init(&cfg);
+		cfg.device_limit = "100%";
+		err = vmmx_ctx_create(&cfg, &R->refctx);
+		if (err) {
+			fprintf(stderr, PROG ": cannot open the reference context: %s\n",
+				vmmx_last_error());
+			return -1;
+		}
+		R->refeng = R->eng;
+		R->refeng.ctx = R->refctx;
+		return 0;
+	}
+	err = gpu_open(R->info.device);
+	if (err) {
+		fprintf(stderr, PROG ": %s: %s\n", vmmx_strerror(err), gpu_why());
+		return -1;
+	}
+	if (gpu_kernels_why()) {
+		fprintf(stderr, PROG ": GPU workloads unavailable: %s\n", gpu_kernels_why());
+		return -1;
+	}
+	return 0;
+}
+
+/* Every policy must load before anything is measured: a typo is a usage error. */
+static int check_policies(struct run *R)
+{
+	for (int i = 0; i < R->o.npolicies; i++) {
+		struct vmmx_buf *b;
+		int err = vmmx_buf_create(R->ctx, R->info.chunk_min, R->o.policies[i], &b);
+
+		if (err) {
+			fprintf(stderr, PROG ": --policy %s: %s: %s\n", R->o.policies[i],
+				vmmx_strerror(err), vmmx_last_error());
+			return -1;
+		}
+		vmmx_buf_destroy(b);
+	}
+	return 0;
+}
+
+static int check_sizes(struct run *R)
+{
+	char a[32], b[32];
+
+	for (int i = 0; i < R->o.nsizes; i++) {
+		if (R->o.sizes[i] % MIN_UNIT) {
+			fprintf(stderr, PROG ": --size %s: not a multiple of 64 KiB\n",
+				tool_fmt_size(R->o.sizes[i], a, sizeof(a)));
+			return -1;
+		}
+		if (R->o.ws && R->o.ws > R->o.sizes[i]) {
+			fprintf(stderr, PROG ": --working-set %s is larger than the buffer (%s)\n",
+				tool_fmt_size(R->o.ws, a, sizeof(a)),
+				tool_fmt_size(R->o.sizes[i], b, sizeof(b)));
+			return -1;
+		}
+	}
+	if (R->o.ws % MIN_UNIT) {
+		fprintf(stderr, PROG ": --working-set: not a multiple of 64 KiB\n");
+		return -1;
+	}
+	if (R->o.ws && R->o.wl != GPU_WL_GATHER) {
+		fprintf(stderr, PROG ": --working-set applies to the gather workload only\n");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run run;
+	struct run *R = &run;
+	int rc = 1, nb = 0;
+
+	rc = parse_opts(argc, argv, &R->o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	rc = 1;
+	if (open_ctx(R))
+		goto out;
+	if (!R->o.nsizes) {
+		R->o.sizes[0] = R->sim ? 8ull << 20 : 1ull << 30;
+		R->o.nsizes = 1;
+	}
+	if (check_sizes(R) || check_policies(R)) {
+		rc = 2;
+		goto out;
+	}
+	for (int b = 0; b < B_COUNT; b++)
+		nb += R->o.base[b];
+	R->steps = (unsigned int)(R->o.nsizes * (R->o.npolicies + nb));
+	if (!R->steps) {
+		fprintf(stderr, PROG ": nothing to measure (--policy none and --baselines none)\n");
+		rc = 2;
+		goto out;
+	}
+	if (R->sim && (R->o.csv || R->o.json) && !R->o.quiet)
+		fputs(SIM_BANNER, stderr);
+	if (R->o.csv)
+		print_csv_header();
+	else if (!R->o.json)
+		print_header(R);
+	{
+		double hbm = NAN, pcie = NAN;
+
+		for (int si = 0; si < R->o.nsizes; si++) {
+			uint64_t size = R->o.sizes[si];
+			size_t first = R->nrows;
+			static const enum base order[] = {B_DEVICE, B_HOST};
+			static const enum base rest[] = {B_REGISTER, B_HMM, B_MANAGED,
+							 B_MANAGED_PREFETCH};
+			struct row *r;
+
+			/* References first, so the model is known for the rest. */
+			for (size_t k = 0; k < 2; k++) {
+				if (!R->o.base[order[k]])
+					continue;
+				r = new_row(R, size, bases[order[k]].name, "baseline");
+				if (!r)
+					goto oom;
+				progress(R, r);
+				run_baseline(R, r, order[k], size);
+				progress_done(R, r);
+			}
+			for (int p = 0; p < R->o.npolicies; p++) {
+				r = new_row(R, size, R->o.policies[p], "policy");
+				if (!r)
+					goto oom;
+				progress(R, r);
+				run_policy(R, R->ctx, &R->eng, r, R->o.policies[p], size);
+				progress_done(R, r);
+			}
+			for (size_t k = 0; k < sizeof(rest) / sizeof(rest[0]); k++) {
+				if (!R->o.base[rest[k]])
+					continue;
+				r = new_row(R, size, bases[rest[k]].name, "baseline");
+				if (!r)
+					goto oom;
+				progress(R, r);
+				run_baseline(R, r, rest[k], size);
+				progress_done(R, r);
+			}
+			apply_model(R, first, R->nrows, &hbm, &pcie);
+			for (size_t i = first; i < R->nrows; i++) {
+				if (R->o.csv)
+					print_csv_row(&R->rows[i]);
+				else if (!R->o.json)
+					print_row(&R->rows[i]);
+			}
+			fflush(stdout);
+		}
+	}
+	if (R->o.json)
+		print_json(R);
+	else if (!R->o.csv && R->sim)
+		printf("\n(simulated backend: not GPU figures)\n");
+	rc = R->failed ? 1 : 0;
+	if (R->o.plot && write_plot(R))
+		rc = 1;
+	goto out;
+oom:
+	fprintf(stderr, PROG ": out of memory\n");
+	rc = 1;
+out:
+	gpu_engine_fini(&R->eng);
+	gpu_engine_fini(&R->refeng);
+	gpu_close();
+	vmmx_ctx_destroy(R->refctx);
+	vmmx_ctx_destroy(R->ctx);
+	for (int i = 0; i < R->o.npolicies; i++)
+		free(R->o.policies[i]);
+	free(R->rows);
+	return rc;
+}
