@@ -59,6 +59,21 @@ int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct v
 	return vmm_set_access(ctx->vmm, va, size, acc, n);
 }
 
+static void table_free_cb(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct vmmx__table, rcu));
+}
+
+void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
+{
+	struct vmmx__table *old = buf->table;
+
+	rcu_assign_pointer(buf->table, t);
+	/* Asynchronous: a grow must not wait a grace period (microseconds that
+	 * add up over many grows); readers may still hold @old meanwhile. */
+	urcu_bp_call_rcu(&old->rcu, table_free_cb);
+}
+
 static struct vmmx__table *table_alloc(size_t n)
 {
 	struct vmmx__table *t = malloc(sizeof(*t) + n * sizeof(t->c[0]));
@@ -369,7 +384,7 @@ static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want
 static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
-	size_t max_new = (size - old->mapped) / ctx->chunk_min, n = 0, off = old->mapped;
+	size_t max_new = (size - old->mapped) / ctx->chunk_min, n = 0, off = old->mapped, cap;
 	size_t first = old->n;
 	struct vmmx__chunk *nc;
 	struct vmmx__table *t, *cur;
@@ -383,17 +398,31 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		memcpy(t->c, old->c, old->n * sizeof(old->c[0]));
 		t->mapped = old->mapped;
 		t->size = size;
-		rcu_assign_pointer(buf->table, t);
-		urcu_bp_synchronize_rcu();
-		free(old);
+		vmmx__table_publish(buf, t);
 		return 0;
 	}
 	/* New chunks are kept apart: an eviction during this grow may migrate
 	 * this buffer's own chunks and publish a new table (freeing @old). */
-	nc = calloc(max_new, sizeof(*nc));
+	/* Few big chunks is the rule: start small and grow the array as needed
+	 * (sizing it for the worst case, all minimum chunks, costs page faults
+	 * on big grows). */
+	cap = max_new < 16 ? max_new : 16;
+	nc = malloc(cap * sizeof(*nc));
 	if (!nc)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
 	while (off < size) {
+		if (n == cap) {
+			struct vmmx__chunk *more;
+
+			cap = cap * 2 < max_new ? cap * 2 : max_new;
+			more = realloc(nc, cap * sizeof(*nc));
+			if (!more) {
+				err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+						 "vmmx_buf_resize: out of memory");
+				goto err_unwind;
+			}
+			nc = more;
+		}
 		err = place_chunk(buf, first + n, off, size - off, &nc[n]);
 		if (err)
 			goto err_unwind;
@@ -411,9 +440,7 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	t->n = cur->n + n;
 	t->mapped = off;
 	t->size = size;
-	rcu_assign_pointer(buf->table, t);
-	urcu_bp_synchronize_rcu();
-	free(cur);
+	vmmx__table_publish(buf, t);
 	for (size_t j = 0; j < n; j++) {
 		__atomic_fetch_add(&ctx->ctr.placed[vmmx__slot(ctx, nc[j].loc)], 1, __ATOMIC_RELAXED);
 		vmmx__policy_chunk_event(buf, &nc[j], VMMX_POLICY_EV_PLACED);
@@ -488,15 +515,14 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		t->size = old->size < t->mapped ? old->size : t->mapped;
 		keep = j;
 	}
-	rcu_assign_pointer(buf->table, t);
-	urcu_bp_synchronize_rcu();
 	/* Past the point of no return: the handles go to the cache, or are
-	 * released (a failed release is queued, not reported). */
+	 * released (a failed release is queued, not reported).  Done before
+	 * the old table is retired: it may be freed any time after that. */
 	for (j = old->n; j > keep; j--) {
 		vmmx__policy_chunk_event(buf, &old->c[j - 1], VMMX_POLICY_EV_RELEASED);
 		vmmx__cache_put(ctx, old->c[j - 1].loc, old->c[j - 1].handle, old->c[j - 1].size);
 	}
-	free(old);
+	vmmx__table_publish(buf, t);
 	return err;
 }
 

@@ -248,6 +248,8 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 	while (ctx->policies) /* leaked references: unload anyway */
 		vmmx__policy_put(ctx, ctx->policies);
 	vmmx__trace_close(ctx);
+	/* Tables retired with call_rcu are freed before the context goes. */
+	urcu_bp_barrier();
 	vmm_close(ctx->vmm);
 	pthread_mutex_destroy(&ctx->reg_lock);
 	pthread_mutex_destroy(&ctx->cache_lock);

@@ -376,6 +376,7 @@ struct vmmx__chunk {
 
 /* A buffer's chunk table, RCU-published; immutable once published. */
 struct vmmx__table {
+	struct rcu_head rcu;            /* freed by call_rcu once replaced */
 	size_t size;                    /* logical size (what vmmx_buf_size says) */
 	size_t mapped;                  /* end of the last chunk, >= size */
 	size_t n;
@@ -397,6 +398,11 @@ struct vmmx_buf {
  * search.
  */
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off);
+/*
+ * Publish @t as @buf's table and retire the old one: freed after a grace
+ * period by the call_rcu thread, so writers never wait for readers.
+ */
+void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t);
 /* Grant access to a freshly mapped chunk: the devices that need it, and the CPU for host chunks. */
 int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc);
 

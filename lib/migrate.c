@@ -363,6 +363,7 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 		goto out_free;
 	}
 	memcpy(g.nt, t, sizeof(*t) + t->n * sizeof(t->c[0]));
+	memset(&g.nt->rcu, 0, sizeof(g.nt->rcu));
 	err = vmm_reserve(ctx->vmm, 2 * g.slot_bytes, ctx->gran, &stage);
 	if (err)
 		goto out_free;
@@ -380,7 +381,12 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 			prepare(&g, nb);
 		err = vmm_stream_sync(ctx->vmm, s);
 		if (err) {
-			/* The device failed: nothing copied can be trusted. */
+			/* The wait failed: nothing copied can be trusted, and copies
+			 * may still be running.  Wait for the whole device before any
+			 * staging memory is unmapped under them (unmapping memory a
+			 * copy is writing ends the context); if that fails too, the
+			 * context is lost anyway. */
+			vmm_sync(ctx->vmm);
 			g.err = g.err ? g.err : err;
 			b[cur].copied = false;
 			nb->copied = false;
@@ -396,9 +402,7 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	err = g.err;
 	vmmx__unreserve_or_defer(ctx, stage, 2 * g.slot_bytes);
 	if (g.moved) {
-		rcu_assign_pointer(buf->table, g.nt);
-		urcu_bp_synchronize_rcu();
-		free(t);
+		vmmx__table_publish(buf, g.nt);
 		g.nt = NULL;
 	}
 	*moved_p = g.moved;

@@ -791,6 +791,92 @@ int gpu_memcpy(void *dst, const void *src, size_t n)
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize after cuMemcpy");
 }
 
+/* Time what @queue puts on the default stream, between two events, and wait for it. */
+static int timed(CUresult (*queue)(void *), void *arg, const char *what, double *sec)
+{
+	float ms = 0;
+	CUresult r;
+
+	r = G.api.cuEventRecord(G.ev[0], NULL);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuEventRecord (before %s)", what);
+	r = queue(arg);
+	if (r != CUDA_SUCCESS) {
+		/* Whatever was queued before the failure must not outlive the call. */
+		(void)G.api.cuCtxSynchronize();
+		return cu_fail(r, "%s", what);
+	}
+	r = G.api.cuEventRecord(G.ev[1], NULL);
+	if (r != CUDA_SUCCESS) {
+		(void)G.api.cuCtxSynchronize();
+		return cu_fail(r, "cuEventRecord (after %s)", what);
+	}
+	r = G.api.cuEventSynchronize(G.ev[1]);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "%s (cuEventSynchronize)", what);
+	r = G.api.cuEventElapsedTime(&ms, G.ev[0], G.ev[1]);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuEventElapsedTime (%s)", what);
+	*sec = ms * 1e-3;
+	return 0;
+}
+
+struct copy_args {
+	CUdeviceptr dst, src;
+	size_t n;
+};
+
+static CUresult queue_copy(void *arg)
+{
+	struct copy_args *a = arg;
+
+	return G.api.cuMemcpy(a->dst, a->src, a->n);
+}
+
+int gpu_memcpy_timed(void *dst, const void *src, size_t n, double *sec)
+{
+	struct copy_args a = {dp(dst), dp(src), n};
+	char what[96];
+	int err = enter();
+
+	if (err)
+		return err;
+	snprintf(what, sizeof(what), "cuMemcpy(%p <- %p, %zu bytes)", dst, src, n);
+	return timed(queue_copy, &a, what, sec);
+}
+
+static CUresult prefetch(CUdeviceptr d, size_t n, int host);
+
+struct prefetch_args {
+	CUdeviceptr p;
+	size_t n;
+	int host;
+};
+
+static CUresult queue_prefetch(void *arg)
+{
+	struct prefetch_args *a = arg;
+
+	return prefetch(a->p, a->n, a->host);
+}
+
+int gpu_prefetch(void *p, size_t n, int to_host, double *sec)
+{
+	struct prefetch_args a = {dp(p), n, to_host};
+	char what[96];
+	double s = 0;
+	int err = enter();
+
+	if (err)
+		return err;
+	snprintf(what, sizeof(what), "cuMemPrefetchAsync(%p, %zu bytes to %s)", p, n,
+		 to_host ? "host" : "the device");
+	err = timed(queue_prefetch, &a, what, &s);
+	if (!err && sec)
+		*sec = s;
+	return err;
+}
+
 static int need_kernels(void)
 {
 	int err = enter();
@@ -1243,6 +1329,16 @@ int gpu_run(enum gpu_workload w, void *p, size_t size, size_t ws, unsigned int s
 }
 
 int gpu_check(const void *p, size_t size, uint64_t first, unsigned int seed, uint64_t *bad)
+{
+	return no_cuda();
+}
+
+int gpu_memcpy_timed(void *dst, const void *src, size_t n, double *sec)
+{
+	return no_cuda();
+}
+
+int gpu_prefetch(void *p, size_t n, int to_host, double *sec)
 {
 	return no_cuda();
 }

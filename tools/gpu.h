@@ -193,6 +193,20 @@ int gpu_sync(void);
 /** gpu_memcpy() - cuMemcpy (unified addresses) and wait for it. */
 int gpu_memcpy(void *dst, const void *src, size_t n);
 
+/**
+ * gpu_memcpy_timed() - cuMemcpy (unified addresses) between two device
+ * events on the default stream, waited for.
+ * @sec: out: seconds between the events.
+ */
+int gpu_memcpy_timed(void *dst, const void *src, size_t n, double *sec);
+
+/**
+ * gpu_prefetch() - cuMemPrefetchAsync of managed memory to host memory
+ * (@to_host) or to the device, between two device events, waited for.
+ * @sec: out (may be NULL): seconds between the events.
+ */
+int gpu_prefetch(void *p, size_t n, int to_host, double *sec);
+
 /** gpu_fill(), gpu_run(), gpu_verify() - the cuda side of the engine. */
 int gpu_fill(void *p, size_t size, unsigned int seed);
 int gpu_run(enum gpu_workload w, void *p, size_t size, size_t ws, unsigned int seed, double *sec);

@@ -20,11 +20,19 @@
  *            over host chunks against cuMemHostAlloc, and over a
  *            device-first buffer 1.5 times a device limit against the
  *            model (device bytes at the cuMemAlloc rate plus host bytes at
- *            the cuMemHostAlloc rate).
+ *            the cuMemHostAlloc rate);
+ *  migrate   vmmx_buf_migrate of a whole buffer (default 1 GiB) device ->
+ *            host and back, per chunk size (VMMX_CHUNK_MAX) with the chunk
+ *            cache warm and cold (VMMX_CACHE_LIMIT=0), against a plain
+ *            cuMemcpy of the same bytes between cuMemAlloc and
+ *            cuMemHostAlloc memory (the PCIe copy rate) and UVM's
+ *            cuMemPrefetchAsync of cuMemAllocManaged memory both ways.
  *
  * Times of operations are medians of --reps repetitions, taken with
- * clock_gettime around each call; kernel times come from device events,
- * the median of --iters runs after --warmup runs.  Baseline and libvmmx
+ * clock_gettime around each call (migrations too: vmmx_buf_migrate returns
+ * when the data has moved); kernel, copy-baseline and prefetch times come
+ * from device events, kernels the median of --iters runs after --warmup
+ * runs.  Baseline and libvmmx
  * runs alternate so that drift hits both alike.
  *
  * On the sim backend the same flow runs with stand-ins (libvmmx buffers and
@@ -51,8 +59,12 @@
 #define MAX_STEPS     4096
 #define MAX_DOUBLINGS 40
 
-enum section { S_OPS, S_GROW, S_DOUBLING, S_COPY, S_STREAM, S_COUNT };
-static const char *const sec_names[S_COUNT] = {"ops", "grow", "doubling", "copy", "stream"};
+enum section { S_OPS, S_GROW, S_DOUBLING, S_COPY, S_STREAM, S_MIGRATE, S_COUNT };
+static const char *const sec_names[S_COUNT] = {"ops", "grow", "doubling", "copy", "stream", "migrate"};
+
+/* The migration target: ranges of at least this many bytes move at >= 0.8x PCIe copy. */
+#define MIGRATE_TARGET_MIN   (64ull << 20)
+#define MIGRATE_TARGET_RATIO 0.8
 
 struct bopts {
 	int only[S_COUNT];
@@ -61,6 +73,8 @@ struct bopts {
 	int loc_device, loc_host;
 	unsigned int reps, iters, warmup;
 	uint64_t grow_max, grow_step, double_max, copy_size, stream_size, host_size, limit;
+	uint64_t migrate_size, mchunks[MAX_CHUNKS];
+	int nmchunks;
 	int json, quiet;
 	const char *plot;
 };
@@ -104,6 +118,24 @@ struct stream_row {
 	char why[256]; /* "" or why it was not measured */
 };
 
+/* One migration configuration: chunk size and cache state; seconds are medians. */
+struct mig_row {
+	uint64_t chunk;
+	int warm;		/* the cache holds the range's chunks (a first round trip filled it) */
+	size_t nchunks;		/* chunks in the buffer */
+	double d2h, h2d;	/* seconds per vmmx_buf_migrate of the whole range */
+	uint64_t cache_hits;	/* during the timed round trips */
+	uint64_t migrations, migrated_bytes; /* likewise, from vmmx_stats */
+	char why[256];		/* "" or why it was not measured */
+};
+
+/* A baseline of the migrate section: one figure each way. */
+struct mig_base {
+	const char *name;
+	double d2h, h2d; /* seconds (median); NAN: not measured */
+	char why[256];
+};
+
 struct target {
 	char text[96];
 	char shown[64];
@@ -133,7 +165,10 @@ struct bench {
 	char copy_why[256];
 	struct stream_row streams[3];
 	size_t nstreams;
-	struct target targets[8];
+	struct mig_row mig[MAX_CHUNKS * 2];
+	size_t nmig;
+	struct mig_base pcie, uvm;
+	struct target targets[8 + MAX_CHUNKS * 2 + 1];
 	size_t ntargets;
 	int ran[S_COUNT];
 };
@@ -145,11 +180,12 @@ static void usage(FILE *f)
 	    "usage: " PROG " [OPTIONS]\n"
 	    "Costs of libvmmx operations beside same-run baselines, and the performance "
 	    "targets.\n\n"
-	    "      --only LIST        sections: ops, grow, doubling, copy, stream (default all)\n"
+	    "      --only LIST        sections: ops, grow, doubling, copy, stream, migrate\n"
+	    "                         (default all)\n"
 	    "      --chunk-sizes LIST ops: chunk sizes (default 2MiB,64MiB,1GiB; sim 2MiB,8MiB)\n"
 	    "      --locations LIST   ops: device, host (default both)\n"
-	    "      --reps N           ops and doubling: repetitions, median reported (default 10; "
-	    "sim 5)\n"
+	    "      --reps N           ops, doubling, copy, migrate: repetitions, median reported\n"
+	    "                         (default 10; sim 5)\n"
 	    "      --grow-max SIZE    grow: final size (default 64GiB; sim 32MiB)\n"
 	    "      --grow-step SIZE   grow: step (default 1GiB; sim 4MiB)\n"
 	    "      --double-max SIZE  doubling: final size (default 32GiB; sim 64MiB)\n"
@@ -158,6 +194,9 @@ static void usage(FILE *f)
 	    "      --host-size SIZE   stream: host-chunk buffer (default 2GiB; sim 8MiB)\n"
 	    "      --device-limit SIZE  stream: limit for the device-first buffer of 1.5x it\n"
 	    "                         (default 4GiB; sim 8MiB)\n"
+	    "      --migrate-size SIZE  migrate: bytes moved each way (default 1GiB; sim 16MiB)\n"
+	    "      --migrate-chunk LIST migrate: chunk sizes, VMMX_CHUNK_MAX of the buffer's\n"
+	    "                         context (default 64MiB,2MiB; sim 8MiB,2MiB)\n"
 	    "  -n, --iters N          stream: timed kernel runs (default 20; sim 5)\n"
 	    "      --warmup N         stream: warm-up runs (default 3; sim 1)\n"
 	    "      --json             JSON instead of tables\n"
@@ -226,6 +265,8 @@ static int parse_opts(int argc, char **argv, struct bopts *o)
 		O_SSIZE,
 		O_HSIZE,
 		O_LIMIT,
+		O_MSIZE,
+		O_MCHUNK,
 		O_WARMUP,
 		O_JSON,
 		O_PLOT,
@@ -242,6 +283,8 @@ static int parse_opts(int argc, char **argv, struct bopts *o)
 	    {"stream-size", required_argument, NULL, O_SSIZE},
 	    {"host-size", required_argument, NULL, O_HSIZE},
 	    {"device-limit", required_argument, NULL, O_LIMIT},
+	    {"migrate-size", required_argument, NULL, O_MSIZE},
+	    {"migrate-chunk", required_argument, NULL, O_MCHUNK},
 	    {"iters", required_argument, NULL, 'n'},
 	    {"warmup", required_argument, NULL, O_WARMUP},
 	    {"json", no_argument, NULL, O_JSON},
@@ -305,6 +348,16 @@ static int parse_opts(int argc, char **argv, struct bopts *o)
 			break;
 		case O_LIMIT:
 			if (parse_size1("--device-limit", optarg, &o->limit))
+				return 2;
+			break;
+		case O_MSIZE:
+			if (parse_size1("--migrate-size", optarg, &o->migrate_size))
+				return 2;
+			break;
+		case O_MCHUNK:
+			o->nmchunks = tool_parse_sizes(PROG, "--migrate-chunk", optarg, o->mchunks,
+						       MAX_CHUNKS);
+			if (o->nmchunks < 0)
 				return 2;
 			break;
 		case 'n':
@@ -378,6 +431,13 @@ static void defaults(struct bench *B)
 		o->host_size = sim ? 8ull << 20 : 2ull << 30;
 	if (!o->limit)
 		o->limit = sim ? 8ull << 20 : 4ull << 30;
+	if (!o->migrate_size)
+		o->migrate_size = sim ? 16ull << 20 : 1ull << 30;
+	if (!o->nmchunks) {
+		o->mchunks[0] = sim ? 8ull << 20 : 64ull << 20;
+		o->mchunks[1] = 2ull << 20;
+		o->nmchunks = 2;
+	}
 }
 
 static int check_sizes(struct bench *B)
@@ -390,7 +450,7 @@ static int check_sizes(struct bench *B)
 	    {"--grow-max", o->grow_max},       {"--grow-step", o->grow_step},
 	    {"--double-max", o->double_max},   {"--copy-size", o->copy_size},
 	    {"--stream-size", o->stream_size}, {"--host-size", o->host_size},
-	    {"--device-limit", o->limit},
+	    {"--device-limit", o->limit},     {"--migrate-size", o->migrate_size},
 	};
 	char a[32], g[32];
 
@@ -408,6 +468,25 @@ static int check_sizes(struct bench *B)
 		if (s[i].v % B->gran) {
 			fprintf(stderr, PROG ": %s %s: not a multiple of the granularity (%s)\n",
 				s[i].opt, tool_fmt_size(s[i].v, a, sizeof(a)), g);
+			return -1;
+		}
+	}
+	for (int i = 0; i < o->nmchunks; i++) {
+		if (o->mchunks[i] % B->gran) {
+			fprintf(stderr,
+				PROG
+				": --migrate-chunk: %s is not a multiple of the granularity (%s)\n",
+				tool_fmt_size(o->mchunks[i], a, sizeof(a)), g);
+			return -1;
+		}
+		/* Whole chunks of that size, so every chunk moved is as big as asked. */
+		if (o->migrate_size % o->mchunks[i]) {
+			char c[32];
+
+			fprintf(stderr,
+				PROG ": --migrate-size %s is not a multiple of --migrate-chunk %s\n",
+				tool_fmt_size(o->migrate_size, c, sizeof(c)),
+				tool_fmt_size(o->mchunks[i], a, sizeof(a)));
 			return -1;
 		}
 	}
@@ -1275,6 +1354,338 @@ out:
 	gpu_engine_fini(&be);
 	vmmx_ctx_destroy(lctx);
 	vmmx_ctx_destroy(ctx);
+}
+
+/* ---- migrate ---- */
+
+static double gbs(uint64_t bytes, double sec)
+{
+	return (double)bytes / sec / 1e9;
+}
+
+/*
+ * The PCIe copy rate: cuMemcpy of the range between cuMemAlloc and
+ * cuMemHostAlloc memory each way, timed with device events, median of
+ * --reps after one warm-up.  On sim: vmmx_memcpy between a libvmmx device
+ * buffer and malloc'd memory, timed with clock_gettime.
+ */
+static void migrate_pcie(struct bench *B)
+{
+	struct mig_base *b = &B->pcie;
+	uint64_t S = B->o.migrate_size;
+	unsigned int n = B->o.reps;
+	double *d = calloc(n + 1, sizeof(*d)), *h = calloc(n + 1, sizeof(*h));
+	struct gpu_mem dm = {0}, hm = {0};
+	struct vmmx_ctx *ctx = NULL;
+	struct vmmx_buf *vb = NULL;
+	unsigned char *hbuf = NULL;
+	void *dev, *host;
+	int err;
+
+	b->name = B->sim ? "vmmx_memcpy device chunks <-> malloc (sim stand-in)"
+			 : "cuMemcpy cuMemAlloc <-> cuMemHostAlloc";
+	note(B, "migrate: baseline: %s", b->name);
+	if (!d || !h) {
+		snprintf(b->why, sizeof(b->why), "out of memory");
+		fprintf(stderr, PROG ": migrate: out of memory\n");
+		B->failed = 1;
+		goto out;
+	}
+	if (B->sim) {
+		if (mkctx(B, 0, 0, -1, 0, &ctx))
+			goto fail_v;
+		err = vmmx_buf_create(ctx, S, "device", &vb);
+		if (!err)
+			err = vmmx_buf_resize(vb, S);
+		if (err) {
+			vfail(B, "migrate: stand-in buffer", err);
+			goto fail_v;
+		}
+		hbuf = malloc(S);
+		if (!hbuf) {
+			snprintf(b->why, sizeof(b->why), "out of memory");
+			fprintf(stderr, PROG ": migrate: out of memory\n");
+			B->failed = 1;
+			goto out;
+		}
+		memset(hbuf, 0x5a, S);
+		dev = vmmx_buf_ptr(vb);
+		host = hbuf;
+	} else {
+		if (gpu_alloc(GPU_ALLOC_DEVICE, S, &dm) || gpu_alloc(GPU_ALLOC_HOST, S, &hm)) {
+			snprintf(b->why, sizeof(b->why), "%s", gpu_why());
+			gfail(B, "migrate: PCIe copy baseline buffers");
+			goto out;
+		}
+		memset(hm.hptr, 0x5a, S);
+		dev = dm.dptr;
+		host = hm.dptr;
+	}
+	for (unsigned int i = 0; i <= n; i++) { /* i == 0: warm-up */
+		double t0;
+
+		if (B->sim) {
+			t0 = gpu_now();
+			err = vmmx_memcpy(ctx, host, dev, S);
+			d[i] = gpu_now() - t0;
+			if (!err) {
+				t0 = gpu_now();
+				err = vmmx_memcpy(ctx, dev, host, S);
+				h[i] = gpu_now() - t0;
+			}
+			if (err) {
+				vfail(B, "migrate: stand-in copy", err);
+				goto fail_v;
+			}
+		} else if (gpu_memcpy_timed(host, dev, S, &d[i]) ||
+			   gpu_memcpy_timed(dev, host, S, &h[i])) {
+			snprintf(b->why, sizeof(b->why), "%s", gpu_why());
+			gfail(B, "migrate: PCIe copy baseline");
+			goto out;
+		}
+	}
+	b->d2h = gpu_median(d + 1, n);
+	b->h2d = gpu_median(h + 1, n);
+	goto out;
+fail_v:
+	snprintf(b->why, sizeof(b->why), "%s", vmmx_last_error());
+out:
+	if (gpu_free(&hm) || gpu_free(&dm))
+		gfail(B, "migrate: freeing the PCIe copy baseline");
+	free(hbuf);
+	vmmx_buf_destroy(vb);
+	vmmx_ctx_destroy(ctx);
+	free(d);
+	free(h);
+}
+
+/*
+ * UVM: cuMemAllocManaged of the range (refused beyond free device memory
+ * less the margin), written by the GPU, then cuMemPrefetchAsync to host
+ * memory and back to the device, timed with device events, median of
+ * --reps after one warm-up round trip; the data is checked at the end.
+ */
+static void migrate_uvm(struct bench *B)
+{
+	struct mig_base *b = &B->uvm;
+	uint64_t S = B->o.migrate_size, bad = 0;
+	unsigned int n = B->o.reps;
+	double *d = NULL, *h = NULL;
+	struct gpu_mem m = {0};
+	const unsigned int seed = 0x5eed0004u;
+	int err;
+
+	b->name = "cuMemPrefetchAsync of cuMemAllocManaged";
+	if (B->sim) {
+		snprintf(b->why, sizeof(b->why), "sim backend: no managed memory");
+		return;
+	}
+	if (B->kwhy) {
+		snprintf(b->why, sizeof(b->why), "%s", B->kwhy);
+		return;
+	}
+	note(B, "migrate: baseline: UVM, %s", b->name);
+	d = calloc(n + 1, sizeof(*d));
+	h = calloc(n + 1, sizeof(*h));
+	if (!d || !h) {
+		snprintf(b->why, sizeof(b->why), "out of memory");
+		fprintf(stderr, PROG ": migrate: out of memory\n");
+		B->failed = 1;
+		goto out;
+	}
+	err = gpu_alloc(GPU_ALLOC_MANAGED, S, &m);
+	if (err) {
+		/* Refused by the managed-memory rule, or no managed memory: not a failure. */
+		snprintf(b->why, sizeof(b->why), "%s", gpu_why());
+		if (err == -VMMX_ERANGE || err == -VMMX_ENOTSUP)
+			note(B, "migrate: UVM baseline not run: %s", b->why);
+		else
+			gfail(B, "migrate: cuMemAllocManaged");
+		goto out;
+	}
+	/* Pages exist once written; the GPU writes them, so they start on the device. */
+	if (gpu_fill(m.dptr, S, seed))
+		goto fail;
+	for (unsigned int i = 0; i <= n; i++) { /* i == 0: warm-up */
+		if (gpu_prefetch(m.dptr, S, 1, &d[i]) || gpu_prefetch(m.dptr, S, 0, &h[i]))
+			goto fail;
+	}
+	if (gpu_check(m.dptr, S, 0, seed, &bad))
+		goto fail;
+	if (bad) {
+		snprintf(b->why, sizeof(b->why), "data check: %llu elements wrong after the prefetches",
+			 (unsigned long long)bad);
+		fprintf(stderr, PROG ": migrate: UVM: %s\n", b->why);
+		B->failed = 1;
+		goto out;
+	}
+	b->d2h = gpu_median(d + 1, n);
+	b->h2d = gpu_median(h + 1, n);
+	goto out;
+fail:
+	snprintf(b->why, sizeof(b->why), "%s", gpu_why());
+	gfail(B, "migrate: UVM baseline");
+out:
+	if (gpu_free(&m))
+		gfail(B, "migrate: freeing the managed buffer");
+	free(d);
+	free(h);
+}
+
+/*
+ * vmmx_buf_migrate of a buffer of --migrate-size in chunks of @chunk
+ * (VMMX_CHUNK_MAX), device -> host and host -> device.  One untimed round
+ * trip first (with @warm it leaves the cache holding a handle for every
+ * chunk at both ends: VMMX_CACHE_LIMIT is twice the range; cold runs have
+ * VMMX_CACHE_LIMIT=0, so every move creates and releases handles), then
+ * --reps timed round trips.  The pattern written before is checked on the
+ * host side after the first move and on the device at the end.
+ */
+static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, struct mig_row *r)
+{
+	uint64_t S = B->o.migrate_size, bad = 0;
+	unsigned int n = B->o.reps;
+	struct gpu_engine e = {.seed = 0x5eed0005u, .sim = B->sim};
+	struct vmmx_stats st0 = {.size = sizeof(st0)}, st1 = {.size = sizeof(st1)};
+	struct vmmx_loc host = {VMMX_LOC_HOST, 0}, dev = {VMMX_LOC_DEVICE, B->info.device};
+	struct vmmx_residency res;
+	struct vmmx_ctx *ctx = NULL;
+	struct vmmx_buf *buf = NULL;
+	double *d = calloc(n, sizeof(*d)), *h = calloc(n, sizeof(*h));
+	char a[32], c[32];
+	void *p;
+	int err;
+
+	*r = (struct mig_row){.chunk = chunk, .warm = warm, .d2h = NAN, .h2d = NAN};
+	note(B, "migrate: %s in %s chunks, cache %s, %u round trips",
+	     tool_fmt_size(S, a, sizeof(a)), tool_fmt_size(chunk, c, sizeof(c)),
+	     warm ? "warm" : "cold", n);
+	if (B->kwhy) {
+		snprintf(r->why, sizeof(r->why), "%s", B->kwhy);
+		goto out;
+	}
+	if (!d || !h) {
+		snprintf(r->why, sizeof(r->why), "out of memory");
+		fprintf(stderr, PROG ": migrate: out of memory\n");
+		B->failed = 1;
+		goto out;
+	}
+	if (mkctx(B, 0, chunk, warm ? (int64_t)(2 * S) : 0, 0, &ctx))
+		goto fail_v;
+	e.ctx = ctx;
+	err = vmmx_buf_create(ctx, S, "device", &buf);
+	if (!err)
+		err = vmmx_buf_resize(buf, S);
+	if (!err)
+		err = vmmx_buf_chunks(buf, NULL, 0, &r->nchunks);
+	if (err) {
+		vfail(B, "migrate: buffer", err);
+		goto fail_v;
+	}
+	p = vmmx_buf_ptr(buf);
+	if (r->nchunks != S / chunk)
+		fprintf(stderr, PROG ": warning: migrate: %zu chunks where %llu of %s were asked\n",
+			r->nchunks, (unsigned long long)(S / chunk), c);
+	if (gpu_engine_fill(&e, p, S))
+		goto fail_g;
+	for (unsigned int i = 0; i <= n; i++) { /* i == 0: untimed, fills the cache */
+		size_t moved = 0;
+		double t0;
+
+		if (i == 1)
+			vmmx_stats_get(ctx, &st0);
+		for (int k = 0; k < 2; k++) {
+			t0 = gpu_now();
+			err = vmmx_buf_migrate(buf, 0, S, k ? dev : host, &moved);
+			if (i)
+				(k ? h : d)[i - 1] = gpu_now() - t0;
+			if (err) {
+				vfail(B, k ? "migrate: vmmx_buf_migrate to the device"
+					   : "migrate: vmmx_buf_migrate to host",
+				      err);
+				goto fail_v;
+			}
+			err = vmmx_buf_residency(buf, 0, S, &res);
+			if (err) {
+				vfail(B, "migrate: vmmx_buf_residency", err);
+				goto fail_v;
+			}
+			if (moved != S || (k ? res.device : res.host) != S) {
+				snprintf(r->why, sizeof(r->why),
+					 "moved %zu of %llu bytes; %zu on the device, %zu in host "
+					 "memory afterwards",
+					 moved, (unsigned long long)S, res.device, res.host);
+				fprintf(stderr, PROG ": migrate: %s\n", r->why);
+				B->failed = 1;
+				goto out;
+			}
+			/* Once at the host end: the data survived the first move. */
+			if (!i && !k && gpu_engine_verify(&e, GPU_WL_READ, p, S, &bad))
+				goto fail_g;
+			if (bad)
+				goto bad;
+		}
+	}
+	vmmx_stats_get(ctx, &st1);
+	if (gpu_engine_verify(&e, GPU_WL_READ, p, S, &bad))
+		goto fail_g;
+	if (bad)
+		goto bad;
+	r->d2h = gpu_median(d, n);
+	r->h2d = gpu_median(h, n);
+	r->cache_hits = st1.cache_hits - st0.cache_hits;
+	r->migrations = st1.migrations - st0.migrations;
+	r->migrated_bytes = st1.migrated_bytes - st0.migrated_bytes;
+	if (warm && r->cache_hits != 2ull * n * r->nchunks)
+		fprintf(stderr,
+			PROG ": warning: migrate: %s chunks, warm: %llu cache hits in %u round "
+			     "trips of %zu chunks\n",
+			c, (unsigned long long)r->cache_hits, n, r->nchunks);
+	if (!warm && r->cache_hits)
+		fprintf(stderr, PROG ": warning: migrate: cache hits with the cache off\n");
+	goto out;
+bad:
+	snprintf(r->why, sizeof(r->why), "data check: %llu of %llu elements wrong after migrating",
+		 (unsigned long long)bad, (unsigned long long)(S / 16));
+	fprintf(stderr, PROG ": migrate: %s\n", r->why);
+	B->failed = 1;
+	goto out;
+fail_g:
+	snprintf(r->why, sizeof(r->why), "%s", gpu_why());
+	gfail(B, "migrate");
+	goto out;
+fail_v:
+	snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+out:
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(ctx);
+	gpu_engine_fini(&e);
+	free(d);
+	free(h);
+}
+
+static void section_migrate(struct bench *B)
+{
+	B->pcie = (struct mig_base){.d2h = NAN, .h2d = NAN};
+	B->uvm = (struct mig_base){.d2h = NAN, .h2d = NAN};
+	/* Baselines first, each freed before the next: the managed-memory rule reads
+	 * the free memory with nothing else of ours allocated. */
+	migrate_pcie(B);
+	migrate_uvm(B);
+	B->nmig = 0;
+	for (int c = 0; c < B->o.nmchunks; c++)
+		for (int warm = 1; warm >= 0; warm--)
+			migrate_vmmx(B, B->o.mchunks[c], warm, &B->mig[B->nmig++]);
+}
+
+/* min(d->h, h->d) of migrate / PCIe copy: both directions must reach the target. */
+static double mig_ratio(const struct bench *B, const struct mig_row *r)
+{
+	double a = B->pcie.d2h / r->d2h, b = B->pcie.h2d / r->h2d;
+
+	if (!isfinite(a) || !isfinite(b))
+		return NAN;
+	return a < b ? a : b;
 }
 
 /* ---- targets ---- */

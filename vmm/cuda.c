@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
+#include <time.h>
 
 #include <cuda.h>
 
@@ -144,6 +145,8 @@ struct vmm_cuda {
 	pthread_mutex_t streams_lock;
 	CUstream *streams;              /* streams we created, not yet destroyed: streams_lock */
 	size_t nstreams, streams_cap;   /* streams_lock */
+	uint64_t host_avail;            /* last MemAvailable read: atomic */
+	uint64_t host_avail_ns;         /* when (CLOCK_MONOTONIC): atomic */
 };
 
 static inline struct vmm_cuda *to_cuda(struct vmm *v)
@@ -441,7 +444,7 @@ err_release:
  * would make placement refuse host chunks that would succeed.  @freeram is
  * the fallback on kernels without MemAvailable (before 3.14).
  */
-static uint64_t host_available(uint64_t freeram)
+static uint64_t read_mem_available(uint64_t freeram)
 {
 	unsigned long long kib;
 	char line[128];
@@ -458,6 +461,30 @@ static uint64_t host_available(uint64_t freeram)
 	}
 	fclose(f);
 	return freeram;
+}
+
+/*
+ * Reading /proc/meminfo costs tens of microseconds, about as much as a whole
+ * chunk's driver calls, and placement asks for every chunk.  The figure is
+ * an estimate (pinning decides), so one read serves for HOST_AVAIL_TTL_NS.
+ * Racing threads may both read: harmless.
+ */
+#define HOST_AVAIL_TTL_NS (20 * 1000 * 1000ull)
+
+static uint64_t host_available(struct vmm_cuda *c, uint64_t freeram)
+{
+	struct timespec ts;
+	uint64_t now, then, v;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	then = __atomic_load_n(&c->host_avail_ns, __ATOMIC_ACQUIRE);
+	if (then && now - then < HOST_AVAIL_TTL_NS)
+		return __atomic_load_n(&c->host_avail, __ATOMIC_RELAXED);
+	v = read_mem_available(freeram);
+	__atomic_store_n(&c->host_avail, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->host_avail_ns, now, __ATOMIC_RELEASE);
+	return v;
 }
 
 static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, uint64_t *total_p)
@@ -496,7 +523,7 @@ static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, u
 			return -VMMX_EDRIVER;
 		}
 		*total_p = (uint64_t)si.totalram * si.mem_unit;
-		*free_p = host_available((uint64_t)si.freeram * si.mem_unit);
+		*free_p = host_available(c, (uint64_t)si.freeram * si.mem_unit);
 		return 0;
 	default:
 		break;

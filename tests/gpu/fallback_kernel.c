@@ -52,7 +52,7 @@ int main(void)
 
 	if (tcuda_open(device))
 		skip_all("no usable CUDA device %d: %s", device, tcuda_why());
-	plan(15);
+	plan(16);
 	if (!is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "tcuda_load: the test kernels"))
 		bail("cannot load the test kernels: %s", tcuda_why());
 	fd = mkstemp(trace);
