@@ -59,9 +59,35 @@ int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct v
 	return vmm_set_access(ctx->vmm, va, size, acc, n);
 }
 
-static void table_free_cb(struct rcu_head *head)
+void vmmx__retire(struct vmmx_ctx *ctx, struct vmmx__table *old)
 {
-	free(caa_container_of(head, struct vmmx__table, rcu));
+	struct vmmx__table *head = __atomic_load_n(&ctx->retired, __ATOMIC_RELAXED);
+
+	do
+		old->retired_next = head;
+	while (!__atomic_compare_exchange_n(&ctx->retired, &head, old, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED));
+	if (__atomic_add_fetch(&ctx->nretired, 1, __ATOMIC_RELAXED) >= VMMX__RETIRE_BATCH)
+		vmmx__reclaim(ctx);
+}
+
+void vmmx__reclaim(struct vmmx_ctx *ctx)
+{
+	struct vmmx__table *list = __atomic_exchange_n(&ctx->retired, NULL, __ATOMIC_ACQUIRE);
+	uint64_t n = 0;
+
+	if (!list)
+		return;
+	/* Every table in @list was unpublished before this grace period starts. */
+	urcu_bp_synchronize_rcu();
+	while (list) {
+		struct vmmx__table *next = list->retired_next;
+
+		free(list);
+		list = next;
+		n++;
+	}
+	__atomic_fetch_sub(&ctx->nretired, n, __ATOMIC_RELAXED);
 }
 
 void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
@@ -69,9 +95,7 @@ void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
 	struct vmmx__table *old = buf->table;
 
 	rcu_assign_pointer(buf->table, t);
-	/* Asynchronous: a grow must not wait a grace period (microseconds that
-	 * add up over many grows); readers may still hold @old meanwhile. */
-	urcu_bp_call_rcu(&old->rcu, table_free_cb);
+	vmmx__retire(buf->ctx, old);
 }
 
 static struct vmmx__table *table_alloc(size_t n)
@@ -241,7 +265,8 @@ err_handle:
 
 /* Build the policy's request: every location the context can use, with its room. */
 static void fill_request(struct vmmx_buf *buf, size_t idx, size_t off, size_t want,
-			 struct vmmx_policy_room *room, struct vmmx_policy_request *req)
+			 struct vmmx_policy_room *room, struct vmmx_policy_request *req,
+			 struct vmmx__roomsnap *snap)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	size_t n = 0;
@@ -253,7 +278,7 @@ static void fill_request(struct vmmx_buf *buf, size_t idx, size_t off, size_t wa
 		if (!ctx->peer[d])
 			continue;
 		room[n] = (struct vmmx_policy_room){
-			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why),
+			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why, snap),
 			.held = __atomic_load_n(&ctx->held[d], __ATOMIC_RELAXED), .limit = ctx->limit[d],
 		};
 		n++;
@@ -263,7 +288,7 @@ static void fill_request(struct vmmx_buf *buf, size_t idx, size_t off, size_t wa
 		enum vmmx__why why;
 
 		room[n] = (struct vmmx_policy_room){
-			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why),
+			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why, snap),
 			.held = __atomic_load_n(&ctx->held[VMMX__HOST_SLOT], __ATOMIC_RELAXED),
 			.limit = ctx->limit[VMMX__HOST_SLOT],
 		};
@@ -282,7 +307,7 @@ static void fill_request(struct vmmx_buf *buf, size_t idx, size_t off, size_t wa
  * Returns 0 with *@c filled, or the error (the caller unwinds).
  */
 static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want,
-		       struct vmmx__chunk *c)
+		       struct vmmx__chunk *c, struct vmmx__roomsnap *snap)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	struct vmmx__policy *pol = buf->policy;
@@ -296,7 +321,7 @@ static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want
 	size_t len;
 	int err;
 
-	fill_request(buf, idx, off, want, room, &req);
+	fill_request(buf, idx, off, want, room, &req, snap);
 	memset(&ans, 0, sizeof(ans));
 	err = pol->ops->place(pol->state, &req, &ans);
 	if (err || ans.nlocs == 0 || ans.nlocs > VMMX_POLICY_MAX_RANK)
@@ -313,10 +338,10 @@ static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want
 	/* A policy that evicts makes room at its first choice before falling back. */
 	if (vmmx__policy_can_evict(pol) && vmmx__slot(ctx, ans.locs[0]) >= 0) {
 		enum vmmx__why why;
-		uint64_t r = vmmx__room(ctx, ans.locs[0], len, &why);
+		uint64_t r = vmmx__room(ctx, ans.locs[0], len, &why, snap);
 
-		if (r < len)
-			vmmx__policy_evict(buf, &req, ans.locs[0], len - r);
+		if (r < len && vmmx__policy_evict(buf, &req, ans.locs[0], len - r))
+			vmmx__roomsnap_forget(snap); /* memory moved */
 	}
 	err = -VMMX_ENOMEM;
 	for (i = 0; i < ans.nlocs && err == -VMMX_ENOMEM; i++) {
@@ -334,13 +359,18 @@ static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want
 			continue;
 		}
 		/* What the location can take now, in whole minimum chunks. */
-		r = vmmx__room(ctx, loc, l, &why);
+		r = vmmx__room(ctx, loc, l, &why, snap);
 		if (r < l)
 			l = vmmx__round_down(r, ctx->chunk_min);
 		if (l < ctx->chunk_min)
 			err = -VMMX_ENOMEM;
 		else
 			err = make_chunk(buf, off, l, loc, c, &why, &hit);
+		if (!err && !hit && snap->have[vmmx__slot(ctx, loc)]) {
+			uint64_t *fr = &snap->fr[vmmx__slot(ctx, loc)];
+
+			*fr = *fr > c->size ? *fr - c->size : 0;
+		}
 		if (err == -VMMX_ENOMEM) {
 			snprintf(tried + k, sizeof(tried) - k, "%s%s %s", k ? "; " : "",
 				 vmmx_loc_name(loc, name, sizeof(name)),
@@ -386,6 +416,7 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	struct vmmx_ctx *ctx = buf->ctx;
 	size_t max_new = (size - old->mapped) / ctx->chunk_min, n = 0, off = old->mapped, cap;
 	size_t first = old->n;
+	struct vmmx__roomsnap snap = { 0 };
 	struct vmmx__chunk *nc;
 	struct vmmx__table *t, *cur;
 	int err;
@@ -423,7 +454,7 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 			}
 			nc = more;
 		}
-		err = place_chunk(buf, first + n, off, size - off, &nc[n]);
+		err = place_chunk(buf, first + n, off, size - off, &nc[n], &snap);
 		if (err)
 			goto err_unwind;
 		off += nc[n].size;

@@ -119,7 +119,7 @@ int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes)
 {
 	struct vmmx_loc loc = { VMMX_LOC_DEVICE, ctx->device };
 	enum vmmx__why why;
-	uint64_t room = vmmx__room(ctx, loc, bytes, &why), done = 0;
+	uint64_t room = vmmx__room(ctx, loc, bytes, &why, NULL), done = 0;
 	char a[32], b[32];
 
 	if (bytes > room) {

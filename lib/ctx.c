@@ -248,8 +248,8 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 	while (ctx->policies) /* leaked references: unload anyway */
 		vmmx__policy_put(ctx, ctx->policies);
 	vmmx__trace_close(ctx);
-	/* Tables retired with call_rcu are freed before the context goes. */
-	urcu_bp_barrier();
+	/* Retired tables are freed before the context goes. */
+	vmmx__reclaim(ctx);
 	vmm_close(ctx->vmm);
 	pthread_mutex_destroy(&ctx->reg_lock);
 	pthread_mutex_destroy(&ctx->cache_lock);
@@ -341,7 +341,7 @@ void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
 }
 
 uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
-		    enum vmmx__why *why)
+		    enum vmmx__why *why, struct vmmx__roomsnap *snap)
 {
 	int k = vmmx__slot(ctx, loc);
 	uint64_t held, cached, lim, fr, tot, drv, room;
@@ -355,8 +355,16 @@ uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 	cached = __atomic_load_n(&ctx->cache_bytes[k], __ATOMIC_RELAXED);
 	lim = ctx->limit[k] > held ? ctx->limit[k] - held : 0;
 	lim = lim > UINT64_MAX - cached ? UINT64_MAX : lim + cached;
-	if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
-		fr = UINT64_MAX - cached; /* no figure: let the driver decide */
+	if (snap && snap->have[k]) {
+		fr = snap->fr[k];
+	} else {
+		if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
+			fr = UINT64_MAX - cached; /* no figure: let the driver decide */
+		if (snap) {
+			snap->fr[k] = fr;
+			snap->have[k] = true;
+		}
+	}
 	drv = fr + cached;
 	room = drv > ctx->headroom[k] ? drv - ctx->headroom[k] : 0;
 	if (lim < room) {

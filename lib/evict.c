@@ -165,7 +165,7 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
 
 		if (ctx->peer[d])
 			room[nroom++] = (struct vmmx_policy_room){
-				.loc = loc, .room = vmmx__room(ctx, loc, 0, &why),
+				.loc = loc, .room = vmmx__room(ctx, loc, 0, &why, NULL),
 				.held = __atomic_load_n(&ctx->held[d], __ATOMIC_RELAXED),
 				.limit = ctx->limit[d],
 			};
@@ -175,7 +175,7 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
 		enum vmmx__why why;
 
 		room[nroom++] = (struct vmmx_policy_room){
-			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why),
+			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why, NULL),
 			.held = __atomic_load_n(&ctx->held[VMMX__HOST_SLOT], __ATOMIC_RELAXED),
 			.limit = ctx->limit[VMMX__HOST_SLOT],
 		};

@@ -232,6 +232,8 @@ struct vmmx_ctx {
 	uint64_t held[VMMX__NSLOTS];    /* bytes of live handles, cache included: atomic */
 	struct vmmx__counters ctr;      /* atomic */
 	uint64_t next_buf_id;           /* atomic */
+	struct vmmx__table *retired;    /* replaced tables awaiting a grace period: atomic */
+	uint64_t nretired;              /* atomic, approximate */
 	int trace_fd;                   /* VMMX_TRACE, -1 if none */
 
 	pthread_mutex_t cache_lock;     /* inner to buf->lock; protects the cache lists */
@@ -280,8 +282,27 @@ void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
  * Bytes a location can take for new chunks now, and if that is less than
  * @want, why (limit, headroom or full).  Counts cached handles as available.
  */
+/*
+ * The driver's free memory, read at most once per location for one grow
+ * (a cuMemGetInfo costs microseconds; a grow asks for every chunk) and
+ * decremented by what the grow creates.  Zero it to start; forget() after
+ * anything else moves memory (an eviction).
+ */
+struct vmmx__roomsnap {
+	uint64_t fr[VMMX__NSLOTS];
+	bool have[VMMX__NSLOTS];
+};
+
+static inline void vmmx__roomsnap_forget(struct vmmx__roomsnap *snap)
+{
+	if (snap)
+		for (int k = 0; k < VMMX__NSLOTS; k++)
+			snap->have[k] = false;
+}
+
+/* @snap may be NULL: ask the driver now. */
 uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
-		    enum vmmx__why *why);
+		    enum vmmx__why *why, struct vmmx__roomsnap *snap);
 
 /* ---- host memory (host.c) ---- */
 
@@ -376,7 +397,7 @@ struct vmmx__chunk {
 
 /* A buffer's chunk table, RCU-published; immutable once published. */
 struct vmmx__table {
-	struct rcu_head rcu;            /* freed by call_rcu once replaced */
+	struct vmmx__table *retired_next; /* ctx->retired, once replaced */
 	size_t size;                    /* logical size (what vmmx_buf_size says) */
 	size_t mapped;                  /* end of the last chunk, >= size */
 	size_t n;
@@ -399,10 +420,19 @@ struct vmmx_buf {
  */
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off);
 /*
- * Publish @t as @buf's table and retire the old one: freed after a grace
- * period by the call_rcu thread, so writers never wait for readers.
+ * Publish @t as @buf's table and retire the old one (vmmx__retire).
  */
 void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t);
+/*
+ * Retire a replaced table: it joins the context's list and is freed after
+ * the next grace period, which one writer waits for once every
+ * VMMX__RETIRE_BATCH retirements (and vmmx_ctx_destroy), so writers rarely
+ * wait for readers.  Lock-free.
+ */
+void vmmx__retire(struct vmmx_ctx *ctx, struct vmmx__table *old);
+/* Wait for a grace period and free every table retired before it. */
+void vmmx__reclaim(struct vmmx_ctx *ctx);
+#define VMMX__RETIRE_BATCH 64
 /* Grant access to a freshly mapped chunk: the devices that need it, and the CPU for host chunks. */
 int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc);
 

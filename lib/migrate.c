@@ -363,7 +363,6 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 		goto out_free;
 	}
 	memcpy(g.nt, t, sizeof(*t) + t->n * sizeof(t->c[0]));
-	memset(&g.nt->rcu, 0, sizeof(g.nt->rcu));
 	err = vmm_reserve(ctx->vmm, 2 * g.slot_bytes, ctx->gran, &stage);
 	if (err)
 		goto out_free;
