@@ -60,7 +60,9 @@
 #define MAX_DOUBLINGS 40
 
 enum section { S_OPS, S_GROW, S_DOUBLING, S_COPY, S_STREAM, S_MIGRATE, S_COUNT };
-static const char *const sec_names[S_COUNT] = {"ops", "grow", "doubling", "copy", "stream", "migrate"};
+static const char *const sec_names[S_COUNT] = {
+    "ops", "grow", "doubling", "copy", "stream", "migrate",
+};
 
 /* The migration target: ranges of at least this many bytes move at >= 0.8x PCIe copy. */
 #define MIGRATE_TARGET_MIN   (64ull << 20)
@@ -121,7 +123,7 @@ struct stream_row {
 /* One migration configuration: chunk size and cache state; seconds are medians. */
 struct mig_row {
 	uint64_t chunk;
-	int warm;		/* the cache holds the range's chunks (a first round trip filled it) */
+	int warm;		/* the cache holds the chunks (an untimed round trip filled it) */
 	size_t nchunks;		/* chunks in the buffer */
 	double d2h, h2d;	/* seconds per vmmx_buf_migrate of the whole range */
 	uint64_t cache_hits;	/* during the timed round trips */
@@ -484,7 +486,8 @@ static int check_sizes(struct bench *B)
 			char c[32];
 
 			fprintf(stderr,
-				PROG ": --migrate-size %s is not a multiple of --migrate-chunk %s\n",
+				PROG
+				": --migrate-size %s is not a multiple of --migrate-chunk %s\n",
 				tool_fmt_size(o->migrate_size, c, sizeof(c)),
 				tool_fmt_size(o->mchunks[i], a, sizeof(a)));
 			return -1;
@@ -1450,8 +1453,11 @@ static void migrate_pcie(struct bench *B)
 fail_v:
 	snprintf(b->why, sizeof(b->why), "%s", vmmx_last_error());
 out:
-	if (gpu_free(&hm) || gpu_free(&dm))
-		gfail(B, "migrate: freeing the PCIe copy baseline");
+	/* Both, whatever the first says. */
+	if (gpu_free(&hm))
+		gfail(B, "migrate: freeing the pinned host buffer");
+	if (gpu_free(&dm))
+		gfail(B, "migrate: freeing the device buffer");
 	free(hbuf);
 	vmmx_buf_destroy(vb);
 	vmmx_ctx_destroy(ctx);
@@ -1513,7 +1519,8 @@ static void migrate_uvm(struct bench *B)
 	if (gpu_check(m.dptr, S, 0, seed, &bad))
 		goto fail;
 	if (bad) {
-		snprintf(b->why, sizeof(b->why), "data check: %llu elements wrong after the prefetches",
+		snprintf(b->why, sizeof(b->why),
+			 "data check: %llu elements wrong after the prefetches",
 			 (unsigned long long)bad);
 		fprintf(stderr, PROG ": migrate: UVM: %s\n", b->why);
 		B->failed = 1;
@@ -1762,6 +1769,53 @@ static void make_targets(struct bench *B)
 		add_target(B, text, worst, 1.2, 1, shown,
 			   B->sim ? "sim: no raw driver calls" : NULL);
 	}
+	if (B->ran[S_MIGRATE] && B->nmig) {
+		const struct mig_row *best = NULL;
+		double bv = NAN;
+		const char *why = NULL;
+		char small[96];
+
+		/* The target is about ranges of 64 MiB and more: a smaller run is not judged
+		 * (the sim never is, and shows its tiny ranges' ratios anyway). */
+		if (!B->sim && B->o.migrate_size < MIGRATE_TARGET_MIN) {
+			snprintf(small, sizeof(small), "the range (%s) is under 64 MiB",
+				 tool_fmt_size(B->o.migrate_size, a, sizeof(a)));
+			why = small;
+		} else if (!isfinite(B->pcie.d2h) || !isfinite(B->pcie.h2d)) {
+			why = B->pcie.why[0] ? B->pcie.why : "no PCIe copy baseline";
+		}
+		for (size_t i = 0; i < B->nmig; i++) {
+			double v = mig_ratio(B, &B->mig[i]);
+
+			if (isfinite(v) && (!best || v > bv)) {
+				best = &B->mig[i];
+				bv = v;
+			}
+		}
+		if (best)
+			snprintf(shown, sizeof(shown), "best %.2fx (%s chunks, %s)", bv,
+				 tool_fmt_size(best->chunk, a, sizeof(a)),
+				 best->warm ? "warm" : "cold");
+		else
+			snprintf(shown, sizeof(shown), "-");
+		add_target(B, "migration >= 0.8x PCIe copy for ranges >= 64 MiB", why ? NAN : bv,
+			   MIGRATE_TARGET_RATIO, 0, shown,
+			   why ? why : best ? NULL : "no configuration measured");
+		for (size_t i = 0; i < B->nmig; i++) {
+			const struct mig_row *r = &B->mig[i];
+			double v = mig_ratio(B, r);
+			char x[24], y[24];
+
+			snprintf(text, sizeof(text), "  ... %s, %s chunks, cache %s",
+				 tool_fmt_size(B->o.migrate_size, a, sizeof(a)),
+				 tool_fmt_size(r->chunk, b, sizeof(b)), r->warm ? "warm" : "cold");
+			snprintf(shown, sizeof(shown), "d->h %s, h->d %s",
+				 ratio(B->pcie.d2h, r->d2h, x, sizeof(x)),
+				 ratio(B->pcie.h2d, r->h2d, y, sizeof(y)));
+			add_target(B, text, why ? NAN : v, MIGRATE_TARGET_RATIO, 0, shown,
+				   why ? why : r->why[0] ? r->why : NULL);
+		}
+	}
 }
 
 static const char *verdict(const struct bench *B, const struct target *t)
@@ -1892,12 +1946,51 @@ static void print_tables(struct bench *B)
 			putchar('\n');
 		}
 	}
+	if (B->ran[S_MIGRATE]) {
+		const struct mig_base *pb = &B->pcie, *ub = &B->uvm, *bl[2] = {&B->pcie, &B->uvm};
+		const char *label[2] = {"PCIe copy", "UVM prefetch"};
+		uint64_t S = B->o.migrate_size;
+
+		printf("\n== migrate: vmmx_buf_migrate of %s, device -> host (d->h) and back "
+		       "(h->d), median of %u round trips after an untimed one; GB/s; x = migrate "
+		       "/ baseline ==\n",
+		       tool_fmt_size(S, a, sizeof(a)), B->o.reps);
+		for (int k = 0; k < 2; k++) {
+			if (isfinite(bl[k]->d2h) && isfinite(bl[k]->h2d))
+				printf("%-13s d->h %8.2f GB/s, h->d %8.2f GB/s  (%s)\n", label[k],
+				       gbs(S, bl[k]->d2h), gbs(S, bl[k]->h2d), bl[k]->name);
+			else
+				printf("%-13s not measured: %s\n", label[k],
+				       bl[k]->why[0] ? bl[k]->why : "failed");
+		}
+		printf("%-10s %-5s %7s %10s %7s %7s %10s %7s %7s %11s\n", "chunk", "cache",
+		       "chunks", "d->h GB/s", "x PCIe", "x UVM", "h->d GB/s", "x PCIe", "x UVM",
+		       "cache hits");
+		for (size_t i = 0; i < B->nmig; i++) {
+			const struct mig_row *r = &B->mig[i];
+
+			if (!isfinite(r->d2h) || !isfinite(r->h2d)) {
+				printf("%-10s %-5s not measured: %s\n",
+				       tool_fmt_size(r->chunk, a, sizeof(a)),
+				       r->warm ? "warm" : "cold",
+				       r->why[0] ? r->why : "failed");
+				continue;
+			}
+			printf("%-10s %-5s %7zu %10.2f %7s %7s %10.2f %7s %7s %11llu\n",
+			       tool_fmt_size(r->chunk, a, sizeof(a)), r->warm ? "warm" : "cold",
+			       r->nchunks, gbs(S, r->d2h), ratio(pb->d2h, r->d2h, b, sizeof(b)),
+			       ratio(ub->d2h, r->d2h, c, sizeof(c)), gbs(S, r->h2d),
+			       ratio(pb->h2d, r->h2d, d, sizeof(d)),
+			       ratio(ub->h2d, r->h2d, e, sizeof(e)),
+			       (unsigned long long)r->cache_hits);
+		}
+	}
 	if (B->ntargets) {
 		printf("\n== targets (ratios from this run) ==\n");
 		for (size_t i = 0; i < B->ntargets; i++) {
 			const struct target *t = &B->targets[i];
 
-			printf("%-66s %-24s %s", t->text, t->known ? t->shown : "-", verdict(B, t));
+			printf("%-66s %-32s %s", t->text, t->known ? t->shown : "-", verdict(B, t));
 			if (!t->known && t->why[0])
 				printf("  (%s)", t->why);
 			putchar('\n');
@@ -2046,6 +2139,85 @@ static void print_json(struct bench *B)
 		}
 		fprintf(f, "]");
 	}
+	if (B->ran[S_MIGRATE]) {
+		uint64_t S = B->o.migrate_size;
+		const struct mig_base *bl[2] = {&B->pcie, &B->uvm};
+		const char *key[2] = {"pcie", "uvm"};
+		const struct mig_row *best = NULL;
+		double bv = NAN;
+
+		fprintf(f, ",\n\"migrate\":{\"size\":%llu,\"reps\":%u,\"target_ratio\":",
+			(unsigned long long)S, B->o.reps);
+		jnum(MIGRATE_TARGET_RATIO);
+		fprintf(f, ",\"chunks\":[");
+		for (int i = 0; i < B->o.nmchunks; i++)
+			fprintf(f, "%s%llu", i ? "," : "", (unsigned long long)B->o.mchunks[i]);
+		fputc(']', f);
+		for (int k = 0; k < 2; k++) {
+			fprintf(f, ",\n\"%s\":{\"baseline\":", key[k]);
+			tool_json_str(f, bl[k]->name);
+			fprintf(f, ",\"d2h_s\":");
+			jnum(bl[k]->d2h);
+			fprintf(f, ",\"h2d_s\":");
+			jnum(bl[k]->h2d);
+			fprintf(f, ",\"d2h_gbps\":");
+			jnum(gbs(S, bl[k]->d2h));
+			fprintf(f, ",\"h2d_gbps\":");
+			jnum(gbs(S, bl[k]->h2d));
+			fprintf(f, ",\"why\":");
+			tool_json_str(f, bl[k]->why);
+			fputc('}', f);
+		}
+		fprintf(f, ",\n\"runs\":[");
+		for (size_t i = 0; i < B->nmig; i++) {
+			const struct mig_row *r = &B->mig[i];
+			double v = mig_ratio(B, r);
+
+			if (isfinite(v) && (!best || v > bv)) {
+				best = r;
+				bv = v;
+			}
+			fprintf(f, "%s\n{\"chunk\":%llu,\"cache\":\"%s\",\"chunks\":%zu,\"d2h_s\":",
+				i ? "," : "", (unsigned long long)r->chunk,
+				r->warm ? "warm" : "cold",
+				r->nchunks);
+			jnum(r->d2h);
+			fprintf(f, ",\"h2d_s\":");
+			jnum(r->h2d);
+			fprintf(f, ",\"d2h_gbps\":");
+			jnum(gbs(S, r->d2h));
+			fprintf(f, ",\"h2d_gbps\":");
+			jnum(gbs(S, r->h2d));
+			fprintf(f, ",\"d2h_vs_pcie\":");
+			jnum(B->pcie.d2h / r->d2h);
+			fprintf(f, ",\"h2d_vs_pcie\":");
+			jnum(B->pcie.h2d / r->h2d);
+			fprintf(f, ",\"d2h_vs_uvm\":");
+			jnum(B->uvm.d2h / r->d2h);
+			fprintf(f, ",\"h2d_vs_uvm\":");
+			jnum(B->uvm.h2d / r->h2d);
+			fprintf(f, ",\"ratio\":");
+			jnum(v);
+			fprintf(f,
+				",\"cache_hits\":%llu,\"migrations\":%llu,\"migrated_bytes\":%llu,"
+				"\"why\":",
+				(unsigned long long)r->cache_hits,
+				(unsigned long long)r->migrations,
+				(unsigned long long)r->migrated_bytes);
+			tool_json_str(f, r->why);
+			fputc('}', f);
+		}
+		fprintf(f, "],\n\"best\":");
+		if (best) {
+			fprintf(f, "{\"chunk\":%llu,\"cache\":\"%s\",\"ratio\":",
+				(unsigned long long)best->chunk, best->warm ? "warm" : "cold");
+			jnum(bv);
+			fputc('}', f);
+		} else {
+			fputs("null", f);
+		}
+		fputc('}', f);
+	}
 	fprintf(f, ",\n\"targets\":[");
 	for (size_t i = 0; i < B->ntargets; i++) {
 		const struct target *t = &B->targets[i];
@@ -2185,6 +2357,10 @@ int main(int argc, char **argv)
 	if (B->o.only[S_STREAM]) {
 		section_stream(B);
 		B->ran[S_STREAM] = 1;
+	}
+	if (B->o.only[S_MIGRATE]) {
+		section_migrate(B);
+		B->ran[S_MIGRATE] = 1;
 	}
 	make_targets(B);
 	if (B->o.json)

@@ -16,6 +16,17 @@
  * cuMemHostAlloc memory, both measured in this run at the same size.  The
  * "model" column is that time over the measured one (1.0: at the limit).
  *
+ * The window workload (-w window) reads a hot window that shifts across
+ * the buffer: --steps positions, wrapping, for --passes passes.  At each
+ * step a libvmmx placement is told vmmx_buf_advise(WILL_NEED) for the
+ * window (lru then migrates it to the device, evicting colder chunks), the
+ * managed+prefetch baseline prefetches the window to the device, and then
+ * the read kernel runs over the window -n times.  Per placement: the mean
+ * GB/s of the window reads, the time spent in advise (migrations) or
+ * prefetch, and from vmmx_stats the chunks and bytes migrated, evictions
+ * and promotions.  The model is the same, per read, from the residency of
+ * the window at each step.
+ *
  * On the sim backend the same flow runs with the sim's own copies (gpu.c:
  * the engine), libvmmx buffers under the "device" and "host" policies stand
  * in for cuMemAlloc and cuMemHostAlloc, and a banner says that the figures
@@ -82,10 +93,22 @@ struct row {
 	int res_known;
 	uint64_t dev_bytes, host_bytes; /* of the range the workload touches */
 	double model, frac;		/* model seconds and model/measured; NAN when unknown */
+	/* The window workload (the timing fields above are unused there). */
+	uint64_t win;			/* window bytes */
+	double read_s, pass1_s, advise_s; /* totals: every read, pass 1's reads, advise/prefetch */
+	uint64_t read_bytes, pass1_bytes;
+	int read_res_known;		/* dev_read and host_read are known */
+	uint64_t dev_read, host_read;	/* bytes read from device / host memory */
+	int stats_known;		/* a libvmmx placement: the counters below are its own */
+	uint64_t migrations, migrated_bytes, evictions, promotions; /* during the steps */
+	uint64_t setup_migrated, setup_evictions; /* during the grow */
 };
 
 struct opts {
-	enum gpu_workload wl;
+	enum gpu_workload wl; /* the kernel; GPU_WL_READ for the window workload */
+	int window;	      /* -w window */
+	uint64_t win;	      /* --window; 0: a quarter of the buffer */
+	unsigned int steps, passes;
 	uint64_t sizes[MAX_SIZES];
 	int nsizes;
 	char *policies[MAX_POLICIES];
@@ -118,18 +141,24 @@ static void usage(FILE *f)
 	    "usage: " PROG " [OPTIONS]\n"
 	    "Runs one workload over one buffer per placement and reports GB/s, time,\n"
 	    "residency and the fraction of the model limit.\n\n"
-	    "  -w, --workload W       read, write, copy or gather (default read)\n"
+	    "  -w, --workload W       read, write, copy, gather or window (default read)\n"
 	    "  -s, --size LIST        buffer sizes, comma-separated (default 1GiB; 8MiB on sim)\n"
 	    "  -p, --policy LIST      libvmmx policies, e.g. "
 	    "device-first,interleave:device=3,host=1\n"
-	    "                         (repeatable; default device-first; none: no policy)\n"
+	    "                         (repeatable; default device-first, for window\n"
+	    "                         lru,device-first; none: no policy)\n"
 	    "  -L, --device-limit SIZE  VMMX_DEVICE_LIMIT of the policies' context\n"
 	    "  -b, --baselines LIST   cudaMalloc,cudaHostAlloc,register,hmm,managed,\n"
 	    "                         managed-prefetch, all or none (default "
-	    "cudaMalloc,cudaHostAlloc)\n"
+	    "cudaMalloc,cudaHostAlloc;\n"
+	    "                         window: also managed-prefetch)\n"
 	    "      --working-set SIZE gather: random loads over the first SIZE bytes (default "
 	    "all)\n"
-	    "  -n, --iters N          timed runs per placement (default 10)\n"
+	    "      --window SIZE      window: the hot window (default a quarter of the buffer)\n"
+	    "      --steps N          window: positions across the buffer (default 8)\n"
+	    "      --passes N         window: passes over them (default 2)\n"
+	    "  -n, --iters N          timed runs per placement (default 10); window: reads\n"
+	    "                         of the window per step (default 4)\n"
 	    "      --warmup N         warm-up runs before them (default 2)\n"
 	    "      --csv, --json      output format (default: a table)\n"
 	    "      --plot FILE.png    GB/s against the share of the buffer in host memory\n"
@@ -256,7 +285,7 @@ static int parse_one_size(const char *opt, const char *s, uint64_t *out)
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	enum { O_CSV = 256, O_JSON, O_PLOT, O_WS, O_WARMUP, O_FREE };
+	enum { O_CSV = 256, O_JSON, O_PLOT, O_WS, O_WARMUP, O_FREE, O_WIN, O_STEPS, O_PASSES };
 	static const struct option lo[] = {
 	    {"workload", required_argument, NULL, 'w'},
 	    {"size", required_argument, NULL, 's'},
@@ -264,6 +293,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"device-limit", required_argument, NULL, 'L'},
 	    {"baselines", required_argument, NULL, 'b'},
 	    {"working-set", required_argument, NULL, O_WS},
+	    {"window", required_argument, NULL, O_WIN},
+	    {"steps", required_argument, NULL, O_STEPS},
+	    {"passes", required_argument, NULL, O_PASSES},
 	    {"iters", required_argument, NULL, 'n'},
 	    {"warmup", required_argument, NULL, O_WARMUP},
 	    {"csv", no_argument, NULL, O_CSV},
@@ -274,21 +306,27 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, policy_none = 0;
+	int c, policy_none = 0, iters_set = 0, base_set = 0, win_opt = 0;
 	uint64_t lim;
 
 	o->wl = GPU_WL_READ;
 	o->iters = 10;
 	o->warmup = 2;
+	o->steps = 8;
+	o->passes = 2;
 	o->base[B_DEVICE] = o->base[B_HOST] = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":w:s:p:L:b:n:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'w':
-			if (gpu_workload_parse(optarg, &o->wl)) {
+			/* window is a pattern of read kernels, not a kernel of its own. */
+			o->window = !strcmp(optarg, "window");
+			if (o->window) {
+				o->wl = GPU_WL_READ;
+			} else if (gpu_workload_parse(optarg, &o->wl)) {
 				fprintf(stderr,
 					PROG ": --workload %s: unknown workload (expected read, "
-					     "write, copy or gather)\n",
+					     "write, copy, gather or window)\n",
 					optarg);
 				return 2;
 			}
@@ -320,6 +358,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'b':
 			if (set_baselines(o, optarg))
 				return 2;
+			base_set = 1;
+			break;
+		case O_WIN:
+			if (parse_one_size("--window", optarg, &o->win))
+				return 2;
+			win_opt = 1;
+			break;
+		case O_STEPS:
+			if (parse_count("--steps", optarg, 1, &o->steps))
+				return 2;
+			win_opt = 1;
+			break;
+		case O_PASSES:
+			if (parse_count("--passes", optarg, 1, &o->passes))
+				return 2;
+			win_opt = 1;
 			break;
 		case O_WS:
 			if (parse_one_size("--working-set", optarg, &o->ws))
@@ -328,6 +382,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'n':
 			if (parse_count("--iters", optarg, 1, &o->iters))
 				return 2;
+			iters_set = 1;
 			break;
 		case O_WARMUP:
 			if (parse_count("--warmup", optarg, 0, &o->warmup))
@@ -371,16 +426,44 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, PROG ": --csv and --json exclude each other\n");
 		return 2;
 	}
+	if (win_opt && !o->window) {
+		fprintf(stderr, PROG ": --window, --steps and --passes apply to the window "
+				     "workload only\n");
+		return 2;
+	}
+	if (o->window && o->plot) {
+		fprintf(stderr, PROG ": --plot does not apply to the window workload\n");
+		return 2;
+	}
+	if (o->window) {
+		if (!iters_set)
+			o->iters = 4;
+		if (!base_set)
+			o->base[B_MANAGED_PREFETCH] = 1;
+	}
 	if (!o->npolicies && !policy_none) {
-		o->policies[0] = strdup("device-first");
-		if (!o->policies[0])
-			return 1;
-		o->npolicies = 1;
+		/* window: the policy that migrates against the one that does not. */
+		int n = o->window ? 2 : 1;
+
+		for (int i = 0; i < n; i++) {
+			o->policies[i] = strdup(o->window && !i ? "lru" : "device-first");
+			if (!o->policies[i])
+				return 1;
+			o->npolicies++;
+		}
 	}
 	return 0;
 }
 
 /* ---- rows ---- */
+
+/* The window workload's default window: a quarter of the buffer, in whole 64 KiB units. */
+static uint64_t window_default(uint64_t size)
+{
+	uint64_t w = size / 4 / MIN_UNIT * MIN_UNIT;
+
+	return w ? w : MIN_UNIT;
+}
 
 static struct row *new_row(struct run *R, uint64_t size, const char *name, const char *kind)
 {
@@ -403,6 +486,8 @@ static struct row *new_row(struct run *R, uint64_t size, const char *name, const
 	r->moved = gpu_workload_bytes(R->o.wl, size);
 	r->t.cold = r->t.best = r->t.median = NAN;
 	r->setup = r->model = r->frac = NAN;
+	if (R->o.window)
+		r->win = R->o.win ? R->o.win : window_default(size);
 	return r;
 }
 
@@ -419,25 +504,39 @@ __attribute__((format(printf, 3, 4))) static void row_status(struct row *r, enum
 
 static void progress(struct run *R, const struct row *r)
 {
-	char a[32];
+	char a[32], w[32];
 
 	R->step++;
 	if (R->o.quiet)
 		return;
-	fprintf(stderr, PROG ": [%u/%u] %s %s: %s, %u warm-up + %u timed runs\n", R->step, R->steps,
-		tool_fmt_size(r->size, a, sizeof(a)), r->name, gpu_workload_name(R->o.wl),
-		R->o.warmup, R->o.iters);
+	if (R->o.window)
+		fprintf(stderr,
+			PROG ": [%u/%u] %s %s: window of %s, %u steps x %u passes, %u reads per "
+			     "step\n",
+			R->step, R->steps, tool_fmt_size(r->size, a, sizeof(a)), r->name,
+			tool_fmt_size(r->win, w, sizeof(w)), R->o.steps, R->o.passes, R->o.iters);
+	else
+		fprintf(stderr, PROG ": [%u/%u] %s %s: %s, %u warm-up + %u timed runs\n", R->step,
+			R->steps, tool_fmt_size(r->size, a, sizeof(a)), r->name,
+			gpu_workload_name(R->o.wl), R->o.warmup, R->o.iters);
 }
 
 static void progress_done(struct run *R, const struct row *r)
 {
+	char a[32];
+
 	if (R->o.quiet)
 		return;
-	if (r->st == ST_OK)
+	if (r->st != ST_OK)
+		fprintf(stderr, PROG ":        %s: %s\n", st_names[r->st], r->reason);
+	else if (R->o.window)
+		fprintf(stderr, PROG ":        %.1f GB/s (mean of the window reads), %.1f ms in "
+				     "advise/prefetch, %s migrated\n",
+			(double)r->read_bytes / r->read_s / 1e9, r->advise_s * 1e3,
+			r->stats_known ? tool_fmt_size(r->migrated_bytes, a, sizeof(a)) : "-");
+	else
 		fprintf(stderr, PROG ":        %.1f GB/s (median)\n",
 			(double)r->moved / r->t.median / 1e9);
-	else
-		fprintf(stderr, PROG ":        %s: %s\n", st_names[r->st], r->reason);
 }
 
 /*
@@ -488,11 +587,154 @@ fail:
 	free(v);
 }
 
+/* ---- the window workload ---- */
+
+/* Where a placement's bytes live, for the model of the window reads. */
+enum wres {
+	WRES_UNKNOWN, /* plain managed memory: pages move on faults */
+	WRES_DEVICE,  /* cuMemAlloc; managed memory just prefetched to the device */
+	WRES_HOST,    /* pinned or registered host memory */
+	WRES_BUF,     /* a libvmmx buffer: asked at every step */
+};
+
+/*
+ * The window at step @k of a buffer of @size bytes: [off, off + win),
+ * wrapping past the end, so one part or two.  Positions are @size / steps
+ * apart, in whole 64 KiB units.  Returns the number of parts.
+ */
+static int window_parts(const struct run *R, uint64_t size, uint64_t win, unsigned int k,
+			uint64_t off[2], uint64_t len[2])
+{
+	uint64_t shift = size / R->o.steps / MIN_UNIT * MIN_UNIT, o = (uint64_t)k * shift;
+
+	off[0] = o;
+	if (o + win <= size) {
+		len[0] = win;
+		return 1;
+	}
+	len[0] = size - o;
+	off[1] = 0;
+	len[1] = win - len[0];
+	return 2;
+}
+
+/*
+ * The window loop over @p: for every pass and step, bring the window close
+ * (vmmx_buf_advise WILL_NEED for a libvmmx placement when @advise; a
+ * prefetch to the device for managed+prefetch; nothing for the others),
+ * then read it -n times.  @ctx (NULL but for libvmmx placements): whose
+ * statistics count the migrations.  The whole buffer is checked at the end:
+ * migrations must keep the data.
+ */
+static void window_measure(struct run *R, struct gpu_engine *e, struct row *r,
+			   struct vmmx_ctx *ctx, struct vmmx_buf *buf, int advise,
+			   const struct gpu_mem *m, enum wres where, void *p, uint64_t size)
+{
+	struct vmmx_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
+	int prefetch = m && m->kind == GPU_ALLOC_MANAGED_PREFETCH;
+	unsigned char *b = p;
+	uint64_t off[2], len[2], bad = 0;
+	int err;
+
+	if (ctx && vmmx_stats_get(ctx, &s0))
+		ctx = NULL;
+	r->read_res_known = where != WRES_UNKNOWN;
+	for (unsigned int pass = 0; pass < R->o.passes; pass++) {
+		for (unsigned int k = 0; k < R->o.steps; k++) {
+			int np = window_parts(R, size, r->win, k, off, len);
+			uint64_t dev = 0, host = 0;
+			double t = 0, sec = 0;
+
+			for (int j = 0; j < np; j++) {
+				if (advise) {
+					double t0 = gpu_now();
+
+					err = vmmx_buf_advise(buf, off[j], len[j],
+							      VMMX_ADVISE_WILL_NEED);
+					r->advise_s += gpu_now() - t0;
+					if (err) {
+						row_status(r, ST_FAILED, "vmmx_buf_advise: %s: %s",
+							   vmmx_strerror(err), vmmx_last_error());
+						goto failed;
+					}
+				} else if (prefetch) {
+					if (gpu_prefetch(b + off[j], len[j], 0, &sec))
+						goto gpu;
+					r->advise_s += sec;
+				}
+			}
+			/* Where this step's reads find the window. */
+			for (int j = 0; j < np; j++) {
+				struct vmmx_residency res;
+
+				switch (where) {
+				case WRES_BUF:
+					err = vmmx_buf_residency(buf, off[j], len[j], &res);
+					if (err) {
+						row_status(r, ST_FAILED, "vmmx_buf_residency: %s",
+							   vmmx_last_error());
+						goto failed;
+					}
+					dev += res.device;
+					host += res.host;
+					break;
+				case WRES_DEVICE:
+					dev += len[j];
+					break;
+				case WRES_HOST:
+					host += len[j];
+					break;
+				default:
+					break;
+				}
+			}
+			for (unsigned int i = 0; i < R->o.iters; i++) {
+				for (int j = 0; j < np; j++) {
+					if (gpu_engine_run(e, GPU_WL_READ, b + off[j], len[j], 0,
+							   &sec))
+						goto gpu;
+					t += sec;
+				}
+			}
+			r->read_s += t;
+			r->read_bytes += r->win * R->o.iters;
+			r->dev_read += dev * R->o.iters;
+			r->host_read += host * R->o.iters;
+			if (!pass) {
+				r->pass1_s += t;
+				r->pass1_bytes += r->win * R->o.iters;
+			}
+		}
+	}
+	if (ctx && !vmmx_stats_get(ctx, &s1)) {
+		r->stats_known = 1;
+		r->migrations = s1.migrations - s0.migrations;
+		r->migrated_bytes = s1.migrated_bytes - s0.migrated_bytes;
+		r->evictions = s1.evictions - s0.evictions;
+		r->promotions = s1.promotions - s0.promotions;
+	}
+	if (gpu_engine_verify(e, GPU_WL_READ, p, size, &bad))
+		goto gpu;
+	if (bad) {
+		row_status(r, ST_FAILED,
+			   "data check: %llu of %llu 16-byte elements wrong after the steps",
+			   (unsigned long long)bad, (unsigned long long)(size / 16));
+		R->failed = 1;
+	}
+	return;
+gpu:
+	row_status(r, ST_FAILED, "%s", gpu_why());
+failed:
+	R->failed = 1;
+}
+
 /* A libvmmx buffer under @spec in @ctx: create, grow, fill, measure, destroy, trim. */
 static void run_policy(struct run *R, struct vmmx_ctx *ctx, struct gpu_engine *e, struct row *r,
 		       const char *spec, uint64_t size)
 {
 	uint64_t touched = R->o.wl == GPU_WL_GATHER && R->o.ws ? R->o.ws : size;
+	struct vmmx_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
+	int policy = !strcmp(r->kind, "policy"), stats = !vmmx_stats_get(ctx, &s0);
 	struct vmmx_residency res;
 	struct vmmx_buf *buf = NULL;
 	double t0 = gpu_now();
@@ -507,6 +749,11 @@ static void run_policy(struct run *R, struct vmmx_ctx *ctx, struct gpu_engine *e
 		goto out;
 	}
 	r->setup = gpu_now() - t0;
+	/* What the grow itself moved: a policy that evicts (lru) spills as it grows. */
+	if (stats && !vmmx_stats_get(ctx, &s1)) {
+		r->setup_migrated = s1.migrated_bytes - s0.migrated_bytes;
+		r->setup_evictions = s1.evictions - s0.evictions;
+	}
 	err = vmmx_buf_residency(buf, 0, touched, &res);
 	if (err) {
 		row_status(r, ST_FAILED, "vmmx_buf_residency: %s", vmmx_last_error());
@@ -522,7 +769,11 @@ static void run_policy(struct run *R, struct vmmx_ctx *ctx, struct gpu_engine *e
 		R->failed = 1;
 		goto out;
 	}
-	measure(R, e, r, vmmx_buf_ptr(buf), size);
+	if (R->o.window)
+		window_measure(R, e, r, policy ? ctx : NULL, buf, policy, NULL, WRES_BUF,
+			       vmmx_buf_ptr(buf), size);
+	else
+		measure(R, e, r, vmmx_buf_ptr(buf), size);
 out:
 	vmmx_buf_destroy(buf);
 	/* Cached chunks would count against the next placement's room. */
@@ -596,8 +847,11 @@ static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t siz
 	}
 	r->setup = gpu_now() - t0;
 	switch (b) {
-	case B_DEVICE:
 	case B_MANAGED_PREFETCH: /* prefetched to the device, which it fits by the rule */
+		if (R->o.window) /* ... a window at a time: the buffer starts in host memory */
+			break;
+		/* fall through */
+	case B_DEVICE:
 		r->res_known = 1;
 		r->dev_bytes = touched;
 		break;
@@ -611,11 +865,20 @@ static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t siz
 		break;
 	}
 	err = gpu_engine_fill(&R->eng, m.dptr, size);
+	/* The window starts with managed memory in host memory, as after a CPU
+	 * initialisation: each step's prefetch (or faults) must bring it over. */
 	if (!err)
-		err = gpu_mem_settle(&m);
+		err = R->o.window && b == B_MANAGED_PREFETCH ? gpu_prefetch(m.dptr, size, 1, NULL)
+							     : gpu_mem_settle(&m);
 	if (err) {
 		row_status(r, ST_FAILED, "preparing the buffer: %s", gpu_why());
 		R->failed = 1;
+	} else if (R->o.window) {
+		enum wres where = b == B_MANAGED ? WRES_UNKNOWN
+				  : b == B_DEVICE || b == B_MANAGED_PREFETCH ? WRES_DEVICE
+									     : WRES_HOST;
+
+		window_measure(R, &R->eng, r, NULL, NULL, 0, &m, where, m.dptr, size);
 	} else {
 		measure(R, &R->eng, r, m.dptr, size);
 	}
@@ -660,6 +923,36 @@ static void apply_model(struct run *R, size_t first, size_t end, double *hbm, do
 	}
 }
 
+/*
+ * The window workload's model: per read, the window's device bytes at the
+ * cudaMalloc rate plus its host bytes at the cudaHostAlloc rate, both the
+ * window reads' own mean rates in this run; fraction = model / read time.
+ */
+static void apply_model_window(struct run *R, size_t first, size_t end, double *hbm, double *pcie)
+{
+	for (size_t i = first; i < end; i++) {
+		const struct row *r = &R->rows[i];
+
+		if (r->st != ST_OK || strcmp(r->kind, "baseline") || !(r->read_s > 0))
+			continue;
+		if (!strcmp(r->name, bases[B_DEVICE].name))
+			*hbm = (double)r->read_bytes / r->read_s;
+		else if (!strcmp(r->name, bases[B_HOST].name))
+			*pcie = (double)r->read_bytes / r->read_s;
+	}
+	for (size_t i = first; i < end; i++) {
+		struct row *r = &R->rows[i];
+
+		if (r->st != ST_OK || !r->read_res_known || !(r->read_s > 0))
+			continue;
+		if ((r->dev_read && !(*hbm > 0)) || (r->host_read && !(*pcie > 0)))
+			continue;
+		r->model = (r->dev_read ? (double)r->dev_read / *hbm : 0) +
+			   (r->host_read ? (double)r->host_read / *pcie : 0);
+		r->frac = r->model / r->read_s;
+	}
+}
+
 /* ---- output ---- */
 
 static const char *wl_desc(enum gpu_workload w)
@@ -686,18 +979,48 @@ static const char SIM_BANNER[] = "==============================================
 				 " by libvmmx buffers under the device and host policies.\n"
 				 "==============================================================\n";
 
+static double gbps(uint64_t bytes, double sec)
+{
+	return (double)bytes / sec / 1e9;
+}
+
+static const char *wl_name(const struct run *R)
+{
+	return R->o.window ? "window" : gpu_workload_name(R->o.wl);
+}
+
 static void print_header(struct run *R)
 {
 	char a[32];
 
 	if (R->sim)
 		fputs(SIM_BANNER, stdout);
-	printf("workload %s (%s)\n", gpu_workload_name(R->o.wl), wl_desc(R->o.wl));
+	if (R->o.window)
+		printf("workload window (a hot window shifting across the buffer in %u steps, "
+		       "wrapping, %u passes; per step vmmx_buf_advise WILL_NEED for libvmmx "
+		       "placements or cuMemPrefetchAsync for managed+prefetch, then %u stream "
+		       "reads of the window)\n",
+		       R->o.steps, R->o.passes, R->o.iters);
+	else
+		printf("workload %s (%s)\n", gpu_workload_name(R->o.wl), wl_desc(R->o.wl));
 	printf("backend %s, device %d: %s; device limit %s\n", R->info.backend, R->info.device,
 	       R->info.device_name,
 	       R->info.device_limit == UINT64_MAX
 		   ? "none"
 		   : tool_fmt_size(R->info.device_limit, a, sizeof(a)));
+	if (R->o.window) {
+		printf("GB/s = window bytes read / read time, over every read of every pass "
+		       "(pass1: the first pass only; +advise: advise or prefetch time included); "
+		       "advise ms: "
+		       "total time in vmmx_buf_advise (its migrations) or cuMemPrefetchAsync; "
+		       "migrated, migr, evict, promo: vmmx_stats over the steps; dev%%: share of "
+		       "the bytes read that were in device memory; model = (device bytes read / "
+		       "cudaMalloc rate + host bytes read / cudaHostAlloc rate) / read time\n\n");
+		printf("%-10s %-28s %-10s %9s %9s %9s %10s %9s %10s %6s %6s %6s %6s %6s\n", "size",
+		       "placement", "window", "GB/s", "pass1", "+advise", "advise ms", "setup ms",
+		       "migrated", "migr", "evict", "promo", "dev%", "model");
+		return;
+	}
 	printf("GB/s from the median of %u timed runs after %u warm-up runs (best and first run "
 	       "also shown); model = (device bytes / cudaMalloc rate + host bytes / cudaHostAlloc "
 	       "rate) / measured time\n\n",
@@ -706,9 +1029,33 @@ static void print_header(struct run *R)
 	       "best", "cold", "time ms", "setup ms", "device", "host", "host%", "model");
 }
 
-static double gbps(uint64_t bytes, double sec)
+static void print_row_window(const struct row *r)
 {
-	return (double)bytes / sec / 1e9;
+	char a[32], w[32], m[32], n[24], ev[24], pr[24];
+
+	tool_fmt_size(r->size, a, sizeof(a));
+	if (r->st != ST_OK) {
+		printf("%-10s %-28s %s: %s\n", a, r->name, st_names[r->st], r->reason);
+		return;
+	}
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)r->migrations);
+	snprintf(ev, sizeof(ev), "%llu", (unsigned long long)r->evictions);
+	snprintf(pr, sizeof(pr), "%llu", (unsigned long long)r->promotions);
+	printf("%-10s %-28s %-10s %9.1f %9.1f %9.1f %10.2f %9.2f %10s %6s %6s %6s ", a, r->name,
+	       tool_fmt_size(r->win, w, sizeof(w)), gbps(r->read_bytes, r->read_s),
+	       gbps(r->pass1_bytes, r->pass1_s), gbps(r->read_bytes, r->read_s + r->advise_s),
+	       r->advise_s * 1e3, r->setup * 1e3,
+	       r->stats_known ? tool_fmt_size(r->migrated_bytes, m, sizeof(m)) : "-",
+	       r->stats_known ? n : "-", r->stats_known ? ev : "-", r->stats_known ? pr : "-");
+	if (r->read_res_known && r->dev_read + r->host_read)
+		printf("%6.1f ",
+		       100.0 * (double)r->dev_read / (double)(r->dev_read + r->host_read));
+	else
+		printf("%6s ", "?");
+	if (isfinite(r->frac))
+		printf("%6.2f\n", r->frac);
+	else
+		printf("%6s\n", "-");
 }
 
 static void print_row(const struct row *r)
@@ -757,11 +1104,62 @@ static void csv_num(double v)
 		printf("%.9g", v);
 }
 
-static void print_csv_header(void)
+static void print_csv_header(const struct run *R)
 {
+	if (R->o.window) {
+		printf("size_bytes,placement,kind,status,reason,window_bytes,steps,passes,"
+		       "reads_per_step,bytes_read,read_s,gbps,gbps_pass1,advise_s,gbps_with_advise,"
+		       "setup_s,device_read_bytes,host_read_bytes,device_read_fraction,migrations,"
+		       "migrated_bytes,evictions,promotions,setup_migrated_bytes,setup_evictions,"
+		       "model_time_s,model_fraction,note\n");
+		return;
+	}
 	printf("size_bytes,placement,kind,status,reason,bytes_moved,gbps,gbps_best,gbps_cold,"
 	       "time_s,time_best_s,time_cold_s,setup_s,device_bytes,host_bytes,host_fraction,"
 	       "model_time_s,model_fraction,note\n");
+}
+
+static void print_csv_row_window(const struct run *R, const struct row *r)
+{
+	int ok = r->st == ST_OK;
+
+	printf("%llu,", (unsigned long long)r->size);
+	csv_str(r->name);
+	printf(",%s,%s,", r->kind, st_names[r->st]);
+	csv_str(r->reason);
+	printf(",%llu,%u,%u,%u,%llu,", (unsigned long long)r->win, R->o.steps, R->o.passes,
+	       R->o.iters, (unsigned long long)(ok ? r->read_bytes : 0));
+	csv_num(ok ? r->read_s : NAN);
+	putchar(',');
+	csv_num(ok ? gbps(r->read_bytes, r->read_s) : NAN);
+	putchar(',');
+	csv_num(ok ? gbps(r->pass1_bytes, r->pass1_s) : NAN);
+	putchar(',');
+	csv_num(ok ? r->advise_s : NAN);
+	putchar(',');
+	csv_num(ok ? gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
+	putchar(',');
+	csv_num(ok ? r->setup : NAN);
+	putchar(',');
+	if (ok && r->read_res_known && r->dev_read + r->host_read)
+		printf("%llu,%llu,%.6f,", (unsigned long long)r->dev_read,
+		       (unsigned long long)r->host_read,
+		       (double)r->dev_read / (double)(r->dev_read + r->host_read));
+	else
+		printf(",,,");
+	if (ok && r->stats_known)
+		printf("%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)r->migrations,
+		       (unsigned long long)r->migrated_bytes, (unsigned long long)r->evictions,
+		       (unsigned long long)r->promotions, (unsigned long long)r->setup_migrated,
+		       (unsigned long long)r->setup_evictions);
+	else
+		printf(",,,,,,");
+	csv_num(r->model);
+	putchar(',');
+	csv_num(r->frac);
+	putchar(',');
+	csv_str(r->note ? r->note : "");
+	putchar('\n');
 }
 
 static void print_csv_row(const struct row *r)
@@ -801,6 +1199,62 @@ static void print_csv_row(const struct row *r)
 	putchar('\n');
 }
 
+/* The rest of a window row's JSON object, after "reason", and its closing brace. */
+static void json_window_row(FILE *f, const struct row *r)
+{
+	int ok = r->st == ST_OK;
+
+	fprintf(f, ",\"window_bytes\":%llu,\"bytes_read\":%llu,\"read_s\":",
+		(unsigned long long)r->win, (unsigned long long)(ok ? r->read_bytes : 0));
+	tool_json_num(f, ok ? r->read_s : NAN);
+	fprintf(f, ",\"gbps\":");
+	tool_json_num(f, ok ? gbps(r->read_bytes, r->read_s) : NAN);
+	fprintf(f, ",\"gbps_pass1\":");
+	tool_json_num(f, ok ? gbps(r->pass1_bytes, r->pass1_s) : NAN);
+	fprintf(f, ",\"advise_s\":");
+	tool_json_num(f, ok ? r->advise_s : NAN);
+	fprintf(f, ",\"gbps_with_advise\":");
+	tool_json_num(f, ok ? gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
+	fprintf(f, ",\"setup_s\":");
+	tool_json_num(f, ok ? r->setup : NAN);
+	if (ok && r->res_known)
+		fprintf(f, ",\"device_bytes\":%llu,\"host_bytes\":%llu",
+			(unsigned long long)r->dev_bytes, (unsigned long long)r->host_bytes);
+	else
+		fprintf(f, ",\"device_bytes\":null,\"host_bytes\":null");
+	if (ok && r->read_res_known && r->dev_read + r->host_read)
+		fprintf(f,
+			",\"device_read_bytes\":%llu,\"host_read_bytes\":%llu,"
+			"\"device_read_fraction\":%.6f",
+			(unsigned long long)r->dev_read, (unsigned long long)r->host_read,
+			(double)r->dev_read / (double)(r->dev_read + r->host_read));
+	else
+		fprintf(f, ",\"device_read_bytes\":null,\"host_read_bytes\":null,"
+			   "\"device_read_fraction\":null");
+	if (ok && r->stats_known)
+		fprintf(f,
+			",\"migrations\":%llu,\"migrated_bytes\":%llu,\"evictions\":%llu,"
+			"\"promotions\":%llu,\"setup_migrated_bytes\":%llu,"
+			"\"setup_evictions\":%llu",
+			(unsigned long long)r->migrations, (unsigned long long)r->migrated_bytes,
+			(unsigned long long)r->evictions, (unsigned long long)r->promotions,
+			(unsigned long long)r->setup_migrated,
+			(unsigned long long)r->setup_evictions);
+	else
+		fprintf(f, ",\"migrations\":null,\"migrated_bytes\":null,\"evictions\":null,"
+			   "\"promotions\":null,\"setup_migrated_bytes\":null,"
+			   "\"setup_evictions\":null");
+	fprintf(f, ",\"model_time_s\":");
+	tool_json_num(f, r->model);
+	fprintf(f, ",\"model_fraction\":");
+	tool_json_num(f, r->frac);
+	if (r->note) {
+		fprintf(f, ",\"note\":");
+		tool_json_str(f, r->note);
+	}
+	fputc('}', f);
+}
+
 static void print_json(struct run *R)
 {
 	FILE *f = stdout;
@@ -823,14 +1277,28 @@ static void print_json(struct run *R)
 	else
 		fprintf(f, "%llu", (unsigned long long)R->info.device_limit);
 	fprintf(f, ",\"workload\":");
-	tool_json_str(f, gpu_workload_name(R->o.wl));
+	tool_json_str(f, wl_name(R));
+	if (R->o.window) {
+		fprintf(f, ",\"window\":{\"bytes\":");
+		if (R->o.win)
+			fprintf(f, "%llu", (unsigned long long)R->o.win);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"steps\":%u,\"passes\":%u,\"reads_per_step\":%u}", R->o.steps,
+			R->o.passes, R->o.iters);
+	}
 	fprintf(f, ",\"working_set\":");
 	if (R->o.ws)
 		fprintf(f, "%llu", (unsigned long long)R->o.ws);
 	else
 		fputs("null", f);
-	fprintf(f, ",\"timing\":{\"figure\":\"median\",\"warmup\":%u,\"runs\":%u}", R->o.warmup,
-		R->o.iters);
+	/* window: every read counts (bytes over time, pass 1 included); no warm-up. */
+	if (R->o.window)
+		fprintf(f, ",\"timing\":{\"figure\":\"mean\",\"warmup\":0,\"runs\":%u}",
+			R->o.iters);
+	else
+		fprintf(f, ",\"timing\":{\"figure\":\"median\",\"warmup\":%u,\"runs\":%u}",
+			R->o.warmup, R->o.iters);
 	fprintf(f, ",\"results\":[");
 	for (size_t i = 0; i < R->nrows; i++) {
 		const struct row *r = &R->rows[i];
@@ -842,6 +1310,10 @@ static void print_json(struct run *R)
 		fprintf(f, ",\"kind\":\"%s\",\"status\":\"%s\",\"reason\":", r->kind,
 			st_names[r->st]);
 		tool_json_str(f, r->reason);
+		if (R->o.window) {
+			json_window_row(f, r);
+			continue;
+		}
 		fprintf(f, ",\"bytes_moved\":%llu,\"gbps\":", (unsigned long long)r->moved);
 		tool_json_num(f, ok ? gbps(r->moved, r->t.median) : NAN);
 		fprintf(f, ",\"gbps_best\":");
@@ -1063,9 +1535,32 @@ static int check_sizes(struct run *R)
 		fprintf(stderr, PROG ": --working-set: not a multiple of 64 KiB\n");
 		return -1;
 	}
-	if (R->o.ws && R->o.wl != GPU_WL_GATHER) {
+	if (R->o.ws && (R->o.wl != GPU_WL_GATHER || R->o.window)) {
 		fprintf(stderr, PROG ": --working-set applies to the gather workload only\n");
 		return -1;
+	}
+	if (!R->o.window)
+		return 0;
+	if (R->o.win % MIN_UNIT) {
+		fprintf(stderr, PROG ": --window: not a multiple of 64 KiB\n");
+		return -1;
+	}
+	for (int i = 0; i < R->o.nsizes; i++) {
+		uint64_t size = R->o.sizes[i];
+
+		if (R->o.win > size) {
+			fprintf(stderr, PROG ": --window %s is larger than the buffer (%s)\n",
+				tool_fmt_size(R->o.win, a, sizeof(a)),
+				tool_fmt_size(size, b, sizeof(b)));
+			return -1;
+		}
+		if (size / MIN_UNIT < R->o.steps) {
+			fprintf(stderr,
+				PROG ": --steps %u: more positions than 64 KiB units in the buffer "
+				     "(%s)\n",
+				R->o.steps, tool_fmt_size(size, a, sizeof(a)));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1101,7 +1596,7 @@ int main(int argc, char **argv)
 	if (R->sim && (R->o.csv || R->o.json) && !R->o.quiet)
 		fputs(SIM_BANNER, stderr);
 	if (R->o.csv)
-		print_csv_header();
+		print_csv_header(R);
 	else if (!R->o.json)
 		print_header(R);
 	{
@@ -1115,6 +1610,18 @@ int main(int argc, char **argv)
 							 B_MANAGED_PREFETCH};
 			struct row *r;
 
+			if (R->o.window && !R->o.quiet &&
+			    (R->info.device_limit == UINT64_MAX || size <= R->info.device_limit)) {
+				char a[32], l[32];
+
+				fprintf(stderr,
+					PROG ": note: window: the %s buffer is not larger than the "
+					     "device limit (%s): nothing needs to move\n",
+					tool_fmt_size(size, a, sizeof(a)),
+					R->info.device_limit == UINT64_MAX
+					    ? "none; set one with --device-limit"
+					    : tool_fmt_size(R->info.device_limit, l, sizeof(l)));
+			}
 			/* References first, so the model is known for the rest. */
 			for (size_t k = 0; k < 2; k++) {
 				if (!R->o.base[order[k]])
@@ -1144,11 +1651,20 @@ int main(int argc, char **argv)
 				run_baseline(R, r, rest[k], size);
 				progress_done(R, r);
 			}
-			apply_model(R, first, R->nrows, &hbm, &pcie);
+			if (R->o.window)
+				apply_model_window(R, first, R->nrows, &hbm, &pcie);
+			else
+				apply_model(R, first, R->nrows, &hbm, &pcie);
 			for (size_t i = first; i < R->nrows; i++) {
-				if (R->o.csv)
+				if (R->o.csv && R->o.window)
+					print_csv_row_window(R, &R->rows[i]);
+				else if (R->o.csv)
 					print_csv_row(&R->rows[i]);
-				else if (!R->o.json)
+				else if (R->o.json)
+					continue;
+				else if (R->o.window)
+					print_row_window(&R->rows[i]);
+				else
 					print_row(&R->rows[i]);
 			}
 			fflush(stdout);

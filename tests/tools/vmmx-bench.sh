@@ -3,8 +3,9 @@
 # vmmx-bench on the sim backend: every section's table under the "not GPU
 # figures" banner, targets never judged on the sim, --json (parsed and
 # checked: one handle per doubling, grow peaks N against realloc's 2N - step,
-# cache hits), --only, --plot (a PNG), progress on stderr only, and usage
-# errors (exit 2, the problem named).  Sizes are the sim's MiB defaults.
+# cache hits, migration bandwidths beside the PCIe copy stand-in), --only,
+# --plot (a PNG), progress on stderr only, and usage errors (exit 2, the
+# problem named).  Sizes are the sim's MiB defaults.
 bench="$top_builddir/tools/vmmx-bench"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-bench-sh.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -47,7 +48,7 @@ M=1048576
 check $? "every section on the sim exits 0"
 grep -q 'NOT GPU figures' "$tmp/table"
 check $? "the tables start with the banner: not GPU figures"
-for s in ops grow doubling copy 'stream read' targets; do
+for s in ops grow doubling copy 'stream read' migrate targets; do
 	grep -q "^== $s" "$tmp/table"
 	check $? "the $s table is printed"
 done
@@ -56,9 +57,14 @@ grep -q '^device  *2 MiB  *grow, cache miss (create+map+access)  *[0-9]' "$tmp/t
 check $? "ops: per location and chunk size, through the library"
 grep -q '^total: vmmx [0-9.]* us, realloc [0-9.]* us, speedup [0-9.]*x' "$tmp/table"
 check $? "grow: totals and speedup against realloc"
-[ "$(sed -n '/^== targets/,$p' "$tmp/table" | grep -c 'n/a')" -eq 6 ] &&
+[ "$(sed -n '/^== targets/,$p' "$tmp/table" | grep -c 'n/a')" -eq 11 ] &&
 	! grep -q 'PASS\|MISS' "$tmp/table"
-check $? "the 6 targets are printed and not judged on the sim"
+check $? "the 11 targets are printed and not judged on the sim"
+grep -q '^8 MiB  *warm  *2  *[0-9.]*  *[0-9.]*x' "$tmp/table" &&
+	grep -q '^2 MiB  *cold  *8  *[0-9.]*  *[0-9.]*x' "$tmp/table" &&
+	grep -q '^UVM prefetch  *not measured: sim backend' "$tmp/table" &&
+	grep -q '^migration >= 0.8x PCIe copy for ranges >= 64 MiB  *best [0-9.]*x' "$tmp/table"
+check $? "migrate: per chunk size and cache state, against the PCIe copy; the target line"
 grep -q '^vmmx-bench: ops: device chunks of 2 MiB' "$tmp/err" &&
 	grep -q '^vmmx-bench: stream: ' "$tmp/err" && ! grep -q '^vmmx-bench: ' "$tmp/table"
 check $? "progress goes to stderr, not stdout"
@@ -80,8 +86,15 @@ pycheck "--json: copy: four cases beside their baseline" "$tmp/json" \
 	'len(d["copy"]) == 4 and all(c["vmmx_gbps"] > 0 and c["baseline_gbps"] > 0 and c["ratio"] > 0 for c in d["copy"])'
 pycheck "--json: stream: device, host, device-first past the limit, data checked" "$tmp/json" \
 	'len(d["stream"]) == 3 and all(s["vmmx_s"] > 0 and s["baseline_s"] > 0 and s["why"] == "" for s in d["stream"]) and d["stream"][2]["size"] == 12*'$M' and d["stream"][2]["device_bytes"] == 8*'$M' and d["stream"][2]["host_bytes"] == 4*'$M
-pycheck "--json: 6 targets, verdict sim" "$tmp/json" \
-	'len(d["targets"]) == 6 and all(t["verdict"] == "sim" for t in d["targets"]) and d["targets"][0]["threshold"] == 0.98'
+pycheck "--json: 11 targets, verdict sim" "$tmp/json" \
+	'len(d["targets"]) == 11 and all(t["verdict"] == "sim" for t in d["targets"]) and d["targets"][0]["threshold"] == 0.98 and d["targets"][6]["threshold"] == 0.8 and d["targets"][6]["value"] > 0'
+pycheck "--json: migrate: 16 MiB, PCIe copy stand-in both ways, no UVM on the sim" "$tmp/json" \
+	'd["migrate"]["size"] == 16*'$M' and d["migrate"]["reps"] == 2 and d["migrate"]["chunks"] == [8*'$M', 2*'$M'] and d["migrate"]["pcie"]["d2h_gbps"] > 0 and d["migrate"]["pcie"]["h2d_gbps"] > 0 and d["migrate"]["pcie"]["why"] == "" and d["migrate"]["uvm"]["d2h_gbps"] is None and "sim" in d["migrate"]["uvm"]["why"]'
+pycheck "--json: migrate: 8 and 2 MiB chunks, warm and cold, positive bandwidths, ratios" "$tmp/json" \
+	'[(x["chunk"], x["cache"], x["chunks"]) for x in d["migrate"]["runs"]] == [(8*'$M', "warm", 2), (8*'$M', "cold", 2), (2*'$M', "warm", 8), (2*'$M', "cold", 8)] and all(x["d2h_gbps"] > 0 and x["h2d_gbps"] > 0 and x["d2h_vs_pcie"] > 0 and x["h2d_vs_pcie"] > 0 and x["ratio"] == min(x["d2h_vs_pcie"], x["h2d_vs_pcie"]) and x["d2h_vs_uvm"] is None and x["why"] == "" for x in d["migrate"]["runs"])'
+pycheck "--json: migrate: every chunk moved each way, the warm cache hit every time" "$tmp/json" \
+	'all(x["migrated_bytes"] == 2*2*16*'$M' and x["migrations"] == 2*2*x["chunks"] and x["cache_hits"] == (2*2*x["chunks"] if x["cache"] == "warm" else 0) for x in d["migrate"]["runs"]) and d["migrate"]["best"]["ratio"] == max(x["ratio"] for x in d["migrate"]["runs"])'
+
 
 "$bench" -q --only grow,doubling --reps 2 --json --plot "$tmp/grow.png" >"$tmp/only" 2>"$tmp/err"
 check $? "--only grow,doubling --plot exits 0"
@@ -89,6 +102,10 @@ pycheck "--only: just those sections and their targets" "$tmp/only" \
 	'"grow" in d and "doubling" in d and "ops" not in d and "copy" not in d and "stream" not in d and len(d["targets"]) == 3'
 test -s "$tmp/grow.png" && [ "$(od -An -tx1 -N8 "$tmp/grow.png" | tr -d ' \n')" = "89504e470d0a1a0a" ]
 check $? "--plot writes a non-empty PNG of the grow curve"
+"$bench" -q --only migrate --migrate-size 8MiB --migrate-chunk 4MiB --reps 2 --json >"$tmp/mig" 2>"$tmp/err"
+check $? "--only migrate --migrate-size --migrate-chunk exits 0"
+pycheck "--only migrate: that section, its runs and its targets" "$tmp/mig" \
+	'"migrate" in d and "ops" not in d and "stream" not in d and len(d["targets"]) == 3 and [(x["chunk"], x["cache"], x["chunks"]) for x in d["migrate"]["runs"]] == [(4*'$M', "warm", 2), (4*'$M', "cold", 2)]'
 "$bench" -q --only ops --chunk-sizes 2MiB --locations host --reps 2 >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && [ "$(grep -c '^host  *2 MiB' "$tmp/out")" -eq 4 ] && ! grep -q '^device ' "$tmp/out"
 check $? "--chunk-sizes and --locations select the ops rows"
@@ -98,6 +115,8 @@ usage_error "a chunk size off the granularity" 'not a multiple of the granularit
 usage_error "a bad size" '"1.5GiB"' --grow-max 1.5GiB
 usage_error "a step larger than the final size" 'steps' --grow-max 4MiB --grow-step 8MiB
 usage_error "an unknown location" 'elsewhere' --locations device,elsewhere
+usage_error "a migration chunk off the granularity" 'not a multiple of the granularity' --only migrate --migrate-chunk 3MiB
+usage_error "a migration size not a multiple of the chunk" 'not a multiple of --migrate-chunk' --only migrate --migrate-size 6MiB --migrate-chunk 4MiB
 usage_error "an unknown option" 'unknown option --bogus' --bogus
 "$bench" --help >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q '^usage: vmmx-bench' "$tmp/out"

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # vmmx-place on the sim backend: the table under its "not GPU figures"
 # banner, --json (parsed and checked), --csv, --plot (a PNG), the managed
-# memory refusal (--assume-free), every workload's data check, progress on
-# stderr only, and usage errors (exit 2, the problem named).  Sizes are MiB.
+# memory refusal (--assume-free), every workload's data check, the window
+# workload (lru migrating a hot window in, device-first reading it where it
+# is, the migration counters), progress on stderr only, and usage errors
+# (exit 2, the problem named).  Sizes are MiB.
 place="$top_builddir/tools/vmmx-place"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-place-sh.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -110,6 +112,37 @@ done
 pycheck "--working-set: residency of the working set only" "$tmp/ws" \
 	'd["working_set"] == 2*'$M' and row(8*'$M', "device-first")["device_bytes"] == 2*'$M' and row(8*'$M', "device-first")["host_bytes"] == 0'
 
+# The window workload: a 4 MiB window over 16 MiB past an 8 MiB device limit,
+# 4 positions, 2 passes, one read per step.  device-first leaves the second
+# half in host memory; lru brings each window in when advised.
+"$place" -q -w window -s 16MiB -L 8MiB --window 4MiB --steps 4 --passes 2 -n 1 \
+	-p lru,device-first --json >"$tmp/win" 2>"$tmp/err"
+check $? "--workload window exits 0"
+pycheck "window: the workload, its steps, passes and reads per step" "$tmp/win" \
+	'd["workload"] == "window" and d["window"] == {"bytes": 4*'$M', "steps": 4, "passes": 2, "reads_per_step": 1} and [x["placement"] for x in r] == ["cudaMalloc", "cudaHostAlloc", "lru", "device-first", "managed+prefetch"]'
+pycheck "window: every libvmmx placement and reference read every window, data checked" "$tmp/win" \
+	'all(row(16*'$M', p)["status"] == "ok" and row(16*'$M', p)["bytes_read"] == 4*'$M'*4*2 and row(16*'$M', p)["gbps"] > 0 and row(16*'$M', p)["gbps_pass1"] > 0 and row(16*'$M', p)["gbps_with_advise"] > 0 for p in ("cudaMalloc", "cudaHostAlloc", "lru", "device-first"))'
+pycheck "window: lru migrates and promotes, its advise takes time, every read finds the device" "$tmp/win" \
+	'row(16*'$M', "lru")["migrations"] > 0 and row(16*'$M', "lru")["migrated_bytes"] > 0 and row(16*'$M', "lru")["promotions"] > 0 and row(16*'$M', "lru")["evictions"] >= 0 and row(16*'$M', "lru")["advise_s"] > 0 and row(16*'$M', "lru")["device_read_fraction"] == 1'
+pycheck "window: device-first moves nothing and reads half the windows from host memory" "$tmp/win" \
+	'row(16*'$M', "device-first")["migrations"] == 0 and row(16*'$M', "device-first")["migrated_bytes"] == 0 and row(16*'$M', "device-first")["promotions"] == 0 and row(16*'$M', "device-first")["device_read_fraction"] == 0.5 and row(16*'$M', "device-first")["host_bytes"] == 8*'$M
+pycheck "window: the model's ends, and the baselines have no counters" "$tmp/win" \
+	'abs(row(16*'$M', "cudaMalloc")["model_fraction"] - 1) < 1e-9 and abs(row(16*'$M', "cudaHostAlloc")["model_fraction"] - 1) < 1e-9 and row(16*'$M', "lru")["model_fraction"] > 0 and row(16*'$M', "cudaMalloc")["migrations"] is None and row(16*'$M', "managed+prefetch")["status"] == "unavailable"'
+"$place" -w window -s 16MiB -L 8MiB --window 4MiB --steps 4 -n 1 -b none >"$tmp/wt" 2>"$tmp/err"
+check $? "window: a table with the default policies exits 0"
+grep -q '^size  *placement  *window  *GB/s  *pass1  *+advise  *advise ms  *setup ms  *migrated  *migr  *evict  *promo  *dev%  *model' "$tmp/wt" &&
+	grep -q '^16 MiB  *lru  *4 MiB  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]* MiB  *[1-9]' "$tmp/wt" &&
+	grep -q '^16 MiB  *device-first  *4 MiB .* 0 B  *0  *0  *0  *50.0 ' "$tmp/wt"
+check $? "window: the table: lru (default) migrated, device-first did not"
+grep -q '^vmmx-place: \[1/2\] 16 MiB lru: window of 4 MiB, 4 steps x 2 passes, 1 reads per step' "$tmp/err"
+check $? "window: progress names the window, steps, passes and reads"
+"$place" -q -w window -s 8MiB -n 1 --steps 2 --passes 1 -b none --csv >"$tmp/wcsv" 2>"$tmp/err"
+check $? "window: --csv exits 0"
+head -n 1 "$tmp/wcsv" | grep -q '^size_bytes,placement,kind,status,reason,window_bytes,steps,passes,reads_per_step,bytes_read,read_s,gbps,gbps_pass1,advise_s,gbps_with_advise,' &&
+	head -n 1 "$tmp/wcsv" | grep -q ',migrations,migrated_bytes,evictions,promotions,' &&
+	[ "$(wc -l <"$tmp/wcsv")" -eq 3 ] && grep -q '^8388608,"lru",policy,ok,"",2097152,2,1,1,' "$tmp/wcsv"
+check $? "window: --csv: its own header, the default window a quarter of the buffer"
+
 "$place" -q -s 4MiB,8MiB -p device-first -L 4MiB -n 2 --csv >"$tmp/csv" 2>"$tmp/err"
 check $? "--csv exits 0"
 head -n 1 "$tmp/csv" | grep -q '^size_bytes,placement,kind,status,reason,bytes_moved,gbps,' &&
@@ -134,6 +167,10 @@ usage_error "a policy's bad argument" 'bogus' --policy interleave:bogus=1
 usage_error "an unknown baseline" 'bogus' --baselines cudaMalloc,bogus
 usage_error "a working set larger than the buffer" 'larger than the buffer' -w gather -s 4MiB --working-set 8MiB
 usage_error "--csv with --json" 'exclude each other' --csv --json
+usage_error "--window without the window workload" 'window workload only' --window 2MiB
+usage_error "a window larger than the buffer" 'larger than the buffer' -w window -s 4MiB --window 8MiB
+usage_error "more steps than 64 KiB units" 'more positions' -w window -s 1MiB --steps 17
+usage_error "--plot with the window workload" 'does not apply to the window' -w window --plot "$tmp/w.png"
 usage_error "an unknown option" 'unknown option --bogus' --bogus
 "$place" --help >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q '^usage: vmmx-place' "$tmp/out"
