@@ -472,6 +472,7 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	t->mapped = off;
 	t->size = size;
 	vmmx__table_publish(buf, t);
+	vmmx__roomsnap_save(ctx, &snap);
 	for (size_t j = 0; j < n; j++) {
 		__atomic_fetch_add(&ctx->ctr.placed[vmmx__slot(ctx, nc[j].loc)], 1, __ATOMIC_RELAXED);
 		vmmx__policy_chunk_event(buf, &nc[j], VMMX_POLICY_EV_PLACED);
@@ -482,6 +483,11 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 err_unwind:
 	unwind_chunks(buf, nc, n);
 	free(nc);
+	/* The unwound chunks went to the cache or back to the driver: the
+	 * figures this grow kept are no longer right. */
+	for (int k = 0; k < VMMX__NSLOTS; k++)
+		if (snap.have[k])
+			__atomic_store_n(&ctx->fcache[k].ns, 0, __ATOMIC_RELEASE);
 	return err;
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -38,6 +39,32 @@ static void report(void *arg, int level, int err, const char *msg)
 struct vmm *vmmx__ctx_vmm(struct vmmx_ctx *ctx)
 {
 	return ctx->vmm;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void vmmx__roomsnap_save(struct vmmx_ctx *ctx, const struct vmmx__roomsnap *snap)
+{
+	for (int k = 0; k < VMMX__NSLOTS; k++) {
+		if (!snap->have[k] || !snap->ns[k])
+			continue;
+		__atomic_store_n(&ctx->fcache[k].fr, snap->fr[k], __ATOMIC_RELAXED);
+		__atomic_store_n(&ctx->fcache[k].ns, snap->ns[k], __ATOMIC_RELEASE);
+	}
+}
+
+void vmmx__freecache_forget(struct vmmx_ctx *ctx, struct vmmx_loc loc)
+{
+	int k = vmmx__slot(ctx, loc);
+
+	if (k >= 0)
+		__atomic_store_n(&ctx->fcache[k].ns, 0, __ATOMIC_RELEASE);
 }
 
 const char *vmmx__why_name(enum vmmx__why why)
@@ -358,10 +385,19 @@ uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 	if (snap && snap->have[k]) {
 		fr = snap->fr[k];
 	} else {
-		if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
-			fr = UINT64_MAX - cached; /* no figure: let the driver decide */
+		uint64_t now = snap ? now_ns() : 0;
+		uint64_t then = snap ? __atomic_load_n(&ctx->fcache[k].ns, __ATOMIC_ACQUIRE) : 0;
+
+		if (then && now - then < VMMX__FREE_TTL_NS) {
+			fr = __atomic_load_n(&ctx->fcache[k].fr, __ATOMIC_RELAXED);
+		} else {
+			then = now;
+			if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
+				fr = UINT64_MAX - cached; /* no figure: let the driver decide */
+		}
 		if (snap) {
 			snap->fr[k] = fr;
+			snap->ns[k] = then;
 			snap->have[k] = true;
 		}
 	}
@@ -413,6 +449,7 @@ int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc
 {
 	if (!vmm_release(ctx->vmm, h)) {
 		vmmx__uncharge(ctx, loc, size);
+		vmmx__freecache_forget(ctx, loc);
 		return 0;
 	}
 	/* The memory stays charged: it is still held until the release succeeds. */
@@ -436,8 +473,10 @@ static int run_deferred(struct vmmx_ctx *ctx, const struct vmmx__deferred *d)
 	case VMMX_OP_RELEASE: {
 		int err = vmm_release(ctx->vmm, d->handle);
 
-		if (!err)
+		if (!err) {
 			vmmx__uncharge(ctx, d->loc, d->size);
+			vmmx__freecache_forget(ctx, d->loc);
+		}
 		return err;
 	}
 	case VMMX_OP_UNRESERVE:

@@ -177,6 +177,18 @@ enum vmmx__why {
 };
 const char *vmmx__why_name(enum vmmx__why why);
 
+/*
+ * The last free-memory figure per location, shared by grows: a figure read
+ * less than VMMX__FREE_TTL_NS ago (and adjusted for what grows created since)
+ * serves the next grow too, so back-to-back grows do not each pay a
+ * cuMemGetInfo.  A release forgets it (memory came back).  Atomics, no lock.
+ */
+#define VMMX__FREE_TTL_NS (1000 * 1000ull)
+struct vmmx__freecache {
+	uint64_t fr;
+	uint64_t ns;                    /* 0: unknown */
+};
+
 /* One teardown step that failed and waits for a retry (ctx->lock). */
 struct vmmx__deferred {
 	struct vmmx__deferred *next;
@@ -227,6 +239,7 @@ struct vmmx_ctx {
 	uint64_t limit[VMMX__NSLOTS];   /* UINT64_MAX: none */
 	uint64_t total[VMMX__NSLOTS];   /* memory of the location at create time */
 	uint64_t headroom[VMMX__NSLOTS];/* device memory to leave free */
+	struct vmmx__freecache fcache[VMMX__NSLOTS]; /* atomic members */
 	bool peer[VMMX__MAX_DEVICES];   /* the context's device can access this device */
 	struct vmmx__policy *policy;    /* default policy (a reference) */
 	uint64_t held[VMMX__NSLOTS];    /* bytes of live handles, cache included: atomic */
@@ -290,8 +303,14 @@ void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
  */
 struct vmmx__roomsnap {
 	uint64_t fr[VMMX__NSLOTS];
+	uint64_t ns[VMMX__NSLOTS];      /* when the driver said so */
 	bool have[VMMX__NSLOTS];
 };
+
+/* Keep what a grow learnt (call at its end). */
+void vmmx__roomsnap_save(struct vmmx_ctx *ctx, const struct vmmx__roomsnap *snap);
+/* Forget the shared figure of a location (memory was released). */
+void vmmx__freecache_forget(struct vmmx_ctx *ctx, struct vmmx_loc loc);
 
 static inline void vmmx__roomsnap_forget(struct vmmx__roomsnap *snap)
 {

@@ -466,10 +466,11 @@ static uint64_t read_mem_available(uint64_t freeram)
 /*
  * Reading /proc/meminfo costs tens of microseconds, about as much as a whole
  * chunk's driver calls, and placement asks for every chunk.  The figure is
- * an estimate (pinning decides), so one read serves for HOST_AVAIL_TTL_NS.
+ * an estimate (pinning decides; host memory moves slowly), so one read
+ * serves for HOST_AVAIL_TTL_NS.
  * Racing threads may both read: harmless.
  */
-#define HOST_AVAIL_TTL_NS (20 * 1000 * 1000ull)
+#define HOST_AVAIL_TTL_NS (1000 * 1000 * 1000ull)
 
 static uint64_t host_available(struct vmm_cuda *c, uint64_t freeram)
 {
