@@ -90,6 +90,7 @@ struct move {
 	vmm_handle_t nh;        /* the new handle */
 	size_t soff;            /* offset in the staging slot */
 	bool moved;
+	bool failed;            /* staged-source mode: switched back, nothing to do */
 };
 
 struct batch {
@@ -112,6 +113,15 @@ struct mig {
 	size_t slot_bytes;
 	size_t moved;
 	int err;                /* first error; stops preparing more */
+	/*
+	 * Which side goes through the staging address.  Granting access to host
+	 * memory costs ~20 us per MiB (device memory: well under 1 us per MiB),
+	 * so host memory is mapped once, where it ends up: for a move to host
+	 * the *source* (device) handle is mapped at the staging address, the new
+	 * host handle goes straight to the chunk's address, and the copy runs
+	 * from staging to the chunk; otherwise the new handle is staged.
+	 */
+	bool stage_src;
 };
 
 static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, size_t size)
@@ -165,6 +175,87 @@ static void unstage(struct mig *g, struct batch *b, bool keep_moved)
 	b->staged = 0;
 }
 
+/* Put the old handle back at @va after a failed switch; false if that failed too. */
+static bool restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
+{
+	if (vmm_map(ctx->vmm, va, c->size, c->handle))
+		return false;
+	if (vmmx__chunk_set_access(ctx, va, c->size, c->loc)) {
+		vmmx__unmap_or_defer(ctx, va, c->size);
+		return false;
+	}
+	return true;
+}
+
+static void lost(struct mig *g, const struct vmmx__chunk *c)
+{
+	vmmx__logf(&g->ctx->conf.log, VMMX_LOG_ERROR,
+		   "vmmx_buf_migrate: chunk at offset %zu could not be restored after a failed move; its address is unmapped",
+		   c->off);
+}
+
+/*
+ * Staged-source mode: undo a switched chunk (new handle at its address, old
+ * one at the staging address) back to how it was.
+ */
+static void switch_back(struct mig *g, struct move *m, char *sp)
+{
+	const struct vmmx__chunk *c = &g->t->c[m->idx];
+	void *va = (void *)(g->buf->base + c->off);
+
+	if (vmm_unmap(g->ctx->vmm, va, c->size) || !restore(g->ctx, va, c))
+		lost(g, c);
+	vmmx__unmap_or_defer(g->ctx, sp, c->size);
+	give_back(g->ctx, g->to, m->nh, c->size);
+	m->failed = true;
+}
+
+/*
+ * Staged-source mode, one chunk: the old handle also at the staging
+ * address, then the new handle at the chunk's address (granted later, per
+ * run).  0, or the error after undoing this chunk's steps.
+ */
+static int switch_chunk(struct mig *g, const struct vmmx__chunk *c, vmm_handle_t nh, char *sp)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	void *va = (void *)(g->buf->base + c->off);
+	int err;
+
+	err = vmm_map(ctx->vmm, sp, c->size, c->handle);
+	if (err)
+		return err;
+	err = vmmx__chunk_set_access(ctx, sp, c->size, c->loc);
+	if (err)
+		goto err_stage;
+	err = vmm_unmap(ctx->vmm, va, c->size);
+	if (err)
+		goto err_stage;
+	err = vmm_map(ctx->vmm, va, c->size, nh);
+	if (err) {
+		if (!restore(ctx, va, c))
+			lost(g, c);
+		goto err_stage;
+	}
+	return 0;
+
+err_stage:
+	vmmx__unmap_or_defer(ctx, sp, c->size);
+	return err;
+}
+
+/* Give up a prepared batch that was not copied: every chunk back as it was. */
+static void abandon(struct mig *g, struct batch *b)
+{
+	if (!g->stage_src) {
+		unstage(g, b, false);
+		return;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		if (!b->m[i].failed)
+			switch_back(g, &b->m[i], b->stage + b->m[i].soff);
+	b->staged = 0;
+}
+
 /* Make, map and grant handles for the next chunks, up to a slot's worth. */
 static void prepare(struct mig *g, struct batch *b)
 {
@@ -188,7 +279,10 @@ static void prepare(struct mig *g, struct batch *b)
 		m = &b->m[b->n];
 		err = new_handle(g, c->size, &m->nh);
 		if (!err) {
-			err = vmm_map(ctx->vmm, b->stage + used, c->size, m->nh);
+			if (g->stage_src)
+				err = switch_chunk(g, c, m->nh, b->stage + used);
+			else
+				err = vmm_map(ctx->vmm, b->stage + used, c->size, m->nh);
 			if (err)
 				give_back(ctx, g->to, m->nh, c->size);
 		}
@@ -199,18 +293,37 @@ static void prepare(struct mig *g, struct batch *b)
 		m->idx = g->next++;
 		m->soff = used;
 		m->moved = false;
+		m->failed = false;
 		used += c->size;
 		b->staged = used;
 		b->n++;
 	}
-	/* One grant for the whole slot: every handle in it is at g->to. */
-	if (b->n) {
+	if (!b->n)
+		return;
+	if (!g->stage_src) {
+		/* One grant for the whole slot: every handle in it is at g->to. */
 		err = vmmx__chunk_set_access(ctx, b->stage, b->staged, g->to);
 		if (err) {
 			g->err = err;
 			unstage(g, b, false);
 			b->n = 0;
 		}
+		return;
+	}
+	/* Staged source: grant the new handles at their addresses, one call per
+	 * run of adjacent chunks; a run that fails is switched back. */
+	for (size_t i = 0, run; i < b->n; i = run) {
+		size_t bytes = g->t->c[b->m[i].idx].size;
+
+		for (run = i + 1; run < b->n && b->m[run].idx == b->m[run - 1].idx + 1; run++)
+			bytes += g->t->c[b->m[run].idx].size;
+		err = vmmx__chunk_set_access(ctx, (void *)(g->buf->base + g->t->c[b->m[i].idx].off),
+					     bytes, g->to);
+		if (!err)
+			continue;
+		g->err = g->err ? g->err : err;
+		for (size_t k = i; k < run; k++)
+			switch_back(g, &b->m[k], b->stage + b->m[k].soff);
 	}
 }
 
@@ -223,33 +336,20 @@ static void launch(struct mig *g, struct batch *b)
 	 * device/host boundary. */
 	for (size_t i = 0; i < b->n && !err; i++) {
 		const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
+		char *sp = b->stage + b->m[i].soff;
 
-		err = vmm_copy_async(g->ctx->vmm, b->stage + b->m[i].soff, base + c->off, c->size,
-				     g->s);
+		if (b->m[i].failed)
+			continue;
+		if (g->stage_src) /* from the old handle at staging to the new one in place */
+			err = vmm_copy_async(g->ctx->vmm, (char *)base + c->off, sp, c->size, g->s);
+		else
+			err = vmm_copy_async(g->ctx->vmm, sp, base + c->off, c->size, g->s);
 	}
 	b->copied = !err;
 	if (err && !g->err)
 		g->err = err;
 }
 
-/* Put the old handle back at @va after a failed switch; false if that failed too. */
-static bool restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
-{
-	if (vmm_map(ctx->vmm, va, c->size, c->handle))
-		return false;
-	if (vmmx__chunk_set_access(ctx, va, c->size, c->loc)) {
-		vmmx__unmap_or_defer(ctx, va, c->size);
-		return false;
-	}
-	return true;
-}
-
-static void lost(struct mig *g, const struct vmmx__chunk *c)
-{
-	vmmx__logf(&g->ctx->conf.log, VMMX_LOG_ERROR,
-		   "vmmx_buf_migrate: chunk at offset %zu could not be restored after a failed move; its address is unmapped",
-		   c->off);
-}
 
 /* Switch a copied batch over: unmap old, map new, grant per run of chunks. */
 static void finish(struct mig *g, struct batch *b)
@@ -258,6 +358,24 @@ static void finish(struct mig *g, struct batch *b)
 	size_t i, run;
 	int err;
 
+	if (g->stage_src) {
+		for (i = 0; i < b->n; i++) {
+			const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
+			char *sp = b->stage + b->m[i].soff;
+
+			if (b->m[i].failed)
+				continue;
+			if (!b->copied) {
+				switch_back(g, &b->m[i], sp);
+				continue;
+			}
+			/* The old handle's last mapping (at staging) goes; it is free. */
+			vmmx__unmap_or_defer(ctx, sp, c->size);
+			b->m[i].moved = true;
+		}
+		b->staged = 0;
+		goto account;
+	}
 	if (!b->copied) {
 		unstage(g, b, false);
 		return;
@@ -305,6 +423,7 @@ static void finish(struct mig *g, struct batch *b)
 	}
 	/* The staging mappings go; moved chunks' handles stay mapped at their address. */
 	unstage(g, b, true);
+account:
 	for (i = 0; i < b->n; i++) {
 		const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
 		struct vmmx__chunk *nc = &g->nt->c[b->m[i].idx];
@@ -338,7 +457,8 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	struct vmmx_ctx *ctx = buf->ctx;
 	struct vmmx__table *t = buf->table;
 	struct batch b[2] = { { 0 }, { 0 } };
-	struct mig g = { .buf = buf, .ctx = ctx, .t = t, .to = to, .s = s };
+	struct mig g = { .buf = buf, .ctx = ctx, .t = t, .to = to, .s = s,
+			 .stage_src = vmm_loc_is_host(to) };
 	size_t first, maxn = 0;
 	void *stage = NULL;
 	int err, cur = 0;
@@ -389,7 +509,7 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 			g.err = g.err ? g.err : err;
 			b[cur].copied = false;
 			nb->copied = false;
-			unstage(&g, nb, false);
+			abandon(&g, nb);
 			nb->n = 0;
 		} else if (nb->n) {
 			launch(&g, nb);
