@@ -369,7 +369,8 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size);
  * @buf: buffer.
  *
  * Return: the first byte; stable for the buffer's life.  Valid for kernels
- * once mapped; host chunks are also valid for the CPU.
+ * once mapped; host chunks are also valid for the CPU (unless the context
+ * was created with VMMX_HOST_CPU_ACCESS=0).
  *
  * Context: any thread; lock-free.
  */

@@ -221,6 +221,7 @@ static const struct var vars[] = {
 	{ "VMMX_SIM_HOST_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM, CONF(sim_host_mem) },
 	{ "VMMX_SIM_DEVICES", -1, parse_sim_devices, "a number of devices from 1 to 8", 0 },
 	{ "VMMX_SIM_PAGEABLE", -1, parse_bool, "0 or 1", CONF(sim_pageable) },
+	{ "VMMX_HOST_CPU_ACCESS", -1, parse_bool, "0 or 1", CONF(host_cpu_access) },
 	{ "VMMX_FAULT", -1, parse_fault,
 	  "op:N[,op:N...] with op one of reserve, unreserve, create, release, map, unmap, "
 	  "set_access, copy, memset, sync and N >= 1",
@@ -246,6 +247,7 @@ static void defaults(struct vmmx__conf *conf)
 	conf->sim_device_mem = 1ull << 30;
 	conf->sim_host_mem = 4ull << 30;
 	conf->sim_devices = 1;
+	conf->host_cpu_access = 1;
 	conf->log.level = VMMX_LOG_WARN;
 	for (int i = 0; i < VMMX_OP_COUNT; i++)
 		conf->faults[i].op = -1;

@@ -79,6 +79,7 @@ struct vmmx__conf {
 	uint64_t sim_host_mem;
 	int sim_devices;
 	int sim_pageable;
+	int host_cpu_access;            /* grant the CPU access to host chunks */
 	struct {
 		int op;                 /* enum vmmx_op, -1: none */
 		uint64_t nth;

@@ -124,6 +124,7 @@ struct stream_row {
 struct mig_row {
 	uint64_t chunk;
 	int warm;		/* the cache holds the chunks (an untimed round trip filled it) */
+	int no_cpu;		/* VMMX_HOST_CPU_ACCESS=0: host chunks granted to the GPU only */
 	size_t nchunks;		/* chunks in the buffer */
 	double d2h, h2d;	/* seconds per vmmx_buf_migrate of the whole range */
 	uint64_t cache_hits;	/* during the timed round trips */
@@ -167,7 +168,7 @@ struct bench {
 	char copy_why[256];
 	struct stream_row streams[3];
 	size_t nstreams;
-	struct mig_row mig[MAX_CHUNKS * 2];
+	struct mig_row mig[MAX_CHUNKS * 2 + 1];
 	size_t nmig;
 	struct mig_base pcie, uvm;
 	struct target targets[8 + MAX_CHUNKS * 2 + 1];
@@ -540,14 +541,20 @@ static int gfail(struct bench *B, const char *what)
  * 100% unless given, so a VMMX_DEVICE_LIMIT in the environment does not
  * skew the figures.
  */
+/* Set by the migrate section for its rows without CPU access to host chunks. */
+static int mkctx_no_cpu;
+
 static int mkctx(struct bench *B, uint64_t chunk, uint64_t chunk_max, int64_t cache, uint64_t limit,
 		 struct vmmx_ctx **ctx_p)
 {
+	static const char *const no_cpu[] = { "VMMX_HOST_CPU_ACCESS=0", NULL };
 	char cs[32], cm[32], cl[32], dl[32];
 	struct vmmx_config cfg;
 	int err;
 
 	vmmx_config_init(&cfg);
+	if (mkctx_no_cpu)
+		cfg.vars = no_cpu;
 	if (chunk) {
 		snprintf(cs, sizeof(cs), "%llu", (unsigned long long)chunk);
 		cfg.chunk_size = cs;
@@ -1683,6 +1690,19 @@ static void section_migrate(struct bench *B)
 	for (int c = 0; c < B->o.nmchunks; c++)
 		for (int warm = 1; warm >= 0; warm--)
 			migrate_vmmx(B, B->o.mchunks[c], warm, &B->mig[B->nmig++]);
+	/* The first chunk size again, warm, with host chunks granted to the GPU
+	 * only: granting the CPU is most of the cost of mapping host memory. */
+	if (B->o.nmchunks) {
+		mkctx_no_cpu = 1;
+		migrate_vmmx(B, B->o.mchunks[0], 1, &B->mig[B->nmig]);
+		B->mig[B->nmig++].no_cpu = 1;
+		mkctx_no_cpu = 0;
+	}
+}
+
+static const char *mig_label(const struct mig_row *r)
+{
+	return r->no_cpu ? "warm-gpu" : r->warm ? "warm" : "cold";
 }
 
 /* min(d->h, h->d) of migrate / PCIe copy: both directions must reach the target. */
@@ -1795,7 +1815,7 @@ static void make_targets(struct bench *B)
 		if (best)
 			snprintf(shown, sizeof(shown), "best %.2fx (%s chunks, %s)", bv,
 				 tool_fmt_size(best->chunk, a, sizeof(a)),
-				 best->warm ? "warm" : "cold");
+				 mig_label(best));
 		else
 			snprintf(shown, sizeof(shown), "-");
 		add_target(B, "migration >= 0.8x PCIe copy for ranges >= 64 MiB", why ? NAN : bv,
@@ -1808,7 +1828,7 @@ static void make_targets(struct bench *B)
 
 			snprintf(text, sizeof(text), "  ... %s, %s chunks, cache %s",
 				 tool_fmt_size(B->o.migrate_size, a, sizeof(a)),
-				 tool_fmt_size(r->chunk, b, sizeof(b)), r->warm ? "warm" : "cold");
+				 tool_fmt_size(r->chunk, b, sizeof(b)), mig_label(r));
 			snprintf(shown, sizeof(shown), "d->h %s, h->d %s",
 				 ratio(B->pcie.d2h, r->d2h, x, sizeof(x)),
 				 ratio(B->pcie.h2d, r->h2d, y, sizeof(y)));
@@ -1963,21 +1983,22 @@ static void print_tables(struct bench *B)
 				printf("%-13s not measured: %s\n", label[k],
 				       bl[k]->why[0] ? bl[k]->why : "failed");
 		}
-		printf("%-10s %-5s %7s %10s %7s %7s %10s %7s %7s %11s\n", "chunk", "cache",
+		printf("(warm-gpu: warm, with VMMX_HOST_CPU_ACCESS=0: host chunks granted to the GPU only)\n");
+		printf("%-10s %-8s %7s %10s %7s %7s %10s %7s %7s %11s\n", "chunk", "cache",
 		       "chunks", "d->h GB/s", "x PCIe", "x UVM", "h->d GB/s", "x PCIe", "x UVM",
 		       "cache hits");
 		for (size_t i = 0; i < B->nmig; i++) {
 			const struct mig_row *r = &B->mig[i];
 
 			if (!isfinite(r->d2h) || !isfinite(r->h2d)) {
-				printf("%-10s %-5s not measured: %s\n",
+				printf("%-10s %-8s not measured: %s\n",
 				       tool_fmt_size(r->chunk, a, sizeof(a)),
-				       r->warm ? "warm" : "cold",
+				       mig_label(r),
 				       r->why[0] ? r->why : "failed");
 				continue;
 			}
-			printf("%-10s %-5s %7zu %10.2f %7s %7s %10.2f %7s %7s %11llu\n",
-			       tool_fmt_size(r->chunk, a, sizeof(a)), r->warm ? "warm" : "cold",
+			printf("%-10s %-8s %7zu %10.2f %7s %7s %10.2f %7s %7s %11llu\n",
+			       tool_fmt_size(r->chunk, a, sizeof(a)), mig_label(r),
 			       r->nchunks, gbs(S, r->d2h), ratio(pb->d2h, r->d2h, b, sizeof(b)),
 			       ratio(ub->d2h, r->d2h, c, sizeof(c)), gbs(S, r->h2d),
 			       ratio(pb->h2d, r->h2d, d, sizeof(d)),
@@ -2179,7 +2200,7 @@ static void print_json(struct bench *B)
 			}
 			fprintf(f, "%s\n{\"chunk\":%llu,\"cache\":\"%s\",\"chunks\":%zu,\"d2h_s\":",
 				i ? "," : "", (unsigned long long)r->chunk,
-				r->warm ? "warm" : "cold",
+				mig_label(r),
 				r->nchunks);
 			jnum(r->d2h);
 			fprintf(f, ",\"h2d_s\":");
@@ -2210,7 +2231,7 @@ static void print_json(struct bench *B)
 		fprintf(f, "],\n\"best\":");
 		if (best) {
 			fprintf(f, "{\"chunk\":%llu,\"cache\":\"%s\",\"ratio\":",
-				(unsigned long long)best->chunk, best->warm ? "warm" : "cold");
+				(unsigned long long)best->chunk, mig_label(best));
 			jnum(bv);
 			fputc('}', f);
 		} else {

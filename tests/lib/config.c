@@ -58,7 +58,7 @@ int main(void)
 	struct vmmx_ctx *ctx;
 	struct vmmx_buf *buf;
 
-	plan(83);
+	plan(86);
 	/* Start clean whatever the caller's environment holds, but the backend. */
 	snprintf(backend, sizeof(backend), "%s", test_backend());
 	for (char **e = environ; *e;) {
@@ -83,6 +83,7 @@ int main(void)
 	bad_env("VMMX_LOG", "loud", "none, error, warn, info or debug");
 	bad_env("VMMX_DEVICE", "-1", "a device ordinal");
 	bad_env("VMMX_SIM_DEVICES", "9", "from 1 to 8");
+	bad_env("VMMX_HOST_CPU_ACCESS", "yes", "0 or 1");
 	bad_env("VMMX_FAULT", "create:0", "op:N");
 	bad_env("VMMX_FAULT", "explode:1", "op:N");
 
