@@ -325,9 +325,11 @@ int main(void)
 		skip("interleave:deviceN: needs exactly two devices");
 	}
 
-	/* A location at its limit passes its turn: device 8 MiB, the rest host. */
+	/* A location at its limit passes its turn: device 8 MiB, the rest host.
+	 * Only device 0 takes turns, however many GPUs the machine has (the
+	 * limit applies to each of them). */
 	fb = fallbacks(ctxl);
-	buf = make(ctxl, 64 * MiB, "interleave:device=1,host=1", 32 * MiB);
+	buf = make(ctxl, 64 * MiB, "interleave:device=0,device0=1,host=1", 32 * MiB);
 	residency(buf, 0, 32 * MiB, &dev, &host);
 	ok(dev == 8 * MiB && host == 24 * MiB,
 	   "interleave under VMMX_DEVICE_LIMIT=8MiB: 8 MiB on the device, 24 on host (%zu, %zu)",
