@@ -26,17 +26,9 @@ static bool same_loc(struct vmmx_loc a, struct vmmx_loc b)
 static uintptr_t next_buf_base(struct vmmx_ctx *ctx, uintptr_t addr)
 {
 	struct vmmx__buflist *l = rcu_dereference(ctx->bufs);
-	size_t lo = 0, hi = l->n;
+	size_t i = vmmx__buflist_upper(l, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->bufs[mid]->base <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < l->n ? l->bufs[lo]->base : UINTPTR_MAX;
+	return i < l->n ? l->bufs[i]->base : UINTPTR_MAX;
 }
 
 /*

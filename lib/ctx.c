@@ -590,12 +590,10 @@ void vmmx__ctx_remove_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
 	free(old);
 }
 
-struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr)
+size_t vmmx__buflist_upper(const struct vmmx__buflist *l, uintptr_t addr)
 {
-	struct vmmx__buflist *l = rcu_dereference(ctx->bufs);
 	size_t lo = 0, hi = l->n;
 
-	/* Last buffer whose base is <= addr. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -604,9 +602,18 @@ struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr)
 		else
 			hi = mid;
 	}
-	if (!lo)
-		return NULL;
-	struct vmmx_buf *b = l->bufs[lo - 1];
+	return lo;
+}
 
+struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr)
+{
+	struct vmmx__buflist *l = rcu_dereference(ctx->bufs);
+	size_t i = vmmx__buflist_upper(l, addr);
+	struct vmmx_buf *b;
+
+	/* The last buffer whose base is <= addr, if its reservation holds addr. */
+	if (!i)
+		return NULL;
+	b = l->bufs[i - 1];
 	return addr - b->base < b->capacity ? b : NULL;
 }

@@ -400,6 +400,8 @@ uint64_t vmmx__deferred_retry(struct vmmx_ctx *ctx);
 /* Add/remove a buffer in the context's RCU list (takes ctx->lock, waits a grace period on remove). */
 int vmmx__ctx_add_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf);
 void vmmx__ctx_remove_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf);
+/* Index of the first buffer of @l whose base is above @addr (binary search). */
+size_t vmmx__buflist_upper(const struct vmmx__buflist *l, uintptr_t addr);
 /* Find the buffer whose reservation holds @addr; RCU read side must be held. */
 struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr);
 

@@ -71,6 +71,39 @@ static inline int policy_unknown(const struct vmmx_policy_host *host, const stru
 	return -VMMX_EINVAL;
 }
 
+/*
+ * Parse arguments that may only be numa=N (host, device-first): the state
+ * is the node plus one, 0 for plain HOST.  0 or -VMMX_EINVAL after logging.
+ */
+static inline int policy_numa_state(const struct vmmx_policy_host *host, const char *args,
+				    void **state_p)
+{
+	struct policy_arg a[4];
+	int n = policy_args_parse(host, args, a, 4);
+	long numa = -1;
+
+	if (n < 0)
+		return -VMMX_EINVAL;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(a[i].key, "numa"))
+			return policy_unknown(host, &a[i], "numa");
+		numa = policy_arg_long(host, &a[i], 1023);
+		if (numa < 0)
+			return -VMMX_EINVAL;
+	}
+	*state_p = (void *)(intptr_t)(numa + 1);
+	return 0;
+}
+
+/* The host location a numa state names. */
+static inline struct vmmx_loc policy_numa_loc(void *state)
+{
+	intptr_t node = (intptr_t)state - 1;
+
+	return node < 0 ? (struct vmmx_loc){ VMMX_LOC_HOST, 0 }
+			: (struct vmmx_loc){ VMMX_LOC_HOST_NUMA, (int)node };
+}
+
 /* The entry point's name: vmmx_policy_entry in a plugin, or a private name
  * when the policy is compiled into libvmmx as a built-in. */
 #ifndef VMMX_POLICY_BUILTIN

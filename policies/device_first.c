@@ -11,31 +11,14 @@
 
 static int df_init(const struct vmmx_policy_host *host, const char *args, void **state_p)
 {
-	struct policy_arg a[4];
-	int n = policy_args_parse(host, args, a, 4);
-	long numa = -1;
-
-	if (n < 0)
-		return -VMMX_EINVAL;
-	for (int i = 0; i < n; i++) {
-		if (strcmp(a[i].key, "numa"))
-			return policy_unknown(host, &a[i], "numa");
-		numa = policy_arg_long(host, &a[i], 1023);
-		if (numa < 0)
-			return -VMMX_EINVAL;
-	}
-	*state_p = (void *)(intptr_t)(numa + 1);
-	return 0;
+	return policy_numa_state(host, args, state_p);
 }
 
 static int df_place(void *state, const struct vmmx_policy_request *req,
 		    struct vmmx_policy_answer *ans)
 {
-	intptr_t node = (intptr_t)state - 1;
-
 	ans->locs[0] = (struct vmmx_loc){ VMMX_LOC_DEVICE, req->device };
-	ans->locs[1] = node < 0 ? (struct vmmx_loc){ VMMX_LOC_HOST, 0 }
-				: (struct vmmx_loc){ VMMX_LOC_HOST_NUMA, (int)node };
+	ans->locs[1] = policy_numa_loc(state);
 	ans->nlocs = 2;
 	return 0;
 }

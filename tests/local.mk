@@ -54,7 +54,7 @@ vmmx_c_tests = \
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
 TESTS += $(vmmx_c_tests) %D%/api/cxx %D%/api/exports.sh
-EXTRA_DIST += %D%/api/exports.sh
+EXTRA_DIST += %D%/api/exports.sh %D%/tools/tap.sh
 TESTS += %D%/tools/vmmx-info.sh
 EXTRA_DIST += %D%/tools/vmmx-info.sh
 

@@ -7,31 +7,7 @@ info="$top_builddir/tools/vmmx-info"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-info-sh.XXXXXX") || exit 1
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# The sim, and nothing else from the caller's environment.
-for v in $(env | sed -n 's/^\(VMMX_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
-VMMX_BACKEND=sim
-export VMMX_BACKEND
-
-if command -v python3 >/dev/null 2>&1; then py=python3; else py=; fi
-n=0
-check() { # check STATUS DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
-}
-skip() {
-	n=$((n + 1))
-	echo "ok $n # SKIP $1"
-}
-# pycheck DESCRIPTION FILE EXPRESSION: EXPRESSION over d, the parsed FILE, is true.
-pycheck() {
-	if [ -z "$py" ]; then skip "no python3: $1"; return; fi
-	$py -c 'import json, sys
-d = json.load(open(sys.argv[1], encoding="utf-8"))
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>"$tmp/py.err"
-	st=$?
-	check $st "$1"
-	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/py.err"
-}
+. "$top_srcdir/tests/tools/tap.sh"
 
 echo "1..24"
 

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: MIT
+# tap.sh - sourced by the tools' shell tests: the sim backend and nothing else
+# of the caller's VMMX_* environment, and TAP helpers.  The test sets $tmp (a
+# scratch directory) before sourcing this file.
+#   check STATUS DESCRIPTION     ok when STATUS is 0
+#   skip REASON                  a skipped assertion
+#   pycheck DESCRIPTION FILE EXPR  EXPR (Python, over d = the JSON in FILE;
+#                                r = d["results"] and row(size, placement) for
+#                                vmmx-place output) is true; skipped without python3
+for v in $(env | sed -n 's/^\(VMMX_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
+VMMX_BACKEND=sim
+export VMMX_BACKEND
+
+if command -v python3 >/dev/null 2>&1; then py=python3; else py=; fi
+n=0
+check() {
+	n=$((n + 1))
+	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+}
+skip() {
+	n=$((n + 1))
+	echo "ok $n # SKIP $1"
+}
+pycheck() {
+	if [ -z "$py" ]; then skip "no python3: $1"; return; fi
+	$py -c 'import json, math, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+r = d.get("results", []) if isinstance(d, dict) else []
+def row(size, name): return [x for x in r if x["size"] == size and x["placement"] == name][0]
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>"$tmp/py.err"
+	st=$?
+	check $st "$1"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/py.err"
+}
