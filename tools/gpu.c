@@ -126,6 +126,26 @@ bad:
 	return -1;
 }
 
+int tool_parse_count(const char *prog, const char *opt, const char *s, unsigned int min,
+		     unsigned int max, unsigned int *out)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+
+	if (!*s || *end || *s == '-' || v < min || v > max) {
+		fprintf(stderr, "%s: %s %s: expected a whole number from %u to %u\n", prog, opt, s,
+			min, max);
+		return -1;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+double tool_gbps(uint64_t bytes, double sec)
+{
+	return (double)bytes / sec / 1e9;
+}
+
 void tool_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);

@@ -293,6 +293,16 @@ const char *tool_fmt_size(uint64_t b, char *buf, size_t len);
  */
 int tool_parse_sizes(const char *prog, const char *what, const char *s, uint64_t *out, int max);
 
+/**
+ * tool_parse_count() - a whole number from @min to @max given to option @opt;
+ * 0, or -1 after a message on stderr naming the option and the range.
+ */
+int tool_parse_count(const char *prog, const char *opt, const char *s, unsigned int min,
+		     unsigned int max, unsigned int *out);
+
+/** tool_gbps() - @bytes moved in @sec seconds, in GB/s (10^9 bytes). */
+double tool_gbps(uint64_t bytes, double sec);
+
 /** tool_json_str() - @s as a JSON string literal, quotes included. */
 void tool_json_str(FILE *f, const char *s);
 

@@ -209,18 +209,10 @@ static void usage(FILE *f)
 	    "Exit status: 0 done (targets may MISS), 1 a measurement failed, 2 bad usage.\n");
 }
 
+/* Counts are bounded so a typo cannot ask for days of runs. */
 static int parse_count(const char *opt, const char *s, unsigned int min, unsigned int *out)
 {
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (!*s || *end || *s == '-' || v < min || v > 100000) {
-		fprintf(stderr, PROG ": %s %s: expected a whole number from %u to 100000\n", opt, s,
-			min);
-		return -1;
-	}
-	*out = (unsigned int)v;
-	return 0;
+	return tool_parse_count(PROG, opt, s, min, 100000, out);
 }
 
 static int parse_size1(const char *opt, const char *s, uint64_t *out)
@@ -1368,11 +1360,6 @@ out:
 
 /* ---- migrate ---- */
 
-static double gbs(uint64_t bytes, double sec)
-{
-	return (double)bytes / sec / 1e9;
-}
-
 /*
  * The PCIe copy rate: cuMemcpy of the range between cuMemAlloc and
  * cuMemHostAlloc memory each way, timed with device events, median of
@@ -1978,7 +1965,7 @@ static void print_tables(struct bench *B)
 		for (int k = 0; k < 2; k++) {
 			if (isfinite(bl[k]->d2h) && isfinite(bl[k]->h2d))
 				printf("%-13s d->h %8.2f GB/s, h->d %8.2f GB/s  (%s)\n", label[k],
-				       gbs(S, bl[k]->d2h), gbs(S, bl[k]->h2d), bl[k]->name);
+				       tool_gbps(S, bl[k]->d2h), tool_gbps(S, bl[k]->h2d), bl[k]->name);
 			else
 				printf("%-13s not measured: %s\n", label[k],
 				       bl[k]->why[0] ? bl[k]->why : "failed");
@@ -1999,8 +1986,8 @@ static void print_tables(struct bench *B)
 			}
 			printf("%-10s %-8s %7zu %10.2f %7s %7s %10.2f %7s %7s %11llu\n",
 			       tool_fmt_size(r->chunk, a, sizeof(a)), mig_label(r),
-			       r->nchunks, gbs(S, r->d2h), ratio(pb->d2h, r->d2h, b, sizeof(b)),
-			       ratio(ub->d2h, r->d2h, c, sizeof(c)), gbs(S, r->h2d),
+			       r->nchunks, tool_gbps(S, r->d2h), ratio(pb->d2h, r->d2h, b, sizeof(b)),
+			       ratio(ub->d2h, r->d2h, c, sizeof(c)), tool_gbps(S, r->h2d),
 			       ratio(pb->h2d, r->h2d, d, sizeof(d)),
 			       ratio(ub->h2d, r->h2d, e, sizeof(e)),
 			       (unsigned long long)r->cache_hits);
@@ -2182,9 +2169,9 @@ static void print_json(struct bench *B)
 			fprintf(f, ",\"h2d_s\":");
 			jnum(bl[k]->h2d);
 			fprintf(f, ",\"d2h_gbps\":");
-			jnum(gbs(S, bl[k]->d2h));
+			jnum(tool_gbps(S, bl[k]->d2h));
 			fprintf(f, ",\"h2d_gbps\":");
-			jnum(gbs(S, bl[k]->h2d));
+			jnum(tool_gbps(S, bl[k]->h2d));
 			fprintf(f, ",\"why\":");
 			tool_json_str(f, bl[k]->why);
 			fputc('}', f);
@@ -2206,9 +2193,9 @@ static void print_json(struct bench *B)
 			fprintf(f, ",\"h2d_s\":");
 			jnum(r->h2d);
 			fprintf(f, ",\"d2h_gbps\":");
-			jnum(gbs(S, r->d2h));
+			jnum(tool_gbps(S, r->d2h));
 			fprintf(f, ",\"h2d_gbps\":");
-			jnum(gbs(S, r->h2d));
+			jnum(tool_gbps(S, r->h2d));
 			fprintf(f, ",\"d2h_vs_pcie\":");
 			jnum(B->pcie.d2h / r->d2h);
 			fprintf(f, ",\"h2d_vs_pcie\":");

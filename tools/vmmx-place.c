@@ -258,18 +258,10 @@ static int set_baselines(struct opts *o, const char *s)
 	return 0;
 }
 
+/* Counts are bounded so a typo cannot ask for days of runs. */
 static int parse_count(const char *opt, const char *s, unsigned int min, unsigned int *out)
 {
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (!*s || *end || *s == '-' || v < min || v > 10000) {
-		fprintf(stderr, PROG ": %s %s: expected a whole number from %u to 10000\n", opt, s,
-			min);
-		return -1;
-	}
-	*out = (unsigned int)v;
-	return 0;
+	return tool_parse_count(PROG, opt, s, min, 10000, out);
 }
 
 static int parse_one_size(const char *opt, const char *s, uint64_t *out)
@@ -979,11 +971,6 @@ static const char SIM_BANNER[] = "==============================================
 				 " by libvmmx buffers under the device and host policies.\n"
 				 "==============================================================\n";
 
-static double gbps(uint64_t bytes, double sec)
-{
-	return (double)bytes / sec / 1e9;
-}
-
 static const char *wl_name(const struct run *R)
 {
 	return R->o.window ? "window" : gpu_workload_name(R->o.wl);
@@ -1042,8 +1029,8 @@ static void print_row_window(const struct row *r)
 	snprintf(ev, sizeof(ev), "%llu", (unsigned long long)r->evictions);
 	snprintf(pr, sizeof(pr), "%llu", (unsigned long long)r->promotions);
 	printf("%-10s %-28s %-10s %9.1f %9.1f %9.1f %10.2f %9.2f %10s %6s %6s %6s ", a, r->name,
-	       tool_fmt_size(r->win, w, sizeof(w)), gbps(r->read_bytes, r->read_s),
-	       gbps(r->pass1_bytes, r->pass1_s), gbps(r->read_bytes, r->read_s + r->advise_s),
+	       tool_fmt_size(r->win, w, sizeof(w)), tool_gbps(r->read_bytes, r->read_s),
+	       tool_gbps(r->pass1_bytes, r->pass1_s), tool_gbps(r->read_bytes, r->read_s + r->advise_s),
 	       r->advise_s * 1e3, r->setup * 1e3,
 	       r->stats_known ? tool_fmt_size(r->migrated_bytes, m, sizeof(m)) : "-",
 	       r->stats_known ? n : "-", r->stats_known ? ev : "-", r->stats_known ? pr : "-");
@@ -1067,11 +1054,11 @@ static void print_row(const struct row *r)
 		printf("%-10s %-28s %s: %s\n", a, r->name, st_names[r->st], r->reason);
 		return;
 	}
-	printf("%-10s %-28s %9.1f %9.1f ", a, r->name, gbps(r->moved, r->t.median),
-	       gbps(r->moved, r->t.best));
+	printf("%-10s %-28s %9.1f %9.1f ", a, r->name, tool_gbps(r->moved, r->t.median),
+	       tool_gbps(r->moved, r->t.best));
 	/* No warm-up run: no cold figure. */
 	if (isfinite(r->t.cold))
-		printf("%9.1f ", gbps(r->moved, r->t.cold));
+		printf("%9.1f ", tool_gbps(r->moved, r->t.cold));
 	else
 		printf("%9s ", "-");
 	printf("%10.3f %9.2f ", r->t.median * 1e3, r->setup * 1e3);
@@ -1131,13 +1118,13 @@ static void print_csv_row_window(const struct run *R, const struct row *r)
 	       R->o.iters, (unsigned long long)(ok ? r->read_bytes : 0));
 	csv_num(ok ? r->read_s : NAN);
 	putchar(',');
-	csv_num(ok ? gbps(r->read_bytes, r->read_s) : NAN);
+	csv_num(ok ? tool_gbps(r->read_bytes, r->read_s) : NAN);
 	putchar(',');
-	csv_num(ok ? gbps(r->pass1_bytes, r->pass1_s) : NAN);
+	csv_num(ok ? tool_gbps(r->pass1_bytes, r->pass1_s) : NAN);
 	putchar(',');
 	csv_num(ok ? r->advise_s : NAN);
 	putchar(',');
-	csv_num(ok ? gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
+	csv_num(ok ? tool_gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
 	putchar(',');
 	csv_num(ok ? r->setup : NAN);
 	putchar(',');
@@ -1171,11 +1158,11 @@ static void print_csv_row(const struct row *r)
 	printf(",%s,%s,", r->kind, st_names[r->st]);
 	csv_str(r->reason);
 	printf(",%llu,", (unsigned long long)r->moved);
-	csv_num(ok ? gbps(r->moved, r->t.median) : NAN);
+	csv_num(ok ? tool_gbps(r->moved, r->t.median) : NAN);
 	putchar(',');
-	csv_num(ok ? gbps(r->moved, r->t.best) : NAN);
+	csv_num(ok ? tool_gbps(r->moved, r->t.best) : NAN);
 	putchar(',');
-	csv_num(ok ? gbps(r->moved, r->t.cold) : NAN);
+	csv_num(ok ? tool_gbps(r->moved, r->t.cold) : NAN);
 	putchar(',');
 	csv_num(ok ? r->t.median : NAN);
 	putchar(',');
@@ -1208,13 +1195,13 @@ static void json_window_row(FILE *f, const struct row *r)
 		(unsigned long long)r->win, (unsigned long long)(ok ? r->read_bytes : 0));
 	tool_json_num(f, ok ? r->read_s : NAN);
 	fprintf(f, ",\"gbps\":");
-	tool_json_num(f, ok ? gbps(r->read_bytes, r->read_s) : NAN);
+	tool_json_num(f, ok ? tool_gbps(r->read_bytes, r->read_s) : NAN);
 	fprintf(f, ",\"gbps_pass1\":");
-	tool_json_num(f, ok ? gbps(r->pass1_bytes, r->pass1_s) : NAN);
+	tool_json_num(f, ok ? tool_gbps(r->pass1_bytes, r->pass1_s) : NAN);
 	fprintf(f, ",\"advise_s\":");
 	tool_json_num(f, ok ? r->advise_s : NAN);
 	fprintf(f, ",\"gbps_with_advise\":");
-	tool_json_num(f, ok ? gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
+	tool_json_num(f, ok ? tool_gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
 	fprintf(f, ",\"setup_s\":");
 	tool_json_num(f, ok ? r->setup : NAN);
 	if (ok && r->res_known)
@@ -1315,11 +1302,11 @@ static void print_json(struct run *R)
 			continue;
 		}
 		fprintf(f, ",\"bytes_moved\":%llu,\"gbps\":", (unsigned long long)r->moved);
-		tool_json_num(f, ok ? gbps(r->moved, r->t.median) : NAN);
+		tool_json_num(f, ok ? tool_gbps(r->moved, r->t.median) : NAN);
 		fprintf(f, ",\"gbps_best\":");
-		tool_json_num(f, ok ? gbps(r->moved, r->t.best) : NAN);
+		tool_json_num(f, ok ? tool_gbps(r->moved, r->t.best) : NAN);
 		fprintf(f, ",\"gbps_cold\":");
-		tool_json_num(f, ok ? gbps(r->moved, r->t.cold) : NAN);
+		tool_json_num(f, ok ? tool_gbps(r->moved, r->t.cold) : NAN);
 		fprintf(f, ",\"time_s\":");
 		tool_json_num(f, ok ? r->t.median : NAN);
 		fprintf(f, ",\"time_best_s\":");
@@ -1391,7 +1378,7 @@ static int write_plot(struct run *R)
 			if (strcmp(r->name, name) || r->st != ST_OK || !r->res_known)
 				continue;
 			pts[n].x = (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes);
-			pts[n].y = gbps(r->moved, r->t.median);
+			pts[n].y = tool_gbps(r->moved, r->t.median);
 			n++;
 		}
 		if (!n)
