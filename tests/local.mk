@@ -158,10 +158,10 @@ check_LTLIBRARIES += \
 %C%_policies_vmmx_policy_coinflip_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
 
 # GPU kernels: nvcc builds a fatbin, bin2c embeds it; without nvcc the test skips.
-%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c %D%/gpu/hash.h
+%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
 %C%_gpu_mixed_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_mixed_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
-%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/migrate_kernel.c %D%/gpu/hash.h
+%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/migrate_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
 %C%_gpu_migrate_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_migrate_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_SOURCES = %D%/gpu/fallback_kernel.c

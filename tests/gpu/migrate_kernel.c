@@ -25,6 +25,7 @@
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
 #include "tests/gpu/hash.h"
+#include "tests/gpu/check.h"
 
 #ifdef VMMX_HAVE_KERNELS
 #include "kernels_fatbin.h"
@@ -37,42 +38,12 @@
 #define CHUNK (16 * MiB)
 #define REG_SIZE (64 * MiB)
 
-#define GRID 1024u
-#define BLOCK 256u
 
 #define SEED 0x600dd00du
 #define SEED2 0x5eed5eedu
 #define SEED3 0x12345678u
 
 #ifdef VMMX_HAVE_KERNELS
-/* Number of elements of p[0, n) that are not test_hash(first + i) + add; the first is described. */
-static size_t count_bad(const unsigned int *p, size_t first, size_t n, unsigned int seed,
-			unsigned int add, const char *what)
-{
-	size_t bad = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned int want = test_hash(first + i, seed) + add;
-
-		if (p[i] != want && !bad++)
-			diag("%s: first wrong element %zu (byte offset %zu): %#x, wanted %#x", what,
-			     first + i, (first + i) * sizeof(*p), p[i], want);
-	}
-	return bad;
-}
-
-/* Zero the counter, run a kernel whose last argument is it, read it back. */
-static int run_counted(struct vmmx_ctx *ctx, unsigned long long *errs_dev, const char *kernel,
-		       void **args, unsigned long long *errs_p)
-{
-	int err = vmmx_memset(ctx, errs_dev, 0, sizeof(*errs_dev));
-
-	if (err)
-		return err;
-	if (tcuda_launch(kernel, GRID, BLOCK, args))
-		return -VMMX_EDRIVER;
-	return vmmx_memcpy(ctx, errs_p, errs_dev, sizeof(*errs_p));
-}
 
 /* Whether vmmx_buf_residency of the whole buffer matches its chunk list, and the host bytes. */
 static bool residency_matches(struct vmmx_buf *buf, size_t *host_p)

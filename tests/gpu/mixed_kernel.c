@@ -21,6 +21,7 @@
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
 #include "tests/gpu/hash.h"
+#include "tests/gpu/check.h"
 
 #ifdef VMMX_HAVE_KERNELS
 #include "kernels_fatbin.h"
@@ -43,42 +44,10 @@
 /* Copies between a device chunk and a host chunk: 4 MiB, in elements. */
 #define CP_N (4 * MiB / sizeof(unsigned int))
 
-#define GRID 1024u
-#define BLOCK 256u
 
 #define SEED 0x5eed1234u
 #define SEED2 0x0badcafeu
 
-#ifdef VMMX_HAVE_KERNELS
-/* Number of elements of p[0, n) that are not want(i) + add; the first is described. */
-static size_t count_bad(const unsigned int *p, size_t first, size_t n, unsigned int seed,
-			unsigned int add, const char *what)
-{
-	size_t bad = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned int want = test_hash(first + i, seed) + add;
-
-		if (p[i] != want && !bad++)
-			diag("%s: first wrong element %zu (byte offset %zu): %#x, wanted %#x", what,
-			     first + i, (first + i) * sizeof(*p), p[i], want);
-	}
-	return bad;
-}
-
-/* Zero the counter, run a kernel whose last argument is it, read it back. */
-static int run_counted(struct vmmx_ctx *ctx, unsigned long long *errs_dev, const char *kernel,
-		       void **args, unsigned long long *errs_p)
-{
-	int err = vmmx_memset(ctx, errs_dev, 0, sizeof(*errs_dev));
-
-	if (err)
-		return err;
-	if (tcuda_launch(kernel, GRID, BLOCK, args))
-		return -VMMX_EDRIVER;
-	return vmmx_memcpy(ctx, errs_p, errs_dev, sizeof(*errs_p));
-}
-#endif
 
 int main(void)
 {
