@@ -315,6 +315,25 @@ static void cu_leave(struct vmm_cuda *c, CUcontext saved)
 		(void)c->api.cuCtxSetCurrent(saved);
 }
 
+/*
+ * One driver call with our context current on this thread, its failure
+ * mapped and reported once (cu_fail).  Evaluates to 0 or the -VMMX_E* code.
+ */
+#define CU_CALL(c, call, ...)                                              \
+	({                                                                 \
+		CUcontext saved_;                                          \
+		int err_ = cu_enter((c), &saved_);                         \
+									   \
+		if (!err_) {                                               \
+			CUresult r_ = (call);                              \
+									   \
+			cu_leave((c), saved_);                             \
+			if (r_ != CUDA_SUCCESS)                            \
+				err_ = cu_fail((c), r_, __VA_ARGS__);      \
+		}                                                          \
+		err_;                                                      \
+	})
+
 /* ---- operations ---- */
 
 static void cuda_close(struct vmm *v)
@@ -374,23 +393,19 @@ static int cuda_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
 {
 	struct vmm_cuda *c = to_cuda(v);
 	CUmemAllocationProp prop;
-	CUcontext saved;
 	size_t gran = 0;
 	char ls[32];
-	CUresult r;
 	int err;
 
 	err = loc_prop(c, loc, &prop);
 	if (err)
 		return err;
-	err = cu_enter(c, &saved);
+	err = CU_CALL(c,
+		      c->api.cuMemGetAllocationGranularity(&gran, &prop,
+							   CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+		      "cuMemGetAllocationGranularity(%s, minimum)", loc_str(loc, ls, sizeof(ls)));
 	if (err)
 		return err;
-	r = c->api.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemGetAllocationGranularity(%s, minimum)",
-			       loc_str(loc, ls, sizeof(ls)));
 	*gran_p = gran;
 	return 0;
 }
@@ -538,17 +553,12 @@ static int cuda_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
 {
 	struct vmm_cuda *c = to_cuda(v);
 	CUdeviceptr va = 0;
-	CUcontext saved;
-	CUresult r;
 	int err;
 
-	err = cu_enter(c, &saved);
+	err = CU_CALL(c, c->api.cuMemAddressReserve(&va, size, align, 0, 0),
+		      "cuMemAddressReserve(%zu bytes, align %zu)", size, align);
 	if (err)
 		return err;
-	r = c->api.cuMemAddressReserve(&va, size, align, 0, 0);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemAddressReserve(%zu bytes, align %zu)", size, align);
 	*va_p = (void *)(uintptr_t)va;
 	return 0;
 }
@@ -556,18 +566,8 @@ static int cuda_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
 static int cuda_unreserve(struct vmm *v, void *va, size_t size)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
-	int err;
-
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuMemAddressFree(dptr(va), size);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemAddressFree(%p, %zu bytes)", va, size);
-	return 0;
+	return CU_CALL(c, c->api.cuMemAddressFree(dptr(va), size), "cuMemAddressFree(%p, %zu bytes)",
+		       va, size);
 }
 
 static int cuda_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handle_t *h_p)
@@ -575,22 +575,16 @@ static int cuda_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_hand
 	struct vmm_cuda *c = to_cuda(v);
 	CUmemGenericAllocationHandle h = 0;
 	CUmemAllocationProp prop;
-	CUcontext saved;
 	char ls[32];
-	CUresult r;
 	int err;
 
 	err = loc_prop(c, loc, &prop);
 	if (err)
 		return err;
-	err = cu_enter(c, &saved);
+	err = CU_CALL(c, c->api.cuMemCreate(&h, size, &prop, 0),
+		      "cuMemCreate(%s, %zu bytes)", loc_str(loc, ls, sizeof(ls)), size);
 	if (err)
 		return err;
-	r = c->api.cuMemCreate(&h, size, &prop, 0);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemCreate(%s, %zu bytes)", loc_str(loc, ls, sizeof(ls)),
-			       size);
 	*h_p = h;
 	return 0;
 }
@@ -598,54 +592,23 @@ static int cuda_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_hand
 static int cuda_release(struct vmm *v, vmm_handle_t h)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
-	int err;
-
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuMemRelease(h);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemRelease(handle %#llx)", (unsigned long long)h);
-	return 0;
+	return CU_CALL(c, c->api.cuMemRelease(h), "cuMemRelease(handle %#llx)",
+		       (unsigned long long)h);
 }
 
 static int cuda_map(struct vmm *v, void *va, size_t size, vmm_handle_t h)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
-	int err;
 
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
 	/* offset 0: the driver maps a handle only whole. */
-	r = c->api.cuMemMap(dptr(va), size, 0, h, 0);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemMap(%p, %zu bytes, handle %#llx)", va, size,
-			       (unsigned long long)h);
-	return 0;
+	return CU_CALL(c, c->api.cuMemMap(dptr(va), size, 0, h, 0),
+		       "cuMemMap(%p, %zu bytes, handle %#llx)", va, size, (unsigned long long)h);
 }
 
 static int cuda_unmap(struct vmm *v, void *va, size_t size)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
-	int err;
-
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuMemUnmap(dptr(va), size);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemUnmap(%p, %zu bytes)", va, size);
-	return 0;
+	return CU_CALL(c, c->api.cuMemUnmap(dptr(va), size), "cuMemUnmap(%p, %zu bytes)", va, size);
 }
 
 static const char *access_str(enum vmm_access_flags f)
@@ -820,18 +783,7 @@ static int cuda_memset(struct vmm *v, void *dst, int value, size_t n)
 static int cuda_sync(struct vmm *v)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
-	int err;
-
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuCtxSynchronize();
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuCtxSynchronize(device %d)", c->ordinal);
-	return 0;
+	return CU_CALL(c, c->api.cuCtxSynchronize(), "cuCtxSynchronize(device %d)", c->ordinal);
 }
 
 /* ---- attributes and peers ---- */
@@ -995,18 +947,7 @@ static int cuda_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_
 static int cuda_host_unregister(struct vmm *v, void *ptr)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
-	int err;
-
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuMemHostUnregister(ptr);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemHostUnregister(%p)", ptr);
-	return 0;
+	return CU_CALL(c, c->api.cuMemHostUnregister(ptr), "cuMemHostUnregister(%p)", ptr);
 }
 
 /* ---- streams ---- */
@@ -1046,18 +987,13 @@ static int cuda_stream_create(struct vmm *v, vmm_stream_t *s_p)
 {
 	struct vmm_cuda *c = to_cuda(v);
 	CUstream st = NULL, *n;
-	CUcontext saved;
-	CUresult r;
 	int err;
 
-	err = cu_enter(c, &saved);
+	/* NON_BLOCKING: no implicit wait on the legacy default stream, whoever uses it */
+	err = CU_CALL(c, c->api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING),
+		      "cuStreamCreate(NON_BLOCKING)");
 	if (err)
 		return err;
-	/* NON_BLOCKING: no implicit wait on the legacy default stream, whoever uses it */
-	r = c->api.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuStreamCreate(NON_BLOCKING)");
 
 	pthread_mutex_lock(&c->streams_lock);
 	if (c->nstreams == c->streams_cap) {
@@ -1117,43 +1053,27 @@ static int cuda_stream_destroy(struct vmm *v, vmm_stream_t s)
 static int cuda_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
 	int err;
 
 	err = stream_check(c, s, true, "copy_async");
 	if (err || !n)
 		return err;
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuMemcpyAsync(dptr(dst), dptr(src), n, cu_stream(s));
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuMemcpyAsync(%p <- %p, %zu bytes, stream %p)", dst, src, n,
-			       (void *)cu_stream(s));
-	return 0;
+	return CU_CALL(c, c->api.cuMemcpyAsync(dptr(dst), dptr(src), n, cu_stream(s)),
+		       "cuMemcpyAsync(%p <- %p, %zu bytes, stream %p)",
+		       dst, src, n, (void *)cu_stream(s));
 }
 
 static int cuda_stream_sync(struct vmm *v, vmm_stream_t s)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
 	int err;
 
 	err = stream_check(c, s, true, "stream_sync");
 	if (err)
 		return err;
 	/* stream 0 means the current context's default stream: ours must be current */
-	err = cu_enter(c, &saved);
-	if (err)
-		return err;
-	r = c->api.cuStreamSynchronize(cu_stream(s));
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuStreamSynchronize(%p)", (void *)cu_stream(s));
-	return 0;
+	return CU_CALL(c, c->api.cuStreamSynchronize(cu_stream(s)),
+		       "cuStreamSynchronize(%p)", (void *)cu_stream(s));
 }
 
 static const struct vmm_ops cuda_ops = {
