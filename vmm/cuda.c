@@ -9,12 +9,12 @@
  * Why dlopen: libcuda.so.1 belongs to the driver, not to the toolkit, and is
  * absent on machines without an NVIDIA GPU.  Linking it would make every
  * program that uses libvmmx fail to start there, before it could say why.
- * Loaded at open time, a missing driver becomes -VMMX_ENODRIVER with
- * dlerror()'s text, and the sim backend keeps working.  Symbols are resolved
- * by the versioned names that cuda.h maps the API names to (cuMemGetInfo ->
- * cuMemGetInfo_v2, ...), so this file calls exactly the ABI that the
- * compiled-against header describes; CUDA_API_PER_THREAD_DEFAULT_STREAM is
- * honoured the same way (_ptds/_ptsz names).
+ * It is loaded at open time through the one door to the driver,
+ * vmm/cudaload.c (shared with the tools and the tests), so a missing driver
+ * becomes -VMMX_ENODRIVER with dlerror()'s text, and the sim backend keeps
+ * working.  That table holds the versioned names that cuda.h maps the API
+ * names to (cuMemGetInfo -> cuMemGetInfo_v2, _ptds/_ptsz under
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM); this file keeps a copy of it.
  *
  * Contexts: open retains the device's primary context (the one the CUDA
  * runtime uses too, so libvmmx and cudart code share allocations and the
@@ -32,7 +32,10 @@
  * its arguments, the CUDA error name and its description.
  *
  * Streams: the instance keeps the list of the streams it created and
- * refuses any other value with -VMMX_EINVAL, as the sim does.  A CUstream is
+ * refuses any other value with -VMMX_EINVAL, as the sim does, except in
+ * event_record: a framework's allocator frees memory on the framework's own
+ * streams, so an event is recorded on any CUstream the caller hands in (it
+ * is the caller's to keep alive, as it is for the framework itself).  A CUstream is
  * a pointer into the driver; handing it a destroyed or made-up one is
  * undefined behaviour there, not an error code, so the check has to be ours.
  * Stream 0 is the default stream (the legacy one, or the per-thread one in a
@@ -52,7 +55,6 @@
 
 #ifdef VMMX_HAVE_CUDA
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -65,6 +67,7 @@
 
 #include <cuda.h>
 
+#include "vmm/cudaload.h"
 #include "vmm/vmm.h"
 
 #define CUDA_LIB "libcuda.so.1"
@@ -74,70 +77,13 @@ _Static_assert(sizeof(vmm_handle_t) == sizeof(CUmemGenericAllocationHandle),
 _Static_assert(sizeof(CUdeviceptr) == sizeof(void *),
 	       "unified addressing: a CUdeviceptr is a process address");
 
-/*
- * The driver entry points we use.  Listed once; the list expands into the
- * struct of pointers and into the table of names for dlsym.  An argument is
- * macro-expanded before it is substituted (it is not an operand of # or ##
- * here), so cuMemGetInfo becomes cuMemGetInfo_v2 everywhere: the member name,
- * its type (__typeof__ of cuda.h's own declaration) and the string given to
- * dlsym all agree.
- */
-#define CUDA_FNS(X)                                                                        \
-	X(cuGetErrorName)                                                                  \
-	X(cuGetErrorString)                                                                \
-	X(cuInit)                                                                          \
-	X(cuDriverGetVersion)                                                              \
-	X(cuDeviceGetCount)                                                                \
-	X(cuDeviceGet)                                                                     \
-	X(cuDeviceGetName)                                                                 \
-	X(cuDeviceGetAttribute)                                                            \
-	X(cuDeviceCanAccessPeer)                                                           \
-	X(cuDevicePrimaryCtxRetain)                                                        \
-	X(cuDevicePrimaryCtxRelease)                                                       \
-	X(cuCtxGetCurrent)                                                                 \
-	X(cuCtxSetCurrent)                                                                 \
-	X(cuCtxPushCurrent)                                                                \
-	X(cuCtxPopCurrent)                                                                 \
-	X(cuCtxSynchronize)                                                                \
-	X(cuStreamSynchronize)                                                             \
-	X(cuStreamCreate)                                                                  \
-	X(cuStreamDestroy)                                                                 \
-	X(cuMemGetInfo)                                                                    \
-	X(cuMemGetAllocationGranularity)                                                   \
-	X(cuMemAddressReserve)                                                             \
-	X(cuMemAddressFree)                                                                \
-	X(cuMemCreate)                                                                     \
-	X(cuMemRelease)                                                                    \
-	X(cuMemMap)                                                                        \
-	X(cuMemUnmap)                                                                      \
-	X(cuMemSetAccess)                                                                  \
-	X(cuMemcpy)                                                                        \
-	X(cuMemcpyAsync)                                                                   \
-	X(cuMemsetD8)                                                                      \
-	X(cuMemHostRegister)                                                               \
-	X(cuMemHostGetDevicePointer)                                                       \
-	X(cuMemHostUnregister)
+/* Devices whose primary context mem_info_other() keeps (libvmmx handles 16). */
+#define CUDA_MAX_OTHER 16
 
-#define CU_DECL(f) __typeof__(f) *f;
-struct cuda_api {
-	CUDA_FNS(CU_DECL)
-};
-#undef CU_DECL
-
-#define CU_STR_(x) #x
-#define CU_STR(x) CU_STR_(x)
-#define CU_SYM(f) { CU_STR(f), offsetof(struct cuda_api, f) },
-static const struct cuda_sym {
-	const char *name;
-	size_t off;
-} cuda_syms[] = { CUDA_FNS(CU_SYM) };
-#undef CU_SYM
-
-/* The instance; read-only once vmm_cuda_open() returns. */
+/* The instance; read-only once vmm_cuda_open() returns, but for the atomics. */
 struct vmm_cuda {
 	struct vmm vmm;                 /* first: the dispatch layer's head */
-	void *lib;                      /* dlopen handle of libcuda.so.1 */
-	struct cuda_api api;
+	struct vmm_cuda_api api;        /* the driver, from vmm/cudaload.c */
 	CUdevice dev;
 	int ordinal;                    /* p->device */
 	int device_count;
@@ -147,6 +93,9 @@ struct vmm_cuda {
 	size_t nstreams, streams_cap;   /* streams_lock */
 	uint64_t host_avail;            /* last MemAvailable read: atomic */
 	uint64_t host_avail_ns;         /* when (CLOCK_MONOTONIC): atomic */
+	/* Primary contexts of other devices, retained at their first free-memory
+	 * query and released at close (mem_info_other): atomic, set once. */
+	CUcontext other_ctx[CUDA_MAX_OTHER];
 };
 
 static inline struct vmm_cuda *to_cuda(struct vmm *v)
@@ -359,11 +308,19 @@ static void cuda_close(struct vmm *v)
 	}
 	free(c->streams);
 	pthread_mutex_destroy(&c->streams_lock);
+	/* Other devices' contexts that mem_info_other() kept. */
+	for (int d = 0; d < CUDA_MAX_OTHER; d++) {
+		CUdevice od;
+
+		if (!c->other_ctx[d] || c->api.cuDeviceGet(&od, d) != CUDA_SUCCESS)
+			continue;
+		r = c->api.cuDevicePrimaryCtxRelease(od);
+		if (r != CUDA_SUCCESS)
+			cu_fail(c, r, "cuDevicePrimaryCtxRelease(device %d) at close", d);
+	}
 	r = c->api.cuDevicePrimaryCtxRelease(c->dev);
 	if (r != CUDA_SUCCESS)
 		cu_fail(c, r, "cuDevicePrimaryCtxRelease(device %d)", c->ordinal);
-	/* RTLD_NODELETE at open: this drops our reference, it unmaps nothing. */
-	dlclose(c->lib);
 	free(c);
 }
 
@@ -389,6 +346,22 @@ static int cuda_query(struct vmm *v, struct vmm_info *info)
 	return 0;
 }
 
+static int cuda_device_name(struct vmm *v, int device, char *buf, size_t len)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUdevice dev;
+	CUresult r;
+
+	/* Neither call needs a context: any device of the machine is named. */
+	r = c->api.cuDeviceGet(&dev, device);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGet(%d)", device);
+	r = c->api.cuDeviceGetName(buf, (int)(len < INT32_MAX ? len : INT32_MAX), dev);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDeviceGetName(device %d)", device);
+	return 0;
+}
+
 static int cuda_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
 {
 	struct vmm_cuda *c = to_cuda(v);
@@ -411,44 +384,90 @@ static int cuda_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
 }
 
 /*
- * Device memory of another ordinal: cuMemGetInfo answers for the current
- * context's device only, so retain that device's primary context and push it
- * for the call.  Cheap when the context is already active (someone uses that
- * GPU); when it is not, the retain creates it and the release destroys it
- * again, which costs tens of milliseconds and briefly some memory on that
- * GPU.  Still better than reporting free == total (cuDeviceTotalMem), which
+ * Device memory of another ordinal.  The total needs no context
+ * (cuDeviceTotalMem).  Free memory does: cuMemGetInfo answers for the
+ * current context's device only, so that device's primary context is pushed
+ * for the call.  Retaining a primary context that nothing else uses creates
+ * it, and releasing it again destroys it: tens to hundreds of milliseconds
+ * each time, and callers (placement, rebalancing) ask again and again.  So
+ * the first free-memory query of a device retains its primary context and
+ * the instance keeps it until close: a process that places memory on that
+ * GPU pays one context creation there, not one per query.  libvmmx asks for
+ * another device's free memory only once it uses that device (placement,
+ * migration, vmmx_device_info()), so a context that never does so creates
+ * nothing on other GPUs.  Still better than reporting free == total, which
  * would let a policy place chunks on a full GPU.
  */
+static int other_ctx_get(struct vmm_cuda *c, int ordinal, CUdevice dev, CUcontext *ctx_p)
+{
+	CUcontext ctx = NULL, none = NULL;
+	CUresult r;
+
+	if (ordinal < CUDA_MAX_OTHER) {
+		ctx = __atomic_load_n(&c->other_ctx[ordinal], __ATOMIC_ACQUIRE);
+		if (ctx) {
+			*ctx_p = ctx;
+			return 0;
+		}
+	}
+	r = c->api.cuDevicePrimaryCtxRetain(&ctx, dev);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
+	if (ordinal >= CUDA_MAX_OTHER) {
+		/* Not kept: the caller releases it after the query. */
+		*ctx_p = ctx;
+		return 1;
+	}
+	/* Two threads may both retain it: the loser gives its reference back. */
+	if (!__atomic_compare_exchange_n(&c->other_ctx[ordinal], &none, ctx, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		(void)c->api.cuDevicePrimaryCtxRelease(dev);
+		ctx = none;
+	}
+	*ctx_p = ctx;
+	return 0;
+}
+
 static int mem_info_other(struct vmm_cuda *c, int ordinal, uint64_t *free_p, uint64_t *total_p)
 {
 	CUcontext ctx = NULL, popped;
 	size_t fr = 0, tot = 0;
 	CUdevice dev;
 	CUresult r;
-	int err = 0;
+	int err = 0, temp;
 
 	r = c->api.cuDeviceGet(&dev, ordinal);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(c, r, "cuDeviceGet(%d)", ordinal);
-	r = c->api.cuDevicePrimaryCtxRetain(&ctx, dev);
-	if (r != CUDA_SUCCESS)
-		return cu_fail(c, r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
+	if (!free_p) {
+		r = c->api.cuDeviceTotalMem(&tot, dev);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(c, r, "cuDeviceTotalMem(device %d)", ordinal);
+		if (total_p)
+			*total_p = tot;
+		return 0;
+	}
+	temp = other_ctx_get(c, ordinal, dev, &ctx);
+	if (temp < 0)
+		return temp;
 	r = c->api.cuCtxPushCurrent(ctx);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(c, r, "cuCtxPushCurrent(primary context of device %d)", ordinal);
-		goto err_release;
+		goto out;
 	}
 	r = c->api.cuMemGetInfo(&fr, &tot);
 	if (r != CUDA_SUCCESS)
 		err = cu_fail(c, r, "cuMemGetInfo(device %d)", ordinal);
 	/* Pop failing would mean the stack changed under us: nothing to undo. */
 	(void)c->api.cuCtxPopCurrent(&popped);
-err_release:
-	(void)c->api.cuDevicePrimaryCtxRelease(dev);
+out:
+	if (temp)
+		(void)c->api.cuDevicePrimaryCtxRelease(dev);
 	if (err)
 		return err;
 	*free_p = fr;
-	*total_p = tot;
+	if (total_p)
+		*total_p = tot;
 	return 0;
 }
 
@@ -523,8 +542,10 @@ static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, u
 		cu_leave(c, saved);
 		if (r != CUDA_SUCCESS)
 			return cu_fail(c, r, "cuMemGetInfo(device %d)", c->ordinal);
-		*free_p = fr;
-		*total_p = tot;
+		if (free_p)
+			*free_p = fr;
+		if (total_p)
+			*total_p = tot;
 		return 0;
 	case VMMX_LOC_HOST:
 	case VMMX_LOC_HOST_NUMA:
@@ -538,8 +559,10 @@ static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, u
 				    strerror(errno));
 			return -VMMX_EDRIVER;
 		}
-		*total_p = (uint64_t)si.totalram * si.mem_unit;
-		*free_p = host_available(c, (uint64_t)si.freeram * si.mem_unit);
+		if (total_p)
+			*total_p = (uint64_t)si.totalram * si.mem_unit;
+		if (free_p)
+			*free_p = host_available(c, (uint64_t)si.freeram * si.mem_unit);
 		return 0;
 	default:
 		break;
@@ -1076,6 +1099,146 @@ static int cuda_stream_sync(struct vmm *v, vmm_stream_t s)
 		       "cuStreamSynchronize(%p)", (void *)cu_stream(s));
 }
 
+/* ---- what an address is ---- */
+
+/*
+ * cuPointerGetAttributes answers for any address: one it does not know gets
+ * the attributes' null values, not an error.  The extent given is the
+ * mapping's (MAPPING_BASE_ADDR/SIZE: one handle, so one kind of memory)
+ * and nothing else: RANGE_* and cuMemGetAddressRange answer a whole VMM
+ * reservation, which may mix device and host chunks, and one copy across
+ * those crashed the driver.  Without a mapping extent len is 0 and the
+ * caller cuts the range at granularity boundaries, which no chunk crosses.
+ * VMM address space the driver knows with nothing mapped is RESERVED.
+ */
+static int cuda_ptr_info(struct vmm *v, const void *p, struct vmm_ptr_info *info)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUpointer_attribute attrs[] = {
+		CU_POINTER_ATTRIBUTE_MEMORY_TYPE,       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+		CU_POINTER_ATTRIBUTE_IS_MANAGED,        CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+		CU_POINTER_ATTRIBUTE_RANGE_SIZE,        CU_POINTER_ATTRIBUTE_MAPPED,
+		CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, CU_POINTER_ATTRIBUTE_MAPPING_SIZE,
+	};
+	unsigned int type = 0, managed = 0, mapped = 0; /* MAPPED may be written as a bool */
+	bool have_mapped = true;
+	int ordinal = -1;
+	CUdeviceptr start = 0, mbase = 0;
+	size_t size = 0, msize = 0;
+	void *data[] = { &type, &ordinal, &managed, &start, &size, &mapped, &mbase, &msize };
+	struct vmm_ptr_info out = { .kind = VMM_MEM_PAGEABLE, .device = -1 };
+	uintptr_t a = (uintptr_t)p;
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuPointerGetAttributes(8, attrs, data, dptr(p));
+	/* A driver without the mapping attributes (before 11.7): the first five. */
+	if (r == CUDA_ERROR_INVALID_VALUE) {
+		have_mapped = false;
+		r = c->api.cuPointerGetAttributes(5, attrs, data, dptr(p));
+	}
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuPointerGetAttributes(%p)", p);
+	if (managed)
+		out.kind = VMM_MEM_MANAGED;
+	else if (have_mapped && start && !(mapped & 0xff) && type != CU_MEMORYTYPE_HOST)
+		out.kind = VMM_MEM_RESERVED;
+	else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY)
+		out.kind = VMM_MEM_DEVICE;
+	else if (type)
+		out.kind = VMM_MEM_REGISTERED;
+	if (out.kind == VMM_MEM_DEVICE)
+		out.device = ordinal;
+	if (out.kind != VMM_MEM_PAGEABLE && out.kind != VMM_MEM_RESERVED && mbase && msize &&
+	    a >= mbase && a - mbase < msize)
+		out.len = mbase + msize - a;
+	*info = out;
+	return 0;
+}
+
+/*
+ * In a forked child the driver's state is the parent's: free our own
+ * memory and call nothing of the driver's.
+ */
+static void cuda_abandon(struct vmm *v)
+{
+	struct vmm_cuda *c = to_cuda(v);
+
+	free(c->streams);
+	free(c); /* the driver library stays loaded (vmm/cudaload.c never closes it) */
+}
+
+/* ---- events ---- */
+
+static inline CUevent cu_event(vmm_event_t e)
+{
+	return (CUevent)(uintptr_t)e;
+}
+
+static int cuda_event_create(struct vmm *v, vmm_event_t *e_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUevent ev = NULL;
+	int err;
+
+	/* no timing: recording and querying an event without it is cheaper */
+	err = CU_CALL(c, c->api.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING),
+		      "cuEventCreate(DISABLE_TIMING)");
+	if (!err)
+		*e_p = (vmm_event_t)(uintptr_t)ev;
+	return err;
+}
+
+static int cuda_event_destroy(struct vmm *v, vmm_event_t e)
+{
+	struct vmm_cuda *c = to_cuda(v);
+
+	return CU_CALL(c, c->api.cuEventDestroy(cu_event(e)), "cuEventDestroy(%p)",
+		       (void *)cu_event(e));
+}
+
+/* Any stream of the context: see the top comment. */
+static int cuda_event_record(struct vmm *v, vmm_event_t e, vmm_stream_t s)
+{
+	struct vmm_cuda *c = to_cuda(v);
+
+	return CU_CALL(c, c->api.cuEventRecord(cu_event(e), cu_stream(s)),
+		       "cuEventRecord(%p, stream %p)", (void *)cu_event(e), (void *)cu_stream(s));
+}
+
+static int cuda_event_query(struct vmm *v, vmm_event_t e)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuEventQuery(cu_event(e));
+	cu_leave(c, saved);
+	/* NOT_READY is an answer, not a failure: nothing is reported */
+	if (r == CUDA_ERROR_NOT_READY)
+		return -VMMX_EBUSY;
+	if (r != CUDA_SUCCESS)
+		return cu_fail(c, r, "cuEventQuery(%p)", (void *)cu_event(e));
+	return 0;
+}
+
+static int cuda_event_sync(struct vmm *v, vmm_event_t e)
+{
+	struct vmm_cuda *c = to_cuda(v);
+
+	return CU_CALL(c, c->api.cuEventSynchronize(cu_event(e)), "cuEventSynchronize(%p)",
+		       (void *)cu_event(e));
+}
+
 static const struct vmm_ops cuda_ops = {
 	.name = "cuda",
 	.close = cuda_close,
@@ -1100,44 +1263,29 @@ static const struct vmm_ops cuda_ops = {
 	.stream_destroy = cuda_stream_destroy,
 	.copy_async = cuda_copy_async,
 	.stream_sync = cuda_stream_sync,
+	.ptr_info = cuda_ptr_info,
+	.abandon = cuda_abandon,
+	.event_create = cuda_event_create,
+	.event_destroy = cuda_event_destroy,
+	.event_record = cuda_event_record,
+	.event_query = cuda_event_query,
+	.event_sync = cuda_event_sync,
+	.device_name = cuda_device_name,
 };
 
 /* ---- open ---- */
 
 static int load_driver(struct vmm_cuda *c)
 {
-	const char *why;
+	const struct vmm_cuda_api *api;
+	char why[320];
+	int err = vmm_cuda_load(VMM_CUDA_CORE, &api, why, sizeof(why));
 
-	/*
-	 * RTLD_NODELETE: cuInit starts driver threads and registers handlers
-	 * that outlive any one user, so the library must never be unmapped;
-	 * dlclose() then only drops our reference.
-	 */
-	c->lib = dlopen(CUDA_LIB, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!c->lib) {
-		why = dlerror();
-		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENODRIVER,
-			    "cuda: cannot load the CUDA driver: %s (is the NVIDIA driver installed?)",
-			    why ? why : CUDA_LIB ": unknown dlopen error");
-		return -VMMX_ENODRIVER;
+	if (err) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, err, "cuda: %s", why);
+		return err;
 	}
-	for (size_t i = 0; i < sizeof(cuda_syms) / sizeof(cuda_syms[0]); i++) {
-		void *fn;
-
-		dlerror();
-		fn = dlsym(c->lib, cuda_syms[i].name);
-		if (!fn) {
-			why = dlerror();
-			vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENODRIVER,
-				    "cuda: %s has no %s: the driver is too old for libvmmx (%s)",
-				    CUDA_LIB, cuda_syms[i].name, why ? why : "no such symbol");
-			dlclose(c->lib);
-			c->lib = NULL;
-			return -VMMX_ENODRIVER;
-		}
-		/* memcpy: ISO C has no conversion from void * to a function pointer. */
-		memcpy((char *)&c->api + cuda_syms[i].off, &fn, sizeof(fn));
-	}
+	c->api = *api;
 	return 0;
 }
 
@@ -1227,12 +1375,12 @@ int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p)
 		goto err_mutex;
 	err = init_device(c, p->device);
 	if (err)
-		goto err_dlclose;
+		goto err_mutex;
 
 	r = c->api.cuDevicePrimaryCtxRetain(&c->ctx, c->dev);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(c, r, "cuDevicePrimaryCtxRetain(device %d)", p->device);
-		goto err_dlclose;
+		goto err_mutex;
 	}
 	/*
 	 * Make it current on the opening thread unless the caller has a
@@ -1258,8 +1406,6 @@ int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p)
 
 err_release:
 	(void)c->api.cuDevicePrimaryCtxRelease(c->dev);
-err_dlclose:
-	dlclose(c->lib);
 err_mutex:
 	pthread_mutex_destroy(&c->streams_lock);
 	free(c);

@@ -28,6 +28,12 @@
  *  - a stream is an id; copy_async copies at submission, through the same
  *    code and rules as copy, so stream_sync has nothing to wait for.  Ids
  *    are never reused, so a destroyed stream's id stays refused;
+ *  - an event is an id and a mark: recording it on a stream takes the
+ *    stream's next sequence number, and it has completed once the stream's
+ *    completed number reaches it.  Work completes at submission, unless a
+ *    test holds the stream (vmm_sim_stream_hold): then marks stay pending
+ *    until the stream is synced or released, which is how tests show that
+ *    the allocator never hands memory to another stream too early;
  *  - device attributes are those of the H100/H200 of PLATFORM.md, except
  *    pageable memory access, which vmm_params.sim_pageable turns on so that
  *    tests can take the HMM path the project's GPUs lack.
@@ -49,13 +55,19 @@
  * Opening raises the process's soft RLIMIT_NOFILE to the hard limit, since
  * each handle holds a descriptor.
  *
- * Locking: one mutex, sim->lock, protects every field of struct sim after it
- * and every reservation, mapping and handle record.  Every op holds it from
- * its first check to its return, copies and memsets included: that keeps the
- * mappings and handles a copy goes through alive while bytes move, at the
- * price of serialising copies (the sim is for correctness, not speed).  The
- * report hook is called with the lock held, so it must not call back into
- * this instance.  Nothing here takes another lock.
+ * Locking: one mutex for the whole process, world.lock, protects the list
+ * of open instances, every field of struct sim after its read-only head,
+ * and every reservation, mapping and handle record.  One lock, not one per
+ * instance, because the emulated driver is the process's, as the real one
+ * is: a copy may reach another instance's memory (another context's
+ * buffer is device memory to every context), and ptr_info classifies an
+ * address against every instance.  Every op holds it from its first check
+ * to its return, copies and memsets included: that keeps the mappings and
+ * handles a copy goes through alive while bytes move, at the price of
+ * serialising the sim (it is for correctness, not speed).  The report hook
+ * is called with the lock held, so it must not call back into the sim.
+ * Nothing here takes another lock.  fork(): vmm_sim_atfork_*() take the
+ * lock around it (lib/fork.c calls them).
  */
 #include "config.h"
 
@@ -150,8 +162,8 @@ struct sim {
 	uint64_t dev_cap;               /* capacity of each device */
 	uint64_t host_cap;
 	int pageable;                   /* VMM_ATTR_PAGEABLE_* report this */
-	pthread_mutex_t lock;
-	/* everything below: protected by lock */
+	/* everything below: protected by world.lock */
+	struct sim *world_prev, *world_next; /* world.all */
 	struct sim_resv **resv;         /* sorted by base */
 	size_t nresv, resv_cap;
 	struct sim_slot *slots;
@@ -161,14 +173,45 @@ struct sim {
 	int64_t nmappings;
 	uint64_t dev_used[SIM_MAX_DEVICES];
 	uint64_t host_used;
+	uint64_t free_queries[SIM_MAX_DEVICES]; /* mem_info asking a device's free memory */
 	struct sim_reg *regs;           /* host registrations, sorted by base, disjoint */
 	size_t nregs, regs_cap;
 	vmm_stream_t *streams;          /* live stream ids, ascending (ids only grow) */
 	size_t nstreams, streams_cap;
 	vmm_stream_t next_stream;       /* the id the next stream gets; starts at 1 */
+	struct sim_sstate *sstates;     /* per-stream marks, made on first use */
+	size_t nsstates, sstates_cap;
+	struct sim_event *events;       /* live events, unsorted */
+	size_t nevents, events_cap;
+	vmm_event_t next_event;         /* the id the next event gets; starts at 1 */
+};
+
+/* Marks of one stream (0 included): events recorded, and how far work completed. */
+struct sim_sstate {
+	vmm_stream_t id;
+	uint64_t seq;                   /* marks taken */
+	uint64_t done;                  /* marks completed */
+	bool held;                      /* vmm_sim_stream_hold: marks stay pending */
+};
+
+struct sim_event {
+	vmm_event_t id;
+	vmm_stream_t stream;            /* where it was last recorded */
+	uint64_t seq;                   /* its mark there; 0: never recorded */
 };
 
 static const struct vmm_ops sim_ops;
+
+/*
+ * The emulated driver of the whole process: every open instance, so that
+ * an address one instance mapped is device (or host-chunk) memory to all
+ * of them, as one driver serves every context of a process.  Its lock is
+ * the only lock of the sim and guards every instance's records.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct sim *all;
+} world = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct sim *to_sim(struct vmm *v)
 {
@@ -370,6 +413,32 @@ static size_t map_lower(const struct sim_resv *r, uintptr_t a)
 }
 
 /*
+ * The reservation holding @a in any instance of the process, or NULL: the
+ * copy engine reaches every context's memory, as one driver serves all the
+ * contexts of a process.  *@next_p (may be NULL) gets the lowest base above
+ * @a over every instance, UINTPTR_MAX if none.  world.lock is held.
+ */
+static struct sim_resv *world_resv_find(uintptr_t a, uintptr_t *next_p)
+{
+	uintptr_t next = UINTPTR_MAX;
+	struct sim_resv *r;
+	size_t pos;
+
+	for (struct sim *o = world.all; o; o = o->world_next) {
+		r = resv_find(o, a, &pos);
+		if (r)
+			return r;
+		if (pos < o->nresv && o->resv[pos]->base < next)
+			next = o->resv[pos]->base;
+	}
+	if (next_p)
+		*next_p = next;
+	return NULL;
+}
+
+static bool host_mapped(uintptr_t a, size_t len);
+
+/*
  * Check that [va, va + size) lies in one reservation and is exactly covered
  * by whole, adjacent mappings; on success *@r_p, *@first_p and *@end_p name
  * them.  Returns NULL or why not.
@@ -424,6 +493,17 @@ static int sim_query(struct vmm *v, struct vmm_info *info)
 	return 0;
 }
 
+static int sim_device_name(struct vmm *v, int device, char *buf, size_t len)
+{
+	struct sim *s = to_sim(v);
+
+	if (device < 0 || device >= s->ndev)
+		return fail(s, -VMMX_ENODEV, "device_name(%d): no such device (%d simulated)", device,
+			    s->ndev);
+	snprintf(buf, len, "libvmmx simulated device %d", device);
+	return 0;
+}
+
 static int sim_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
 {
 	struct sim *s = to_sim(v);
@@ -445,17 +525,19 @@ static int sim_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, ui
 	struct sim *s = to_sim(v);
 	uint64_t *used, cap;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	if (loc_pool(s, loc, &used, &cap)) {
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&world.lock);
 		return fail(s, -VMMX_EINVAL, "mem_info(%s:%d): unknown location",
 			    kind_name(loc.kind), loc.id);
 	}
 	if (free_p)
 		*free_p = cap - *used;
+	if (free_p && loc.kind == VMMX_LOC_DEVICE)
+		s->free_queries[loc.id]++;
 	if (total_p)
 		*total_p = cap;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return 0;
 }
 
@@ -481,7 +563,7 @@ static int sim_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
 	if (over < size)
 		return fail(s, -VMMX_ENOMEM, "reserve(%zu, %zu): too large", size, align);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		err = fail(s, -VMMX_ENOMEM, "reserve(%zu, %zu): out of memory", size, align);
@@ -518,14 +600,14 @@ static int sim_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
 	memmove(&s->resv[pos + 1], &s->resv[pos], (s->nresv - pos) * sizeof(*s->resv));
 	s->resv[pos] = r;
 	s->nresv++;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	*va_p = (void *)start;
 	return 0;
 
 err_free:
 	free(r);
 err_unlock:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -536,7 +618,7 @@ static int sim_unreserve(struct vmm *v, void *va, size_t size)
 	size_t pos;
 	int err;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	r = resv_find(s, (uintptr_t)va, NULL);
 	if (!r || r->base != (uintptr_t)va || r->size != size) {
 		err = fail(s, -VMMX_EINVAL,
@@ -562,7 +644,7 @@ static int sim_unreserve(struct vmm *v, void *va, size_t size)
 	free(r);
 	err = 0;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -596,7 +678,7 @@ static int sim_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handl
 			    "create(%s:%d, %zu): size is not a nonzero multiple of %zu",
 			    kind_name(loc.kind), loc.id, size, SIM_GRAN);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	if (loc_pool(s, loc, &used, &cap)) {
 		err = fail(s, -VMMX_EINVAL, "create(%s:%d, %zu): unknown location (%d device(s))",
 			   kind_name(loc.kind), loc.id, size, s->ndev);
@@ -648,7 +730,7 @@ static int sim_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handl
 	s->handles = h;
 	s->nhandles++;
 	*h_p = h->id;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return 0;
 
 err_unmap:
@@ -658,7 +740,7 @@ err_close:
 err_free:
 	free(h);
 err_unlock:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -667,10 +749,10 @@ static int sim_release(struct vmm *v, vmm_handle_t id)
 	struct sim *s = to_sim(v);
 	struct sim_handle *h;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	h = handle_get(s, id);
 	if (!h) {
-		pthread_mutex_unlock(&s->lock);
+		pthread_mutex_unlock(&world.lock);
 		return fail(s, -VMMX_EINVAL, "release(%#llx): unknown or released handle",
 			    (unsigned long long)id);
 	}
@@ -679,7 +761,7 @@ static int sim_release(struct vmm *v, vmm_handle_t id)
 	/* still mapped: the memory lives on until the last unmap, as with cuMemRelease */
 	if (!h->maps)
 		handle_free(s, h);
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return 0;
 }
 
@@ -698,7 +780,7 @@ static int sim_map(struct vmm *v, void *va, size_t size, vmm_handle_t id)
 			    "map(%p, %zu, %#llx): address or size not a nonzero multiple of %zu",
 			    va, size, (unsigned long long)id, SIM_GRAN);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	h = handle_get(s, id);
 	if (!h) {
 		err = fail(s, -VMMX_EINVAL, "map(%p, %zu, %#llx): unknown or released handle", va,
@@ -754,7 +836,7 @@ static int sim_map(struct vmm *v, void *va, size_t size, vmm_handle_t id)
 	s->nmappings++;
 	err = 0;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -771,7 +853,7 @@ static int sim_unmap(struct vmm *v, void *va, size_t size)
 			    "unmap(%p, %zu): address or size not a nonzero multiple of %zu", va,
 			    size, SIM_GRAN);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	why = whole_maps(s, (uintptr_t)va, size, &r, &first, &end);
 	if (why) {
 		err = fail(s, -VMMX_EINVAL, "unmap(%p, %zu): %s", va, size, why);
@@ -793,7 +875,7 @@ static int sim_unmap(struct vmm *v, void *va, size_t size)
 	r->nmaps -= end - first;
 	s->nmappings -= (int64_t)(end - first);
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -853,7 +935,7 @@ static int sim_set_access(struct vmm *v, void *va, size_t size, const struct vmm
 		}
 	}
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	why = whole_maps(s, (uintptr_t)va, size, &r, &first, &end);
 	if (why) {
 		err = fail(s, -VMMX_EINVAL, "set_access(%p, %zu): %s", va, size, why);
@@ -882,7 +964,7 @@ static int sim_set_access(struct vmm *v, void *va, size_t size, const struct vmm
 	}
 	err = 0;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -898,13 +980,18 @@ static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const ch
 	uint64_t bit = (uint64_t)1 << s->device;
 	struct sim_resv *r;
 	bool dev = false, host = false;
-	uintptr_t cur = a, end = a + n;
-	size_t pos, i;
+	uintptr_t cur = a, end = a + n, next = UINTPTR_MAX;
+	size_t i;
 
-	r = resv_find(s, a, &pos);
+	r = world_resv_find(a, &next);
 	if (!r) {
-		if (pos < s->nresv && s->resv[pos]->base < end) {
+		if (next < end) {
 			*why = "range runs from plain memory into a reservation";
+			return -VMMX_EFAULT;
+		}
+		/* the driver would fault on a hole in pageable memory: refuse it */
+		if (!host_mapped(a, n)) {
+			*why = "range is not mapped memory";
 			return -VMMX_EFAULT;
 		}
 		return 0;
@@ -939,9 +1026,9 @@ static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const ch
 }
 
 /* Where the byte at @a lives now, and how many bytes follow it contiguously. */
-static char *xlate(struct sim *s, uintptr_t a, size_t *avail)
+static char *xlate(uintptr_t a, size_t *avail)
 {
-	struct sim_resv *r = resv_find(s, a, NULL);
+	struct sim_resv *r = world_resv_find(a, NULL);
 	struct sim_map *m;
 
 	if (!r) {
@@ -1024,7 +1111,7 @@ static int copy_common(struct sim *s, const char *op, void *dst, const void *src
 		return fail(s, -VMMX_EINVAL, "%s(dst=%p, src=%p, n=%zu): ranges overlap", op, dst,
 			    src, n);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	if (stream && !stream_ok(s, *stream, true)) {
 		err = fail(s, -VMMX_EINVAL,
 			   "%s(dst=%p, src=%p, n=%zu, stream=%#llx): unknown stream", op, dst,
@@ -1046,8 +1133,8 @@ static int copy_common(struct sim *s, const char *op, void *dst, const void *src
 	}
 	while (n) {
 		size_t ad, as, len;
-		char *pd = xlate(s, d, &ad);
-		char *ps = xlate(s, sr, &as);
+		char *pd = xlate(d, &ad);
+		char *ps = xlate(sr, &as);
 
 		len = n < ad ? n : ad;
 		len = len < as ? len : as;
@@ -1058,7 +1145,7 @@ static int copy_common(struct sim *s, const char *op, void *dst, const void *src
 		n -= len;
 	}
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -1087,7 +1174,7 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 	if (d + n < d)
 		return fail(s, -VMMX_EINVAL, "memset(dst=%p, n=%zu): range wraps", dst, n);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	err = side_check(s, d, n, true, &why);
 	if (err) {
 		side_fail(s, err, "memset", "destination", why, d, 0, n);
@@ -1095,7 +1182,7 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 	}
 	while (n) {
 		size_t avail, len;
-		char *p = xlate(s, d, &avail);
+		char *p = xlate(d, &avail);
 
 		len = n < avail ? n : avail;
 		memset(p, c, len);
@@ -1103,13 +1190,21 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 		n -= len;
 	}
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
+static void complete_all(struct sim *s);
+static struct sim_sstate *sstate(struct sim *s, vmm_stream_t id, bool make);
+
 static int sim_sync(struct vmm *v)
 {
-	/* copies and memsets are complete when they return: nothing to wait for */
+	struct sim *s = to_sim(v);
+
+	/* copies and memsets are complete when they return; held marks complete now */
+	pthread_mutex_lock(&world.lock);
+	complete_all(s);
+	pthread_mutex_unlock(&world.lock);
 	return 0;
 }
 
@@ -1220,7 +1315,7 @@ static int sim_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p
 	if (end < a)
 		return fail(s, -VMMX_EINVAL, "host_register(%p, %zu): range wraps", ptr, len);
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	/* the driver refuses memory its own VMM calls mapped: it is device-side already */
 	if (resv_find(s, a, &pos) || (pos < s->nresv && s->resv[pos]->base < end)) {
 		err = fail(s, -VMMX_EINVAL,
@@ -1264,7 +1359,7 @@ static int sim_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p
 	*dptr_p = ptr;
 	err = 0;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -1274,7 +1369,7 @@ static int sim_host_unregister(struct vmm *v, void *ptr)
 	size_t pos;
 	int err;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	pos = reg_upper(s, (uintptr_t)ptr);
 	if (!pos || s->regs[pos - 1].base != (uintptr_t)ptr) {
 		err = fail(s, -VMMX_ENOENT,
@@ -1287,7 +1382,7 @@ static int sim_host_unregister(struct vmm *v, void *ptr)
 	s->nregs--;
 	err = 0;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -1299,7 +1394,7 @@ static int sim_stream_create(struct vmm *v, vmm_stream_t *s_p)
 	vmm_stream_t *n;
 	int err = 0;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	if (s->nstreams == s->streams_cap) {
 		size_t cap = s->streams_cap ? s->streams_cap * 2 : 8;
 
@@ -1315,7 +1410,7 @@ static int sim_stream_create(struct vmm *v, vmm_stream_t *s_p)
 	s->streams[s->nstreams++] = s->next_stream;
 	*s_p = s->next_stream++;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -1325,7 +1420,7 @@ static int sim_stream_destroy(struct vmm *v, vmm_stream_t id)
 	size_t i;
 	int err = 0;
 
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	if (!stream_ok(s, id, false)) {
 		err = fail(s, -VMMX_EINVAL, "stream_destroy(%#llx): unknown stream",
 			   (unsigned long long)id);
@@ -1335,7 +1430,7 @@ static int sim_stream_destroy(struct vmm *v, vmm_stream_t id)
 	memmove(&s->streams[i], &s->streams[i + 1], (s->nstreams - i - 1) * sizeof(*s->streams));
 	s->nstreams--;
 out:
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	return err;
 }
 
@@ -1344,13 +1439,259 @@ static int sim_stream_sync(struct vmm *v, vmm_stream_t id)
 	struct sim *s = to_sim(v);
 	int err = 0;
 
-	/* copies were done at submission: only the id is checked */
-	pthread_mutex_lock(&s->lock);
-	if (!stream_ok(s, id, true))
+	/* copies were done at submission: the id is checked, held marks complete */
+	pthread_mutex_lock(&world.lock);
+	if (!stream_ok(s, id, true)) {
 		err = fail(s, -VMMX_EINVAL, "stream_sync(%#llx): unknown stream",
 			   (unsigned long long)id);
-	pthread_mutex_unlock(&s->lock);
+	} else {
+		struct sim_sstate *st = sstate(s, id, false);
+
+		if (st)
+			st->done = st->seq;
+	}
+	pthread_mutex_unlock(&world.lock);
 	return err;
+}
+
+/* --- events --- */
+
+/*
+ * Make room for one more element in an array of @n used of *@cap: doubles it
+ * (from @first).  false when out of memory (the array is left as it was).
+ */
+static bool room_for_one(void **arr, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	size_t c = *cap ? *cap * 2 : first;
+	void *p;
+
+	if (n < *cap)
+		return true;
+	p = realloc(*arr, c * elem);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = c;
+	return true;
+}
+
+/* The marks of stream @id, made when @make and missing (NULL if out of memory); lock held. */
+static struct sim_sstate *sstate(struct sim *s, vmm_stream_t id, bool make)
+{
+	for (size_t i = 0; i < s->nsstates; i++)
+		if (s->sstates[i].id == id)
+			return &s->sstates[i];
+	if (!make || !room_for_one((void **)&s->sstates, &s->sstates_cap, s->nsstates,
+				   sizeof(*s->sstates), 8))
+		return NULL;
+	s->sstates[s->nsstates] = (struct sim_sstate){ .id = id };
+	return &s->sstates[s->nsstates++];
+}
+
+static void complete_all(struct sim *s)
+{
+	for (size_t i = 0; i < s->nsstates; i++)
+		s->sstates[i].done = s->sstates[i].seq;
+}
+
+static struct sim_event *event_find(struct sim *s, vmm_event_t id)
+{
+	for (size_t i = 0; i < s->nevents; i++)
+		if (s->events[i].id == id)
+			return &s->events[i];
+	return NULL;
+}
+
+static int sim_event_create(struct vmm *v, vmm_event_t *e_p)
+{
+	struct sim *s = to_sim(v);
+	int err = 0;
+
+	pthread_mutex_lock(&world.lock);
+	if (room_for_one((void **)&s->events, &s->events_cap, s->nevents, sizeof(*s->events),
+			 16)) {
+		s->events[s->nevents++] = (struct sim_event){ .id = s->next_event };
+		*e_p = s->next_event++;
+	} else {
+		err = fail(s, -VMMX_ENOMEM, "event_create: out of memory");
+	}
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+static int sim_event_destroy(struct vmm *v, vmm_event_t id)
+{
+	struct sim *s = to_sim(v);
+	struct sim_event *e;
+	int err = 0;
+
+	pthread_mutex_lock(&world.lock);
+	e = event_find(s, id);
+	if (!e)
+		err = fail(s, -VMMX_EINVAL, "event_destroy(%#llx): unknown event",
+			   (unsigned long long)id);
+	else
+		*e = s->events[--s->nevents];
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+static int sim_event_record(struct vmm *v, vmm_event_t id, vmm_stream_t sid)
+{
+	struct sim *s = to_sim(v);
+	struct sim_sstate *st;
+	struct sim_event *e;
+	int err = 0;
+
+	pthread_mutex_lock(&world.lock);
+	e = event_find(s, id);
+	if (!e) {
+		err = fail(s, -VMMX_EINVAL, "event_record(%#llx): unknown event",
+			   (unsigned long long)id);
+		goto out;
+	}
+	if (!stream_ok(s, sid, true)) {
+		err = fail(s, -VMMX_EINVAL, "event_record(%#llx, stream %#llx): unknown stream",
+			   (unsigned long long)id, (unsigned long long)sid);
+		goto out;
+	}
+	st = sstate(s, sid, true);
+	if (!st) {
+		err = fail(s, -VMMX_ENOMEM, "event_record: out of memory");
+		goto out;
+	}
+	e->stream = sid;
+	e->seq = ++st->seq;
+	if (!st->held)
+		st->done = st->seq;
+out:
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+/* 0 completed, -VMMX_EBUSY pending, -VMMX_EINVAL unknown; lock held. */
+static int event_state(struct sim *s, vmm_event_t id, const char *op)
+{
+	struct sim_event *e = event_find(s, id);
+	struct sim_sstate *st;
+
+	if (!e)
+		return fail(s, -VMMX_EINVAL, "%s(%#llx): unknown event", op,
+			    (unsigned long long)id);
+	if (!e->seq)
+		return 0;
+	st = sstate(s, e->stream, false);
+	/* a destroyed stream's work still completes: its marks count as done */
+	return !st || st->done >= e->seq || !stream_ok(s, e->stream, true) ? 0 : -VMMX_EBUSY;
+}
+
+static int sim_event_query(struct vmm *v, vmm_event_t id)
+{
+	struct sim *s = to_sim(v);
+	int err;
+
+	pthread_mutex_lock(&world.lock);
+	err = event_state(s, id, "event_query");
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+/*
+ * A held stream's marks complete only when a test says so, and waiting for
+ * one would wait forever: the emulation completes the stream instead, as
+ * the device would once its work ran.
+ */
+static int sim_event_sync(struct vmm *v, vmm_event_t id)
+{
+	struct sim *s = to_sim(v);
+	int err;
+
+	pthread_mutex_lock(&world.lock);
+	err = event_state(s, id, "event_sync");
+	if (err == -VMMX_EBUSY) {
+		struct sim_event *e = event_find(s, id);
+
+		sstate(s, e->stream, false)->done = e->seq;
+		err = 0;
+	}
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+int vmm_sim_stream_hold(struct vmm *v, vmm_stream_t id, bool hold)
+{
+	struct sim *s = to_sim(v);
+	struct sim_sstate *st;
+	int err = 0;
+
+	if (v->ops != &sim_ops)
+		return -VMMX_ENOTSUP;
+	pthread_mutex_lock(&world.lock);
+	if (!stream_ok(s, id, true)) {
+		err = fail(s, -VMMX_EINVAL, "stream_hold(%#llx): unknown stream",
+			   (unsigned long long)id);
+		goto out;
+	}
+	st = sstate(s, id, true);
+	if (!st) {
+		err = fail(s, -VMMX_ENOMEM, "stream_hold: out of memory");
+		goto out;
+	}
+	st->held = hold;
+	if (!hold)
+		st->done = st->seq;
+out:
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+/* --- what an address is --- */
+
+/*
+ * Classify @p as the process's one driver would: inside any instance's
+ * reservation it is the chunk mapped there (or reserved, unmapped space);
+ * inside any instance's registration it is registered host memory; else
+ * pageable memory the driver does not know, up to the next range it does.
+ */
+static int sim_ptr_info(struct vmm *v, const void *p, struct vmm_ptr_info *info)
+{
+	uintptr_t a = (uintptr_t)p, next = UINTPTR_MAX;
+	struct vmm_ptr_info out = { .kind = VMM_MEM_PAGEABLE, .device = -1 };
+	struct sim_resv *r;
+	size_t i;
+
+	pthread_mutex_lock(&world.lock);
+	r = world_resv_find(a, &next);
+	if (r) {
+		i = map_lower(r, a);
+		if (i < r->nmaps && r->maps[i].va <= a) {
+			const struct sim_map *m = &r->maps[i];
+
+			out.kind = vmm_loc_is_host(m->h->loc) ? VMM_MEM_HOST_CHUNK : VMM_MEM_DEVICE;
+			out.device = out.kind == VMM_MEM_DEVICE ? m->h->loc.id : -1;
+			out.len = m->va + m->size - a;
+		} else {
+			out.kind = VMM_MEM_RESERVED;
+			out.len = (i < r->nmaps ? r->maps[i].va : r->base + r->size) - a;
+		}
+		goto out;
+	}
+	for (struct sim *o = world.all; o; o = o->world_next) {
+		size_t pos = reg_upper(o, a);
+
+		if (pos && a - o->regs[pos - 1].base < o->regs[pos - 1].len) {
+			out.kind = VMM_MEM_REGISTERED;
+			out.len = o->regs[pos - 1].base + o->regs[pos - 1].len - a;
+			goto out;
+		}
+		if (pos < o->nregs && o->regs[pos].base < next)
+			next = o->regs[pos].base;
+	}
+	out.len = next - a;
+out:
+	pthread_mutex_unlock(&world.lock);
+	*info = out;
+	return 0;
 }
 
 static void sim_close(struct vmm *v)
@@ -1360,11 +1701,23 @@ static void sim_close(struct vmm *v)
 	size_t i;
 
 	/*
-	 * No other thread may use @v now (vmm.h), so no lock.  Tests leak on
-	 * purpose: unmapping each reservation drops the mappings inside it, then
-	 * every handle still held goes, released or not, and the records of
-	 * leftover registrations and streams.
+	 * No other thread may use @v now (vmm.h), but other instances may scan
+	 * the world's list: leave it first, under its lock.  Then no lock:
+	 * tests leak on purpose: unmapping each reservation drops the mappings
+	 * inside it, then every handle still held goes, released or not, and
+	 * the records of leftover registrations and streams.  All of it is
+	 * this process's own memory, so the same code serves vmm_abandon() in
+	 * a forked child: it frees the child's copies and touches nothing of
+	 * the parent's (memfd pages stay with the parent's descriptors).
 	 */
+	pthread_mutex_lock(&world.lock);
+	if (s->world_prev)
+		s->world_prev->world_next = s->world_next;
+	else
+		world.all = s->world_next;
+	if (s->world_next)
+		s->world_next->world_prev = s->world_prev;
+	pthread_mutex_unlock(&world.lock);
 	for (i = 0; i < s->nresv; i++) {
 		munmap((void *)s->resv[i]->base, s->resv[i]->size);
 		free(s->resv[i]->maps);
@@ -1381,7 +1734,8 @@ static void sim_close(struct vmm *v)
 	/* registrations and streams hold nothing but their records */
 	free(s->regs);
 	free(s->streams);
-	pthread_mutex_destroy(&s->lock);
+	free(s->sstates);
+	free(s->events);
 	free(s);
 }
 
@@ -1409,6 +1763,14 @@ static const struct vmm_ops sim_ops = {
 	.stream_destroy = sim_stream_destroy,
 	.copy_async = sim_copy_async,
 	.stream_sync = sim_stream_sync,
+	.ptr_info = sim_ptr_info,
+	.abandon = sim_close,
+	.event_create = sim_event_create,
+	.event_destroy = sim_event_destroy,
+	.event_record = sim_event_record,
+	.event_query = sim_event_query,
+	.event_sync = sim_event_sync,
+	.device_name = sim_device_name,
 };
 
 /*
@@ -1468,10 +1830,6 @@ int vmm_sim_open(const struct vmm_params *p, struct vmm **v_p)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return open_fail(p, -VMMX_ENOMEM, "sim: open: out of memory");
-	if (pthread_mutex_init(&s->lock, NULL)) {
-		free(s);
-		return open_fail(p, -VMMX_ENOMEM, "sim: open: pthread_mutex_init failed");
-	}
 	s->head.ops = &sim_ops;
 	s->head.report = p->report;
 	s->head.report_arg = p->report_arg;
@@ -1482,9 +1840,36 @@ int vmm_sim_open(const struct vmm_params *p, struct vmm **v_p)
 	s->pageable = p->sim_pageable ? 1 : 0;
 	s->free_slot = SLOT_NONE;
 	s->next_stream = 1;
+	s->next_event = 1;
 	raise_nofile();
+	pthread_mutex_lock(&world.lock);
+	s->world_next = world.all;
+	if (world.all)
+		world.all->world_prev = s;
+	world.all = s;
+	pthread_mutex_unlock(&world.lock);
 	*v_p = &s->head;
 	return 0;
+}
+
+/*
+ * fork(): the world's lock is the sim's one lock.  Taken before the fork so
+ * that the child gets it free and every record consistent; the child's
+ * handler runs in the thread that took it, so an unlock is valid there.
+ */
+void vmm_sim_atfork_prepare(void)
+{
+	pthread_mutex_lock(&world.lock);
+}
+
+void vmm_sim_atfork_parent(void)
+{
+	pthread_mutex_unlock(&world.lock);
+}
+
+void vmm_sim_atfork_child(void)
+{
+	pthread_mutex_unlock(&world.lock);
 }
 
 int vmm_sim_counts(struct vmm *v, struct vmm_sim_counts *c)
@@ -1496,7 +1881,7 @@ int vmm_sim_counts(struct vmm *v, struct vmm_sim_counts *c)
 		return -VMMX_EINVAL;
 	if (v->ops != &sim_ops)
 		return -VMMX_ENOTSUP;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&world.lock);
 	out.reservations = (int64_t)s->nresv;
 	out.handles = s->nhandles;
 	out.mappings = s->nmappings;
@@ -1504,8 +1889,10 @@ int vmm_sim_counts(struct vmm *v, struct vmm_sim_counts *c)
 	out.streams = (int64_t)s->nstreams;
 	for (int i = 0; i < s->ndev && i < (int)ARRAY_SIZE(out.device_used); i++)
 		out.device_used[i] = s->dev_used[i];
+	for (int i = 0; i < s->ndev && i < (int)ARRAY_SIZE(out.free_queries); i++)
+		out.free_queries[i] = s->free_queries[i];
 	out.host_used = s->host_used;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&world.lock);
 	*c = out;
 	return 0;
 }

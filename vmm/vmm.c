@@ -12,25 +12,30 @@
  * What is counted: every call of an enum vmmx_op kind (host registration as
  * register/unregister, copy_async as copy, stream_sync as sync), failed
  * ones included.  Queries (query, granularity, mem_info, attr,
- * can_access_peer) and stream create/destroy are neither counted nor
+ * can_access_peer, ptr_info) and stream create/destroy are neither counted nor
  * faultable: they have no op, and failing them teaches nothing a test of
- * the calls that change state does not.  Live counts (reservations,
+ * the calls that change state does not.  Event create/destroy are not
+ * counted either; event record, query and wait are, as VMM_OP_EVENT, an op
+ * of this layer only (struct vmmx_stats keeps the public enum vmmx_op).  Live counts (reservations,
  * handles, mapped bytes, registrations, streams) move on success only.
  */
 #include "config.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "vmm/vmm.h"
 
-static const char *const op_names[VMMX_OP_COUNT] = {
+static const char *const op_names[VMM_OP_COUNT] = {
 	[VMMX_OP_RESERVE] = "reserve",       [VMMX_OP_UNRESERVE] = "unreserve",
 	[VMMX_OP_CREATE] = "create",         [VMMX_OP_RELEASE] = "release",
 	[VMMX_OP_MAP] = "map",               [VMMX_OP_UNMAP] = "unmap",
 	[VMMX_OP_SET_ACCESS] = "set_access", [VMMX_OP_COPY] = "copy",
 	[VMMX_OP_MEMSET] = "memset",         [VMMX_OP_SYNC] = "sync",
 	[VMMX_OP_REGISTER] = "register",     [VMMX_OP_UNREGISTER] = "unregister",
+	[VMM_OP_EVENT] = "event",
 };
 
 static const char *const attr_names[VMM_ATTR_COUNT] = {
@@ -58,7 +63,7 @@ const char *vmm_attr_name(enum vmm_attr a)
 
 const char *vmm_op_name(enum vmmx_op op)
 {
-	return (unsigned int)op < VMMX_OP_COUNT ? op_names[op] : NULL;
+	return (unsigned int)op < VMM_OP_COUNT ? op_names[op] : NULL;
 }
 
 int vmm_op_parse(const char *name, size_t len)
@@ -134,23 +139,49 @@ void vmm_close(struct vmm *v)
  * Count a call and decide whether the fault layer fails it.  Returns 0 to go
  * on to the backend, or the injected error.
  */
-static int enter(struct vmm *v, enum vmmx_op op)
+static int injected(struct vmm *v, int op, int err)
 {
+	__atomic_fetch_add(&v->injected, 1, __ATOMIC_RELAXED);
+	vmm_reportf(v, VMMX_LOG_DEBUG, err, "fault layer: injected failure of %s", op_names[op]);
+	return err;
+}
+
+/* splitmix64: a good hash of (seed, call number) for one decision each. */
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+static int enter(struct vmm *v, int op)
+{
+	uint32_t rate = __atomic_load_n(&v->fault_rate, __ATOMIC_RELAXED);
 	uint64_t armed;
 
 	__atomic_fetch_add(&v->calls[op], 1, __ATOMIC_RELAXED);
+	if (rate) {
+		uint64_t n = __atomic_fetch_add(&v->fault_seq, 1, __ATOMIC_RELAXED);
+
+		if (mix64(v->fault_seed ^ mix64(n)) % 1000000 < rate)
+			return injected(v, op, -VMMX_EFAULTINJ);
+	}
 	armed = __atomic_load_n(&v->fault_at[op], __ATOMIC_RELAXED);
 	while (armed) {
-		if (__atomic_compare_exchange_n(&v->fault_at[op], &armed, armed - 1, false,
+		uint64_t next = armed - 1;
+
+		/* the last countdown step: stay at 1 while more failures are due */
+		if (armed == 1 && __atomic_load_n(&v->fault_more[op], __ATOMIC_RELAXED))
+			next = 1;
+		if (__atomic_compare_exchange_n(&v->fault_at[op], &armed, next, false,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 			if (armed != 1)
 				return 0;
-			int err = v->fault_err[op] ? v->fault_err[op] : -VMMX_EFAULTINJ;
-
-			__atomic_fetch_add(&v->injected, 1, __ATOMIC_RELAXED);
-			vmm_reportf(v, VMMX_LOG_DEBUG, err, "fault layer: injected failure of %s",
-				    op_names[op]);
-			return err;
+			if (next)
+				__atomic_fetch_sub(&v->fault_more[op], 1, __ATOMIC_RELAXED);
+			return injected(v, op,
+					v->fault_err[op] ? v->fault_err[op] : -VMMX_EFAULTINJ);
 		}
 	}
 	return 0;
@@ -175,6 +206,16 @@ int vmm_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p)
 int vmm_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, uint64_t *total_p)
 {
 	return v->ops->mem_info(v, loc, free_p, total_p);
+}
+
+int vmm_device_name(struct vmm *v, int device, char *buf, size_t len)
+{
+	if (!buf || !len) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "device_name(%d): no buffer", device);
+		return -VMMX_EINVAL;
+	}
+	buf[0] = '\0';
+	return v->ops->device_name(v, device, buf, len);
 }
 
 int vmm_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
@@ -362,6 +403,55 @@ int vmm_stream_sync(struct vmm *v, vmm_stream_t s)
 	return err ? err : v->ops->stream_sync(v, s);
 }
 
+int vmm_event_create(struct vmm *v, vmm_event_t *e_p)
+{
+	int err;
+
+	if (!e_p) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "event_create: NULL output");
+		return -VMMX_EINVAL;
+	}
+	err = v->ops->event_create(v, e_p);
+	if (!err)
+		add(&v->live_events, 1);
+	return err;
+}
+
+int vmm_event_destroy(struct vmm *v, vmm_event_t e)
+{
+	int err;
+
+	if (!e) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "event_destroy(0): no such event");
+		return -VMMX_EINVAL;
+	}
+	err = v->ops->event_destroy(v, e);
+	if (!err)
+		add(&v->live_events, -1);
+	return err;
+}
+
+int vmm_event_record(struct vmm *v, vmm_event_t e, vmm_stream_t s)
+{
+	int err = enter(v, VMM_OP_EVENT);
+
+	return err ? err : v->ops->event_record(v, e, s);
+}
+
+int vmm_event_query(struct vmm *v, vmm_event_t e)
+{
+	int err = enter(v, VMM_OP_EVENT);
+
+	return err ? err : v->ops->event_query(v, e);
+}
+
+int vmm_event_sync(struct vmm *v, vmm_event_t e)
+{
+	int err = enter(v, VMM_OP_EVENT);
+
+	return err ? err : v->ops->event_sync(v, e);
+}
+
 void vmm_counts(struct vmm *v, struct vmm_counts *c)
 {
 	c->reservations = __atomic_load_n(&v->live_reservations, __ATOMIC_RELAXED);
@@ -372,19 +462,127 @@ void vmm_counts(struct vmm *v, struct vmm_counts *c)
 	for (int i = 0; i < VMMX_OP_COUNT; i++)
 		c->calls[i] = __atomic_load_n(&v->calls[i], __ATOMIC_RELAXED);
 	c->injected = __atomic_load_n(&v->injected, __ATOMIC_RELAXED);
+	c->events = __atomic_load_n(&v->live_events, __ATOMIC_RELAXED);
+	c->event_calls = __atomic_load_n(&v->calls[VMM_OP_EVENT], __ATOMIC_RELAXED);
 }
 
 int vmm_fault_arm(struct vmm *v, enum vmmx_op op, uint64_t nth, int err)
 {
-	if ((unsigned int)op >= VMMX_OP_COUNT || err > 0)
+	return vmm_fault_arm_n(v, op, nth, 1, err);
+}
+
+int vmm_fault_arm_n(struct vmm *v, enum vmmx_op op, uint64_t nth, uint64_t count, int err)
+{
+	if ((unsigned int)op >= VMM_OP_COUNT || err > 0 || !count)
 		return -VMMX_EINVAL;
 	v->fault_err[op] = err;
+	__atomic_store_n(&v->fault_more[op], nth ? count - 1 : 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->fault_at[op], nth, __ATOMIC_RELAXED);
 	return 0;
 }
 
+void vmm_fault_random(struct vmm *v, uint32_t ppm, uint64_t seed)
+{
+	__atomic_store_n(&v->fault_rate, 0, __ATOMIC_RELAXED);
+	v->fault_seed = seed;
+	__atomic_store_n(&v->fault_seq, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->fault_rate, ppm > 1000000 ? 1000000 : ppm, __ATOMIC_RELAXED);
+}
+
 void vmm_fault_disarm_all(struct vmm *v)
 {
-	for (int i = 0; i < VMMX_OP_COUNT; i++)
+	for (int i = 0; i < VMM_OP_COUNT; i++) {
 		__atomic_store_n(&v->fault_at[i], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&v->fault_more[i], 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&v->fault_rate, 0, __ATOMIC_RELAXED);
+}
+
+/* ---- foreign pointers and fork() ---- */
+
+int vmm_ptr_info(struct vmm *v, const void *p, struct vmm_ptr_info *info)
+{
+	if (!info) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "ptr_info(%p): NULL output", p);
+		return -VMMX_EINVAL;
+	}
+	return v->ops->ptr_info(v, p, info);
+}
+
+/*
+ * Without /proc: msync() fails with ENOMEM on an unmapped page and does
+ * nothing else with MS_ASYNC, so mapped-ness at least is known.
+ */
+static int range_mapped(uintptr_t a, size_t n, const char **why)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo = a & ~(page - 1);
+
+	if (msync((void *)lo, a + n - lo, MS_ASYNC)) {
+		*why = "is not mapped";
+		return -VMMX_EFAULT;
+	}
+	return 0;
+}
+
+int vmm_host_range_check(const void *p, size_t n, bool write, const char **why)
+{
+	uintptr_t cur = (uintptr_t)p, end = cur + n;
+	unsigned long lo, hi;
+	char perms[8];
+	FILE *f;
+	int err = -VMMX_EFAULT;
+
+	if (!n)
+		return 0;
+	if (end < cur) {
+		*why = "wraps around the address space";
+		return -VMMX_EFAULT;
+	}
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return range_mapped(cur, n, why);
+	*why = "is not mapped";
+	/* Lines are sorted by address: walk them, the range must be covered without a gap. */
+	while (fscanf(f, "%lx-%lx %7s%*[^\n]", &lo, &hi, perms) == 3) {
+		if (hi <= cur)
+			continue;
+		if (lo > cur)
+			break; /* a hole */
+		if (perms[0] != 'r') {
+			*why = "is not readable";
+			break;
+		}
+		if (write && perms[1] != 'w') {
+			*why = "is not writable";
+			break;
+		}
+		cur = hi;
+		if (cur >= end) {
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+void vmm_abandon(struct vmm *v)
+{
+	if (v)
+		v->ops->abandon(v);
+}
+
+void vmm_atfork_prepare(void)
+{
+	vmm_sim_atfork_prepare();
+}
+
+void vmm_atfork_parent(void)
+{
+	vmm_sim_atfork_parent();
+}
+
+void vmm_atfork_child(void)
+{
+	vmm_sim_atfork_child();
 }

@@ -13,8 +13,9 @@
  * registration (cuMemHostRegister: malloc'd memory the device can reach),
  * streams with asynchronous copies (pipelined chunk migration), device
  * attributes and peer access for every device of the machine (multi-GPU
- * placement, vmmx-info).  Queries (query, granularity, mem_info, attr,
- * can_access_peer) and stream create/destroy are not counted as driver ops
+ * placement, vmmx-info), what an address is (foreign pointers).  Queries
+ * (query, granularity, mem_info, attr, can_access_peer, ptr_info) and
+ * stream create/destroy are not counted as driver ops
  * and cannot be failed by the fault layer; everything else can.
  *
  * Backends:
@@ -51,6 +52,21 @@ typedef uint64_t vmm_handle_t;
  * only; vmm_stream_create() never returns 0.
  */
 typedef uint64_t vmm_stream_t;
+
+/**
+ * vmm_event_t - a marker in a stream's work (a CUevent on cuda), for
+ * "has the work queued before this point finished?".  Never 0.
+ */
+typedef uint64_t vmm_event_t;
+
+/*
+ * Driver operations of this layer beyond the public enum vmmx_op: counted and
+ * faultable like them (vmm_fault_arm), but not reported in struct vmmx_stats,
+ * whose driver_calls[] is part of the public ABI.  VMM_OP_EVENT counts event
+ * records, queries and waits.
+ */
+#define VMM_OP_EVENT VMMX_OP_COUNT
+#define VMM_OP_COUNT (VMMX_OP_COUNT + 1)
 
 /**
  * enum vmm_attr - device capabilities read by vmm_attr().  Flags are 0 or 1.
@@ -116,6 +132,28 @@ struct vmm_params {
 	void *report_arg;
 };
 
+/**
+ * enum vmm_mem - what an address is to the driver (vmm_ptr_info()).
+ */
+enum vmm_mem {
+	VMM_MEM_PAGEABLE,             /* unknown to the driver: ordinary host memory, or
+				       * nothing at all (the caller checks which) */
+	VMM_MEM_REGISTERED,           /* page-locked host memory the driver knows
+				       * (cuMemHostRegister, cuMemHostAlloc) */
+	VMM_MEM_HOST_CHUNK,           /* a mapped VMM chunk of host memory */
+	VMM_MEM_DEVICE,               /* device memory (cuMemAlloc, a mapped VMM device chunk) */
+	VMM_MEM_MANAGED,              /* managed memory (cuMemAllocManaged) */
+	VMM_MEM_RESERVED,             /* reserved address space with nothing mapped there */
+};
+
+/** struct vmm_ptr_info - what vmm_ptr_info() found at an address. */
+struct vmm_ptr_info {
+	enum vmm_mem kind;
+	int device;                   /* VMM_MEM_DEVICE: the device's ordinal; else -1 */
+	size_t len;                   /* bytes from the address known to be of @kind and of
+				       * one allocation; 0: unknown (the caller bounds it) */
+};
+
 /** struct vmm_info - facts about the backend and its device. */
 struct vmm_info {
 	const char *backend;          /* static */
@@ -157,6 +195,17 @@ struct vmm_ops {
 	int (*stream_destroy)(struct vmm *v, vmm_stream_t s);
 	int (*copy_async)(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s);
 	int (*stream_sync)(struct vmm *v, vmm_stream_t s);
+	/* appended for foreign pointers and fork() */
+	int (*ptr_info)(struct vmm *v, const void *p, struct vmm_ptr_info *info);
+	void (*abandon)(struct vmm *v);
+	/* appended for the framework allocator and prefetch */
+	int (*event_create)(struct vmm *v, vmm_event_t *e_p);
+	int (*event_destroy)(struct vmm *v, vmm_event_t e);
+	int (*event_record)(struct vmm *v, vmm_event_t e, vmm_stream_t s);
+	int (*event_query)(struct vmm *v, vmm_event_t e);
+	int (*event_sync)(struct vmm *v, vmm_event_t e);
+	/* appended for several GPUs */
+	int (*device_name)(struct vmm *v, int device, char *buf, size_t len);
 };
 
 /** struct vmm_counts - live objects and calls, counted by the dispatch layer. */
@@ -168,6 +217,8 @@ struct vmm_counts {
 	int64_t streams;              /* stream_create minus successful stream_destroy */
 	uint64_t calls[VMMX_OP_COUNT];/* calls made, failed ones included */
 	uint64_t injected;            /* failures injected by the fault layer */
+	int64_t events;               /* event_create minus successful event_destroy */
+	uint64_t event_calls;         /* event records, queries and waits (VMM_OP_EVENT) */
 };
 
 /*
@@ -184,11 +235,17 @@ struct vmm {
 	int64_t live_mapped;
 	int64_t live_registrations;
 	int64_t live_streams;
-	uint64_t calls[VMMX_OP_COUNT];
+	int64_t live_events;
+	uint64_t calls[VMM_OP_COUNT];
 	uint64_t injected;
 	/* fault layer: fail the fault_at[op]-th next call of op (0: disarmed) */
-	uint64_t fault_at[VMMX_OP_COUNT];
-	int fault_err[VMMX_OP_COUNT];
+	uint64_t fault_at[VMM_OP_COUNT];
+	int fault_err[VMM_OP_COUNT];
+	uint64_t fault_more[VMM_OP_COUNT]; /* atomic: calls to fail after the first */
+	/* random faults: fail a call when hash(seed, call number) < rate */
+	uint32_t fault_rate;            /* in millionths of calls, 0: off */
+	uint64_t fault_seed;
+	uint64_t fault_seq;             /* atomic: calls seen while random faults were on */
 };
 
 /**
@@ -204,7 +261,25 @@ bool vmm_backend_built(const char *name);
 
 int vmm_query(struct vmm *v, struct vmm_info *info);
 int vmm_granularity(struct vmm *v, struct vmmx_loc loc, size_t *gran_p);
+/**
+ * vmm_mem_info() - free and total memory of a location.
+ * @free_p: receives the free bytes; NULL when only the total is wanted,
+ *          which on cuda needs no context on another device
+ *          (cuDeviceTotalMem).  The first free-memory query of a device
+ *          other than the opened one retains that device's primary context
+ *          until vmm_close() (creating it when nothing else uses that GPU).
+ * @total_p: receives the total bytes (may be NULL).
+ * Not counted; no fault.
+ * Return: 0; -VMMX_EINVAL for an unknown location; a driver error.
+ */
 int vmm_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, uint64_t *total_p);
+/**
+ * vmm_device_name() - the name of any device of the machine, NUL-terminated
+ * (truncated to @len).  Needs no context.  Not counted; no fault.
+ * Return: 0; -VMMX_EINVAL for a NULL @buf or a zero @len; -VMMX_ENODEV for a
+ * device that does not exist; a driver error.
+ */
+int vmm_device_name(struct vmm *v, int device, char *buf, size_t len);
 int vmm_reserve(struct vmm *v, size_t size, size_t align, void **va_p);
 int vmm_unreserve(struct vmm *v, void *va, size_t size);
 int vmm_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handle_t *h_p);
@@ -291,17 +366,109 @@ int vmm_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stre
  */
 int vmm_stream_sync(struct vmm *v, vmm_stream_t s);
 
+/**
+ * vmm_ptr_info() - what @p is to the driver: device memory (of which
+ * device), page-locked host memory, a host chunk, managed memory, reserved
+ * but unmapped space, or memory the driver does not know (pageable).  On
+ * cuda cuPointerGetAttributes and cuMemGetAddressRange; on sim the records
+ * of every sim instance of the process.  Reads no byte at @p.  A query:
+ * not counted, not faulted.
+ * Return: 0; -VMMX_EINVAL for a NULL @info; a driver error.
+ * Context: any thread; the sim takes its lock; does not block.
+ */
+int vmm_ptr_info(struct vmm *v, const void *p, struct vmm_ptr_info *info);
+
+/**
+ * vmm_host_range_check() - whether the CPU may read (or, with @write, write)
+ * every byte of [@p, @p + @n) of ordinary host memory, from the process's
+ * memory map (/proc/self/maps; where that cannot be read, only whether
+ * the range is mapped).  Reads no byte at @p.
+ * Return: 0, or -VMMX_EFAULT with *@why ("is not mapped", "is not
+ * readable", "is not writable").
+ * Context: any thread; no lock; reads a file.
+ */
+int vmm_host_range_check(const void *p, size_t n, bool write, const char **why);
+
+/**
+ * vmm_abandon() - forget an instance in a forked child: free what this
+ * process holds of it without calling the driver (whose state belongs to
+ * the parent).  NULL is a no-op.
+ * Context: the child, with no other thread using @v.
+ */
+void vmm_abandon(struct vmm *v);
+
+/*
+ * fork(): take the driver layer's process-wide locks before a fork and
+ * release them after, in parent and child (lib/fork.c calls these).
+ */
+void vmm_atfork_prepare(void);
+void vmm_atfork_parent(void);
+void vmm_atfork_child(void);
+
+/**
+ * vmm_event_create() - a new event (timing disabled: events here only order
+ * work).  *@e_p is never 0.  Not counted; no fault.
+ * Return: 0; -VMMX_EINVAL (NULL @e_p); -VMMX_ENOMEM; a driver error.
+ */
+int vmm_event_create(struct vmm *v, vmm_event_t *e_p);
+/**
+ * vmm_event_destroy() - destroy an event; a record still pending completes
+ * first on the device's side.  Not counted; no fault.
+ * Return: 0; -VMMX_EINVAL for 0 or an unknown event; a driver error.
+ */
+int vmm_event_destroy(struct vmm *v, vmm_event_t e);
+/**
+ * vmm_event_record() - mark the work queued on @s so far: the event completes
+ * once that work has.  @s may be 0 (the default stream), a stream of
+ * vmm_stream_create(), or - on cuda - any CUstream of the context that the
+ * caller keeps alive (a framework's stream, passed to the driver as is).  The
+ * sim accepts 0 and its own streams.  Recording again moves the mark.
+ * Counted and faulted as VMM_OP_EVENT.
+ * Return: 0; -VMMX_EINVAL (unknown event, unknown sim stream); a driver error.
+ */
+int vmm_event_record(struct vmm *v, vmm_event_t e, vmm_stream_t s);
+/**
+ * vmm_event_query() - whether the work an event marks has completed.  An
+ * event never recorded counts as completed.  Does not block.  Counted and
+ * faulted as VMM_OP_EVENT.
+ * Return: 0 completed; -VMMX_EBUSY not yet (not reported as an error);
+ * -VMMX_EINVAL unknown event; a driver error.
+ */
+int vmm_event_query(struct vmm *v, vmm_event_t e);
+/**
+ * vmm_event_sync() - wait until the work an event marks has completed.
+ * Blocks.  Counted and faulted as VMM_OP_EVENT.
+ * Return: 0; -VMMX_EINVAL unknown event; a driver error.
+ */
+int vmm_event_sync(struct vmm *v, vmm_event_t e);
+
 /** vmm_counts() - read the dispatch layer's counters. */
 void vmm_counts(struct vmm *v, struct vmm_counts *c);
 
 /**
  * vmm_fault_arm() - make the @nth next call of @op fail once with @err.
+ * @op: an enum vmmx_op, or VMM_OP_EVENT.
  * @nth: 1 fails the very next call; 0 disarms.
  * @err: negative code to return; 0 means -VMMX_EFAULTINJ.
  * Return: 0; -VMMX_EINVAL for an unknown op.
  */
 int vmm_fault_arm(struct vmm *v, enum vmmx_op op, uint64_t nth, int err);
-/** vmm_fault_disarm_all() - disarm every op. */
+/**
+ * vmm_fault_arm_n() - as vmm_fault_arm(), but fail @count calls in a row
+ * from the @nth next one (a failure and then the failure of its undo).
+ * Return: 0; -VMMX_EINVAL for an unknown op or a @count of 0.
+ */
+int vmm_fault_arm_n(struct vmm *v, enum vmmx_op op, uint64_t nth, uint64_t count, int err);
+/**
+ * vmm_fault_random() - fail a seeded pseudo-random share of every counted
+ * call (every op) with -VMMX_EFAULTINJ, on top of the armed faults.
+ * @ppm: millionths of calls to fail (10000 is 1%), 0 turns it off.
+ * @seed: the choice is a hash of @seed and the call's number since this
+ * call, so one thread's run repeats exactly; many threads race for numbers.
+ * Context: any thread; lock-free.
+ */
+void vmm_fault_random(struct vmm *v, uint32_t ppm, uint64_t seed);
+/** vmm_fault_disarm_all() - disarm every op and the random faults. */
 void vmm_fault_disarm_all(struct vmm *v);
 /** vmm_op_name() - "create", "map", ...; NULL for an unknown op. */
 const char *vmm_op_name(enum vmmx_op op);
@@ -314,6 +481,9 @@ void vmm_reportf(struct vmm *v, int level, int err, const char *fmt, ...)
 
 /* Backend constructors (vmm/sim.c, vmm/cuda.c). */
 int vmm_sim_open(const struct vmm_params *p, struct vmm **v_p);
+void vmm_sim_atfork_prepare(void);
+void vmm_sim_atfork_parent(void);
+void vmm_sim_atfork_child(void);
 #ifdef VMMX_HAVE_CUDA
 int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p);
 #endif
@@ -327,9 +497,21 @@ struct vmm_sim_counts {
 	int64_t streams;              /* live streams */
 	uint64_t device_used[8];      /* bytes of device memory held, per device (first 8) */
 	uint64_t host_used;
+	/* free-memory queries (mem_info with a free_p) per device (first 8): on
+	 * cuda, querying a device other than the opened one needs a context there */
+	uint64_t free_queries[8];
 };
 /** vmm_sim_counts() - -VMMX_ENOTSUP when @v is not the sim backend. */
 int vmm_sim_counts(struct vmm *v, struct vmm_sim_counts *c);
+/**
+ * vmm_sim_stream_hold() - test hook: while @hold, work recorded on sim stream
+ * @s (0: the default stream) stays pending, so events recorded on it do not
+ * complete until vmm_stream_sync(@s), vmm_sync() or a release (@hold false,
+ * which completes everything queued).  Lets tests prove that nothing waits
+ * on, or runs ahead of, unfinished work.
+ * Return: 0; -VMMX_EINVAL unknown stream; -VMMX_ENOTSUP when @v is not sim.
+ */
+int vmm_sim_stream_hold(struct vmm *v, vmm_stream_t s, bool hold);
 
 static inline bool vmm_loc_is_host(struct vmmx_loc loc)
 {

@@ -367,8 +367,8 @@ static void test_disarm(void)
 	vmm_release(v, h);
 	is_uint(i0, injected(), "vmm_counts: nothing injected after disarming");
 
-	is_err(-VMMX_EINVAL, vmm_fault_arm(v, VMMX_OP_COUNT, 1, 0),
-	       "vmm_fault_arm refuses VMMX_OP_COUNT");
+	is_err(-VMMX_EINVAL, vmm_fault_arm(v, (enum vmmx_op)VMM_OP_COUNT, 1, 0),
+	       "vmm_fault_arm refuses VMM_OP_COUNT");
 	is_err(-VMMX_EINVAL, vmm_fault_arm(v, (enum vmmx_op)-1, 1, 0),
 	       "vmm_fault_arm refuses op -1");
 	is_err(-VMMX_EINVAL, vmm_fault_arm(v, VMMX_OP_SYNC, 1, VMMX_ENOMEM),
@@ -388,7 +388,9 @@ static void test_names(void)
 		       "vmm_op_parse(vmm_op_name(%d) = \"%s\") round-trips", i, name ? name : "");
 	}
 	is_string("set_access", vmm_op_name(VMMX_OP_SET_ACCESS), "vmm_op_name(SET_ACCESS)");
-	ok(vmm_op_name(VMMX_OP_COUNT) == NULL, "vmm_op_name(VMMX_OP_COUNT) is NULL");
+	is_string("event", vmm_op_name((enum vmmx_op)VMM_OP_EVENT),
+		  "vmm_op_name(VMM_OP_EVENT), the layer's own op past the public ones");
+	ok(vmm_op_name((enum vmmx_op)VMM_OP_COUNT) == NULL, "vmm_op_name(VMM_OP_COUNT) is NULL");
 	ok(vmm_op_name((enum vmmx_op)-1) == NULL, "vmm_op_name(-1) is NULL");
 	is_int(-1, vmm_op_parse("bogus", 5), "vmm_op_parse refuses an unknown name");
 	is_int(-1, vmm_op_parse("creat", 5), "vmm_op_parse refuses a prefix");
@@ -446,7 +448,7 @@ int main(void)
 
 	if (pipe(pipefd))
 		bail("pipe failed");
-	plan(123);
+	plan(124);
 	test_names();
 	if (!is_err(0, vmm_open(&p, &v), "vmm_open(sim)"))
 		bail("cannot open the sim backend: %s", last.msg);
