@@ -16,6 +16,40 @@
  *  - Every function documents its calling context: whether it may block,
  *    whether it calls the driver, and which locks it takes.
  *
+ * fork(): a CUDA context cannot be used in a child forked without exec, and
+ * the driver's objects belong to the parent.  libvmmx installs
+ * pthread_atfork() handlers (when the first context is created) that take
+ * its own locks and urcu-bp's (urcu_bp_before_fork() and the after-fork
+ * calls) around the fork, so a fork while other threads resize, migrate,
+ * register or look up deadlocks neither process.  In the child, every call
+ * on a context created by the parent, or on its buffers and streams, fails
+ * at once with -VMMX_ENODRIVER ("context created in process N; CUDA cannot
+ * be used after fork"); getters that return no code (vmmx_buf_ptr,
+ * vmmx_buf_size, vmmx_buf_capacity, vmmx_stream_handle) answer NULL or 0
+ * and set the message.  Only vmmx_buf_destroy(), vmmx_stream_destroy() and
+ * vmmx_ctx_destroy() work there: they free the child's copy of the
+ * host-side records without calling the driver or a policy's fini (on the
+ * sim backend too, which stands for the driver).  A child may create
+ * contexts of its own where the backend allows it (sim; cuda refuses).  A
+ * process created with a raw clone() system call bypasses the handlers and
+ * is not covered.
+ *
+ * Several GPUs: a context has one device, VMMX_DEVICE (default 0): its
+ * kernels' GPU, whose primary context it retains, and "the device" of
+ * device-first and lru.  It may place chunks on every other GPU that device
+ * can reach through peer access (vmmx_device_info(): usable); such chunks
+ * are mapped for both GPUs.  Placement goes there only when a policy ranks
+ * it: device-first:peers=1 (the other GPUs before host memory),
+ * device:id=N, interleave (device=W weighs every GPU, deviceN=W one), or
+ * vmmx_buf_migrate() to it.  A context reads another GPU's free memory, and
+ * on cuda creates a CUDA context there, only once it uses that GPU.
+ * VMMX_DEVICE_LIMIT and VMMX_DEVICE_HEADROOM apply to each GPU on its own
+ * ("8GiB": 8 GiB on each; "0:8GiB,1:4GiB" per ordinal; "8GiB,1:4GiB": 4 GiB
+ * on device 1, 8 GiB on every other); vmmx_ctx_query() reports the
+ * context's device's, vmmx_device_info() any device's.  Locations name
+ * devices by ordinal everywhere: vmmx_lookup() and vmmx_buf_chunks() (loc.id),
+ * vmmx_buf_residency_at(), struct vmmx_stats' dev_* arrays.
+ *
  * This header is self-contained, compiles as C99 and C++ and includes no
  * CUDA header.
  */
@@ -25,6 +59,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,7 +92,8 @@ enum vmmx_error {
 	VMMX_ERANGE = ERANGE,     /**< offset or size out of range */
 	VMMX_ENOTSUP = ENOTSUP,   /**< not supported by this backend or device */
 	VMMX_EDRIVER = 256,       /**< the driver returned an error (see vmmx_last_error()) */
-	VMMX_ENODRIVER = 257,     /**< the CUDA driver library could not be loaded */
+	VMMX_ENODRIVER = 257,     /**< the CUDA driver library could not be loaded, or the
+				   context is the parent's and this is a forked child */
 	VMMX_ECONFIG = 258,       /**< invalid configuration value */
 	VMMX_ENOBACKEND = 259,    /**< backend unknown or not built in */
 	VMMX_EFAULTINJ = 260,     /**< failure injected by the fault layer (tests) */
@@ -117,14 +153,16 @@ struct vmmx_config {
 	const char *policy;        /**< VMMX_POLICY: "name" or "name:key=val,..." */
 	const char *chunk_size;    /**< VMMX_CHUNK_SIZE: smallest chunk (placement resolution) */
 	const char *chunk_max;     /**< VMMX_CHUNK_MAX: largest chunk */
-	const char *device_limit;  /**< VMMX_DEVICE_LIMIT: cap on device bytes held */
+	const char *device_limit;  /**< VMMX_DEVICE_LIMIT: cap on device bytes held, on each
+				        device ("8GiB"), or per ordinal ("0:8GiB,1:4GiB") */
 	const char *host_limit;    /**< VMMX_HOST_LIMIT: cap on host bytes held */
 	const char *log;           /**< VMMX_LOG: none, error, warn, info or debug */
 	const char *const *vars;   /**< more settings, "VMMX_NAME=value", NULL-terminated */
 	vmmx_log_fn *log_fn;       /**< log sink; NULL: standard error */
 	void *log_arg;             /**< passed to @log_fn */
 	const char *policy_path;   /**< VMMX_POLICY_PATH: ':'-separated absolute directories */
-	const char *device_headroom; /**< VMMX_DEVICE_HEADROOM: device memory to leave free */
+	const char *device_headroom; /**< VMMX_DEVICE_HEADROOM: device memory to leave free,
+					  on each device or per ordinal, as @device_limit */
 	const char *cache_limit;   /**< VMMX_CACHE_LIMIT: most bytes of released chunks kept */
 	const char *device_prealloc; /**< VMMX_DEVICE_PREALLOC: device memory taken up front */
 	const char *trace;         /**< VMMX_TRACE: file to append placement decisions to */
@@ -157,7 +195,10 @@ enum vmmx_host_access {
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
-#define VMMX_STATS_VERSION 1
+#define VMMX_STATS_VERSION 2
+
+/** VMMX_STATS_DEVICES - devices described one by one in struct vmmx_stats. */
+#define VMMX_STATS_DEVICES 16
 
 /**
  * struct vmmx_stats - context statistics.
@@ -197,6 +238,15 @@ struct vmmx_stats {
 	uint64_t migrated_bytes;      /**< bytes they held */
 	uint64_t evictions;           /**< chunks a policy's evict() spilled to make room */
 	uint64_t promotions;          /**< chunks moved back by a policy's rebalance() */
+	/* version 2: per device ordinal (device_bytes, device_chunks and
+	 * placed_device are the sums over devices) */
+	int device_count;             /**< devices the backend shows (entries of the arrays
+				           below that may be nonzero, at most VMMX_STATS_DEVICES) */
+	uint64_t dev_bytes[VMMX_STATS_DEVICES];  /**< bytes mapped in chunks on device N */
+	uint64_t dev_chunks[VMMX_STATS_DEVICES]; /**< live chunks on device N */
+	uint64_t dev_held[VMMX_STATS_DEVICES];   /**< bytes of handles held on device N, cached
+					              ones included: what VMMX_DEVICE_LIMIT bounds */
+	uint64_t dev_placed[VMMX_STATS_DEVICES]; /**< chunks ever placed on device N by grows */
 };
 
 /**
@@ -214,11 +264,12 @@ struct vmmx_ctx_info {
 	uint64_t device_total;    /**< device memory, bytes */
 	uint64_t device_free;     /**< device memory free now, bytes */
 	uint64_t host_total;      /**< host memory usable for chunks, bytes */
-	uint64_t device_limit;    /**< VMMX_DEVICE_LIMIT in bytes, UINT64_MAX if none */
+	uint64_t device_limit;    /**< VMMX_DEVICE_LIMIT on the context's device, bytes,
+				       UINT64_MAX if none (other devices: vmmx_device_info) */
 	uint64_t host_limit;      /**< VMMX_HOST_LIMIT in bytes, UINT64_MAX if none */
 	char device_name[96];     /**< name of the device */
 	char policy[64];          /**< default policy of the context */
-	uint64_t device_headroom; /**< VMMX_DEVICE_HEADROOM in bytes */
+	uint64_t device_headroom; /**< VMMX_DEVICE_HEADROOM on the context's device, bytes */
 	uint64_t cache_limit;     /**< VMMX_CACHE_LIMIT in bytes */
 	char policy_source[128];  /**< file the default policy came from, or "built-in" */
 	enum vmmx_host_access host_access; /**< the path vmmx_host_register uses */
@@ -235,7 +286,8 @@ struct vmmx_chunk_info {
 };
 
 /**
- * struct vmmx_residency - bytes of a range per kind of location.
+ * struct vmmx_residency - bytes of a range per kind of location
+ * (vmmx_buf_residency_at() gives one device's share).
  */
 struct vmmx_residency {
 	size_t device;            /**< bytes on any GPU */
@@ -265,7 +317,8 @@ VMMX_API void vmmx_config_init(struct vmmx_config *cfg);
  * back from cuda to sim by itself.
  *
  * Return: 0; -VMMX_ECONFIG for a bad value (vmmx_last_error() names the
- * variable, the value and the expected form); -VMMX_ENOBACKEND for an unknown
+ * variable, the value and the expected form), or a per-device setting naming
+ * a device the backend does not have; -VMMX_ENOBACKEND for an unknown
  * backend or one not built in; -VMMX_ENODRIVER when libcuda.so.1 cannot be
  * loaded; -VMMX_ENODEV when there is no such device; -VMMX_ENOTSUP when the
  * device lacks virtual memory management; -VMMX_ENOMEM; -VMMX_EDRIVER.
@@ -279,7 +332,9 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
  * @ctx: context, or NULL.
  *
  * Buffers still alive are destroyed (with a warning).  Teardown steps that
- * failed earlier are retried; what still fails is logged as an error.
+ * failed earlier are retried; what still fails is logged as an error.  In a
+ * forked child, on a context of the parent: frees the child's host-side
+ * records only, without the driver (see the top of this file).
  *
  * Context: no other thread may use @ctx or its buffers; may block; calls the
  * driver.
@@ -345,12 +400,30 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
  * @size: new size; rounded up to the chunk size.
  *
  * Growing creates chunks where the policy prefers, falling back down its
- * ranking when a location is over its limit or out of memory; shrinking
- * unmaps and releases the chunks past the new size.  Data below
- * min(old size, new size) is kept; new bytes are undefined.
+ * ranking when a location is over its limit, inside its headroom
+ * (VMMX_DEVICE_HEADROOM) or out of memory.  Each chunk is as large as its
+ * location can take, up to VMMX_CHUNK_MAX (by default the largest
+ * location's memory: a grow that fits one location is one handle) or the
+ * policy's own bound.
+ *
+ * Shrinking gives memory back: when it returns, the buffer maps at most
+ * round_up(@size, VMMX_CHUNK_SIZE) bytes.  Chunks past the new size are
+ * unmapped and go to the context's chunk cache (VMMX_CACHE_LIMIT) or back
+ * to the driver; a chunk the new size cuts through is replaced by a handle
+ * of its kept part on the same location, its bytes copied within that
+ * location.  When the location cannot hold both handles at once (at its
+ * limit, or the driver is out of memory) the kept bytes go through ordinary
+ * host memory while the old handle is given back; if the location then
+ * refuses the new handle, the kept part lands in a host chunk (data intact,
+ * logged).  Only when not even that host memory can be had does the cut
+ * chunk stay whole.
+ *
+ * Data below min(old size, new size) is kept; new bytes are undefined.
  *
  * A failed resize leaves the buffer exactly as it was (size, placement and
- * data) and leaks nothing.
+ * data) and leaks nothing.  (The one exception: a driver call that fails
+ * while a failed shrink is being undone truncates the buffer to what is
+ * still mapped, logged at error level.)
  *
  * Resizing while a kernel or copy uses the affected range is the caller's
  * race: finish that work first (vmmx_sync()).
@@ -369,8 +442,10 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size);
  * @buf: buffer.
  *
  * Return: the first byte; stable for the buffer's life.  Valid for kernels
- * once mapped; host chunks are also valid for the CPU (unless the context
- * was created with VMMX_HOST_CPU_ACCESS=0).
+ * once mapped; host chunks are also valid for the CPU (with the default
+ * VMMX_HOST_CPU_ACCESS=all; with "placed", only host chunks that a grow
+ * placed, not those that a migration or eviction moved to host; with
+ * "none", none).
  *
  * Context: any thread; lock-free.
  */
@@ -410,6 +485,27 @@ VMMX_API size_t vmmx_buf_capacity(const struct vmmx_buf *buf);
  */
 VMMX_API int vmmx_buf_residency(const struct vmmx_buf *buf, size_t off, size_t len,
 				struct vmmx_residency *r);
+
+/**
+ * vmmx_buf_residency_at() - bytes of a range at one location.
+ * @buf: buffer.
+ * @off: first byte of the range.
+ * @len: bytes in the range.
+ * @loc: VMMX_LOC_DEVICE with a device ordinal; VMMX_LOC_HOST for all host
+ *       memory (HOST and HOST_NUMA chunks); VMMX_LOC_HOST_NUMA for one node.
+ * @bytes_p: out: bytes of the range there.
+ *
+ * vmmx_buf_residency() sums every GPU; this tells them apart (a buffer that
+ * spilled to a neighbour GPU, an interleaved one).
+ *
+ * Return: 0; -VMMX_ERANGE when the range goes past the buffer's size;
+ * -VMMX_EINVAL for a NULL argument or a location kind that is none of the
+ * three.
+ *
+ * Context: any thread; lock-free (RCU read side); does not block.
+ */
+VMMX_API int vmmx_buf_residency_at(const struct vmmx_buf *buf, size_t off, size_t len,
+				   struct vmmx_loc loc, size_t *bytes_p);
 
 /**
  * vmmx_buf_chunks() - list the chunks of a buffer.
@@ -612,21 +708,33 @@ VMMX_API int vmmx_buf_migrate_on(struct vmmx_buf *buf, size_t off, size_t len,
  *
  * Ranges inside buffers of @ctx are split into runs of one location and one
  * driver copy is issued per run (a single copy across a device/host boundary
- * crashed the CUDA driver).  Memory outside @ctx's buffers is passed to the
- * driver as is.  The copy is complete when the call returns.
+ * crashed the CUDA driver).  Memory outside @ctx's buffers is classified by
+ * the driver before anything touches it (cuPointerGetAttributes on cuda,
+ * the emulated driver's records on sim): device memory (another context's
+ * buffer, cuMemAlloc memory), registered, managed and host-chunk memory are
+ * copied by the driver, one allocation per driver copy; memory the driver
+ * does not know must be host memory the CPU may read (write, for @dst),
+ * checked against the process's memory map.  The CPU never loads from or
+ * stores to GPU memory.  The copy is complete when the call returns.
  *
- * Return: 0; -VMMX_EFAULT when a range touches the unmapped tail of a buffer;
- * -VMMX_EINVAL for overlapping ranges or NULL pointers; -VMMX_EDRIVER.
+ * Return: 0; -VMMX_EFAULT when a range touches the unmapped tail of a
+ * buffer, reserved address space with nothing mapped, or host memory that is
+ * not mapped, not readable or (destination) not writable, with the reason in
+ * vmmx_last_error(); -VMMX_EINVAL for overlapping ranges or NULL pointers;
+ * -VMMX_ENODRIVER in a forked child (see the top of this file);
+ * -VMMX_EDRIVER.
  *
- * Context: any thread; lock-free lookups (RCU read side); blocks until the
- * copy is done; calls the driver.
+ * Context: any thread; lock-free lookups (RCU read side); reads
+ * /proc/self/maps for host memory outside the context's buffers; blocks
+ * until the copy is done; calls the driver.
  */
 VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_t n);
 
 /**
  * vmmx_memset() - set bytes, split at every change of location.
  * @ctx: context.
- * @dst: destination, inside a buffer of @ctx or device-accessible memory.
+ * @dst: destination, inside a buffer of @ctx, or memory outside it
+ *       classified as vmmx_memcpy() does.
  * @c: byte value.
  * @n: bytes.
  *
@@ -654,6 +762,9 @@ VMMX_API int vmmx_sync(struct vmmx_ctx *ctx);
  *
  * The answer describes the chunk at the time of the call; it stays true
  * while no other thread resizes or destroys that buffer.
+ *
+ * On several GPUs, info->loc.id is the ordinal of the device holding the
+ * chunk (the context's, or a peer's).
  *
  * Return: 0; -VMMX_ENOENT when @addr is in no buffer of @ctx;
  * -VMMX_EFAULT when it is in a buffer's reservation beyond its size.
@@ -704,8 +815,7 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 struct vmmx_device_info {
 	size_t size;              /**< in: sizeof(struct vmmx_device_info) */
 	int ordinal;              /**< device ordinal */
-	char name[96];            /**< name; "" when the backend cannot name a device other
-				       than the context's own */
+	char name[96];            /**< name ("" only when the driver does not answer) */
 	uint64_t total;           /**< device memory, bytes */
 	uint64_t free;            /**< device memory free now, bytes */
 	int compute_major;        /**< compute capability, major (-1 unknown) */
@@ -727,6 +837,12 @@ struct vmmx_device_info {
 	size_t granularity_host;  /**< allocation granularity of host chunks (0 unknown) */
 	int peer_count;           /**< entries used in @peers */
 	int peers[16];            /**< devices this one can access (peer access), ascending */
+	/* appended: the context's view of this device */
+	int usable;               /**< 1: the context may place chunks here (its own device,
+				       or a peer of it); 0: it cannot reach this device */
+	uint64_t limit;           /**< the context's VMMX_DEVICE_LIMIT here, UINT64_MAX if none */
+	uint64_t headroom;        /**< the context's VMMX_DEVICE_HEADROOM here */
+	uint64_t held;            /**< bytes of handles the context holds here, cache included */
 };
 
 /**
@@ -737,9 +853,11 @@ struct vmmx_device_info {
  * @info: out; set info->size first.
  *
  * Reads memory, capability attributes, allocation granularities and peer
- * access.  On cuda, the memory of a device other than the context's is read
- * through that device's primary context, which costs tens of milliseconds
- * when nothing else uses that device.
+ * access, and the context's limit, headroom and held bytes there.  On cuda,
+ * the free memory of a device other than the context's is read through that
+ * device's primary context: the first such read retains that context until
+ * vmmx_ctx_destroy() (creating it costs tens of milliseconds and some of
+ * that GPU's memory when nothing else uses the device).
  *
  * Return: 0; -VMMX_EINVAL for a NULL argument or a @size too small for
  * @size and @ordinal; -VMMX_ENODEV for a device that does not exist;
@@ -900,6 +1018,322 @@ VMMX_API const char *vmmx_loc_name(struct vmmx_loc loc, char *buf, size_t len);
  * Context: any thread.
  */
 VMMX_API int vmmx_parse_size(const char *s, uint64_t total, uint64_t *out);
+
+/*
+ * ---- Frameworks: a caching allocator, prefetch and advice by address ----
+ *
+ * Frameworks allocate thousands of tensors a step and know their addresses,
+ * not buffers.  A struct vmmx_alloc is a caching allocator over libvmmx
+ * buffers: memory comes in segments (each a buffer, placed chunk by chunk by
+ * the policy), split into blocks with best-fit free lists, a small pool
+ * (requests up to 1 MiB, 2 MiB segments) and a large pool (up to 10 MiB, 20
+ * MiB segments); bigger requests get a segment of their own, never split, so
+ * that a tensor's chunks hold nothing else and can move without disturbing
+ * other tensors.  Freed memory stays mapped and is reused.  Segments go back
+ * to libvmmx on vmmx_alloc_empty_cache() or when a new segment would not fit
+ * on the device (or not fit at all): idle cached segments are released
+ * first and the placement retried.
+ *
+ * Streams: memory freed on stream S is reused at once by allocations on S
+ * (the work queued on S keeps its order), and by allocations on another
+ * stream only after an event recorded on S has completed, i.e. after S's work
+ * up to the free.  Each segment belongs to one stream; an idle one moves to
+ * another stream only through such an event.  Stream arguments are the
+ * backend's stream handle: a CUstream (cudaStream_t) on cuda, including a
+ * framework's own, or a vmmx_stream_handle(); NULL is the default stream.
+ *
+ * The plain entry points (vmmx_torch_*, vmmx_cupy_*) use one process-wide
+ * allocator per device ordinal, made on first use, thread-safe, configured
+ * from the VMMX_* environment (or vmmx_alloc_global_config()), placing
+ * through VMMX_POLICY (default device-first).  They are never torn down: a
+ * framework frees tensors during its own exit, after any destructor of ours.
+ */
+
+struct vmmx_alloc;
+
+/** VMMX_ALLOC_STATS_VERSION - version of struct vmmx_alloc_stats filled by this library. */
+#define VMMX_ALLOC_STATS_VERSION 1
+
+/**
+ * struct vmmx_alloc_stats - what a caching allocator holds and did.
+ *
+ * Set @size first; the library fills at most that many bytes, so old
+ * callers keep working when members are appended.  Bytes per location are
+ * read from the segments' chunk tables when the call runs, so they follow
+ * migrations (prefetch, eviction).
+ */
+struct vmmx_alloc_stats {
+	size_t size;                 /**< in: sizeof(struct vmmx_alloc_stats) */
+	unsigned int version;        /**< out: VMMX_ALLOC_STATS_VERSION */
+	int device;                  /**< the context's device */
+	uint64_t allocated_bytes;    /**< bytes in live blocks (sizes rounded up to 512) */
+	uint64_t allocated_peak;     /**< most @allocated_bytes seen */
+	uint64_t requested_bytes;    /**< bytes the live allocations asked for */
+	uint64_t reserved_bytes;     /**< bytes of segments, cached free blocks included */
+	uint64_t reserved_peak;      /**< most @reserved_bytes seen */
+	uint64_t device_reserved;    /**< of @reserved_bytes, on a GPU */
+	uint64_t host_reserved;      /**< of @reserved_bytes, in host memory */
+	uint64_t device_allocated;   /**< of @allocated_bytes, on a GPU */
+	uint64_t host_allocated;     /**< of @allocated_bytes, in host memory */
+	uint64_t segments;           /**< live segments (each a libvmmx buffer) */
+	uint64_t active_blocks;      /**< live allocations */
+	uint64_t allocs;             /**< successful allocations (size 0 excluded) */
+	uint64_t frees;              /**< frees (NULL excluded) */
+	uint64_t cache_hits;         /**< allocations served by cached memory, no new segment */
+	uint64_t segment_allocs;     /**< segments made */
+	uint64_t segment_frees;      /**< segments given back to libvmmx */
+	uint64_t fallback_segments;  /**< segments placed (partly) in host memory */
+	uint64_t fallback_bytes;     /**< their bytes in host memory when made */
+	uint64_t stream_reuses;      /**< idle segments handed to another stream, event completed */
+	uint64_t stream_waits;       /**< idle segments passed over: their stream was not done */
+	uint64_t cross_stream_frees; /**< frees on a stream other than the segment's (via events) */
+	uint64_t reclaims;           /**< times idle segments were released so a new one fits */
+	uint64_t failures;           /**< allocations that failed */
+};
+
+/**
+ * vmmx_alloc_create() - make a caching allocator on a context.
+ * @ctx: context; its device is the allocator's.
+ * @policy: placement policy of the segments, or NULL for the context's default.
+ * @a_p: out: the allocator.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a malformed policy spec;
+ * -VMMX_ENOENT / -VMMX_EPOLICY when the policy cannot be loaded (checked
+ * here, so that a bad spec fails now and not at the first allocation);
+ * -VMMX_ENOMEM.
+ *
+ * Context: any thread; takes the context's mutex; may block (a policy
+ * plugin is loaded); does not call the driver.
+ */
+VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct vmmx_alloc **a_p);
+
+/**
+ * vmmx_alloc_destroy() - give every segment back and free the allocator.
+ * @a: allocator, or NULL.
+ *
+ * Live allocations are released too, with a warning: their memory is gone.
+ * Waits for the device first, so that no queued work uses what is released.
+ *
+ * Context: no other thread may use @a; blocks; calls the driver.
+ */
+VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a);
+
+/**
+ * vmmx_alloc_malloc() - allocate device-accessible memory.
+ * @a: allocator.
+ * @size: bytes; 0 gives NULL and succeeds.
+ * @stream: the stream the memory will be used on first (NULL: default).
+ * @ptr_p: out: the address, aligned to 512 bytes.
+ *
+ * Served from a cached free block of @stream's segments when one fits (best
+ * fit; no driver call); else from an idle segment of another stream whose
+ * event has completed; else from a new segment placed by the policy.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @a or @ptr_p; -VMMX_ENOMEM when no
+ * location the policy allows has room even after idle segments were given
+ * back (vmmx_last_error() says why for each); -VMMX_EDRIVER, -VMMX_EFAULTINJ.
+ *
+ * Context: any thread; takes the allocator's mutex; a cache hit does not
+ * block and calls no driver; a new segment calls the driver (reserve,
+ * create, map, grant) and may block, with the mutex held.
+ */
+VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, void **ptr_p);
+
+/**
+ * vmmx_alloc_free() - give memory back to the allocator's cache.
+ * @a: allocator.
+ * @ptr: an address vmmx_alloc_malloc() returned, or NULL (no-op).
+ * @stream: the stream whose queued work last uses the memory; PyTorch and
+ *          CuPy pass the stream it was allocated on.
+ *
+ * The block is reusable at once on its segment's stream when @stream is
+ * that stream; otherwise an event is recorded on @stream and the block
+ * waits for it.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @a or an address this allocator did
+ * not return (or already freed: vmmx_last_error() says which);
+ * -VMMX_EDRIVER when the event cannot be recorded (the block is then kept
+ * out of use until vmmx_alloc_empty_cache()).
+ *
+ * Context: any thread; takes the allocator's mutex; does not block; calls
+ * the driver only for a free on another stream (event record).
+ */
+VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream);
+
+/**
+ * vmmx_alloc_empty_cache() - give idle segments back to libvmmx.
+ * @a: allocator.
+ *
+ * Waits for the device, completes pending frees, and destroys every segment
+ * with no live allocation (its chunks go to the context's chunk cache and
+ * from there to the driver, see vmmx_ctx_trim()).
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @a; -VMMX_EDRIVER when waiting for the
+ * device failed (nothing was released).
+ *
+ * Context: any thread; takes the allocator's mutex; blocks; calls the driver.
+ */
+VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a);
+
+/**
+ * vmmx_alloc_stats() - read an allocator's statistics.
+ * @a: allocator.
+ * @st: out; set st->size first.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a @size too small for
+ * @size and @version.
+ *
+ * Context: any thread; takes the allocator's mutex for a walk over its
+ * segments and blocks; lock-free residency reads; no driver call.
+ */
+VMMX_API int vmmx_alloc_stats(struct vmmx_alloc *a, struct vmmx_alloc_stats *st);
+
+/**
+ * vmmx_alloc_ctx() - the context an allocator lives in.
+ * @a: allocator.
+ *
+ * Return: the context, NULL for a NULL @a.
+ *
+ * Context: any thread; lock-free.
+ */
+VMMX_API struct vmmx_ctx *vmmx_alloc_ctx(const struct vmmx_alloc *a);
+
+/**
+ * vmmx_alloc_global_config() - settings of the process-wide allocators.
+ * @vars: "VMMX_NAME=value" strings, NULL-terminated (copied), or NULL to
+ *        forget earlier ones; they override the environment as
+ *        struct vmmx_config's @vars do.
+ *
+ * Applies to the contexts vmmx_alloc_global() makes from now on.
+ *
+ * Return: 0; -VMMX_EBUSY when a process-wide allocator exists already
+ * (settings are read once, when it is made); -VMMX_EINVAL for an entry that
+ * is not VMMX_NAME=value; -VMMX_ENOMEM.
+ *
+ * Context: any thread; takes the process-wide lock.
+ */
+VMMX_API int vmmx_alloc_global_config(const char *const *vars);
+
+/**
+ * vmmx_alloc_global() - the process-wide allocator of a device, made on first use.
+ * @device: device ordinal (VMMX_DEVICE of its context).
+ * @a_p: out: the allocator.
+ *
+ * The first call for a device makes a context on it (configuration from
+ * vmmx_alloc_global_config() and the environment, VMMX_DEVICE replaced by
+ * @device) and an allocator with the context's default policy.  Both live
+ * until the process ends.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @a_p; -VMMX_ENODEV for a @device out of
+ * range; what vmmx_ctx_create() returns (-VMMX_ECONFIG, -VMMX_ENODRIVER...),
+ * each time it is asked again (nothing is cached after a failure).
+ *
+ * Context: any thread; lock-free once made; the first call takes the
+ * process-wide lock, blocks and calls the driver.
+ */
+VMMX_API int vmmx_alloc_global(int device, struct vmmx_alloc **a_p);
+
+/**
+ * vmmx_torch_alloc() - PyTorch's CUDAPluggableAllocator allocation function.
+ * @size: bytes (a negative size fails).
+ * @device: device ordinal.
+ * @stream: the caller's current stream (a cudaStream_t).
+ *
+ * vmmx_alloc_malloc() on vmmx_alloc_global(@device).
+ *
+ * Return: the address; NULL on failure (PyTorch raises an out-of-memory
+ * error; vmmx_last_error() in the same thread says why) or for size 0.
+ *
+ * Context: as vmmx_alloc_malloc().
+ */
+VMMX_API void *vmmx_torch_alloc(ssize_t size, int device, void *stream);
+
+/**
+ * vmmx_torch_free() - PyTorch's CUDAPluggableAllocator free function.
+ * @ptr: address from vmmx_torch_alloc(), or NULL.
+ * @size: its size (unused: the allocator knows it).
+ * @device: device ordinal it was allocated on.
+ * @stream: the stream it was allocated on (PyTorch passes that one).
+ *
+ * Failures (an unknown pointer) are logged at error level.
+ *
+ * Context: as vmmx_alloc_free().
+ */
+VMMX_API void vmmx_torch_free(void *ptr, ssize_t size, int device, void *stream);
+
+/**
+ * vmmx_cupy_malloc() - CuPy's cupy.cuda.memory.CFunctionAllocator malloc.
+ * @param: unused (CuPy's param argument).
+ * @size: bytes.
+ * @device: device ordinal.
+ *
+ * CuPy passes no stream: memory is ordered on the default stream (the
+ * legacy one, which orders CuPy's blocking streams too).
+ *
+ * Return: the address; NULL on failure (CuPy raises OutOfMemoryError) or
+ * for size 0.
+ *
+ * Context: as vmmx_alloc_malloc().
+ */
+VMMX_API void *vmmx_cupy_malloc(void *param, size_t size, int device);
+
+/**
+ * vmmx_cupy_free() - CuPy's cupy.cuda.memory.CFunctionAllocator free.
+ * @param: unused.
+ * @ptr: address from vmmx_cupy_malloc(), or NULL.
+ * @device: device ordinal.
+ *
+ * Context: as vmmx_alloc_free().
+ */
+VMMX_API void vmmx_cupy_free(void *param, void *ptr, int device);
+
+/**
+ * vmmx_prefetch() - move the chunks under an address range to a location.
+ * @ctx: context.
+ * @ptr: first byte; any address of @ctx's buffers (a tensor's data).
+ * @len: bytes; the range may span several buffers.  Each buffer's part is
+ *       widened to whole chunks, as vmmx_buf_migrate() does.
+ * @loc: destination: a device of the context (usually its own), or host.
+ * @stream: the stream whose queued work uses the range (a cudaStream_t or
+ *          vmmx_stream_handle(); NULL: none, the range is idle now).  The
+ *          move waits for the work queued on it so far (an event, not a
+ *          stream sync, so any CUstream of the context is accepted).
+ *
+ * Buffers are found with the lock-free lookup; each part moves with
+ * vmmx_buf_migrate() on the context's own copy stream, so other streams'
+ * kernels keep running.  Chunks already at @loc are left alone, so a
+ * prefetch of resident memory costs a lookup.  Nothing else may use the
+ * moved chunks meanwhile: with an allocator, a range that is a whole
+ * allocation of 10 MiB or more (a segment of its own) is safe to move.
+ * The call returns when the move is done (run it on a helper thread to
+ * overlap it with compute).  A chunk advised read-mostly keeps its host
+ * copy when moved to a device (see vmmx_advise()).
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx or @ptr or a location the context
+ * cannot use; -VMMX_ENOENT when part of the range is in no buffer of @ctx;
+ * -VMMX_EFAULT when it runs past a buffer's size; -VMMX_ENOMEM when @loc has
+ * no room (what moved stays moved); -VMMX_EDRIVER.
+ *
+ * Context: any thread; takes each buffer's mutex in turn; blocks; calls
+ * the driver.
+ */
+VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
+			   void *stream);
+
+/**
+ * vmmx_advise() - vmmx_buf_advise() on an address range.
+ * @ctx: context.
+ * @ptr: first byte.
+ * @len: bytes; may span buffers (each part goes to its buffer's policy).
+ * @advice: enum vmmx_advice.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument or a bad advice;
+ * -VMMX_ENOENT / -VMMX_EFAULT as vmmx_prefetch(); errors of moves the
+ * policy asked for.
+ *
+ * Context: as vmmx_buf_advise(), once per buffer.
+ */
+VMMX_API int vmmx_advise(struct vmmx_ctx *ctx, const void *ptr, size_t len, int advice);
 
 #ifdef __cplusplus
 }

@@ -16,8 +16,10 @@
  * growth cheap; chunk_min is the resolution of placement.
  *
  * Handles map whole (cuMemMap takes offset 0 only), so a shrink that cuts
- * through a chunk keeps that chunk: the table's logical size is below its
- * mapped end, and bytes past the size are unreachable through the API.
+ * through a chunk replaces it by a handle of the kept part (a copy within
+ * the chunk's location): after a shrink the buffer maps nothing past its
+ * size.  The table's @mapped can exceed @size only after a shrink that
+ * failed twice over (see shrink()).
  */
 #include "config.h"
 
@@ -42,22 +44,26 @@ size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
 	return lo;
 }
 
-int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc)
+int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc,
+			   bool cpu)
 {
 	struct vmm_access acc[3] = {
 		{ .who = { VMMX_LOC_DEVICE, ctx->device }, .flags = VMM_ACCESS_RW },
 	};
 	int n = 1;
 
-	/* A chunk on another GPU is granted to that GPU too; host chunks are
+	/* A chunk on another GPU is granted to that GPU too; host chunks may be
 	 * granted to the CPU, so they are plain host memory at the same address
 	 * (the driver refuses CPU access to device memory).  The CPU grant is
 	 * what makes host mappings expensive: on the H200 cuMemSetAccess of host
 	 * memory took 20.8 ms per GiB with it and 7.5 ms without, and unmapping
-	 * 13.9 ms against 2.3 ms; VMMX_HOST_CPU_ACCESS=0 leaves it out. */
+	 * 13.9 ms against 2.3 ms; and only a GPU-only grant overlaps a running
+	 * copy.  Yet the driver's own copy of a GPU-only host chunk to pageable
+	 * memory (cuMemcpy) died with SIGSEGV (H100, driver 580), so the CPU is
+	 * granted every host chunk unless VMMX_HOST_CPU_ACCESS says otherwise. */
 	if (loc.kind == VMMX_LOC_DEVICE && loc.id != ctx->device)
 		acc[n++] = (struct vmm_access){ .who = loc, .flags = VMM_ACCESS_RW };
-	else if (vmm_loc_is_host(loc) && ctx->conf.host_cpu_access)
+	else if (cpu && vmm_loc_is_host(loc))
 		acc[n++] = (struct vmm_access){ .who = { VMMX_LOC_HOST, 0 }, .flags = VMM_ACCESS_RW };
 	return vmm_set_access(ctx->vmm, va, size, acc, n);
 }
@@ -121,6 +127,8 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
 	vmmx__clear_last_error();
 	if (!ctx || !buf_p)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_buf_create: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_buf_create");
 	if (!capacity || capacity > SIZE_MAX - ctx->chunk_max)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_buf_create: capacity %zu out of range", capacity);
@@ -245,10 +253,11 @@ static int make_chunk(struct vmmx_buf *buf, size_t off, size_t size, struct vmmx
 		err = vmm_map(ctx->vmm, va, size, h);
 		if (err)
 			goto err_handle;
-		err = vmmx__chunk_set_access(ctx, va, size, loc);
+		err = vmmx__chunk_set_access(ctx, va, size, loc, vmmx__cpu_grant(ctx, loc, false));
 		if (err)
 			goto err_map;
-		*out = (struct vmmx__chunk){ .off = off, .size = size, .loc = loc, .handle = h };
+		*out = (struct vmmx__chunk){ .off = off, .size = size, .loc = loc, .handle = h,
+					     .cpu = vmmx__cpu_grant(ctx, loc, false) };
 		return 0;
 
 err_map:
@@ -278,7 +287,7 @@ static void fill_request(struct vmmx_buf *buf, size_t idx, size_t off, size_t wa
 		struct vmmx_loc loc = { VMMX_LOC_DEVICE, d };
 		enum vmmx__why why;
 
-		if (!ctx->peer[d])
+		if (!ctx->peer[d] || !vmmx__dev_active(ctx, d))
 			continue;
 		room[n] = (struct vmmx_policy_room){
 			.loc = loc, .room = vmmx__room(ctx, loc, 0, &why, snap),
@@ -354,9 +363,12 @@ static int place_chunk(struct vmmx_buf *buf, size_t idx, size_t off, size_t want
 		size_t l = len, k = strlen(tried);
 		char name[32];
 
-		if (vmmx__slot(ctx, loc) < 0) {
-			snprintf(tried + k, sizeof(tried) - k, "%s%s not usable", k ? "; " : "",
-				 vmmx_loc_name(loc, name, sizeof(name)));
+		if (vmmx__slot(ctx, loc) < 0 ||
+		    (loc.kind == VMMX_LOC_DEVICE && !ctx->peer[vmmx__slot(ctx, loc)])) {
+			snprintf(tried + k, sizeof(tried) - k, "%s%s %s", k ? "; " : "",
+				 vmmx_loc_name(loc, name, sizeof(name)),
+				 vmmx__slot(ctx, loc) < 0 ? "not usable"
+							  : "not reachable (no peer access)");
 			if (!i)
 				first_why = VMMX__WHY_OOM;
 			continue;
@@ -494,16 +506,215 @@ err_unwind:
 	return err;
 }
 
+int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
+{
+	int err = vmm_map(ctx->vmm, va, c->size, c->handle);
+
+	if (err)
+		return err;
+	err = vmmx__chunk_set_access(ctx, va, c->size, c->loc, c->cpu);
+	if (err)
+		vmmx__unmap_or_defer(ctx, va, c->size); /* mapped but unusable */
+	return err;
+}
+
+/*
+ * Tries of a restore: the address was unmapped a moment ago, so a failure to
+ * map the old handle back is most likely transient (a driver resource, an
+ * injected fault); trying again costs nothing when it works and keeps the
+ * buffer whole.  The torture test (tests/stress) lost chunks to two faults
+ * in a row with a single try.
+ */
+#define RESTORE_TRIES 4
+
+int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
+{
+	int err = 0;
+
+	for (int i = 0; i < RESTORE_TRIES; i++) {
+		err = vmmx__chunk_remap(ctx, va, c);
+		if (!err)
+			break;
+	}
+	return err;
+}
+
+/*
+ * The chunk a shrink cuts through gives back what lies past the new size:
+ * handles map whole (cuMemMap's offset must be 0) and cannot be cut, so a
+ * handle of just the kept part @nc->size is made at the chunk's location and
+ * the kept bytes are copied into it (a copy within one location) through a
+ * staging address.  Nothing the buffer shows changes here; swap_handle()
+ * then puts the new handle in place.  0 with @nc->handle set; -VMMX_ENOMEM,
+ * unlogged, when the location cannot hold both handles at once (its limit,
+ * or the driver's memory: cut_bounce() is for that); or another error after
+ * undoing this step.
+ */
+static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct vmmx__chunk *nc)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	void *stage;
+	int err;
+
+	err = vmmx__handle_get(ctx, c->loc, nc->size, &nc->handle);
+	if (err)
+		return err;
+	err = vmm_reserve(ctx->vmm, nc->size, ctx->gran, &stage);
+	if (err)
+		goto err_handle;
+	err = vmm_map(ctx->vmm, stage, nc->size, nc->handle);
+	if (err)
+		goto err_reserve;
+	err = vmmx__chunk_set_access(ctx, stage, nc->size, c->loc, false);
+	if (!err)
+		err = vmm_copy(ctx->vmm, stage, (void *)(buf->base + c->off), nc->size);
+	/* The handle keeps its memory (and now the data) without this mapping. */
+	if (vmmx__unmap_or_defer(ctx, stage, nc->size)) {
+		/* A range still holding a mapping must not be freed yet. */
+		vmmx__defer(ctx, VMMX_OP_UNRESERVE, stage, nc->size, 0, (struct vmmx_loc){ 0 });
+		if (err)
+			vmmx__release_or_defer(ctx, nc->handle, c->loc, nc->size);
+		return err;
+	}
+	vmmx__unreserve_or_defer(ctx, stage, nc->size);
+	if (!err)
+		return 0;
+	goto err_handle;
+
+err_reserve:
+	vmmx__unreserve_or_defer(ctx, stage, nc->size);
+err_handle:
+	vmmx__cache_put(ctx, c->loc, nc->handle, nc->size);
+	return err;
+}
+
+/*
+ * Put @to at @from's address in its place.  On failure @from is mapped back;
+ * *@lost says that failed too and the address is unmapped (logged).
+ */
+static int swap_handle(struct vmmx_buf *buf, const struct vmmx__chunk *from,
+		       const struct vmmx__chunk *to, bool *lost)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	void *va = (void *)(buf->base + from->off);
+	int err;
+
+	*lost = false;
+	err = vmm_unmap(ctx->vmm, va, from->size);
+	if (err)
+		return err;
+	err = vmmx__chunk_remap(ctx, va, to);
+	if (!err)
+		return 0;
+	if (vmmx__chunk_restore(ctx, va, from)) {
+		*lost = true;
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
+			   "vmmx_buf_resize: the chunk at offset %zu could not be mapped back after a failed shrink; its address is unmapped",
+			   from->off);
+	}
+	return err;
+}
+
+/*
+ * The cut chunk's kept part when its location cannot hold the old and the
+ * new handle at once (a full device, a buffer at VMMX_DEVICE_LIMIT): the
+ * kept bytes wait in ordinary host memory while the old handle is given
+ * back, then go into the new handle.  Once the old handle is gone there is
+ * no way back: if the new handle fails (another thread or process took the
+ * memory, a driver call failed), the kept part goes to a host chunk
+ * instead, as a fallback would; *@lost is set only if that fails too.
+ * 0 with @nc filled in (its location may have changed); -VMMX_ENOMEM when
+ * not even the host bounce could be had (nothing changed).
+ */
+static int cut_bounce(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct vmmx__chunk *nc,
+		      bool *lost)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	void *va = (void *)(buf->base + c->off);
+	void *tmp = malloc(nc->size);
+	int err;
+
+	*lost = false;
+	/* The bounce is a driver copy to ordinary host memory, which must not
+	 * read a host chunk granted to the GPU only (see lib/copy.c). */
+	if (vmm_loc_is_host(c->loc) && !c->cpu) {
+		free(tmp);
+		return -VMMX_ENOMEM;
+	}
+	if (!tmp)
+		return -VMMX_ENOMEM;
+	err = vmm_copy(ctx->vmm, tmp, va, nc->size);
+	if (!err)
+		err = vmm_unmap(ctx->vmm, va, c->size);
+	if (err) {
+		free(tmp);
+		return err;
+	}
+	/* Released, not cached: a cached handle would stay charged. */
+	vmmx__release_or_defer(ctx, c->handle, c->loc, c->size);
+	/* Two tries on the location, then two in host memory: the old handle
+	 * is gone, so a transient failure (an injected one, a driver resource)
+	 * must not lose the kept bytes. */
+	for (int tries = 0; tries < 4; tries++) {
+		char name[32];
+
+		if (tries == 2) {
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
+				   "vmmx_buf_resize: %s failed to take back the kept part of the chunk at offset %zu (%s); it goes to host memory",
+				   vmmx_loc_name(nc->loc, name, sizeof(name)), c->off,
+				   vmmx_strerror(err));
+			nc->loc = (struct vmmx_loc){ VMMX_LOC_HOST, 0 };
+			nc->cpu = vmmx__cpu_grant(ctx, nc->loc, true);
+		}
+		err = vmmx__handle_get(ctx, nc->loc, nc->size, &nc->handle);
+		if (err)
+			continue;
+		err = vmmx__chunk_remap(ctx, va, nc);
+		if (err) { /* nothing stays mapped */
+			vmmx__cache_put(ctx, nc->loc, nc->handle, nc->size);
+			continue;
+		}
+		err = vmm_copy(ctx->vmm, va, tmp, nc->size);
+		if (!err)
+			break;
+		if (vmmx__unmap_or_defer(ctx, va, nc->size))
+			vmmx__release_or_defer(ctx, nc->handle, nc->loc, nc->size);
+		else
+			vmmx__cache_put(ctx, nc->loc, nc->handle, nc->size);
+	}
+	free(tmp);
+	if (err) {
+		*lost = true;
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
+			   "vmmx_buf_resize: the kept part of the chunk at offset %zu was lost after its old handle was given back (%s)",
+			   c->off, vmmx_strerror(err));
+	}
+	return err;
+}
+
+/*
+ * Shrink: chunks that start at or past the new size are unmapped; the one
+ * the size cuts through is replaced by a handle of its kept part, so the
+ * buffer holds no memory past round_up(size, chunk_min).  Steps, each undone
+ * in reverse when a later one fails: unmap the chunks past the size, from
+ * the end; copy the cut chunk's kept part into its new handle; swap the cut
+ * chunk's handle.  When the driver has no memory even for the kept part, the
+ * cut chunk stays whole (logged at info level) and the shrink succeeds: the
+ * caller asked to give memory back, which failing would not do.
+ */
 static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
+	struct vmmx__chunk nc = { 0 };
 	struct vmmx__table *t;
-	size_t keep = old->n, j;
+	size_t keep = old->n, j, cut_idx;
+	bool cut, lost = false, bounced = false;
 	int err = 0;
 
-	/* Chunks that start at or past the new size go; one cut through stays. */
 	while (keep > 0 && old->c[keep - 1].off >= size)
 		keep--;
+	cut = keep && old->c[keep - 1].off + old->c[keep - 1].size > size;
+	cut_idx = keep - 1;
 	/* Room for every chunk: a failed restore may keep more than @keep. */
 	t = table_alloc(old->n);
 	if (!t)
@@ -513,8 +724,6 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	t->size = size;
 	t->mapped = keep ? old->c[keep - 1].off + old->c[keep - 1].size : 0;
 
-	/* Unmap from the end; on failure map back what was unmapped (reverse
-	 * order again) so the buffer is exactly as it was. */
 	for (j = old->n; j > keep; j--) {
 		const struct vmmx__chunk *c = &old->c[j - 1];
 
@@ -522,22 +731,52 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		if (err)
 			break;
 	}
+	if (!err && cut) {
+		char a[32];
+
+		nc = old->c[keep - 1];
+		nc.size = size - nc.off;
+		err = cut_prepare(buf, &old->c[keep - 1], &nc);
+		if (err == -VMMX_ENOMEM) {
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+				   "vmmx_buf_resize: no room for a second %s handle beside the chunk at offset %zu; its kept part goes through host memory",
+				   vmmx__fmt_size(nc.size, a, sizeof(a)), nc.off);
+			vmmx__clear_last_error();
+			err = cut_bounce(buf, &old->c[keep - 1], &nc, &lost);
+			bounced = !err || lost; /* the old handle is gone */
+			if (err == -VMMX_ENOMEM && !lost) {
+				/* Not even the bounce: keep the chunk whole. */
+				vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+					   "vmmx_buf_resize: no host memory to bounce %s through; the chunk at offset %zu stays whole",
+					   vmmx__fmt_size(nc.size, a, sizeof(a)), nc.off);
+				vmmx__clear_last_error();
+				cut = false;
+				err = 0;
+			} else if (!err) {
+				t->c[keep - 1] = nc;
+			}
+		} else if (!err) {
+			err = swap_handle(buf, &old->c[keep - 1], &nc, &lost);
+			if (err)
+				vmmx__cache_put(ctx, nc.loc, nc.handle, nc.size);
+			else
+				t->c[keep - 1] = nc;
+		}
+		if (!err && cut)
+			t->mapped = size;
+	}
 	if (err) {
 		size_t failed_at = j;
 
-		for (; j < old->n; j++) {
-			const struct vmmx__chunk *c = &old->c[j];
-			void *va = (void *)(buf->base + c->off);
-			int e = vmm_map(ctx->vmm, va, c->size, c->handle);
-
-			if (!e) {
-				e = vmmx__chunk_set_access(ctx, va, c->size, c->loc);
-				if (e) /* mapped but unusable: unmap so [j, n) is unmapped */
-					vmmx__unmap_or_defer(ctx, va, c->size);
-			}
-			if (e)
-				break;
-		}
+		/* Map back what was unmapped, in reverse order again, so the
+		 * buffer is exactly as it was. */
+		if (lost)
+			j = keep - 1;
+		else
+			for (; j < old->n; j++)
+				if (vmmx__chunk_restore(ctx, (void *)(buf->base + old->c[j].off),
+							&old->c[j]))
+					break;
 		if (j == old->n) {
 			free(t);
 			return err;
@@ -548,19 +787,30 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		 * resize cannot leave the buffer as it was. */
 		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
 			   "vmmx_buf_resize: shrink failed at chunk %zu and restoring chunk %zu failed too; buffer truncated to %zu bytes",
-			   failed_at - 1, j, old->c[j].off);
+			   failed_at ? failed_at - 1 : 0, j, old->c[j].off);
 		memcpy(t->c, old->c, j * sizeof(old->c[0]));
 		t->n = j;
 		t->mapped = old->c[j].off;
 		t->size = old->size < t->mapped ? old->size : t->mapped;
 		keep = j;
+		cut = false;
 	}
 	/* Past the point of no return: the handles go to the cache, or are
 	 * released (a failed release is queued, not reported).  Done before
 	 * the old table is retired: it may be freed any time after that. */
 	for (j = old->n; j > keep; j--) {
 		vmmx__policy_chunk_event(buf, &old->c[j - 1], VMMX_POLICY_EV_RELEASED);
+		if (bounced && j == cut_idx + 1)
+			continue; /* cut_bounce() gave it back */
 		vmmx__cache_put(ctx, old->c[j - 1].loc, old->c[j - 1].handle, old->c[j - 1].size);
+	}
+	if (cut) {
+		const struct vmmx__chunk *c = &old->c[keep - 1];
+
+		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
+		if (!bounced)
+			vmmx__cache_put(ctx, c->loc, c->handle, c->size);
+		vmmx__policy_chunk_event(buf, &nc, VMMX_POLICY_EV_PLACED);
 	}
 	vmmx__table_publish(buf, t);
 	return err;
@@ -576,6 +826,8 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 	vmmx__clear_last_error();
 	if (!buf)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_resize: buf is NULL");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_resize");
 	ctx = buf->ctx;
 	if (size > buf->capacity)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ERANGE,
@@ -610,6 +862,10 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	if (!buf)
 		return;
 	ctx = buf->ctx;
+	if (vmmx__inherited(ctx)) {
+		vmmx__buf_abandon(buf);
+		return;
+	}
 	vmmx__ctx_remove_buf(ctx, buf); /* waits for readers */
 	t = buf->table;
 	for (size_t j = t->n; j > 0; j--) {
@@ -641,21 +897,33 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	free(buf);
 }
 
+/* The answer of a getter that cannot return an error code: NULL or 0 then. */
+static bool getter_ok(const struct vmmx_buf *buf, const char *fn)
+{
+	if (!buf)
+		return false;
+	if (vmmx__inherited(buf->ctx)) {
+		vmmx__fail_inherited(buf->ctx, fn);
+		return false;
+	}
+	return true;
+}
+
 VMMX_API void *vmmx_buf_ptr(const struct vmmx_buf *buf)
 {
-	return buf ? (void *)buf->base : NULL;
+	return getter_ok(buf, "vmmx_buf_ptr") ? (void *)buf->base : NULL;
 }
 
 VMMX_API size_t vmmx_buf_capacity(const struct vmmx_buf *buf)
 {
-	return buf ? buf->capacity : 0;
+	return getter_ok(buf, "vmmx_buf_capacity") ? buf->capacity : 0;
 }
 
 VMMX_API size_t vmmx_buf_size(const struct vmmx_buf *buf)
 {
 	size_t size;
 
-	if (!buf)
+	if (!getter_ok(buf, "vmmx_buf_size"))
 		return 0;
 	urcu_bp_read_lock();
 	size = rcu_dereference(buf->table)->size;
@@ -663,16 +931,25 @@ VMMX_API size_t vmmx_buf_size(const struct vmmx_buf *buf)
 	return size;
 }
 
-VMMX_API int vmmx_buf_residency(const struct vmmx_buf *buf, size_t off, size_t len,
-				struct vmmx_residency *r)
+/* Whether a chunk at @c counts for @want (HOST: any host memory). */
+static bool loc_matches(struct vmmx_loc c, struct vmmx_loc want)
+{
+	if (want.kind == VMMX_LOC_HOST)
+		return vmm_loc_is_host(c);
+	return c.kind == want.kind && c.id == want.id;
+}
+
+/*
+ * Bytes of [off, off + len) on the device side and the host side (@want
+ * NONE), or at @want alone (in *@dev_p).  -VMMX_ERANGE past the size, named
+ * after @fn.  Lock-free: one RCU-published table.
+ */
+static int residency(const struct vmmx_buf *buf, const char *fn, size_t off, size_t len,
+		     struct vmmx_loc want, size_t *dev_p, size_t *host_p)
 {
 	const struct vmmx__table *t;
-	struct vmmx_residency out = { 0, 0 };
-	int err = 0;
+	size_t dev = 0, host = 0;
 
-	vmmx__clear_last_error();
-	if (!buf || !r)
-		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_residency: NULL argument");
 	urcu_bp_read_lock();
 	t = rcu_dereference(buf->table);
 	if (off > t->size || len > t->size - off) {
@@ -680,8 +957,7 @@ VMMX_API int vmmx_buf_residency(const struct vmmx_buf *buf, size_t off, size_t l
 
 		urcu_bp_read_unlock();
 		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ERANGE,
-				  "vmmx_buf_residency: range [%zu, +%zu) goes past the size %zu", off,
-				  len, size);
+				  "%s: range [%zu, +%zu) goes past the size %zu", fn, off, len, size);
 	}
 	if (len) {
 		for (size_t i = vmmx__table_find(t, off); i < t->n && t->c[i].off < off + len; i++) {
@@ -690,15 +966,61 @@ VMMX_API int vmmx_buf_residency(const struct vmmx_buf *buf, size_t off, size_t l
 
 			if (e > off + len)
 				e = off + len;
-			if (vmm_loc_is_host(t->c[i].loc))
-				out.host += e - a;
+			if (want.kind != VMMX_LOC_NONE)
+				dev += loc_matches(t->c[i].loc, want) ? e - a : 0;
+			else if (vmm_loc_is_host(t->c[i].loc))
+				host += e - a;
 			else
-				out.device += e - a;
+				dev += e - a;
 		}
 	}
 	urcu_bp_read_unlock();
-	*r = out;
-	return err;
+	*dev_p = dev;
+	*host_p = host;
+	return 0;
+}
+
+VMMX_API int vmmx_buf_residency(const struct vmmx_buf *buf, size_t off, size_t len,
+				struct vmmx_residency *r)
+{
+	size_t dev, host;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!buf || !r)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_residency: NULL argument");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_residency");
+	err = residency(buf, "vmmx_buf_residency", off, len, (struct vmmx_loc){ VMMX_LOC_NONE, 0 },
+			&dev, &host);
+	if (err)
+		return err;
+	r->device = dev;
+	r->host = host;
+	return 0;
+}
+
+VMMX_API int vmmx_buf_residency_at(const struct vmmx_buf *buf, size_t off, size_t len,
+				   struct vmmx_loc loc, size_t *bytes_p)
+{
+	size_t bytes, unused;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!buf || !bytes_p)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_residency_at: NULL argument");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_residency_at");
+	if (loc.kind != VMMX_LOC_DEVICE && loc.kind != VMMX_LOC_HOST &&
+	    loc.kind != VMMX_LOC_HOST_NUMA)
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_buf_residency_at: location kind %d is none of DEVICE, HOST and HOST_NUMA",
+				  (int)loc.kind);
+	err = residency(buf, "vmmx_buf_residency_at", off, len, loc, &bytes, &unused);
+	if (err)
+		return err;
+	*bytes_p = bytes;
+	return 0;
 }
 
 VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info *chunks,
@@ -710,6 +1032,8 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
 	vmmx__clear_last_error();
 	if (!buf || !count_p || (!chunks && max))
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_chunks: NULL argument");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_chunks");
 	urcu_bp_read_lock();
 	t = rcu_dereference(buf->table);
 	/* Chunks entirely past the size are not part of the buffer (none exist

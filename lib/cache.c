@@ -79,6 +79,33 @@ void vmmx__cache_put(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, 
 	vmmx__release_or_defer(ctx, h, loc, size);
 }
 
+int vmmx__handle_get(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t size, vmm_handle_t *h)
+{
+	size_t got;
+	int err;
+
+	if (vmmx__cache_take(ctx, loc, size, size, h, &got)) {
+		__atomic_fetch_add(&ctx->ctr.cache_hits, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	/* Cached handles of other sizes still hold memory and count against
+	 * the limit: give them back once if the limit or the driver says no. */
+	for (int tries = 0; tries < 2; tries++) {
+		err = vmmx__charge(ctx, loc, size);
+		if (!err) {
+			err = vmm_create(ctx->vmm, loc, size, h);
+			if (!err) {
+				__atomic_fetch_add(&ctx->ctr.cache_misses, 1, __ATOMIC_RELAXED);
+				return 0;
+			}
+			vmmx__uncharge(ctx, loc, size);
+		}
+		if (err != -VMMX_ENOMEM || !vmmx__cache_evict(ctx, loc, size))
+			break;
+	}
+	return err;
+}
+
 uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
 {
 	int first = 0, last = VMMX__NSLOTS - 1;

@@ -111,27 +111,32 @@ static int parse_string(const struct var *v, const char *val, struct vmmx__conf 
 	return 0;
 }
 
-static int parse_size_common(const struct var *v, const char *val, struct vmmx__conf *conf,
-			     bool pct_ok)
+/* One size into @out: bytes, or a percentage (when @pct_ok) resolved later. */
+static int size_item(const char *val, bool pct_ok, struct vmmx__size_setting *out)
 {
-	struct vmmx__size_setting *s = (void *)((char *)conf + v->dest);
 	size_t len = strlen(val);
 	uint64_t n;
 
 	if (pct_ok && len > 1 && val[len - 1] == '%') {
 		/* Percentages resolve once the backend says what 100% is. */
 		if (vmmx_parse_size(val, 100, &n))
-			return bad(v, cur_src, val);
-		s->set = true;
-		s->pct = true;
-		s->value = n;
+			return -1;
+		*out = (struct vmmx__size_setting){ .set = true, .pct = true, .value = n };
 		return 0;
 	}
 	if (vmmx_parse_size(val, 0, &n))
+		return -1;
+	*out = (struct vmmx__size_setting){ .set = true, .pct = false, .value = n };
+	return 0;
+}
+
+static int parse_size_common(const struct var *v, const char *val, struct vmmx__conf *conf,
+			     bool pct_ok)
+{
+	struct vmmx__size_setting *s = (void *)((char *)conf + v->dest);
+
+	if (size_item(val, pct_ok, s))
 		return bad(v, cur_src, val);
-	s->set = true;
-	s->pct = false;
-	s->value = n;
 	return 0;
 }
 
@@ -143,6 +148,64 @@ static int parse_size(const struct var *v, const char *val, struct vmmx__conf *c
 static int parse_size_pct(const struct var *v, const char *val, struct vmmx__conf *conf)
 {
 	return parse_size_common(v, val, conf, true);
+}
+
+/*
+ * A per-device size: items separated by ',', each "SIZE" (every device not
+ * named) or "N:SIZE" (device ordinal N), SIZE a size or N% of that device's
+ * memory.  At most one plain item, each ordinal once, no empty item.  The
+ * value replaces what an earlier source set: it is one setting.
+ */
+static int parse_dev_size(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	struct vmmx__dev_setting *ds = (void *)((char *)conf + v->dest), out;
+	const char *p = val;
+
+	memset(&out, 0, sizeof(out));
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		const char *colon = memchr(p, ':', len);
+		struct vmmx__size_setting *slot = &out.all;
+		char item[64];
+		int d = -1;
+
+		if (colon) {
+			char *end = NULL;
+			long n = -1;
+
+			if (p[0] >= '0' && p[0] <= '9')
+				n = strtol(p, &end, 10);
+			if (n < 0 || end != colon || n >= VMMX__MAX_DEVICES)
+				return vmmx__fail(NULL, -VMMX_ECONFIG,
+						  "%s=\"%s\" (%s): \"%.*s\" is not a device ordinal from 0 to %d; expected %s",
+						  v->name, val, cur_src, (int)(colon - p), p,
+						  VMMX__MAX_DEVICES - 1, v->form);
+			d = (int)n;
+			slot = &out.dev[d];
+			len -= (size_t)(colon + 1 - p);
+			p = colon + 1;
+		}
+		if (slot->set)
+			return d < 0 ? vmmx__fail(NULL, -VMMX_ECONFIG,
+						  "%s=\"%s\" (%s): two sizes for the devices not named; expected %s",
+						  v->name, val, cur_src, v->form)
+				     : vmmx__fail(NULL, -VMMX_ECONFIG,
+						  "%s=\"%s\" (%s): device %d is given twice; expected %s",
+						  v->name, val, cur_src, d, v->form);
+		if (!len || len >= sizeof(item))
+			return bad(v, cur_src, val);
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		if (size_item(item, true, slot))
+			return bad(v, cur_src, val);
+		p += len;
+		if (!*p)
+			break;
+		p++; /* the ',' */
+		if (!*p)
+			return bad(v, cur_src, val);
+	}
+	*ds = out;
+	return 0;
 }
 
 static int parse_bytes(const struct var *v, const char *val, struct vmmx__conf *conf)
@@ -157,6 +220,21 @@ static int parse_bytes(const struct var *v, const char *val, struct vmmx__conf *
 static int parse_log(const struct var *v, const char *val, struct vmmx__conf *conf)
 {
 	if (vmmx__log_parse(val, &conf->log.level))
+		return bad(v, cur_src, val);
+	return 0;
+}
+
+static int parse_cpu_access(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	int *out = (void *)((char *)conf + v->dest);
+
+	if (!strcmp(val, "placed"))
+		*out = VMMX__CPU_PLACED;
+	else if (!strcmp(val, "all") || !strcmp(val, "1"))
+		*out = VMMX__CPU_ALL;
+	else if (!strcmp(val, "none") || !strcmp(val, "0"))
+		*out = VMMX__CPU_NONE;
+	else
 		return bad(v, cur_src, val);
 	return 0;
 }
@@ -191,6 +269,12 @@ static int parse_fault(const struct var *v, const char *val, struct vmmx__conf *
 	return 0;
 }
 
+/* Per-device settings: one size for every device, and/or N:SIZE items. */
+#define DEV_FORM                                                                     \
+	"a size: " SIZE_FORM ", or N% of device memory, for every device; or per device " \
+	"ordinal, N:SIZE items separated by ',' (0:8GiB,1:4GiB), with at most one plain " \
+	"SIZE for the devices not named (8GiB,1:4GiB)"
+
 #define CFG(f) offsetof(struct vmmx_config, f)
 #define CONF(f) offsetof(struct vmmx__conf, f)
 
@@ -205,12 +289,13 @@ static const struct var vars[] = {
 	  CONF(policy_path) },
 	{ "VMMX_CHUNK_SIZE", CFG(chunk_size), parse_size, "a size: " SIZE_FORM, CONF(chunk_size) },
 	{ "VMMX_CHUNK_MAX", CFG(chunk_max), parse_size, "a size: " SIZE_FORM, CONF(chunk_max) },
-	{ "VMMX_DEVICE_LIMIT", CFG(device_limit), parse_size_pct,
-	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_limit) },
+	{ "VMMX_DEVICE_LIMIT", CFG(device_limit), parse_dev_size, DEV_FORM, CONF(device_limit) },
 	{ "VMMX_HOST_LIMIT", CFG(host_limit), parse_size_pct,
 	  "a size: " SIZE_FORM ", or N% of host memory", CONF(host_limit) },
-	{ "VMMX_DEVICE_HEADROOM", CFG(device_headroom), parse_size_pct,
-	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_headroom) },
+	/* The short name first, so that VMMX_DEVICE_HEADROOM wins when both are set. */
+	{ "VMMX_HEADROOM", -1, parse_dev_size, DEV_FORM, CONF(device_headroom) },
+	{ "VMMX_DEVICE_HEADROOM", CFG(device_headroom), parse_dev_size, DEV_FORM,
+	  CONF(device_headroom) },
 	{ "VMMX_CACHE_LIMIT", CFG(cache_limit), parse_size, "a size: " SIZE_FORM,
 	  CONF(cache_limit) },
 	{ "VMMX_DEVICE_PREALLOC", CFG(device_prealloc), parse_size_pct,
@@ -221,7 +306,8 @@ static const struct var vars[] = {
 	{ "VMMX_SIM_HOST_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM, CONF(sim_host_mem) },
 	{ "VMMX_SIM_DEVICES", -1, parse_sim_devices, "a number of devices from 1 to 8", 0 },
 	{ "VMMX_SIM_PAGEABLE", -1, parse_bool, "0 or 1", CONF(sim_pageable) },
-	{ "VMMX_HOST_CPU_ACCESS", -1, parse_bool, "0 or 1", CONF(host_cpu_access) },
+	{ "VMMX_HOST_CPU_ACCESS", -1, parse_cpu_access, "placed, all or none (1 = all, 0 = none)",
+	  CONF(host_cpu_access) },
 	{ "VMMX_FAULT", -1, parse_fault,
 	  "op:N[,op:N...] with op one of reserve, unreserve, create, release, map, unmap, "
 	  "set_access, copy, memset, sync and N >= 1",
@@ -247,7 +333,7 @@ static void defaults(struct vmmx__conf *conf)
 	conf->sim_device_mem = 1ull << 30;
 	conf->sim_host_mem = 4ull << 30;
 	conf->sim_devices = 1;
-	conf->host_cpu_access = 1;
+	conf->host_cpu_access = VMMX__CPU_ALL;
 	conf->log.level = VMMX_LOG_WARN;
 	for (int i = 0; i < VMMX_OP_COUNT; i++)
 		conf->faults[i].op = -1;
@@ -302,6 +388,19 @@ static const char *getenv_secure(const char *name)
 #endif
 }
 
+/* VMMX_* names the library does not read but other parts of the project do. */
+static bool var_foreign(const char *name, size_t len)
+{
+	/* the Python package's path to libvmmx (python/vmmx/__init__.py) */
+	static const char library[] = "VMMX_LIBRARY";
+	/* vmmx-run's and its interposer's own settings (preload/, tools/vmmx-run.c) */
+	static const char run[] = "VMMX_RUN_";
+
+	if (len > sizeof(run) - 1 && !memcmp(name, run, sizeof(run) - 1))
+		return true;
+	return len == sizeof(library) - 1 && !memcmp(name, library, len);
+}
+
 static void warn_unknown_env(const struct vmmx__log *log)
 {
 	for (char **e = environ; e && *e; e++) {
@@ -310,7 +409,7 @@ static void warn_unknown_env(const struct vmmx__log *log)
 		if (strncmp(*e, "VMMX_", 5))
 			continue;
 		eq = strchr(*e, '=');
-		if (eq && !var_find(*e, (size_t)(eq - *e)))
+		if (eq && !var_find(*e, (size_t)(eq - *e)) && !var_foreign(*e, (size_t)(eq - *e)))
 			vmmx__logf(log, VMMX_LOG_WARN,
 				   "%.*s is not a libvmmx variable; ignored (the README lists the variables)",
 				   (int)(eq - *e), *e);
@@ -372,6 +471,22 @@ uint64_t vmmx__size_resolve(const struct vmmx__size_setting *s, uint64_t total, 
 	if (s->pct)
 		return total / 100 * s->value + total % 100 * s->value / 100;
 	return s->value;
+}
+
+uint64_t vmmx__dev_resolve(const struct vmmx__dev_setting *s, int d, uint64_t total,
+			   uint64_t dflt)
+{
+	if (d >= 0 && d < VMMX__MAX_DEVICES && s->dev[d].set)
+		return vmmx__size_resolve(&s->dev[d], total, dflt);
+	return vmmx__size_resolve(&s->all, total, dflt);
+}
+
+int vmmx__dev_setting_max(const struct vmmx__dev_setting *s)
+{
+	for (int d = VMMX__MAX_DEVICES - 1; d >= 0; d--)
+		if (s->dev[d].set)
+			return d;
+	return -1;
 }
 
 VMMX_API void vmmx_config_init(struct vmmx_config *cfg)

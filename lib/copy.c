@@ -8,6 +8,11 @@
  * (consecutive chunks of one location, or memory outside every buffer), and
  * one driver call is made per piece where both sides stay in one run.
  *
+ * Memory outside this context's buffers is classified before it is touched
+ * (foreign_run): another context's buffer and raw device memory go to the
+ * driver's copy engine, host memory must be mapped with the access the copy
+ * needs, anything else is -VMMX_EFAULT with the reason.
+ *
  * Lock-free: runs are computed inside an RCU read-side section; the driver
  * is called outside it, so a long copy never delays a grace period.
  */
@@ -22,6 +27,32 @@ static bool same_loc(struct vmmx_loc a, struct vmmx_loc b)
 	return a.kind == b.kind && a.id == b.id;
 }
 
+/*
+ * What a run is, for one rule: a host chunk granted to the GPU only
+ * (VMMX_HOST_CPU_ACCESS=placed or none) may be copied only to or from
+ * device memory.  On the H100 (driver 580) a cuMemcpy between such a chunk
+ * and pageable memory died with SIGSEGV inside the driver, which reaches
+ * host memory through the CPU's mapping.
+ */
+enum run_kind {
+	RUN_DEVICE,             /* device memory: a device chunk, cuMemAlloc, managed */
+	RUN_HOST,               /* host memory the driver knows (a host chunk, registered) */
+	RUN_PAGEABLE,           /* ordinary host memory the driver does not know */
+	RUN_GPU_ONLY,           /* a host chunk granted to the GPU only */
+};
+
+static bool same_run(const struct vmmx__chunk *a, const struct vmmx__chunk *b)
+{
+	return same_loc(a->loc, b->loc) && a->cpu == b->cpu;
+}
+
+static int gpu_only_fail(struct vmmx_ctx *ctx, const char *fn, const char *side, uintptr_t addr)
+{
+	return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+			  "%s: %s %p is a host chunk granted to the GPU only (VMMX_HOST_CPU_ACCESS): the driver copies it only to or from device memory (a copy to host memory crashed the driver); migrate it to the device first, or use VMMX_HOST_CPU_ACCESS=all",
+			  fn, side, (void *)addr);
+}
+
 /* Base of the first buffer above @addr, or UINTPTR_MAX.  RCU read side held. */
 static uintptr_t next_buf_base(struct vmmx_ctx *ctx, uintptr_t addr)
 {
@@ -32,11 +63,59 @@ static uintptr_t next_buf_base(struct vmmx_ctx *ctx, uintptr_t addr)
 }
 
 /*
- * Length of the run that starts at @addr, at most @max.  Takes the RCU read
- * side itself.  -VMMX_EFAULT when @addr lies in a buffer past its size.
+ * A run of @len bytes at @addr outside this context's buffers: ask the
+ * driver what it is before anything touches it (the CPU must never load
+ * from GPU memory).  Memory the driver knows (another context's buffer,
+ * cuMemAlloc or managed memory, registered host memory) is the driver's
+ * to copy, one allocation per piece, so that no piece changes kind; memory
+ * it does not know must be host memory the CPU may read, or write for a
+ * destination; reserved address space with nothing mapped is refused.
  */
-static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, size_t *len_p,
-		  const char *fn, const char *side)
+static int foreign_run(struct vmmx_ctx *ctx, uintptr_t addr, size_t len, bool write,
+		       size_t *len_p, enum run_kind *kind, const char *fn, const char *side)
+{
+	struct vmm_ptr_info pi;
+	const char *why;
+	int err;
+
+	err = vmm_ptr_info(ctx->vmm, (const void *)addr, &pi);
+	if (err)
+		return err;
+	if (pi.len && pi.len < len)
+		len = pi.len;
+	if (!pi.len && pi.kind != VMM_MEM_PAGEABLE && ctx->gran - addr % ctx->gran < len)
+		/* Extent unknown: no chunk crosses a granule boundary, so no piece may. */
+		len = ctx->gran - addr % ctx->gran;
+	switch (pi.kind) {
+	case VMM_MEM_RESERVED:
+		return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+				  "%s: %s %p is not memory of this context: it is reserved device address space with nothing mapped there",
+				  fn, side, (void *)addr);
+	case VMM_MEM_PAGEABLE:
+		err = vmm_host_range_check((const void *)addr, len, write, &why);
+		if (err)
+			return vmmx__fail(&ctx->conf.log, err,
+					  "%s: %s [%p, +%zu) is not memory of this context nor known to the driver, and %s",
+					  fn, side, (void *)addr, len, why);
+		break;
+	default:
+		break; /* the driver's memory: only its copy engine touches it */
+	}
+	*kind = pi.kind == VMM_MEM_DEVICE || pi.kind == VMM_MEM_MANAGED ? RUN_DEVICE
+		: pi.kind == VMM_MEM_PAGEABLE			       ? RUN_PAGEABLE
+								       : RUN_HOST;
+	*len_p = len;
+	return 0;
+}
+
+/*
+ * Length of the run that starts at @addr, at most @max; @write for a
+ * destination.  Takes the RCU read side itself and calls the driver (to
+ * classify foreign memory) outside it.  -VMMX_EFAULT when @addr lies in a
+ * buffer past its size, or is foreign memory no copy may touch.
+ */
+static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, bool write, size_t *len_p,
+		  enum run_kind *kind, const char *fn, const char *side)
 {
 	struct vmmx_buf *buf;
 	size_t len;
@@ -48,6 +127,8 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, size_t *len_
 		uintptr_t next = next_buf_base(ctx, addr);
 
 		len = next - addr < max ? next - addr : max;
+		urcu_bp_read_unlock();
+		return foreign_run(ctx, addr, len, write, len_p, kind, fn, side);
 	} else {
 		const struct vmmx__table *t = rcu_dereference(buf->table);
 		size_t off = addr - buf->base, i, end;
@@ -62,7 +143,15 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, size_t *len_
 		}
 		i = vmmx__table_find(t, off);
 		end = t->c[i].off + t->c[i].size;
-		while (i + 1 < t->n && same_loc(t->c[i + 1].loc, t->c[i].loc)) {
+		*kind = !vmm_loc_is_host(t->c[i].loc) ? RUN_DEVICE
+			: t->c[i].cpu		      ? RUN_HOST
+						      : RUN_GPU_ONLY;
+		/* Adjacent chunks of one location join into one run.  (A memset
+		 * of host chunks split per handle was tried: the torture test on
+		 * the H200 then met CUDA_ERROR_LAUNCH_FAILED, which ends the
+		 * context, where joined some memsets fail with a clean
+		 * CUDA_ERROR_INVALID_VALUE; see docs/PERFORMANCE.md.) */
+		while (i + 1 < t->n && same_run(&t->c[i + 1], &t->c[i])) {
 			i++;
 			end = t->c[i].off + t->c[i].size;
 		}
@@ -84,17 +173,24 @@ VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_
 	vmmx__clear_last_error();
 	if (!ctx || ((!dst || !src) && n))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_memcpy: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_memcpy");
 	if (n && ((d < s && s - d < n) || (s <= d && d - s < n)))
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_memcpy: ranges %p and %p of %zu bytes overlap", dst, src, n);
 	while (n) {
+		enum run_kind dk, sk;
 		size_t dl, sl, piece;
 
-		err = run_at(ctx, d, n, &dl, "vmmx_memcpy", "destination");
+		err = run_at(ctx, d, n, true, &dl, &dk, "vmmx_memcpy", "destination");
 		if (!err)
-			err = run_at(ctx, s, n, &sl, "vmmx_memcpy", "source");
+			err = run_at(ctx, s, n, false, &sl, &sk, "vmmx_memcpy", "source");
 		if (err)
 			return err;
+		if (dk == RUN_GPU_ONLY && sk != RUN_DEVICE)
+			return gpu_only_fail(ctx, "vmmx_memcpy", "destination", d);
+		if (sk == RUN_GPU_ONLY && dk != RUN_DEVICE)
+			return gpu_only_fail(ctx, "vmmx_memcpy", "source", s);
 		piece = dl < sl ? dl : sl;
 		err = vmm_copy(ctx->vmm, (void *)d, (const void *)s, piece);
 		if (err)
@@ -115,13 +211,25 @@ VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n)
 	vmmx__clear_last_error();
 	if (!ctx || (!dst && n))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_memset: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_memset");
 	while (n) {
+		enum run_kind k;
 		size_t len;
 
-		err = run_at(ctx, d, n, &len, "vmmx_memset", "destination");
+		err = run_at(ctx, d, n, true, &len, &k, "vmmx_memset", "destination");
 		if (err)
 			return err;
-		err = vmm_memset(ctx->vmm, (void *)d, c, len);
+		/* Whether the driver's memset reaches such a chunk through the CPU is
+		 * not known: refused like a copy from host memory. */
+		if (k == RUN_GPU_ONLY)
+			return gpu_only_fail(ctx, "vmmx_memset", "destination", d);
+		/* cuMemsetD8 refuses memory it does not know (CUDA_ERROR_INVALID_VALUE
+		 * on the H100); foreign_run checked that the CPU may write it. */
+		if (k == RUN_PAGEABLE)
+			memset((void *)d, c, len);
+		else
+			err = vmm_memset(ctx->vmm, (void *)d, c, len);
 		if (err)
 			return err;
 		d += len;
@@ -135,6 +243,8 @@ VMMX_API int vmmx_sync(struct vmmx_ctx *ctx)
 	vmmx__clear_last_error();
 	if (!ctx)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_sync: ctx is NULL");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_sync");
 	return vmm_sync(ctx->vmm);
 }
 
@@ -148,6 +258,8 @@ VMMX_API int vmmx_lookup(struct vmmx_ctx *ctx, const void *addr, struct vmmx_chu
 	vmmx__clear_last_error();
 	if (!ctx || !info)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_lookup: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_lookup");
 	urcu_bp_read_lock();
 	buf = vmmx__ctx_find_buf(ctx, a);
 	if (!buf) {

@@ -16,15 +16,38 @@
 
 #include "internal.h"
 
-/* Default largest chunk: the driver's cost is per handle and about flat from
- * 2 MiB to 1 GiB (PLATFORM.md), so big handles amortise it; 1 GiB still
- * leaves migration and fallback a useful resolution. */
-#define DEFAULT_CHUNK_MAX (1ull << 30)
+/*
+ * Default largest chunk: none below the memory of the largest location, so
+ * a grow that one location can take is one handle, like a raw
+ * cuMemCreate/cuMemMap/cuMemSetAccess grow.  The driver's cost is per handle
+ * (cuMemCreate 11 us and cuMemSetAccess 57 us for a 1 GiB device handle on
+ * the H200), and with 1 GiB chunks a 64 GiB grow took 2.1x a one-handle
+ * grow.  Policies that need a finer unit of migration bound their chunks
+ * (policy answer's max_len: lru, tiered, interleave); VMMX_CHUNK_MAX bounds
+ * every buffer of a context.
+ */
+
+/*
+ * Default device headroom: device memory that grows leave free for the CUDA
+ * runtime and libraries that allocate outside libvmmx: cuBLAS workspaces (up
+ * to 32 MiB per handle and stream on Hopper), kernels loaded lazily at first
+ * launch (CUDA_MODULE_LOADING=LAZY: cuBLAS and cuDNN modules take tens to
+ * hundreds of MiB), NCCL's channel buffers, cuDNN workspaces, and a
+ * framework's own allocations.  1 GiB, or 1/16 of a device smaller than
+ * 16 GiB; docs/PERFORMANCE.md has what was measured.  0 gives every byte
+ * to libvmmx.
+ */
+#define DEFAULT_HEADROOM (1ull << 30)
+#define DEFAULT_HEADROOM_SHARE 16
 
 /* Default bound of the chunk cache: enough to make repeated grow/shrink cycles
  * of a few GiB free of driver calls (HOST chunks cost ~160 us/MiB to create),
  * small enough not to surprise. */
 #define DEFAULT_CACHE_LIMIT (1ull << 30)
+
+#ifdef VMMX__TSAN
+char vmmx__tsan_grace; /* internal.h: RCU's happens-before, told to TSan */
+#endif
 
 /* The vmm layer reports errors and log lines through this hook. */
 static void report(void *arg, int level, int err, const char *msg)
@@ -83,7 +106,6 @@ static int setup_sizes(struct vmmx_ctx *ctx)
 	struct vmmx_loc dev = { VMMX_LOC_DEVICE, ctx->device }, host = { VMMX_LOC_HOST, 0 };
 	struct vmm_info vi;
 	size_t gd, gh;
-	uint64_t fr;
 	char a[32], b[32];
 	int err;
 
@@ -112,28 +134,58 @@ static int setup_sizes(struct vmmx_ctx *ctx)
 				  "VMMX_CHUNK_SIZE=%s: must be a nonzero multiple of the allocation granularity (%s)",
 				  vmmx__fmt_size(ctx->chunk_min, a, sizeof(a)),
 				  vmmx__fmt_size(ctx->gran, b, sizeof(b)));
-	ctx->chunk_max = vmmx__size_resolve(&ctx->conf.chunk_max, 0,
-					    DEFAULT_CHUNK_MAX > ctx->chunk_min ? DEFAULT_CHUNK_MAX
-									       : ctx->chunk_min);
+
+	/*
+	 * Limits and headroom apply to each device on its own, each device's
+	 * percentages of its own memory; "N:SIZE" items set one device.  Only
+	 * totals are read here: another device's free memory needs a CUDA
+	 * context on it (vmm_mem_info), which a context creates only once it
+	 * uses that device (vmmx__room).
+	 */
+	{
+		int lmax = vmmx__dev_setting_max(&ctx->conf.device_limit);
+		int hmax = vmmx__dev_setting_max(&ctx->conf.device_headroom);
+
+		if (lmax >= ctx->ndev || hmax >= ctx->ndev)
+			return vmmx__fail(log, -VMMX_ECONFIG,
+					  "%s names device %d, but the %s backend has %d device%s (0 to %d)",
+					  lmax >= ctx->ndev ? "VMMX_DEVICE_LIMIT" : "VMMX_DEVICE_HEADROOM",
+					  lmax >= ctx->ndev ? lmax : hmax, vi.backend, ctx->ndev,
+					  ctx->ndev == 1 ? "" : "s", ctx->ndev - 1);
+	}
+	for (int d = 0; d < ctx->ndev; d++) {
+		uint64_t dflt;
+
+		err = vmm_mem_info(ctx->vmm, (struct vmmx_loc){ VMMX_LOC_DEVICE, d }, NULL,
+				   &ctx->total[d]);
+		if (err)
+			return err;
+		ctx->limit[d] = vmmx__dev_resolve(&ctx->conf.device_limit, d, ctx->total[d],
+						  UINT64_MAX);
+		dflt = ctx->total[d] / DEFAULT_HEADROOM_SHARE;
+		dflt = dflt < DEFAULT_HEADROOM ? dflt : DEFAULT_HEADROOM;
+		ctx->headroom[d] = vmmx__dev_resolve(&ctx->conf.device_headroom, d, ctx->total[d],
+						     vmmx__round_down(dflt, ctx->gran));
+	}
+	err = vmm_mem_info(ctx->vmm, host, NULL, &ctx->total[VMMX__HOST_SLOT]);
+	if (err)
+		return err;
+	/* No default bound below the largest location (see the comment above DEFAULT_HEADROOM). */
+	{
+		uint64_t biggest = ctx->chunk_min;
+
+		for (int k = 0; k < VMMX__NSLOTS; k++)
+			biggest = ctx->total[k] > biggest ? ctx->total[k] : biggest;
+		if (biggest > SIZE_MAX / 2)
+			biggest = SIZE_MAX / 2;
+		ctx->chunk_max = vmmx__size_resolve(&ctx->conf.chunk_max, 0,
+						    vmmx__round_up(biggest, ctx->chunk_min));
+	}
 	if (ctx->chunk_max < ctx->chunk_min || ctx->chunk_max % ctx->chunk_min)
 		return vmmx__fail(log, -VMMX_ECONFIG,
 				  "VMMX_CHUNK_MAX=%s: must be a multiple of VMMX_CHUNK_SIZE (%s)",
 				  vmmx__fmt_size(ctx->chunk_max, a, sizeof(a)),
 				  vmmx__fmt_size(ctx->chunk_min, b, sizeof(b)));
-
-	/* Limits and headroom apply to each device alike; percentages of each one's memory. */
-	for (int d = 0; d < ctx->ndev; d++) {
-		err = vmm_mem_info(ctx->vmm, (struct vmmx_loc){ VMMX_LOC_DEVICE, d }, &fr,
-				   &ctx->total[d]);
-		if (err)
-			return err;
-		ctx->limit[d] = vmmx__size_resolve(&ctx->conf.device_limit, ctx->total[d],
-						   UINT64_MAX);
-		ctx->headroom[d] = vmmx__size_resolve(&ctx->conf.device_headroom, ctx->total[d], 0);
-	}
-	err = vmm_mem_info(ctx->vmm, host, &fr, &ctx->total[VMMX__HOST_SLOT]);
-	if (err)
-		return err;
 	ctx->limit[VMMX__HOST_SLOT] = vmmx__size_resolve(&ctx->conf.host_limit,
 							  ctx->total[VMMX__HOST_SLOT], UINT64_MAX);
 	ctx->cache_limit = vmmx__size_resolve(&ctx->conf.cache_limit, 0, DEFAULT_CACHE_LIMIT);
@@ -146,6 +198,7 @@ static int setup_sizes(struct vmmx_ctx *ctx)
 			can = 0;
 		ctx->peer[d] = can;
 	}
+	ctx->active = 1ull << ctx->device;
 	return 0;
 }
 
@@ -184,6 +237,9 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
 		goto err_cache_lock;
 	}
+	err = vmmx__ctx_list_add(ctx);
+	if (err)
+		goto err_mutex;
 
 	p = (struct vmm_params){
 		.backend = ctx->conf.backend,
@@ -203,7 +259,7 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 		err = vmmx__fail(&ctx->conf.log, err, "cannot open the %s backend on device %d: %s",
 				 ctx->conf.backend, ctx->conf.device,
 				 detail[0] ? detail : vmmx_strerror(err));
-		goto err_mutex;
+		goto err_list;
 	}
 	for (int i = 0; i < VMMX_OP_COUNT && ctx->conf.faults[i].op >= 0; i++)
 		vmm_fault_arm(ctx->vmm, (enum vmmx_op)ctx->conf.faults[i].op, ctx->conf.faults[i].nth, 0);
@@ -233,6 +289,8 @@ err_trace:
 	vmmx__trace_close(ctx);
 err_vmm:
 	vmm_close(ctx->vmm);
+err_list:
+	vmmx__ctx_list_del(ctx);
 err_mutex:
 	pthread_mutex_destroy(&ctx->reg_lock);
 err_cache_lock:
@@ -252,6 +310,10 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 
 	if (!ctx)
 		return;
+	if (vmmx__inherited(ctx)) {
+		vmmx__ctx_abandon(ctx);
+		return;
+	}
 	while (ctx->bufs->n) {
 		struct vmmx_buf *buf = ctx->bufs->bufs[ctx->bufs->n - 1];
 
@@ -278,6 +340,7 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 	/* Retired tables are freed before the context goes. */
 	vmmx__reclaim(ctx);
 	vmm_close(ctx->vmm);
+	vmmx__ctx_list_del(ctx);
 	pthread_mutex_destroy(&ctx->reg_lock);
 	pthread_mutex_destroy(&ctx->cache_lock);
 	pthread_mutex_destroy(&ctx->lock);
@@ -292,6 +355,8 @@ VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes)
 	vmmx__clear_last_error();
 	if (!ctx)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_ctx_trim: ctx is NULL");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_ctx_trim");
 	total = __atomic_load_n(&ctx->cache_total, __ATOMIC_RELAXED);
 	if (total > keep_bytes)
 		vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, total - keep_bytes);
@@ -311,6 +376,8 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
 	if (!ctx || !info || info->size < offsetof(struct vmmx_ctx_info, device))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_ctx_query: NULL argument or info->size not set");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_ctx_query");
 	err = vmm_query(ctx->vmm, &vi);
 	if (!err)
 		err = vmm_mem_info(ctx->vmm, (struct vmmx_loc){ VMMX_LOC_DEVICE, ctx->device }, &fr,
@@ -376,6 +443,9 @@ uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 	*why = VMMX__WHY_OOM;
 	if (k < 0 || (loc.kind == VMMX_LOC_DEVICE && !ctx->peer[k]))
 		return 0;
+	/* Asked about another device: the context uses it from now on. */
+	if (loc.kind == VMMX_LOC_DEVICE)
+		vmmx__dev_activate(ctx, k);
 	held = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
 	/* Cached handles are held (and charged) already: reusing them needs
 	 * neither limit nor free memory. */
@@ -388,8 +458,11 @@ uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 		uint64_t now = snap ? now_ns() : 0;
 		uint64_t then = snap ? __atomic_load_n(&ctx->fcache[k].ns, __ATOMIC_ACQUIRE) : 0;
 
-		if (then && now - then < VMMX__FREE_TTL_NS) {
-			fr = __atomic_load_n(&ctx->fcache[k].fr, __ATOMIC_RELAXED);
+		fr = then ? __atomic_load_n(&ctx->fcache[k].fr, __ATOMIC_RELAXED) : 0;
+		if (then && (now - then < VMMX__FREE_TTL_NS ||
+			     (now - then < VMMX__FREE_TTL_AMPLE_NS &&
+			      fr > want + ctx->headroom[k] + VMMX__FREE_MARGIN))) {
+			/* fresh enough: no driver call */
 		} else {
 			then = now;
 			if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))

@@ -163,7 +163,8 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
 		struct vmmx_loc loc = { VMMX_LOC_DEVICE, d };
 		enum vmmx__why why;
 
-		if (ctx->peer[d])
+		/* Devices the context does not use stay unasked (vmmx__dev_active). */
+		if (ctx->peer[d] && vmmx__dev_active(ctx, d))
 			room[nroom++] = (struct vmmx_policy_room){
 				.loc = loc, .room = vmmx__room(ctx, loc, 0, &why, NULL),
 				.held = __atomic_load_n(&ctx->held[d], __ATOMIC_RELAXED),
@@ -197,6 +198,8 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
 	vmmx__clear_last_error();
 	if (!buf)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_advise: buf is NULL");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_advise");
 	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_WILL_NEED)
 		return vmmx__fail(&buf->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_buf_advise: advice %d is none of enum vmmx_advice", advice);

@@ -497,6 +497,8 @@ int vmmx__hmm_probe_paths(struct vmmx_ctx *ctx, struct vmmx_hmm_info *info,
 	if (!ctx || !info || info->size < offsetof(struct vmmx_hmm_info, device_pageable_access))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_hmm_probe: NULL argument or info->size not set");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_hmm_probe");
 	memset(&out, 0, sizeof(out));
 	if (vmm_query(ctx->vmm, &vi))
 		vi = (struct vmm_info){ .backend = "?" };

@@ -87,6 +87,8 @@ VMMX_API int vmmx_host_register(struct vmmx_ctx *ctx, void *ptr, size_t len, voi
 	if (!ctx || !ptr || !len || !dptr_p || p + len < p)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_host_register: NULL argument, zero length or a range that wraps");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_host_register");
 	lo = p / ps * ps;
 	hi = (p + len + ps - 1) / ps * ps;
 	urcu_bp_read_lock();
@@ -180,6 +182,8 @@ VMMX_API int vmmx_host_unregister(struct vmmx_ctx *ctx, void *ptr)
 	vmmx__clear_last_error();
 	if (!ctx || !ptr)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_host_unregister: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_host_unregister");
 	pthread_mutex_lock(&ctx->reg_lock);
 	for (pp = &ctx->regs; *pp; pp = &(*pp)->next) {
 		struct vmmx__reg *r = *pp;
@@ -220,4 +224,15 @@ void vmmx__host_teardown(struct vmmx_ctx *ctx)
 		}
 	}
 	pthread_mutex_unlock(&ctx->reg_lock);
+}
+
+void vmmx__host_abandon(struct vmmx_ctx *ctx)
+{
+	struct vmmx__reg *r;
+
+	/* In a forked child: the registrations are the parent's; forget the records. */
+	while ((r = ctx->regs)) {
+		ctx->regs = r->next;
+		free(r);
+	}
 }

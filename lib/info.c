@@ -37,6 +37,8 @@ VMMX_API int vmmx_device_info(struct vmmx_ctx *ctx, int device, struct vmmx_devi
 	if (!ctx || !info || info->size < offsetof(struct vmmx_device_info, name))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_device_info: NULL argument or info->size not set");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_device_info");
 	err = vmm_query(ctx->vmm, &vi);
 	if (err)
 		return err;
@@ -48,9 +50,9 @@ VMMX_API int vmmx_device_info(struct vmmx_ctx *ctx, int device, struct vmmx_devi
 
 	memset(&out, 0, sizeof(out));
 	out.ordinal = device;
-	/* The driver layer names the device it was opened on only. */
-	if (device == ctx->device)
-		snprintf(out.name, sizeof(out.name), "%s", vi.device_name);
+	/* Any device is named (no context needed); a name is not worth failing for. */
+	if (vmm_device_name(ctx->vmm, device, out.name, sizeof(out.name)))
+		out.name[0] = '\0';
 	err = vmm_mem_info(ctx->vmm, (struct vmmx_loc){ VMMX_LOC_DEVICE, device }, &out.free,
 			   &out.total);
 	if (err)
@@ -85,6 +87,11 @@ VMMX_API int vmmx_device_info(struct vmmx_ctx *ctx, int device, struct vmmx_devi
 		if (p != device && !vmm_can_access_peer(ctx->vmm, device, p, &can) && can)
 			out.peers[out.peer_count++] = p;
 	}
+	/* The context's own view of the device. */
+	out.usable = device < ctx->ndev && ctx->peer[device];
+	out.limit = device < ctx->ndev ? ctx->limit[device] : UINT64_MAX;
+	out.headroom = device < ctx->ndev ? ctx->headroom[device] : 0;
+	out.held = device < ctx->ndev ? __atomic_load_n(&ctx->held[device], __ATOMIC_RELAXED) : 0;
 	/* Attributes the driver did not answer set the last error on the way. */
 	vmmx__clear_last_error();
 	n = info->size < sizeof(out) ? info->size : sizeof(out);
@@ -173,6 +180,8 @@ VMMX_API int vmmx_policy_list(struct vmmx_ctx *ctx, struct vmmx_policy_info *out
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_policy_list: NULL ctx or count_p, or NULL out with max %zu",
 				  max);
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_policy_list");
 	err = vmmx__policy_scan(ctx, list_one, &st);
 	if (err) {
 		free(st.v);

@@ -4,8 +4,10 @@
  * names are vmmx__*, compiled with -fvisibility=hidden.
  *
  * Locking, from outer to inner:
+ *   the context list's lock (fork.c: list edits, and across a fork)
  *   buf->lock   (a writer of one buffer: resize, destroy)
  *   ctx->lock   (the buffer list and the deferred-teardown list)
+ *   ctx->reg_lock, then ctx->cache_lock (fork.c takes all three in this order)
  * Readers (lookup, residency, chunks, memcpy splitting, size) take neither:
  * they read RCU-published arrays inside urcu-bp read-side sections, and
  * writers free old arrays only after a grace period.
@@ -25,6 +27,53 @@
 #include "vmmx/policy.h"
 
 #define VMMX__FMT(a, b) __attribute__((format(printf, a, b)))
+
+/*
+ * Under ThreadSanitizer (configure --enable-tsan): TSan does not see the
+ * ordering liburcu gives, because rcu_dereference() is a plain load behind
+ * a compiler barrier and a grace period is a wait on counters it cannot see
+ * through.  Every table, buffer list and policy published with RCU would be
+ * reported as a race between its writer and its readers, and every free
+ * after a grace period as a race with the readers it waited for.  So in a
+ * TSan build only, publication and reading are acquire/release atomics (a
+ * stronger ordering than RCU needs, so the program's meaning is unchanged),
+ * and each read-side unlock releases, and each grace period acquires, one
+ * token: exactly the happens-before that RCU guarantees.  Real races in our
+ * code stay visible; no suppression is needed for our own RCU use.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define VMMX__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VMMX__TSAN 1
+#endif
+#endif
+#ifdef VMMX__TSAN
+#include <sanitizer/tsan_interface.h>
+
+extern char vmmx__tsan_grace;   /* the token (ctx.c) */
+
+static inline void vmmx__tsan_read_unlock(void)
+{
+	__tsan_release(&vmmx__tsan_grace);
+	urcu_bp_read_unlock();
+}
+
+static inline void vmmx__tsan_synchronize_rcu(void)
+{
+	urcu_bp_synchronize_rcu();
+	__tsan_acquire(&vmmx__tsan_grace);
+}
+
+#undef urcu_bp_read_unlock
+#define urcu_bp_read_unlock() vmmx__tsan_read_unlock()
+#undef urcu_bp_synchronize_rcu
+#define urcu_bp_synchronize_rcu() vmmx__tsan_synchronize_rcu()
+#undef rcu_dereference
+#define rcu_dereference(p) __atomic_load_n(&(p), __ATOMIC_ACQUIRE)
+#undef rcu_assign_pointer
+#define rcu_assign_pointer(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#endif
 
 /* ---- errors and log (error.c, log.c) ---- */
 
@@ -53,6 +102,13 @@ const char *vmmx__log_level_name(enum vmmx_log_level level);
 
 /* ---- configuration (config.c) ---- */
 
+/* VMMX_HOST_CPU_ACCESS: which host chunks the CPU is granted too. */
+enum vmmx__cpu_access {
+	VMMX__CPU_NONE = 0,             /* none: GPU only */
+	VMMX__CPU_ALL = 1,              /* every host chunk */
+	VMMX__CPU_PLACED = 2,           /* chunks a grow placed on host, not those moved there */
+};
+
 #define VMMX__POLICY_SPEC_MAX_CONF 256
 
 /* A size setting as written: bytes, or a percentage resolved against a total later. */
@@ -60,6 +116,21 @@ struct vmmx__size_setting {
 	bool set;
 	bool pct;
 	uint64_t value;                 /* bytes, or percent when @pct */
+};
+
+/* Accounting slots: one per device ordinal, one for host memory. */
+#define VMMX__MAX_DEVICES 16
+#define VMMX__HOST_SLOT VMMX__MAX_DEVICES
+#define VMMX__NSLOTS (VMMX__MAX_DEVICES + 1)
+
+/*
+ * A per-device size setting (VMMX_DEVICE_LIMIT, VMMX_DEVICE_HEADROOM):
+ * "SIZE" for every device, "N:SIZE,..." per device ordinal, or both
+ * ("8GiB,1:4GiB": device 1 gets 4 GiB, every other device 8 GiB).
+ */
+struct vmmx__dev_setting {
+	struct vmmx__size_setting all;  /* the plain item: devices not named */
+	struct vmmx__size_setting dev[VMMX__MAX_DEVICES];
 };
 
 struct vmmx__conf {
@@ -70,16 +141,16 @@ struct vmmx__conf {
 	char trace[4096];
 	struct vmmx__size_setting chunk_size;
 	struct vmmx__size_setting chunk_max;
-	struct vmmx__size_setting device_limit;
+	struct vmmx__dev_setting device_limit;
 	struct vmmx__size_setting host_limit;
-	struct vmmx__size_setting device_headroom;
+	struct vmmx__dev_setting device_headroom;
 	struct vmmx__size_setting cache_limit;
 	struct vmmx__size_setting device_prealloc;
 	uint64_t sim_device_mem;
 	uint64_t sim_host_mem;
 	int sim_devices;
 	int sim_pageable;
-	int host_cpu_access;            /* grant the CPU access to host chunks */
+	int host_cpu_access;            /* enum vmmx__cpu_access */
 	struct {
 		int op;                 /* enum vmmx_op, -1: none */
 		uint64_t nth;
@@ -95,6 +166,11 @@ struct vmmx__conf {
 int vmmx__conf_load(const struct vmmx_config *cfg, struct vmmx__conf *conf);
 /* Resolve a size setting: @total is 100%; @dflt when unset. */
 uint64_t vmmx__size_resolve(const struct vmmx__size_setting *s, uint64_t total, uint64_t dflt);
+/* The setting of device @d (its own item, else the plain one), resolved as above. */
+uint64_t vmmx__dev_resolve(const struct vmmx__dev_setting *s, int d, uint64_t total,
+			   uint64_t dflt);
+/* The highest device ordinal a per-device setting names, or -1 (none named). */
+int vmmx__dev_setting_max(const struct vmmx__dev_setting *s);
 
 /* ---- policies (policy.c) ---- */
 
@@ -164,11 +240,6 @@ int vmmx__hmm_probe_paths(struct vmmx_ctx *ctx, struct vmmx_hmm_info *info,
 
 /* ---- context (ctx.c) ---- */
 
-/* Accounting slots: one per device ordinal, one for host memory. */
-#define VMMX__MAX_DEVICES 16
-#define VMMX__HOST_SLOT VMMX__MAX_DEVICES
-#define VMMX__NSLOTS (VMMX__MAX_DEVICES + 1)
-
 enum vmmx__why {
 	VMMX__WHY_OK = 0,
 	VMMX__WHY_LIMIT,                /* over VMMX_*_LIMIT */
@@ -182,9 +253,16 @@ const char *vmmx__why_name(enum vmmx__why why);
  * The last free-memory figure per location, shared by grows: a figure read
  * less than VMMX__FREE_TTL_NS ago (and adjusted for what grows created since)
  * serves the next grow too, so back-to-back grows do not each pay a
- * cuMemGetInfo.  A release forgets it (memory came back).  Atomics, no lock.
+ * cuMemGetInfo (and /proc/meminfo for host memory).  Up to
+ * VMMX__FREE_TTL_AMPLE_NS it still serves while it shows more than
+ * VMMX__FREE_MARGIN beyond what the grow wants and the headroom: others'
+ * allocations in that time would have to exceed the margin to matter, and
+ * a driver out-of-memory is handled anyway (smaller handles, fallback).
+ * A release forgets it (memory came back).  Atomics, no lock.
  */
 #define VMMX__FREE_TTL_NS (1000 * 1000ull)
+#define VMMX__FREE_TTL_AMPLE_NS (100 * 1000 * 1000ull)
+#define VMMX__FREE_MARGIN (1ull << 30)
 struct vmmx__freecache {
 	uint64_t fr;
 	uint64_t ns;                    /* 0: unknown */
@@ -242,6 +320,8 @@ struct vmmx_ctx {
 	uint64_t headroom[VMMX__NSLOTS];/* device memory to leave free */
 	struct vmmx__freecache fcache[VMMX__NSLOTS]; /* atomic members */
 	bool peer[VMMX__MAX_DEVICES];   /* the context's device can access this device */
+	uint64_t active;                /* bit d: the context uses device d (atomic; see
+					 * vmmx__dev_active) */
 	struct vmmx__policy *policy;    /* default policy (a reference) */
 	uint64_t held[VMMX__NSLOTS];    /* bytes of live handles, cache included: atomic */
 	struct vmmx__counters ctr;      /* atomic */
@@ -260,6 +340,9 @@ struct vmmx_ctx {
 	pthread_mutex_t reg_lock;       /* protects @regs */
 	struct vmmx__reg *regs;         /* host registrations (host.c) */
 	uint64_t reg_count, reg_bytes;  /* atomic */
+
+	int pid;                        /* the process that created it (fork.c) */
+	struct vmmx_ctx *list_prev, *list_next; /* every live context: fork.c's lock */
 
 	pthread_mutex_t lock;
 	struct vmmx__buflist *bufs;     /* RCU; written under @lock */
@@ -287,6 +370,26 @@ static inline int vmmx__slot(const struct vmmx_ctx *ctx, struct vmmx_loc loc)
 	default:
 		return -1;
 	}
+}
+
+/*
+ * The devices a context uses: its own, and every device whose room a
+ * placement or migration asked for (vmmx__room).  Policy requests and
+ * rebalancing list only these: reading another device's free memory needs a
+ * CUDA context on it, and a context that never places memory on another GPU
+ * must create nothing there (two processes on two GPUs would each take
+ * memory on both).  Bits are only ever set.  Atomic.
+ */
+static inline bool vmmx__dev_active(const struct vmmx_ctx *ctx, int d)
+{
+	return d >= 0 && d < VMMX__MAX_DEVICES &&
+	       (__atomic_load_n(&ctx->active, __ATOMIC_RELAXED) >> d & 1);
+}
+
+static inline void vmmx__dev_activate(struct vmmx_ctx *ctx, int d)
+{
+	if (!vmmx__dev_active(ctx, d))
+		__atomic_fetch_or(&ctx->active, 1ull << d, __ATOMIC_RELAXED);
 }
 
 /* Charge @bytes at a location against its limit; -VMMX_ENOMEM when over. Atomic. */
@@ -333,6 +436,32 @@ void vmmx__host_setup(struct vmmx_ctx *ctx);
 void vmmx__host_teardown(struct vmmx_ctx *ctx);
 const char *vmmx__host_access_name(int access);
 
+/* In a forked child: forget the registrations' records without the driver. */
+void vmmx__host_abandon(struct vmmx_ctx *ctx);
+
+/* ---- fork() (fork.c) ---- */
+
+/* The process libvmmx runs in (getpid(), updated in a forked child): atomic. */
+extern int vmmx__pid;
+
+/*
+ * Whether @ctx was created by another process (this is a forked child).
+ * Every entry point checks it first, before any lock or driver call.
+ */
+static inline bool vmmx__inherited(const struct vmmx_ctx *ctx)
+{
+	return ctx->pid != __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED);
+}
+
+/* Fail @fn on an inherited context: -VMMX_ENODRIVER naming both processes. */
+int vmmx__fail_inherited(const struct vmmx_ctx *ctx, const char *fn);
+/* Join the list the atfork handlers lock (installs them on first use); sets ctx->pid. */
+int vmmx__ctx_list_add(struct vmmx_ctx *ctx);
+void vmmx__ctx_list_del(struct vmmx_ctx *ctx);
+/* Destructors of inherited objects: free host-side records, call no driver, no plugin. */
+void vmmx__buf_abandon(struct vmmx_buf *buf);
+void vmmx__ctx_abandon(struct vmmx_ctx *ctx);
+
 /* ---- the chunk cache (cache.c) ---- */
 
 /* Take the largest cached handle at @loc of at most @max bytes; false if none. */
@@ -343,6 +472,13 @@ void vmmx__cache_put(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, 
 /* Release cached handles at @loc's slot (or every slot if @loc.kind is NONE)
  * until @bytes are freed or none is left; returns bytes released. */
 uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
+/*
+ * A handle of exactly @size at @loc: a cached one, else a new one (charged),
+ * giving cached handles back once when the limit or the driver refuses.
+ * -VMMX_ENOMEM (not logged: the caller says what it was for), or the
+ * driver's error.
+ */
+int vmmx__handle_get(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t size, vmm_handle_t *h);
 /* Fill the device's cache with VMMX_DEVICE_PREALLOC. */
 int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes);
 
@@ -415,6 +551,7 @@ struct vmmx__chunk {
 	size_t size;
 	struct vmmx_loc loc;
 	vmm_handle_t handle;
+	bool cpu;                       /* the CPU is granted access (host chunks only) */
 };
 
 /* A buffer's chunk table, RCU-published; immutable once published. */
@@ -455,8 +592,25 @@ void vmmx__retire(struct vmmx_ctx *ctx, struct vmmx__table *old);
 /* Wait for a grace period and free every table retired before it. */
 void vmmx__reclaim(struct vmmx_ctx *ctx);
 #define VMMX__RETIRE_BATCH 64
-/* Grant access to a freshly mapped chunk: the devices that need it, and the CPU for host chunks. */
-int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc);
+/*
+ * Grant access to a freshly mapped range of one location: the devices that
+ * need it, and the CPU too when @cpu (host chunks only).
+ */
+int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc,
+			   bool cpu);
+/* Map @c's handle at @va and grant it as @c says; on failure nothing stays mapped. */
+int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c);
+/* vmmx__chunk_remap() tried a few times: to put a chunk back after a failed step. */
+int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c);
+/* Whether a chunk placed at @loc by a grow (@moved false) or moved there by a
+ * migration (@moved true) is granted to the CPU (VMMX_HOST_CPU_ACCESS). */
+static inline bool vmmx__cpu_grant(const struct vmmx_ctx *ctx, struct vmmx_loc loc, bool moved)
+{
+	if (!vmm_loc_is_host(loc))
+		return false;
+	return ctx->conf.host_cpu_access == VMMX__CPU_ALL ||
+	       (ctx->conf.host_cpu_access == VMMX__CPU_PLACED && !moved);
+}
 
 /* ---- helpers ---- */
 

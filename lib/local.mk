@@ -20,9 +20,12 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/migrate.c \
 	%D%/evict.c \
 	%D%/copy.c \
+	%D%/fork.c \
 	%D%/info.c \
 	%D%/hmm.c \
-	%D%/stats.c
+	%D%/stats.c \
+	%D%/alloc.c \
+	%D%/prefetch.c
 %C%_libvmmx_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URCU_CFLAGS) $(PTHREAD_CFLAGS)
 # Where policies are installed, and where the build tree keeps them (used only
 # when this library runs uninstalled from that tree: see lib/policy.c).

@@ -48,6 +48,8 @@ VMMX_API int vmmx_stream_create(struct vmmx_ctx *ctx, struct vmmx_stream **s_p)
 	vmmx__clear_last_error();
 	if (!ctx || !s_p)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_stream_create: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_stream_create");
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_stream_create: out of memory");
@@ -65,7 +67,8 @@ VMMX_API void vmmx_stream_destroy(struct vmmx_stream *st)
 {
 	if (!st)
 		return;
-	if (vmm_stream_destroy(st->ctx->vmm, st->s))
+	/* In a forked child the stream is the parent's: forget it only. */
+	if (!vmmx__inherited(st->ctx) && vmm_stream_destroy(st->ctx->vmm, st->s))
 		vmmx__logf(&st->ctx->conf.log, VMMX_LOG_WARN, "vmmx_stream_destroy: %s",
 			   vmmx_last_error());
 	free(st);
@@ -73,6 +76,10 @@ VMMX_API void vmmx_stream_destroy(struct vmmx_stream *st)
 
 VMMX_API void *vmmx_stream_handle(const struct vmmx_stream *st)
 {
+	if (st && vmmx__inherited(st->ctx)) {
+		vmmx__fail_inherited(st->ctx, "vmmx_stream_handle");
+		return NULL;
+	}
 	return st ? (void *)(uintptr_t)st->s : NULL;
 }
 
@@ -81,6 +88,8 @@ VMMX_API int vmmx_stream_sync(struct vmmx_stream *st)
 	vmmx__clear_last_error();
 	if (!st)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_stream_sync: NULL stream");
+	if (vmmx__inherited(st->ctx))
+		return vmmx__fail_inherited(st->ctx, "vmmx_stream_sync");
 	return vmm_stream_sync(st->ctx->vmm, st->s);
 }
 
@@ -129,35 +138,15 @@ static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h,
 	vmmx__cache_put(ctx, loc, h, size);
 }
 
-/* A handle of @size at the destination: cached, else new (evicting cached
- * handles of that location once if the limit or the driver says no). */
+/* A handle of @size at the destination (vmmx__handle_get), with the error said. */
 static int new_handle(struct mig *g, size_t size, vmm_handle_t *h)
 {
-	struct vmmx_ctx *ctx = g->ctx;
-	size_t got;
-	int err;
+	int err = vmmx__handle_get(g->ctx, g->to, size, h);
 
-	if (vmmx__cache_take(ctx, g->to, size, size, h, &got)) {
-		__atomic_fetch_add(&ctx->ctr.cache_hits, 1, __ATOMIC_RELAXED);
-		return 0;
-	}
-	for (int tries = 0; tries < 2; tries++) {
-		err = vmmx__charge(ctx, g->to, size);
-		if (!err) {
-			err = vmm_create(ctx->vmm, g->to, size, h);
-			if (!err) {
-				__atomic_fetch_add(&ctx->ctr.cache_misses, 1, __ATOMIC_RELAXED);
-				return 0;
-			}
-			vmmx__uncharge(ctx, g->to, size);
-		}
-		if (err != -VMMX_ENOMEM || !vmmx__cache_evict(ctx, g->to, size))
-			break;
-	}
 	if (err == -VMMX_ENOMEM) {
 		char name[32];
 
-		return vmmx__fail(&ctx->conf.log, err,
+		return vmmx__fail(&g->ctx->conf.log, err,
 				  "vmmx_buf_migrate: no room on %s for a %zu-byte chunk",
 				  vmmx_loc_name(g->to, name, sizeof(name)), size);
 	}
@@ -178,13 +167,18 @@ static void unstage(struct mig *g, struct batch *b, bool keep_moved)
 /* Put the old handle back at @va after a failed switch; false if that failed too. */
 static bool restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
 {
-	if (vmm_map(ctx->vmm, va, c->size, c->handle))
-		return false;
-	if (vmmx__chunk_set_access(ctx, va, c->size, c->loc)) {
-		vmmx__unmap_or_defer(ctx, va, c->size);
-		return false;
-	}
-	return true;
+	return !vmmx__chunk_restore(ctx, va, c);
+}
+
+/* Take the new handle off @va (tried a few times, as restore() is) and put
+ * the old one back; false if either failed every time. */
+static bool unmap_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
+{
+	int err = -VMMX_EINVAL;
+
+	for (int i = 0; i < 4 && err; i++)
+		err = vmm_unmap(ctx->vmm, va, c->size);
+	return !err && restore(ctx, va, c);
 }
 
 static void lost(struct mig *g, const struct vmmx__chunk *c)
@@ -203,7 +197,7 @@ static void switch_back(struct mig *g, struct move *m, char *sp)
 	const struct vmmx__chunk *c = &g->t->c[m->idx];
 	void *va = (void *)(g->buf->base + c->off);
 
-	if (vmm_unmap(g->ctx->vmm, va, c->size) || !restore(g->ctx, va, c))
+	if (!unmap_restore(g->ctx, va, c))
 		lost(g, c);
 	vmmx__unmap_or_defer(g->ctx, sp, c->size);
 	give_back(g->ctx, g->to, m->nh, c->size);
@@ -224,7 +218,8 @@ static int switch_chunk(struct mig *g, const struct vmmx__chunk *c, vmm_handle_t
 	err = vmm_map(ctx->vmm, sp, c->size, c->handle);
 	if (err)
 		return err;
-	err = vmmx__chunk_set_access(ctx, sp, c->size, c->loc);
+	/* The staging mapping is only ever read by the copy: the GPU alone. */
+	err = vmmx__chunk_set_access(ctx, sp, c->size, c->loc, false);
 	if (err)
 		goto err_stage;
 	err = vmm_unmap(ctx->vmm, va, c->size);
@@ -302,7 +297,7 @@ static void prepare(struct mig *g, struct batch *b)
 		return;
 	if (!g->stage_src) {
 		/* One grant for the whole slot: every handle in it is at g->to. */
-		err = vmmx__chunk_set_access(ctx, b->stage, b->staged, g->to);
+		err = vmmx__chunk_set_access(ctx, b->stage, b->staged, g->to, false);
 		if (err) {
 			g->err = err;
 			unstage(g, b, false);
@@ -318,7 +313,7 @@ static void prepare(struct mig *g, struct batch *b)
 		for (run = i + 1; run < b->n && b->m[run].idx == b->m[run - 1].idx + 1; run++)
 			bytes += g->t->c[b->m[run].idx].size;
 		err = vmmx__chunk_set_access(ctx, (void *)(g->buf->base + g->t->c[b->m[i].idx].off),
-					     bytes, g->to);
+					     bytes, g->to, vmmx__cpu_grant(ctx, g->to, true));
 		if (!err)
 			continue;
 		g->err = g->err ? g->err : err;
@@ -407,7 +402,8 @@ static void finish(struct mig *g, struct batch *b)
 			bytes += g->t->c[b->m[run].idx].size;
 		if (!b->m[i].moved)
 			continue;
-		err = vmmx__chunk_set_access(ctx, (void *)(g->buf->base + first->off), bytes, g->to);
+		err = vmmx__chunk_set_access(ctx, (void *)(g->buf->base + first->off), bytes, g->to,
+					     vmmx__cpu_grant(ctx, g->to, true));
 		if (!err)
 			continue;
 		g->err = g->err ? g->err : err;
@@ -416,7 +412,7 @@ static void finish(struct mig *g, struct batch *b)
 			const struct vmmx__chunk *c = &g->t->c[b->m[k].idx];
 			void *va = (void *)(g->buf->base + c->off);
 
-			if (vmm_unmap(ctx->vmm, va, c->size) || !restore(ctx, va, c))
+			if (!unmap_restore(ctx, va, c))
 				lost(g, c);
 			b->m[k].moved = false;
 		}
@@ -433,6 +429,7 @@ account:
 		give_back(ctx, c->loc, c->handle, c->size);
 		nc->loc = g->to;
 		nc->handle = b->m[i].nh;
+		nc->cpu = vmmx__cpu_grant(ctx, g->to, true);
 		vmmx__policy_chunk_event(g->buf, nc, VMMX_POLICY_EV_MOVED);
 		g->moved += c->size;
 		__atomic_fetch_add(&ctx->ctr.migrations, 1, __ATOMIC_RELAXED);
@@ -546,6 +543,8 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	if (!buf)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_migrate: buf is NULL");
 	ctx = buf->ctx;
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_buf_migrate");
 	if (vmmx__slot(ctx, to) < 0 || (to.kind == VMMX_LOC_DEVICE && !ctx->peer[to.id])) {
 		char name[32];
 
@@ -557,6 +556,8 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_buf_migrate_on: the stream belongs to another context");
 	s = st ? st->s : 0;
+	if (to.kind == VMMX_LOC_DEVICE)
+		vmmx__dev_activate(ctx, to.id);
 	pthread_mutex_lock(&buf->lock);
 	size = buf->table->size;
 	if (off > size || len > size - off) {

@@ -33,15 +33,27 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 				out->host_bytes += t->c[j].size;
 				out->host_chunks++;
 			} else {
+				int d = t->c[j].loc.id;
+
 				out->device_bytes += t->c[j].size;
 				out->device_chunks++;
+				if (d >= 0 && d < VMMX_STATS_DEVICES) {
+					out->dev_bytes[d] += t->c[j].size;
+					out->dev_chunks[d]++;
+				}
 			}
 		}
 	}
 	urcu_bp_read_unlock();
 
-	for (int k = 0; k < VMMX__MAX_DEVICES; k++)
+	out->device_count = ctx->ndev;
+	for (int k = 0; k < VMMX__MAX_DEVICES; k++) {
 		out->placed_device += LOAD(ctx->ctr.placed[k]);
+		if (k < VMMX_STATS_DEVICES) {
+			out->dev_placed[k] = LOAD(ctx->ctr.placed[k]);
+			out->dev_held[k] = LOAD(ctx->held[k]);
+		}
+	}
 	out->placed_host = LOAD(ctx->ctr.placed[VMMX__HOST_SLOT]);
 	out->fallbacks_limit = LOAD(ctx->ctr.fallbacks[VMMX__WHY_LIMIT]);
 	out->fallbacks_headroom = LOAD(ctx->ctr.fallbacks[VMMX__WHY_HEADROOM]);
@@ -75,6 +87,8 @@ VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st)
 	if (!ctx || !st || st->size < offsetof(struct vmmx_stats, buffers))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL,
 				  "vmmx_stats_get: NULL argument or st->size not set");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_stats_get");
 	collect(ctx, &out);
 	n = st->size < sizeof(out) ? st->size : sizeof(out);
 	out.size = st->size;
@@ -121,6 +135,8 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	vmmx__clear_last_error();
 	if (!ctx || (!buf && len))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_stats_json: NULL argument");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_stats_json");
 	collect(ctx, &st);
 	put(&o, "{\"version\":%u,\"buffers\":%u,\"reserved_bytes\":%llu,", st.version, st.buffers,
 	    (unsigned long long)st.reserved_bytes);

@@ -41,19 +41,35 @@ struct lru {
 	struct ent *e;
 	size_t n, cap;
 	uint64_t clock;
+	uint64_t chunk;         /* bound on placed chunks (chunk=SIZE); read-only */
 };
+
+/*
+ * Default bound on the chunks this policy places: the unit it spills and
+ * promotes.  libvmmx's own default has no bound below the location's size
+ * (a grow is one handle); an LRU needs victims smaller than the working set.
+ */
+#define LRU_CHUNK_DEFAULT (1ull << 30)
 
 static int lru_init(const struct vmmx_policy_host *host, const char *args, void **state_p)
 {
+	struct policy_arg a[1];
+	uint64_t chunk = LRU_CHUNK_DEFAULT;
 	struct lru *st;
+	int n = policy_args_parse(host, args, a, 1);
 
-	if (*args) {
-		host->log(host, VMMX_LOG_ERROR, "lru takes no arguments (got \"%s\")", args);
+	if (n < 0)
+		return -VMMX_EINVAL;
+	if (n && (strcmp(a[0].key, "chunk") || host->parse_size(a[0].val, 0, &chunk) || !chunk)) {
+		host->log(host, VMMX_LOG_ERROR,
+			  "lru takes chunk=SIZE (the unit it spills and promotes), got \"%s=%s\"",
+			  a[0].key, a[0].val);
 		return -VMMX_EINVAL;
 	}
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -VMMX_ENOMEM;
+	st->chunk = chunk;
 	pthread_mutex_init(&st->lock, NULL);
 	st->host = host;
 	*state_p = st;
@@ -72,9 +88,12 @@ static void lru_fini(void *state)
 static int lru_place(void *state, const struct vmmx_policy_request *req,
 		     struct vmmx_policy_answer *ans)
 {
+	const struct lru *st = state;
+
 	ans->locs[0] = (struct vmmx_loc){ VMMX_LOC_DEVICE, req->device };
 	ans->locs[1] = (struct vmmx_loc){ VMMX_LOC_HOST, 0 };
 	ans->nlocs = 2;
+	ans->max_len = st->chunk;
 	return 0;
 }
 

@@ -85,7 +85,13 @@ struct vmmx_policy_request {
 	int device;               /**< the context's device */
 	int device_count;         /**< devices visible to the context */
 	size_t nroom;             /**< entries in @room */
-	const struct vmmx_policy_room *room; /**< every location the context may use */
+	/**
+	 * @room: the context's device, the other devices it uses (a placement or
+	 * migration went or looked there: reading a GPU's free memory needs a
+	 * CUDA context on it, which libvmmx creates only for devices in use), and
+	 * host memory.  A policy may rank any device: libvmmx asks its room then.
+	 */
+	const struct vmmx_policy_room *room;
 };
 
 /**

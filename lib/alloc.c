@@ -1,0 +1,1119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * alloc.c - the framework allocator: a caching allocator over libvmmx
+ * buffers, the process-wide instances behind PyTorch's and CuPy's entry
+ * points.
+ *
+ * Why caching: a buffer per tensor pays a reservation, a handle, a map and a
+ * grant (tens of microseconds on the GPU), and frameworks allocate thousands
+ * of tensors a step.  So memory comes in segments, each a buffer made once
+ * and placed by the policy chunk by chunk, carved into blocks:
+ *  - small pool: requests up to SMALL_MAX, in SMALL_SEG segments, split down
+ *    to MIN_BLOCK;
+ *  - large pool: requests up to LARGE_MAX, in LARGE_SEG segments, split when
+ *    more than SMALL_MAX would be left over;
+ *  - huge: bigger requests get a segment of their own, never split, reused
+ *    whole by a request that wastes at most HUGE_WASTE of it.  A tensor that
+ *    big then owns its chunks, so prefetch and eviction can move them
+ *    without touching anything else.
+ * The sizes are PyTorch's (kSmallSize, kSmallBuffer, kMinLargeAlloc,
+ * kLargeBuffer), so fragmentation behaves as users know it.  Free blocks sit
+ * in segregated best-fit bins (4 per power of two, a bitmap of non-empty
+ * bins); live blocks in a hash table by address; address neighbours in a
+ * segment merge when both are free.
+ *
+ * Streams: every segment belongs to one stream, as in PyTorch.  A block freed
+ * on its segment's stream is reusable at once by that stream (its queued
+ * work keeps its order).  A block freed on another stream waits, pending,
+ * for an event recorded on that stream at the free.  An idle segment (one
+ * free block covering it) moves to another stream only after an event
+ * recorded on its own stream, after it went idle, has completed; the event
+ * is recorded when another stream first wants the segment and checked
+ * without waiting, so a busy stream's segment is passed over (stream_waits)
+ * and a new segment is made instead.  Events come from a small pool.
+ *
+ * Giving memory back: idle segments are destroyed by empty_cache(), and
+ * when a new segment would not fit on the device (its room, after limits
+ * and headroom) or creating it failed: the device is synchronised (nothing
+ * queued may still use what goes) and idle segments are released, then the
+ * segment is made.
+ *
+ * Locking: one mutex per allocator, a->lock, protects everything in struct
+ * vmmx_alloc after it and every segment and block.  It is held across
+ * segment creation and destruction (driver calls), as PyTorch holds its own.
+ * Buffers have their own locks, inner to a->lock.  The process-wide table is
+ * written under global_lock and read with acquire loads.
+ */
+#include "config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Requests are rounded up to this: the alignment of every block (PyTorch's kMinBlockSize). */
+#define MIN_BLOCK ((size_t)512)
+/* Largest request of the small pool, and its segments (kSmallSize, kSmallBuffer). */
+#define SMALL_MAX ((size_t)1 << 20)
+#define SMALL_SEG ((size_t)2 << 20)
+/* Largest request of the large pool (below kMinLargeAlloc), and its segments (kLargeBuffer). */
+#define LARGE_MAX (((size_t)10 << 20) - 1)
+#define LARGE_SEG ((size_t)20 << 20)
+/* A huge segment serves a request that leaves at most 1/HUGE_WASTE of it unused, or 2 MiB. */
+#define HUGE_WASTE 8
+#define HUGE_SLACK ((size_t)2 << 20)
+/* Bins: 4 per power of two from 512 B; the last takes everything from 24 MiB up. */
+#define NBINS 64
+/* Blocks a best-fit scan of one bin looks at before it settles. */
+#define BIN_SCAN 16
+/* Events kept for reuse; more are destroyed. */
+#define EVENT_POOL 64
+
+enum seg_kind { SEG_SMALL, SEG_LARGE, SEG_HUGE };
+enum blk_state { BLK_FREE, BLK_LIVE, BLK_PENDING };
+
+struct seg;
+
+struct blk {
+	uintptr_t ptr;
+	size_t size;
+	size_t req;                     /* live: bytes asked for */
+	struct seg *seg;
+	struct blk *prev, *next;        /* address neighbours in the segment */
+	struct blk *fprev, *fnext;      /* free: its bin or huge list; pending: the list */
+	struct blk *hnext;              /* live: hash chain */
+	vmm_event_t ev;                 /* pending: the event it waits for */
+	uint8_t state;                  /* enum blk_state */
+	uint8_t bin;                    /* free, small or large: its bin */
+};
+
+struct bins {
+	uint64_t map;                   /* bit i: head[i] is not empty */
+	struct blk *head[NBINS];
+};
+
+/* The free memory of one stream. */
+struct spool {
+	vmm_stream_t stream;
+	struct bins small, large;
+	struct blk *huge;               /* idle huge segments' blocks, ascending size */
+};
+
+struct seg {
+	struct seg *prev, *next;        /* a->segs */
+	struct vmmx_buf *buf;
+	uintptr_t base;
+	size_t size;
+	enum seg_kind kind;
+	struct spool *sp;               /* the stream it belongs to */
+	struct blk *head;               /* lowest block; never changes (merges keep the lower) */
+	vmm_event_t idle_ev;            /* recorded on sp's stream while idle; 0 none */
+};
+
+struct vmmx_alloc {
+	struct vmmx_ctx *ctx;           /* read-only */
+	struct vmmx__policy *policy;    /* read-only: a reference, keeps the spec loaded */
+	int device;                     /* read-only */
+	pthread_mutex_t lock;
+	struct seg *segs;
+	struct spool **sps;             /* one per stream seen */
+	size_t nsp, sp_cap;
+	struct spool *last_sp;          /* the last one used: streams repeat */
+	struct blk **ht;                /* live blocks by address */
+	size_t ht_cap, ht_n;            /* ht_cap: a power of two */
+	struct blk *pending;            /* blocks freed on another stream */
+	struct blk *spare;              /* unused block records */
+	vmm_event_t ev_pool[EVENT_POOL];
+	size_t nev;
+	struct vmmx_alloc_stats st;     /* counters; per-location bytes filled by stats() */
+};
+
+/* ---- events ---- */
+
+static int ev_get(struct vmmx_alloc *a, vmm_event_t *e)
+{
+	if (a->nev) {
+		*e = a->ev_pool[--a->nev];
+		return 0;
+	}
+	return vmm_event_create(a->ctx->vmm, e);
+}
+
+static void ev_put(struct vmmx_alloc *a, vmm_event_t e)
+{
+	if (!e)
+		return;
+	if (a->nev < EVENT_POOL) {
+		a->ev_pool[a->nev++] = e;
+		return;
+	}
+	/* Swallowed: a failed destroy of an idle event leaks one driver object. */
+	(void)vmm_event_destroy(a->ctx->vmm, e);
+}
+
+/* ---- blocks, bins, hash ---- */
+
+static struct blk *blk_new(struct vmmx_alloc *a)
+{
+	struct blk *b = a->spare;
+
+	if (b) {
+		a->spare = b->fnext;
+		memset(b, 0, sizeof(*b));
+		return b;
+	}
+	return calloc(1, sizeof(*b));
+}
+
+static void blk_drop(struct vmmx_alloc *a, struct blk *b)
+{
+	b->fnext = a->spare;
+	a->spare = b;
+}
+
+static unsigned int bin_of(size_t size)
+{
+	unsigned int fl = 63 - (unsigned int)__builtin_clzll(size);
+	unsigned int idx;
+
+	if (fl < 9)
+		return 0;
+	idx = (fl - 9) * 4 + (unsigned int)((size >> (fl - 2)) & 3);
+	return idx < NBINS ? idx : NBINS - 1;
+}
+
+static struct bins *bins_of(struct spool *sp, const struct seg *s)
+{
+	return s->kind == SEG_SMALL ? &sp->small : &sp->large;
+}
+
+/* Put a free block where allocations look for it. */
+static void free_insert(struct blk *b)
+{
+	struct seg *s = b->seg;
+
+	b->state = BLK_FREE;
+	b->fprev = NULL;
+	if (s->kind == SEG_HUGE) {
+		struct blk *p = NULL, *n = s->sp->huge;
+
+		while (n && n->size < b->size) {
+			p = n;
+			n = n->fnext;
+		}
+		b->fprev = p;
+		b->fnext = n;
+		if (n)
+			n->fprev = b;
+		if (p)
+			p->fnext = b;
+		else
+			s->sp->huge = b;
+		return;
+	}
+	struct bins *bn = bins_of(s->sp, s);
+
+	b->bin = (uint8_t)bin_of(b->size);
+	b->fnext = bn->head[b->bin];
+	if (b->fnext)
+		b->fnext->fprev = b;
+	bn->head[b->bin] = b;
+	bn->map |= 1ull << b->bin;
+}
+
+static void free_remove(struct blk *b)
+{
+	struct seg *s = b->seg;
+
+	if (b->fnext)
+		b->fnext->fprev = b->fprev;
+	if (b->fprev) {
+		b->fprev->fnext = b->fnext;
+		return;
+	}
+	if (s->kind == SEG_HUGE) {
+		s->sp->huge = b->fnext;
+		return;
+	}
+	struct bins *bn = bins_of(s->sp, s);
+
+	bn->head[b->bin] = b->fnext;
+	if (!b->fnext)
+		bn->map &= ~(1ull << b->bin);
+}
+
+/* The smallest block of at least @size among the first BIN_SCAN of a bin. */
+static struct blk *bin_best(struct blk *b, size_t size)
+{
+	struct blk *best = NULL;
+
+	for (int n = 0; b && n < BIN_SCAN; b = b->fnext, n++)
+		if (b->size >= size && (!best || b->size < best->size))
+			best = b;
+	return best;
+}
+
+static struct blk *bins_find(struct bins *bn, size_t size)
+{
+	unsigned int i = bin_of(size);
+	struct blk *b = bn->map & (1ull << i) ? bin_best(bn->head[i], size) : NULL;
+	uint64_t m;
+
+	if (b || i == NBINS - 1)
+		return b;
+	/* every block of a higher bin is big enough: the smallest of the first one */
+	m = bn->map & (~0ull << (i + 1));
+	return m ? bin_best(bn->head[__builtin_ctzll(m)], size) : NULL;
+}
+
+/* Whether a huge segment of @have bytes may serve a request of @want. */
+static bool huge_fits(size_t have, size_t want)
+{
+	size_t slack = want / HUGE_WASTE > HUGE_SLACK ? want / HUGE_WASTE : HUGE_SLACK;
+
+	return have >= want && have - want <= slack;
+}
+
+static struct blk *huge_find(struct spool *sp, size_t size)
+{
+	for (struct blk *b = sp->huge; b; b = b->fnext)
+		if (b->size >= size)
+			return huge_fits(b->size, size) ? b : NULL;
+	return NULL;
+}
+
+static size_t ht_slot(const struct vmmx_alloc *a, uintptr_t p)
+{
+	return (size_t)(((p >> 9) * 0x9E3779B97F4A7C15ull) >> 32) & (a->ht_cap - 1);
+}
+
+static int ht_grow(struct vmmx_alloc *a)
+{
+	size_t cap = a->ht_cap ? a->ht_cap * 2 : 1024;
+	struct blk **n = calloc(cap, sizeof(*n)), **old = a->ht;
+	size_t oldcap = a->ht_cap;
+
+	if (!n)
+		return -VMMX_ENOMEM;
+	a->ht = n;
+	a->ht_cap = cap;
+	for (size_t i = 0; i < oldcap; i++) {
+		struct blk *b = old[i], *next;
+
+		for (; b; b = next) {
+			size_t k = ht_slot(a, b->ptr);
+
+			next = b->hnext;
+			b->hnext = n[k];
+			n[k] = b;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static void ht_insert(struct vmmx_alloc *a, struct blk *b)
+{
+	size_t k = ht_slot(a, b->ptr);
+
+	b->hnext = a->ht[k];
+	a->ht[k] = b;
+	a->ht_n++;
+}
+
+static struct blk *ht_remove(struct vmmx_alloc *a, uintptr_t p)
+{
+	struct blk **pp;
+
+	if (!a->ht_cap)
+		return NULL;
+	for (pp = &a->ht[ht_slot(a, p)]; *pp; pp = &(*pp)->hnext) {
+		struct blk *b = *pp;
+
+		if (b->ptr == p) {
+			*pp = b->hnext;
+			a->ht_n--;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+/* ---- streams ---- */
+
+static struct spool *spool_find(struct vmmx_alloc *a, vmm_stream_t s)
+{
+	if (a->last_sp && a->last_sp->stream == s)
+		return a->last_sp;
+	for (size_t i = 0; i < a->nsp; i++)
+		if (a->sps[i]->stream == s)
+			return a->last_sp = a->sps[i];
+	return NULL;
+}
+
+static struct spool *spool_get(struct vmmx_alloc *a, vmm_stream_t s)
+{
+	struct spool *sp = spool_find(a, s), **n;
+
+	if (sp)
+		return sp;
+	if (a->nsp == a->sp_cap) {
+		size_t cap = a->sp_cap ? a->sp_cap * 2 : 4;
+
+		n = realloc(a->sps, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		a->sps = n;
+		a->sp_cap = cap;
+	}
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return NULL;
+	sp->stream = s;
+	a->sps[a->nsp++] = sp;
+	return a->last_sp = sp;
+}
+
+/* ---- segments ---- */
+
+static bool seg_idle(const struct seg *s)
+{
+	return s->head->state == BLK_FREE && s->head->size == s->size;
+}
+
+static void seg_location_bytes(const struct seg *s, uint64_t *dev, uint64_t *host)
+{
+	struct vmmx_residency r;
+
+	if (vmmx_buf_residency(s->buf, 0, s->size, &r))
+		return;
+	*dev += r.device;
+	*host += r.host;
+}
+
+/* Destroy an idle segment: its block leaves the free lists, its buffer goes. */
+static void seg_release(struct vmmx_alloc *a, struct seg *s)
+{
+	free_remove(s->head);
+	blk_drop(a, s->head);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		a->segs = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	ev_put(a, s->idle_ev);
+	vmmx_buf_destroy(s->buf);
+	a->st.reserved_bytes -= s->size;
+	a->st.segments--;
+	a->st.segment_frees++;
+	free(s);
+}
+
+/*
+ * Release idle segments that hold device memory until @want bytes of them
+ * went (all of them for UINT64_MAX).  The device is synchronised first:
+ * work queued before the frees may still use the memory.  Returns bytes
+ * released.
+ */
+static uint64_t release_idle(struct vmmx_alloc *a, uint64_t want, bool device_only)
+{
+	uint64_t got = 0;
+	struct seg *s, *next;
+
+	for (s = a->segs; s; s = s->next) {
+		uint64_t dev = 0, host = 0;
+
+		if (!seg_idle(s))
+			continue;
+		seg_location_bytes(s, &dev, &host);
+		if (dev || !device_only)
+			break;
+	}
+	if (!s)
+		return 0;
+	if (vmm_sync(a->ctx->vmm))
+		return 0; /* a device that cannot finish its work keeps its memory */
+	for (s = a->segs; s && got < want; s = next) {
+		uint64_t dev = 0, host = 0;
+
+		next = s->next;
+		if (!seg_idle(s))
+			continue;
+		seg_location_bytes(s, &dev, &host);
+		if (device_only && !dev)
+			continue;
+		got += s->size;
+		seg_release(a, s);
+	}
+	return got;
+}
+
+static size_t seg_size_for(const struct vmmx_alloc *a, enum seg_kind kind, size_t req)
+{
+	size_t sz = kind == SEG_SMALL ? SMALL_SEG : kind == SEG_LARGE ? LARGE_SEG : req;
+
+	return vmmx__round_up(sz, a->ctx->chunk_min);
+}
+
+static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, size_t size,
+		    struct seg **s_p)
+{
+	struct vmmx_ctx *ctx = a->ctx;
+	struct vmmx_loc dev = { VMMX_LOC_DEVICE, a->device };
+	struct vmmx_residency r;
+	struct vmmx_buf *buf = NULL;
+	struct seg *s;
+	struct blk *b;
+	enum vmmx__why why;
+	int err;
+
+	s = calloc(1, sizeof(*s));
+	b = blk_new(a);
+	if (!s || !b) {
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_alloc: out of memory");
+		goto err_mem;
+	}
+	/*
+	 * Idle cached segments on the device would push the new one to host
+	 * memory (or out of room): give them back first.
+	 */
+	if (vmmx__room(ctx, dev, size, &why, NULL) < size &&
+	    release_idle(a, size, true))
+		a->st.reclaims++;
+	err = vmmx_buf_create(ctx, size, a->policy->spec, &buf);
+	if (err)
+		goto err_mem;
+	err = vmmx_buf_resize(buf, size);
+	if (err == -VMMX_ENOMEM) {
+		char msg[768];
+
+		/* the walk over idle segments reads residency, which clears the message */
+		snprintf(msg, sizeof(msg), "%s", vmmx_last_error());
+		if (release_idle(a, UINT64_MAX, false)) {
+			a->st.reclaims++;
+			err = vmmx_buf_resize(buf, size);
+		} else {
+			vmmx__set_last_error(msg);
+		}
+	}
+	if (err)
+		goto err_buf;
+	s->buf = buf;
+	s->base = (uintptr_t)vmmx_buf_ptr(buf);
+	s->size = size;
+	s->kind = kind;
+	s->sp = sp;
+	s->head = b;
+	b->ptr = s->base;
+	b->size = size;
+	b->seg = s;
+	s->next = a->segs;
+	if (a->segs)
+		a->segs->prev = s;
+	a->segs = s;
+	a->st.segments++;
+	a->st.segment_allocs++;
+	a->st.reserved_bytes += size;
+	if (a->st.reserved_bytes > a->st.reserved_peak)
+		a->st.reserved_peak = a->st.reserved_bytes;
+	if (!vmmx_buf_residency(buf, 0, size, &r) && r.host) {
+		a->st.fallback_segments++;
+		a->st.fallback_bytes += r.host;
+	}
+	free_insert(b);
+	*s_p = s;
+	return 0;
+
+err_buf:
+	vmmx_buf_destroy(buf);
+err_mem:
+	if (b)
+		blk_drop(a, b);
+	free(s);
+	return err;
+}
+
+/*
+ * Hand an idle segment of another stream to @sp once its stream's work up
+ * to now has completed: an event is recorded the first time and checked
+ * without waiting.  True when it moved.
+ */
+static bool seg_adopt(struct vmmx_alloc *a, struct seg *s, struct spool *sp)
+{
+	int err;
+
+	if (!s->idle_ev) {
+		if (ev_get(a, &s->idle_ev))
+			return false;
+		err = vmm_event_record(a->ctx->vmm, s->idle_ev, s->sp->stream);
+		if (err) {
+			ev_put(a, s->idle_ev);
+			s->idle_ev = 0;
+			return false;
+		}
+	}
+	err = vmm_event_query(a->ctx->vmm, s->idle_ev);
+	if (err) {
+		/* -VMMX_EBUSY: still running.  A driver error: treat it as busy too. */
+		a->st.stream_waits++;
+		return false;
+	}
+	ev_put(a, s->idle_ev);
+	s->idle_ev = 0;
+	free_remove(s->head);
+	s->sp = sp;
+	free_insert(s->head);
+	a->st.stream_reuses++;
+	return true;
+}
+
+/* Pending frees whose event completed become free blocks. */
+static void poll_pending(struct vmmx_alloc *a);
+
+/* ---- allocation ---- */
+
+static struct blk *find_block(struct spool *sp, enum seg_kind kind, size_t size)
+{
+	if (kind == SEG_HUGE)
+		return huge_find(sp, size);
+	return bins_find(kind == SEG_SMALL ? &sp->small : &sp->large, size);
+}
+
+/* An idle segment of another stream that can serve the request, adopted; NULL if none. */
+static struct blk *adopt_block(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind,
+			       size_t size)
+{
+	for (struct seg *s = a->segs; s; s = s->next) {
+		if (s->sp == sp || s->kind != kind || !seg_idle(s) || s->size < size)
+			continue;
+		if (kind == SEG_HUGE && !huge_fits(s->size, size))
+			continue;
+		if (seg_adopt(a, s, sp))
+			return s->head;
+	}
+	return NULL;
+}
+
+/* Take @size bytes from the front of free block @b; the rest stays free if big enough. */
+static int take(struct vmmx_alloc *a, struct blk *b, size_t size)
+{
+	struct seg *s = b->seg;
+	size_t rest = b->size - size;
+	bool split = s->kind == SEG_SMALL ? rest >= MIN_BLOCK
+					  : s->kind == SEG_LARGE && rest > SMALL_MAX;
+
+	free_remove(b);
+	if (split) {
+		struct blk *r = blk_new(a);
+
+		/* without a record for the rest, the block is used whole */
+		if (r) {
+			r->ptr = b->ptr + size;
+			r->size = rest;
+			r->seg = s;
+			r->prev = b;
+			r->next = b->next;
+			if (b->next)
+				b->next->prev = r;
+			b->next = r;
+			b->size = size;
+			free_insert(r);
+		}
+	}
+	/* the segment is in use again: an event marking it idle means nothing now */
+	if (s->idle_ev) {
+		ev_put(a, s->idle_ev);
+		s->idle_ev = 0;
+	}
+	b->state = BLK_LIVE;
+	return 0;
+}
+
+static enum seg_kind kind_of(size_t size)
+{
+	return size <= SMALL_MAX ? SEG_SMALL : size <= LARGE_MAX ? SEG_LARGE : SEG_HUGE;
+}
+
+VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, void **ptr_p)
+{
+	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
+	enum seg_kind kind;
+	struct spool *sp;
+	struct blk *b;
+	size_t want;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!a || !ptr_p)
+		return vmmx__fail(a ? &a->ctx->conf.log : NULL, -VMMX_EINVAL,
+				  "vmmx_alloc_malloc: %s is NULL", a ? "ptr_p" : "the allocator");
+	if (!size) {
+		*ptr_p = NULL;
+		return 0;
+	}
+	if (size > SIZE_MAX / 2)
+		return vmmx__fail(&a->ctx->conf.log, -VMMX_ENOMEM,
+				  "vmmx_alloc_malloc: %zu bytes is more than any device holds", size);
+	want = vmmx__round_up(size, MIN_BLOCK);
+	kind = kind_of(want);
+	if (kind == SEG_HUGE)
+		want = vmmx__round_up(want, a->ctx->chunk_min);
+
+	pthread_mutex_lock(&a->lock);
+	sp = spool_get(a, st);
+	if (!sp || (a->ht_n >= a->ht_cap && ht_grow(a))) {
+		pthread_mutex_unlock(&a->lock);
+		return vmmx__fail(&a->ctx->conf.log, -VMMX_ENOMEM,
+				  "vmmx_alloc_malloc: out of memory");
+	}
+	/* frees on other streams are rare (PyTorch frees on the allocation stream) */
+	if (a->pending)
+		poll_pending(a);
+	b = find_block(sp, kind, want);
+	if (!b)
+		b = adopt_block(a, sp, kind, want);
+	if (b) {
+		a->st.cache_hits++;
+	} else {
+		struct seg *s = NULL;
+
+		err = seg_make(a, sp, kind, seg_size_for(a, kind, want), &s);
+		if (err) {
+			a->st.failures++;
+			pthread_mutex_unlock(&a->lock);
+			return err;
+		}
+		b = s->head;
+	}
+	take(a, b, want);
+	b->req = size;
+	ht_insert(a, b);
+	a->st.allocs++;
+	a->st.active_blocks++;
+	a->st.allocated_bytes += b->size;
+	a->st.requested_bytes += size;
+	if (a->st.allocated_bytes > a->st.allocated_peak)
+		a->st.allocated_peak = a->st.allocated_bytes;
+	pthread_mutex_unlock(&a->lock);
+	*ptr_p = (void *)b->ptr;
+	return 0;
+}
+
+/* A free block joins its free neighbours (the lower record survives) and the free lists. */
+static void make_free(struct vmmx_alloc *a, struct blk *b)
+{
+	struct blk *p = b->prev, *n = b->next;
+
+	if (p && p->state == BLK_FREE) {
+		free_remove(p);
+		p->size += b->size;
+		p->next = n;
+		if (n)
+			n->prev = p;
+		blk_drop(a, b);
+		b = p;
+	}
+	n = b->next;
+	if (n && n->state == BLK_FREE) {
+		free_remove(n);
+		b->size += n->size;
+		b->next = n->next;
+		if (n->next)
+			n->next->prev = b;
+		blk_drop(a, n);
+	}
+	free_insert(b);
+}
+
+static void pending_unlink(struct vmmx_alloc *a, struct blk *b)
+{
+	if (b->fprev)
+		b->fprev->fnext = b->fnext;
+	else
+		a->pending = b->fnext;
+	if (b->fnext)
+		b->fnext->fprev = b->fprev;
+}
+
+static void poll_pending(struct vmmx_alloc *a)
+{
+	struct blk *b, *next;
+
+	for (b = a->pending; b; b = next) {
+		next = b->fnext;
+		/* -VMMX_EBUSY: not yet; a driver error: keep it until empty_cache() */
+		if (vmm_event_query(a->ctx->vmm, b->ev))
+			continue;
+		pending_unlink(a, b);
+		ev_put(a, b->ev);
+		b->ev = 0;
+		make_free(a, b);
+	}
+}
+
+VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
+{
+	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
+	struct blk *b;
+	int err = 0;
+
+	vmmx__clear_last_error();
+	if (!a)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_alloc_free: the allocator is NULL");
+	if (!ptr)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	b = ht_remove(a, (uintptr_t)ptr);
+	if (!b) {
+		pthread_mutex_unlock(&a->lock);
+		return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_alloc_free(%p): not an address this allocator returned, "
+				  "or freed already", ptr);
+	}
+	a->st.frees++;
+	a->st.active_blocks--;
+	a->st.allocated_bytes -= b->size;
+	a->st.requested_bytes -= b->req;
+	if (st == b->seg->sp->stream) {
+		make_free(a, b);
+		goto out;
+	}
+	/* Freed on another stream: usable once that stream's work up to here is done. */
+	a->st.cross_stream_frees++;
+	err = ev_get(a, &b->ev);
+	if (!err) {
+		err = vmm_event_record(a->ctx->vmm, b->ev, st);
+		if (err) {
+			ev_put(a, b->ev);
+			b->ev = 0;
+		}
+	}
+	/*
+	 * Without an event the block waits, pending, for empty_cache(), which
+	 * synchronises the device: never reused early, only late.
+	 */
+	b->state = BLK_PENDING;
+	b->fprev = NULL;
+	b->fnext = a->pending;
+	if (a->pending)
+		a->pending->fprev = b;
+	a->pending = b;
+out:
+	pthread_mutex_unlock(&a->lock);
+	return err;
+}
+
+VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a)
+{
+	struct blk *b, *next;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!a)
+		return vmmx__fail(NULL, -VMMX_EINVAL,
+				  "vmmx_alloc_empty_cache: the allocator is NULL");
+	pthread_mutex_lock(&a->lock);
+	err = vmm_sync(a->ctx->vmm);
+	if (err) {
+		pthread_mutex_unlock(&a->lock);
+		return err;
+	}
+	/* After the sync every pending free is complete, whatever its event says. */
+	for (b = a->pending; b; b = next) {
+		next = b->fnext;
+		pending_unlink(a, b);
+		ev_put(a, b->ev);
+		b->ev = 0;
+		make_free(a, b);
+	}
+	release_idle(a, UINT64_MAX, false);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+/* ---- life ---- */
+
+VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct vmmx_alloc **a_p)
+{
+	struct vmmx_alloc *a;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!ctx || !a_p)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_alloc_create: %s is NULL",
+				  ctx ? "a_p" : "ctx");
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_alloc_create: out of memory");
+	a->ctx = ctx;
+	a->device = ctx->device;
+	if (policy) {
+		err = vmmx__policy_get(ctx, policy, &a->policy);
+		if (err)
+			goto err_alloc;
+	} else {
+		/* the context's default: share its instance, with a reference of our own */
+		err = vmmx__policy_get(ctx, ctx->policy->spec, &a->policy);
+		if (err)
+			goto err_alloc;
+	}
+	err = pthread_mutex_init(&a->lock, NULL);
+	if (err) {
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_alloc_create: mutex: %s",
+				 strerror(err));
+		goto err_policy;
+	}
+	a->st.device = a->device;
+	*a_p = a;
+	return 0;
+
+err_policy:
+	vmmx__policy_put(ctx, a->policy);
+err_alloc:
+	free(a);
+	return err;
+}
+
+VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a)
+{
+	struct seg *s, *next;
+	struct blk *b, *bn;
+
+	if (!a)
+		return;
+	if (a->st.active_blocks)
+		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_WARN,
+			   "vmmx_alloc_destroy: %llu allocations still live (%llu bytes): released",
+			   (unsigned long long)a->st.active_blocks,
+			   (unsigned long long)a->st.allocated_bytes);
+	/* Swallowed: a device that fails to sync is lost anyway; release regardless. */
+	(void)vmm_sync(a->ctx->vmm);
+	for (s = a->segs; s; s = next) {
+		next = s->next;
+		for (b = s->head; b; b = bn) {
+			bn = b->next;
+			if (b->ev)
+				(void)vmm_event_destroy(a->ctx->vmm, b->ev);
+			free(b);
+		}
+		if (s->idle_ev)
+			(void)vmm_event_destroy(a->ctx->vmm, s->idle_ev);
+		vmmx_buf_destroy(s->buf);
+		free(s);
+	}
+	for (b = a->spare; b; b = bn) {
+		bn = b->fnext;
+		free(b);
+	}
+	/* Swallowed: destroying an idle event fails only with a lost context. */
+	for (size_t i = 0; i < a->nev; i++)
+		(void)vmm_event_destroy(a->ctx->vmm, a->ev_pool[i]);
+	for (size_t i = 0; i < a->nsp; i++)
+		free(a->sps[i]);
+	free(a->sps);
+	free(a->ht);
+	vmmx__policy_put(a->ctx, a->policy);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+VMMX_API int vmmx_alloc_stats(struct vmmx_alloc *a, struct vmmx_alloc_stats *st)
+{
+	struct vmmx_alloc_stats out;
+
+	vmmx__clear_last_error();
+	if (!a || !st)
+		return vmmx__fail(a ? &a->ctx->conf.log : NULL, -VMMX_EINVAL,
+				  "vmmx_alloc_stats: NULL argument");
+	if (st->size < offsetof(struct vmmx_alloc_stats, version) + sizeof(st->version))
+		return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_alloc_stats: size %zu is too small", st->size);
+	pthread_mutex_lock(&a->lock);
+	out = a->st;
+	out.device_reserved = out.host_reserved = 0;
+	out.device_allocated = out.host_allocated = 0;
+	for (struct seg *s = a->segs; s; s = s->next) {
+		seg_location_bytes(s, &out.device_reserved, &out.host_reserved);
+		for (struct blk *b = s->head; b; b = b->next) {
+			struct vmmx_residency r;
+
+			if (b->state != BLK_LIVE ||
+			    vmmx_buf_residency(s->buf, b->ptr - s->base, b->size, &r))
+				continue;
+			out.device_allocated += r.device;
+			out.host_allocated += r.host;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	out.size = st->size < sizeof(out) ? st->size : sizeof(out);
+	out.version = VMMX_ALLOC_STATS_VERSION;
+	memcpy(st, &out, out.size);
+	return 0;
+}
+
+VMMX_API struct vmmx_ctx *vmmx_alloc_ctx(const struct vmmx_alloc *a)
+{
+	return a ? a->ctx : NULL;
+}
+
+/* ---- the process-wide allocators ---- */
+
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+/* acquire loads; written (release) under global_lock */
+static struct vmmx_alloc *global[VMMX__MAX_DEVICES];
+static char **global_vars;                           /* global_lock */
+static bool global_made;                             /* global_lock */
+
+static void vars_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+VMMX_API int vmmx_alloc_global_config(const char *const *vars)
+{
+	char **copy = NULL;
+	size_t n = 0;
+
+	vmmx__clear_last_error();
+	for (; vars && vars[n]; n++) {
+		const char *eq = strchr(vars[n], '=');
+
+		if (strncmp(vars[n], "VMMX_", 5) || !eq || eq == vars[n] + 5)
+			return vmmx__fail(NULL, -VMMX_EINVAL,
+					  "vmmx_alloc_global_config: \"%s\" is not VMMX_NAME=value",
+					  vars[n]);
+	}
+	if (vars) {
+		copy = calloc(n + 1, sizeof(*copy));
+		for (size_t i = 0; copy && i < n; i++) {
+			copy[i] = strdup(vars[i]);
+			if (!copy[i]) {
+				vars_free(copy);
+				copy = NULL;
+			}
+		}
+		if (!copy)
+			return vmmx__fail(NULL, -VMMX_ENOMEM,
+					  "vmmx_alloc_global_config: out of memory");
+	}
+	pthread_mutex_lock(&global_lock);
+	if (global_made) {
+		pthread_mutex_unlock(&global_lock);
+		vars_free(copy);
+		return vmmx__fail(NULL, -VMMX_EBUSY,
+				  "vmmx_alloc_global_config: a process-wide allocator exists "
+				  "already; settings are read when it is made");
+	}
+	vars_free(global_vars);
+	global_vars = copy;
+	pthread_mutex_unlock(&global_lock);
+	return 0;
+}
+
+VMMX_API int vmmx_alloc_global(int device, struct vmmx_alloc **a_p)
+{
+	struct vmmx_config cfg;
+	struct vmmx_ctx *ctx;
+	struct vmmx_alloc *a;
+	int err;
+
+	if (!a_p) {
+		vmmx__clear_last_error();
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_alloc_global: a_p is NULL");
+	}
+	if (device < 0 || device >= VMMX__MAX_DEVICES) {
+		vmmx__clear_last_error();
+		return vmmx__fail(NULL, -VMMX_ENODEV,
+				  "vmmx_alloc_global: device %d is out of range", device);
+	}
+	a = __atomic_load_n(&global[device], __ATOMIC_ACQUIRE);
+	if (a) {
+		*a_p = a;
+		return 0;
+	}
+	vmmx__clear_last_error();
+	pthread_mutex_lock(&global_lock);
+	a = global[device];
+	if (a)
+		goto out;
+	vmmx_config_init(&cfg);
+	cfg.device = device;
+	cfg.vars = (const char *const *)global_vars;
+	err = vmmx_ctx_create(&cfg, &ctx);
+	if (err)
+		goto err_unlock;
+	err = vmmx_alloc_create(ctx, NULL, &a);
+	if (err)
+		goto err_ctx;
+	global_made = true;
+	__atomic_store_n(&global[device], a, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&global_lock);
+	*a_p = a;
+	return 0;
+
+err_ctx:
+	vmmx_ctx_destroy(ctx);
+err_unlock:
+	pthread_mutex_unlock(&global_lock);
+	return err;
+}
+
+VMMX_API void *vmmx_torch_alloc(ssize_t size, int device, void *stream)
+{
+	struct vmmx_alloc *a;
+	void *p;
+
+	if (size < 0) {
+		vmmx__clear_last_error();
+		vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_torch_alloc: negative size %zd", size);
+		return NULL;
+	}
+	if (vmmx_alloc_global(device, &a))
+		return NULL;
+	if (vmmx_alloc_malloc(a, (size_t)size, stream, &p)) {
+		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_INFO, "vmmx_torch_alloc(%zd, device %d): %s",
+			   size, device, vmmx_last_error());
+		return NULL;
+	}
+	return p;
+}
+
+VMMX_API void vmmx_torch_free(void *ptr, ssize_t size, int device, void *stream)
+{
+	struct vmmx_alloc *a;
+
+	(void)size;
+	if (!ptr)
+		return;
+	if (vmmx_alloc_global(device, &a)) {
+		vmmx__logf(NULL, VMMX_LOG_ERROR, "vmmx_torch_free(%p, device %d): %s", ptr, device,
+			   vmmx_last_error());
+		return;
+	}
+	if (vmmx_alloc_free(a, ptr, stream))
+		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR, "vmmx_torch_free: %s",
+			   vmmx_last_error());
+}
+
+VMMX_API void *vmmx_cupy_malloc(void *param, size_t size, int device)
+{
+	(void)param;
+	if (size > (size_t)SSIZE_MAX) {
+		vmmx__clear_last_error();
+		vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_cupy_malloc: %zu bytes is too many", size);
+		return NULL;
+	}
+	return vmmx_torch_alloc((ssize_t)size, device, NULL);
+}
+
+VMMX_API void vmmx_cupy_free(void *param, void *ptr, int device)
+{
+	(void)param;
+	vmmx_torch_free(ptr, 0, device, NULL);
+}

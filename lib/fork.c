@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fork.c - fork() without exec: the process's contexts, the atfork handlers,
+ * and what an inherited context may still do in the child.
+ *
+ * A CUDA context cannot be used in a forked child, and the driver's state
+ * (handles, mappings, streams) belongs to the parent.  So a context records
+ * the process that created it, and in any other process every call on it
+ * fails at once with -VMMX_ENODRIVER (vmmx__inherited(), checked first by
+ * each entry point, before any lock or driver call); only the destructors
+ * run, and they free this process's host-side records without calling the
+ * driver or a policy plugin (vmmx__ctx_abandon(), vmmx__buf_abandon()).
+ * The sim backend is treated as the driver it emulates.
+ *
+ * A fork while other threads resize, look up or register must leave the
+ * child's copies of libvmmx's locks free and its lists whole, and must not
+ * deadlock the parent.  The handlers take, in this order:
+ *   1. the context list's lock (ctx_list_lock);
+ *   2. each context's ctx->lock, reg_lock, cache_lock (in that order, the
+ *      order the library nests them in, never the reverse);
+ *   3. urcu-bp's locks (urcu_bp_before_fork(), as its documentation asks of
+ *      any fork without exec);
+ *   4. the driver layer's process-wide lock (the sim's; vmm_atfork_*).
+ * Why that order: ctx->lock may be held across a grace period (a buffer
+ * list's fallback path), so RCU's locks come after the context locks; no
+ * thread waits for the driver layer's lock inside an RCU read-side section
+ * or while holding an RCU lock, and the driver layer takes no lock of ours,
+ * so its lock may come last.  Buffer locks are not taken: a resize holds
+ * one across many driver calls and grace periods, and an inherited buffer
+ * is never locked in the child (its destructor frees the published table,
+ * which RCU keeps whole at every instant).  The parent's handler releases
+ * everything in reverse order; so does the child's, after resetting
+ * urcu-bp (threads that did not survive the fork leave its registry).
+ *
+ * Locking: ctx_list_lock protects the list of live contexts; it is outer
+ * to every other lock and held only for list edits and across a fork.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static pthread_mutex_t ctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vmmx_ctx *ctx_list; /* ctx_list_lock */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_err; /* written once, under atfork_once */
+int vmmx__pid;	       /* atomic: the process we run in */
+
+static void prepare(void)
+{
+	pthread_mutex_lock(&ctx_list_lock);
+	for (struct vmmx_ctx *c = ctx_list; c; c = c->list_next) {
+		pthread_mutex_lock(&c->lock);
+		pthread_mutex_lock(&c->reg_lock);
+		pthread_mutex_lock(&c->cache_lock);
+	}
+	urcu_bp_before_fork();
+	vmm_atfork_prepare();
+}
+
+static void release_ctx_locks(void)
+{
+	for (struct vmmx_ctx *c = ctx_list; c; c = c->list_next) {
+		pthread_mutex_unlock(&c->cache_lock);
+		pthread_mutex_unlock(&c->reg_lock);
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_unlock(&ctx_list_lock);
+}
+
+static void parent(void)
+{
+	vmm_atfork_parent();
+	urcu_bp_after_fork_parent();
+	release_ctx_locks();
+}
+
+static void child(void)
+{
+	vmm_atfork_child();
+	urcu_bp_after_fork_child();
+	__atomic_store_n(&vmmx__pid, (int)getpid(), __ATOMIC_RELAXED);
+	release_ctx_locks();
+}
+
+static void atfork_init(void)
+{
+	__atomic_store_n(&vmmx__pid, (int)getpid(), __ATOMIC_RELAXED);
+	atfork_err = pthread_atfork(prepare, parent, child) ? -VMMX_ENOMEM : 0;
+}
+
+int vmmx__ctx_list_add(struct vmmx_ctx *ctx)
+{
+	pthread_once(&atfork_once, atfork_init);
+	if (atfork_err)
+		return vmmx__fail(&ctx->conf.log, atfork_err,
+				  "vmmx_ctx_create: pthread_atfork failed (out of memory)");
+	pthread_mutex_lock(&ctx_list_lock);
+	ctx->pid = __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED);
+	ctx->list_prev = NULL;
+	ctx->list_next = ctx_list;
+	if (ctx_list)
+		ctx_list->list_prev = ctx;
+	ctx_list = ctx;
+	pthread_mutex_unlock(&ctx_list_lock);
+	return 0;
+}
+
+void vmmx__ctx_list_del(struct vmmx_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx_list_lock);
+	if (ctx->list_prev)
+		ctx->list_prev->list_next = ctx->list_next;
+	else
+		ctx_list = ctx->list_next;
+	if (ctx->list_next)
+		ctx->list_next->list_prev = ctx->list_prev;
+	pthread_mutex_unlock(&ctx_list_lock);
+}
+
+int vmmx__fail_inherited(const struct vmmx_ctx *ctx, const char *fn)
+{
+	return vmmx__fail(&ctx->conf.log, -VMMX_ENODRIVER,
+			  "%s: context created in process %d; CUDA cannot be used after fork "
+			  "(this is process %d): only vmmx_buf_destroy, vmmx_stream_destroy and "
+			  "vmmx_ctx_destroy may be called on it here",
+			  fn, ctx->pid, __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED));
+}
+
+/* ---- destructors in the child: host-side records only ---- */
+
+static void free_table_list(struct vmmx__table *t)
+{
+	while (t) {
+		struct vmmx__table *next = t->retired_next;
+
+		free(t);
+		t = next;
+	}
+}
+
+void vmmx__buf_abandon(struct vmmx_buf *buf)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	struct vmmx__buflist *l = ctx->bufs, *nl;
+	size_t j = 0;
+
+	/*
+	 * No thread of this process can be reading the list: every reader
+	 * checks vmmx__inherited() first.  So edit it without a grace period;
+	 * if no memory is left for a new array, edit it in place.
+	 */
+	nl = malloc(sizeof(*nl) + l->n * sizeof(nl->bufs[0]));
+	if (!nl)
+		nl = l;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->bufs[i] != buf)
+			nl->bufs[j++] = l->bufs[i];
+	nl->n = j;
+	ctx->bufs = nl;
+	if (nl != l)
+		free(l);
+	/* The policy keeps its reference: vmmx__ctx_abandon() frees policies whole. */
+	free(buf->table);
+	free(buf);
+}
+
+void vmmx__ctx_abandon(struct vmmx_ctx *ctx)
+{
+	struct vmmx__deferred *d;
+	struct vmmx__policy *pol;
+	struct vmmx__cached *c;
+
+	while (ctx->bufs->n)
+		vmmx__buf_abandon(ctx->bufs->bufs[ctx->bufs->n - 1]);
+	free(ctx->bufs);
+	free_table_list(ctx->retired);
+	while ((d = ctx->deferred)) {
+		ctx->deferred = d->next;
+		free(d);
+	}
+	for (int k = 0; k < VMMX__NSLOTS; k++) {
+		while ((c = ctx->cache[k])) {
+			ctx->cache[k] = c->next;
+			free(c);
+		}
+	}
+	vmmx__host_abandon(ctx);
+	/*
+	 * A plugin's fini may take a lock a thread of the parent held at the
+	 * fork, and its state may point at the parent's driver objects: it is
+	 * not called.  What the plugin allocated stays allocated; the plugin
+	 * itself is unloaded.
+	 */
+	while ((pol = ctx->policies)) {
+		ctx->policies = pol->next;
+		if (pol->dl)
+			dlclose(pol->dl);
+		free(pol);
+	}
+	vmmx__trace_close(ctx);
+	vmm_abandon(ctx->vmm);
+	vmmx__ctx_list_del(ctx);
+	free(ctx);
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prefetch.c - prefetch and advice by address: frameworks know tensors'
+ * addresses, not buffers and offsets.  A range is cut into its buffers' parts
+ * with the lock-free lookup (vmmx__ctx_find_buf under the RCU read side) and
+ * each part goes to the per-buffer call: vmmx_buf_migrate_on() for a
+ * prefetch, vmmx_buf_advise() for advice.
+ *
+ * Ordering: the caller's stream may be any stream of the context (a
+ * framework's own), which the driver layer refuses to synchronise, so the
+ * wait for its queued work is an event recorded on it.  The moves then run
+ * on a stream of their own, made for the call, so kernels on other streams
+ * keep running while the copies do.
+ *
+ * Lifetime: a buffer found by the lookup is used after the read side ends;
+ * that the buffer (the tensor's memory) stays alive during the call is the
+ * caller's part, as it is for any use of the memory.
+ *
+ * Locking: none of its own; each part takes its buffer's mutex in turn (in
+ * the per-buffer calls).
+ */
+#include "config.h"
+
+#include "internal.h"
+
+typedef int part_fn(void *arg, struct vmmx_buf *buf, size_t off, size_t len);
+
+/* Call @fn on each buffer's part of [ptr, ptr + len), in address order. */
+static int walk(struct vmmx_ctx *ctx, const char *who, const void *ptr, size_t len, part_fn *fn,
+		void *arg)
+{
+	uintptr_t a = (uintptr_t)ptr, end = a + len;
+	int err;
+
+	if (end < a)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL, "%s(%p, %zu): the range wraps", who,
+				  ptr, len);
+	while (a < end) {
+		struct vmmx_buf *buf;
+		size_t off, size, n;
+
+		urcu_bp_read_lock();
+		buf = vmmx__ctx_find_buf(ctx, a);
+		size = buf ? rcu_dereference(buf->table)->size : 0;
+		urcu_bp_read_unlock();
+		if (!buf)
+			return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT,
+					  "%s: address %p is in no buffer of this context", who,
+					  (void *)a);
+		off = a - buf->base;
+		if (off >= size)
+			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+					  "%s: address %p is past its buffer's size (%zu bytes at %p)",
+					  who, (void *)a, size, (void *)buf->base);
+		n = end - a < size - off ? end - a : size - off;
+		err = fn(arg, buf, off, n);
+		if (err)
+			return err;
+		a += n;
+	}
+	return 0;
+}
+
+struct prefetch {
+	struct vmmx_loc loc;
+	struct vmmx_stream *st;
+};
+
+static int prefetch_part(void *arg, struct vmmx_buf *buf, size_t off, size_t len)
+{
+	struct prefetch *p = arg;
+
+	return vmmx_buf_migrate_on(buf, off, len, p->loc, p->st, NULL);
+}
+
+/* Wait for the work queued on a caller's stream so far (any stream of the context). */
+static int wait_stream(struct vmmx_ctx *ctx, vmm_stream_t s)
+{
+	vmm_event_t ev;
+	int err;
+
+	err = vmm_event_create(ctx->vmm, &ev);
+	if (err)
+		return err;
+	err = vmm_event_record(ctx->vmm, ev, s);
+	if (!err)
+		err = vmm_event_sync(ctx->vmm, ev);
+	/*
+	 * Swallowed: the wait's result is the answer, and destroying an idle
+	 * event fails only with a lost context.
+	 */
+	(void)vmm_event_destroy(ctx->vmm, ev);
+	return err;
+}
+
+VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
+			   void *stream)
+{
+	struct prefetch p = { .loc = loc };
+	char name[32];
+	int err;
+
+	vmmx__clear_last_error();
+	if (!ctx || !ptr)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_prefetch: %s is NULL",
+				  ctx ? "ptr" : "ctx");
+	if (vmmx__slot(ctx, loc) < 0 || (loc.kind == VMMX_LOC_DEVICE && !ctx->peer[loc.id]))
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_prefetch: location %s is not usable by this context",
+				  vmmx_loc_name(loc, name, sizeof(name)));
+	if (!len)
+		return 0;
+	if (stream) {
+		err = wait_stream(ctx, (vmm_stream_t)(uintptr_t)stream);
+		if (err)
+			return err;
+	}
+	err = vmmx_stream_create(ctx, &p.st);
+	if (err)
+		return err;
+	err = walk(ctx, "vmmx_prefetch", ptr, len, prefetch_part, &p);
+	vmmx_stream_destroy(p.st);
+	return err;
+}
+
+static int advise_part(void *arg, struct vmmx_buf *buf, size_t off, size_t len)
+{
+	return vmmx_buf_advise(buf, off, len, *(int *)arg);
+}
+
+VMMX_API int vmmx_advise(struct vmmx_ctx *ctx, const void *ptr, size_t len, int advice)
+{
+	vmmx__clear_last_error();
+	if (!ctx || !ptr)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_advise: %s is NULL",
+				  ctx ? "ptr" : "ctx");
+	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_WILL_NEED)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_advise: advice %d is none of enum vmmx_advice", advice);
+	return walk(ctx, "vmmx_advise", ptr, len, advise_part, &advice);
+}
