@@ -15,6 +15,7 @@ check_LTLIBRARIES += %D%/tap/libtap.la
 	%D%/tap/cuda.h %D%/tap/cuda.c %D%/tap/json.h %D%/tap/json.c
 %C%_tap_libtap_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib
 %C%_tap_libtap_la_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS)
+%C%_tap_libtap_la_LIBADD = $(CUDALOAD_LIBS)
 if HAVE_CUDA
 %C%_tap_libtap_la_CPPFLAGS += $(CUDA_CPPFLAGS)
 endif
@@ -31,6 +32,7 @@ vmmx_c_tests = \
 	%D%/lib/error \
 	%D%/lib/config \
 	%D%/lib/buf \
+	%D%/lib/shrink \
 	%D%/lib/limits \
 	%D%/lib/fault_sweep \
 	%D%/lib/concurrency \
@@ -41,6 +43,7 @@ vmmx_c_tests = \
 	%D%/lib/trace \
 	%D%/lib/abi \
 	%D%/lib/place_mt \
+	%D%/lib/devices \
 	%D%/policies/loader \
 	%D%/policies/shipped \
 	%D%/policies/example \
@@ -50,13 +53,24 @@ vmmx_c_tests = \
 	%D%/lib/migrate \
 	%D%/policies/lru \
 	%D%/gpu/migrate_kernel \
-	%D%/tools/plot
+	%D%/gpu/headroom \
+	%D%/lib/foreign \
+	%D%/lib/fork \
+	%D%/lib/undo \
+	%D%/lib/longrun \
+	%D%/lib/alloc \
+	%D%/lib/prefetch \
+	%D%/vmm/event \
+	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
 TESTS += $(vmmx_c_tests) %D%/api/cxx %D%/api/exports.sh
 EXTRA_DIST += %D%/api/exports.sh %D%/tools/tap.sh
 TESTS += %D%/tools/vmmx-info.sh
 EXTRA_DIST += %D%/tools/vmmx-info.sh
+# The Python package under pytest, as TAP (skips without pytest).
+TESTS += %D%/python/pytest.sh
+EXTRA_DIST += %D%/python/pytest.sh
 
 %C%_vmm_sim_LDADD = $(TEST_LDADD)
 %C%_vmm_sim_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -72,6 +86,8 @@ EXTRA_DIST += %D%/tools/vmmx-info.sh
 %C%_lib_config_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_buf_LDADD = $(TEST_LDADD)
 %C%_lib_buf_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_shrink_LDADD = $(TEST_LDADD)
+%C%_lib_shrink_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_limits_LDADD = $(TEST_LDADD)
 %C%_lib_limits_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_fault_sweep_LDADD = $(TEST_LDADD)
@@ -92,6 +108,8 @@ EXTRA_DIST += %D%/tools/vmmx-info.sh
 %C%_lib_abi_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_place_mt_LDADD = $(TEST_LDADD)
 %C%_lib_place_mt_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_devices_LDADD = $(TEST_LDADD)
+%C%_lib_devices_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_loader_LDADD = $(TEST_LDADD)
 %C%_policies_loader_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_shipped_LDADD = $(TEST_LDADD)
@@ -102,7 +120,21 @@ EXTRA_DIST += %D%/tools/vmmx-info.sh
 %C%_lib_host_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_migrate_LDADD = $(TEST_LDADD)
 %C%_lib_migrate_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_alloc_LDADD = $(TEST_LDADD)
+%C%_lib_alloc_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_prefetch_LDADD = $(TEST_LDADD)
+%C%_lib_prefetch_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_vmm_event_LDADD = $(TEST_LDADD)
+%C%_vmm_event_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
+%C%_lib_foreign_LDADD = $(TEST_LDADD)
+%C%_lib_fork_LDADD = $(TEST_LDADD)
+%C%_lib_longrun_LDADD = $(TEST_LDADD)
+%C%_lib_longrun_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_undo_LDADD = $(TEST_LDADD)
+%C%_lib_undo_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_fork_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_foreign_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_CPPFLAGS = $(TEST_CPPFLAGS)
 
 # Plugins for the policy tests, loadable modules in %D%/policies/.libs (make
@@ -165,6 +197,12 @@ check_LTLIBRARIES += \
 %C%_gpu_migrate_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_migrate_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_SOURCES = %D%/gpu/fallback_kernel.c
+%C%_gpu_headroom_SOURCES = %D%/gpu/headroom.c
+%C%_gpu_peer_spill_SOURCES = %D%/gpu/peer_spill.c %D%/gpu/hash.h %D%/gpu/check.h
+%C%_gpu_peer_spill_LDADD = $(TEST_LDADD)
+%C%_gpu_peer_spill_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
+%C%_gpu_headroom_LDADD = $(TEST_LDADD)
+%C%_gpu_headroom_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_fallback_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 EXTRA_DIST += %D%/gpu/kernels.cu
@@ -172,6 +210,8 @@ if HAVE_NVCC
 nodist_%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
 nodist_%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
 nodist_%C%_gpu_fallback_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
+nodist_%C%_gpu_headroom_SOURCES = %D%/gpu/kernels_fatbin.h
+nodist_%C%_gpu_peer_spill_SOURCES = %D%/gpu/kernels_fatbin.h
 BUILT_SOURCES += %D%/gpu/kernels_fatbin.h
 CLEANFILES += %D%/gpu/kernels_fatbin.h %D%/gpu/kernels.fatbin
 %D%/gpu/kernels.fatbin: %D%/gpu/kernels.cu
@@ -180,12 +220,9 @@ CLEANFILES += %D%/gpu/kernels_fatbin.h %D%/gpu/kernels.fatbin
 	$(AM_V_GEN)$(BIN2C) --const --name vmmx_test_kernels_fatbin --type longlong %D%/gpu/kernels.fatbin > $@
 endif
 
-# The tools: the PNG writer (unit test), vmmx-place and vmmx-bench on sim (shell).
-%C%_tools_plot_SOURCES = %D%/tools/plot.c tools/plot.c tools/plot.h
-%C%_tools_plot_LDADD = $(TEST_LDADD) -lm
-%C%_tools_plot_CPPFLAGS = $(TEST_CPPFLAGS)
-TESTS += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh
-EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh
+# The tools on sim (shell), and vmmx-plot (skipped without matplotlib).
+TESTS += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plot.sh
+EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plot.sh
 
 # vmmx.h must compile as C++ and as strict C99.
 %C%_api_cxx_SOURCES = %D%/api/cxx.cc

@@ -47,4 +47,21 @@ static inline int run_counted(struct vmmx_ctx *ctx, unsigned long long *errs_dev
 	return vmmx_memcpy(ctx, errs_p, errs_dev, sizeof(*errs_p));
 }
 
+/*
+ * fill_u32 over p[0, n), then check_inc_u32: three assertions named after
+ * @what (the kernel ran; every element was as written, and is now +1).
+ */
+static inline void fill_check_inc(struct vmmx_ctx *ctx, unsigned int *p, unsigned long long n,
+				  unsigned int seed, unsigned long long *errs_dev, const char *what)
+{
+	unsigned long long errors = ~0ull;
+	void *fill_args[] = { &p, &n, &seed };
+	void *check_args[] = { &p, &n, &seed, &errs_dev };
+
+	is_int(0, tcuda_launch("fill_u32", GRID, BLOCK, fill_args), "fill_u32 over %s", what);
+	is_err(0, run_counted(ctx, errs_dev, "check_inc_u32", check_args, &errors),
+	       "check_inc_u32 over %s", what);
+	is_uint(0, errors, "check_inc_u32: every element as fill_u32 wrote it");
+}
+
 #endif

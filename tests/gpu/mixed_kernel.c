@@ -144,16 +144,7 @@ int main(void)
 	boundary = DEV_PART;
 
 	/* Whole buffer: fill, then check and increment, on the GPU. */
-	{
-		void *fill_args[] = { &p, &n, &seed };
-		void *check_args[] = { &p, &n, &seed, &errs_dev };
-
-		is_int(0, tcuda_launch("fill_u32", GRID, BLOCK, fill_args),
-		       "fill_u32 over the device and host chunks");
-		is_err(0, run_counted(ctx, errs_dev, "check_inc_u32", check_args, &errors),
-		       "check_inc_u32 over the device and host chunks");
-		is_uint(0, errors, "check_inc_u32: every element as fill_u32 wrote it");
-	}
+	fill_check_inc(ctx, p, n, seed, errs_dev, "the device and host chunks");
 
 	/* Whole buffer to malloc'd memory: one vmmx_memcpy, split by libvmmx. */
 	host = malloc(BUF_SIZE);

@@ -32,7 +32,7 @@ int main(void)
 #if !defined(__x86_64__) || !defined(__LP64__)
 	skip_all("the literals are the x86-64 LP64 layout");
 #endif
-	plan(166);
+	plan(171);
 
 	/* struct vmmx_config */
 	STRUCT(vmmx_config, 144);
@@ -56,7 +56,7 @@ int main(void)
 	MEMBER(vmmx_config, trace, 136, 8);
 
 	/* struct vmmx_stats */
-	STRUCT(vmmx_stats, 320);
+	STRUCT(vmmx_stats, 840);
 	MEMBER(vmmx_stats, size, 0, 8);
 	MEMBER(vmmx_stats, version, 8, 4);
 	MEMBER(vmmx_stats, buffers, 12, 4);
@@ -87,6 +87,12 @@ int main(void)
 	MEMBER(vmmx_stats, migrated_bytes, 296, 8);
 	MEMBER(vmmx_stats, evictions, 304, 8);
 	MEMBER(vmmx_stats, promotions, 312, 8);
+	/* version 2: per device */
+	MEMBER(vmmx_stats, device_count, 320, 4);
+	MEMBER(vmmx_stats, dev_bytes, 328, 128);
+	MEMBER(vmmx_stats, dev_chunks, 456, 128);
+	MEMBER(vmmx_stats, dev_held, 584, 128);
+	MEMBER(vmmx_stats, dev_placed, 712, 128);
 
 	/* struct vmmx_ctx_info */
 	STRUCT(vmmx_ctx_info, 408);
@@ -239,7 +245,7 @@ int main(void)
 	is_int(3, VMMX_OP_RELEASE, "VMMX_OP_RELEASE is 3");
 	is_int(12, VMMX_OP_COUNT, "VMMX_OP_COUNT is 12 (the length of vmmx_stats.driver_calls)");
 
-	is_int(1, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 1");
+	is_int(2, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 2");
 	ok(VMMX_OP_MAP == 4 && VMMX_OP_UNMAP == 5 && VMMX_OP_SET_ACCESS == 6 && VMMX_OP_COPY == 7 &&
 		   VMMX_OP_MEMSET == 8 && VMMX_OP_SYNC == 9 && VMMX_OP_REGISTER == 10 &&
 		   VMMX_OP_UNREGISTER == 11,

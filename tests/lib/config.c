@@ -58,7 +58,7 @@ int main(void)
 	struct vmmx_ctx *ctx;
 	struct vmmx_buf *buf;
 
-	plan(86);
+	plan(87);
 	/* Start clean whatever the caller's environment holds, but the backend. */
 	snprintf(backend, sizeof(backend), "%s", test_backend());
 	for (char **e = environ; *e;) {
@@ -83,7 +83,7 @@ int main(void)
 	bad_env("VMMX_LOG", "loud", "none, error, warn, info or debug");
 	bad_env("VMMX_DEVICE", "-1", "a device ordinal");
 	bad_env("VMMX_SIM_DEVICES", "9", "from 1 to 8");
-	bad_env("VMMX_HOST_CPU_ACCESS", "yes", "0 or 1");
+	bad_env("VMMX_HOST_CPU_ACCESS", "yes", "placed, all or none");
 	bad_env("VMMX_FAULT", "create:0", "op:N");
 	bad_env("VMMX_FAULT", "explode:1", "op:N");
 
@@ -187,6 +187,14 @@ int main(void)
 	like(test_log(), "VMMX_DEVICE_LIMT is not a libvmmx variable", "it is warned about by name");
 	vmmx_ctx_destroy(ctx);
 	unsetenv("VMMX_DEVICE_LIMT");
+	/* VMMX_LIBRARY is the Python package's, not the library's: no warning. */
+	setenv("VMMX_LIBRARY", "/nowhere/libvmmx.so", 1);
+	test_log_clear();
+	if (env_ctx(&ctx))
+		bail("vmmx_ctx_create: %s", vmmx_last_error());
+	ok(!strstr(test_log(), "VMMX_LIBRARY"), "VMMX_LIBRARY (the Python package's) is not warned about");
+	vmmx_ctx_destroy(ctx);
+	unsetenv("VMMX_LIBRARY");
 
 	/* VMMX_LOG=none silences even warnings. */
 	setenv("VMMX_LOG", "none", 1);

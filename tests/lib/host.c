@@ -34,17 +34,6 @@
 
 static size_t ps;
 
-static struct vmmx_stats stats(struct vmmx_ctx *ctx)
-{
-	struct vmmx_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	if (vmmx_stats_get(ctx, &st))
-		bail("vmmx_stats_get: %s", vmmx_last_error());
-	return st;
-}
-
 static struct vmm_counts counts(struct vmmx_ctx *ctx)
 {
 	struct vmm_counts c;
@@ -121,7 +110,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	       want == VMMX_HOST_ACCESS_REGISTER ? "REGISTER"
 	       : want == VMMX_HOST_ACCESS_HMM    ? "HMM"
 						 : "ATS");
-	st0 = stats(ctx);
+	st0 = test_stats(ctx);
 	vc0 = counts(ctx);
 	is_int(want, (int)st0.host_access, "%s: vmmx_stats_get says the same", path);
 	{
@@ -149,7 +138,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 		   path);
 	else
 		ok(d != NULL, "%s: vmmx_host_register: a device pointer", path);
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(1, st.registrations, "%s: vmmx_stats_get: one registration", path);
 	is_uint(alen, st.registered_bytes, "%s: vmmx_stats_get: registered_bytes is its length",
 		path);
@@ -163,7 +152,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	is_err(0, vmmx_host_register(ctx, a, alen, &d2),
 	       "%s: vmmx_host_register: the same range again", path);
 	ok(d2 == d, "%s: vmmx_host_register: the same range gets the same device pointer", path);
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(1, st.registrations, "%s: vmmx_stats_get: still one registration", path);
 	is_uint(hmm ? 0 : 1, st.driver_calls[VMMX_OP_REGISTER] - st0.driver_calls[VMMX_OP_REGISTER],
 		"%s: the second reference made no driver call", path);
@@ -180,7 +169,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	like(vmmx_last_error(), addr(a), "%s: that message names the other registration too", path);
 	is_err(-VMMX_EEXIST, vmmx_host_register(ctx, a, alen + 1, &d3),
 	       "%s: vmmx_host_register refuses the same base with another length", path);
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(1, st.registrations, "%s: refused ranges recorded nothing", path);
 	is_uint(hmm ? 0 : 1, st.driver_calls[VMMX_OP_REGISTER] - st0.driver_calls[VMMX_OP_REGISTER],
 		"%s: refused ranges made no driver call", path);
@@ -189,7 +178,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	b = page + ps;
 	is_err(0, vmmx_host_register(ctx, b, 2 * ps, &d3),
 	       "%s: vmmx_host_register: a range starting on the next page", path);
-	is_uint(2, stats(ctx).registrations, "%s: vmmx_stats_get: two registrations", path);
+	is_uint(2, test_stats(ctx).registrations, "%s: vmmx_stats_get: two registrations", path);
 
 	/* Unregister: base only, known only, one reference at a time. */
 	is_err(-VMMX_EINVAL, vmmx_host_unregister(ctx, a + 10),
@@ -207,7 +196,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	       path);
 
 	is_err(0, vmmx_host_unregister(ctx, a), "%s: vmmx_host_unregister: first reference", path);
-	st = stats(ctx);
+	st = test_stats(ctx);
 	vc = counts(ctx);
 	ok(st.registrations == 2 && st.registered_bytes == alen + 2 * ps,
 	   "%s: the range is still registered after the first of two unregisters", path);
@@ -215,7 +204,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 		   vc.registrations == vc0.registrations + (hmm ? 0 : 2),
 	   "%s: the first unregister made no driver call", path);
 	is_err(0, vmmx_host_unregister(ctx, a), "%s: vmmx_host_unregister: last reference", path);
-	st = stats(ctx);
+	st = test_stats(ctx);
 	vc = counts(ctx);
 	ok(st.registrations == 1 && st.registered_bytes == 2 * ps,
 	   "%s: the last unregister drops the registration", path);
@@ -257,7 +246,7 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 		all = vmmx_host_register(ctx, p + 12 * MiB, MiB, &d3) == -VMMX_EINVAL;
 		all = all && vmmx_host_register(ctx, p - ps, 2 * ps, &d3) == -VMMX_EINVAL;
 		ok(all, "%s: ... and one in its unmapped tail, and one running into it", path);
-		ok(d3 == nothing && stats(ctx).registrations == 0,
+		ok(d3 == nothing && test_stats(ctx).registrations == 0,
 		   "%s: refused arguments recorded nothing", path);
 	}
 
@@ -295,11 +284,11 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	vmm_fault_disarm_all(vmmx__ctx_vmm(ctx));
 	if (hmm) {
 		ok(!err && !hit, "%s: vmmx_host_register makes no driver call to fail", path);
-		ok(stats(ctx).registrations == 1, "%s: and records the range", path);
+		ok(test_stats(ctx).registrations == 1, "%s: and records the range", path);
 		vmmx_host_unregister(ctx, a);
 	} else {
 		is_err(-VMMX_EFAULTINJ, err, "%s: vmmx_host_register: the driver call fails", path);
-		ok(stats(ctx).registrations == 0 && counts(ctx).registrations == vc0.registrations,
+		ok(test_stats(ctx).registrations == 0 && counts(ctx).registrations == vc0.registrations,
 		   "%s: the failed registration recorded nothing", path);
 	}
 	is_err(0, vmmx_host_register(ctx, a, alen, &d3), "%s: vmmx_host_register: a retry", path);
@@ -308,18 +297,18 @@ static void rules(struct vmmx_ctx *ctx, bool hmm, const char *path)
 	vmm_fault_disarm_all(vmmx__ctx_vmm(ctx));
 	if (hmm) {
 		is_err(0, err, "%s: vmmx_host_unregister makes no driver call to fail", path);
-		ok(stats(ctx).registrations == 0, "%s: and drops the range", path);
+		ok(test_stats(ctx).registrations == 0, "%s: and drops the range", path);
 		is_err(-VMMX_ENOENT, vmmx_host_unregister(ctx, a), "%s: it is gone", path);
 	} else {
 		is_err(-VMMX_EFAULTINJ, err, "%s: vmmx_host_unregister: the driver call fails",
 		       path);
-		ok(stats(ctx).registrations == 1 &&
+		ok(test_stats(ctx).registrations == 1 &&
 		       counts(ctx).registrations == vc0.registrations + 1,
 		   "%s: the failed unregistration keeps the record", path);
 		is_err(0, vmmx_host_unregister(ctx, a), "%s: vmmx_host_unregister: a retry", path);
 	}
 	vc = counts(ctx);
-	ok(stats(ctx).registrations == 0 && stats(ctx).registered_bytes == 0 &&
+	ok(test_stats(ctx).registrations == 0 && test_stats(ctx).registered_bytes == 0 &&
 		   vc.registrations == vc0.registrations,
 	   "%s: nothing registered at the end", path);
 
@@ -351,8 +340,8 @@ static void destroy_left(const char *const *vars, const char *path)
 
 	/* White box: the teardown alone leaves no driver registration. */
 	vmmx__host_teardown(ctx);
-	ok(counts(ctx).registrations == 0 && stats(ctx).registrations == 0 &&
-		   stats(ctx).registered_bytes == 0,
+	ok(counts(ctx).registrations == 0 && test_stats(ctx).registrations == 0 &&
+		   test_stats(ctx).registered_bytes == 0,
 	   "%s: vmmx__host_teardown: no registration left, in the stats or the driver", path);
 	like(test_log(), "still registered; unregistering it",
 	     "%s: vmmx__host_teardown warns about what was left", path);
@@ -406,7 +395,7 @@ int main(void)
 	plan(2 * RULES_TESTS + 2 * 9);
 
 	ctx = test_ctx(reg_vars);
-	if (stats(ctx).host_access != VMMX_HOST_ACCESS_REGISTER) {
+	if (test_stats(ctx).host_access != VMMX_HOST_ACCESS_REGISTER) {
 		/* A GPU with HMM or ATS: the registration path cannot be forced. */
 		diag("the device has pageable access: the registration path is not taken");
 		for (int i = 0; i < RULES_TESTS + 9; i++)

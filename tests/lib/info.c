@@ -143,9 +143,12 @@ static int probe(struct vmmx_ctx *ctx, struct vmmx_hmm_info *h, const char *vers
 
 static void test_device_info(void)
 {
-	static const char *const two[] = { "VMMX_SIM_DEVICES=2", NULL };
+	static const char *const one[] = { "VMMX_SIM_DEVICES=1", NULL };
+	static const char *const two[] = { "VMMX_SIM_DEVICES=2", "VMMX_DEVICE_LIMIT=64MiB,1:32MiB",
+					   NULL };
 	struct vmmx_device_info di, d1, small;
-	struct vmmx_ctx *ctx = test_ctx(NULL);
+	/* One device on sim even when the suite runs with VMMX_SIM_DEVICES=2. */
+	struct vmmx_ctx *ctx = test_ctx(one);
 	int err;
 
 	memset(&di, 0, sizeof(di));
@@ -219,11 +222,16 @@ static void test_device_info(void)
 		ok(d1.peer_count == 1 && d1.peers[0] == 0, "vmmx_device_info: device 1 reaches device 0");
 		ok(d1.ordinal == 1 && d1.total == 1ull << 30 && d1.vmm == 1,
 		   "vmmx_device_info: another device's memory and attributes");
+		is_string("libvmmx simulated device 1", d1.name,
+			  "vmmx_device_info: another device is named too (vmmx-info lists it)");
+		ok(di.usable == 1 && d1.usable == 1 && di.limit == 64 * MiB && d1.limit == 32 * MiB,
+		   "vmmx_device_info: both usable, with their own limits (64 and %llu MiB)",
+		   (unsigned long long)(d1.limit / MiB));
 		is_err(-VMMX_ENODEV, vmmx_device_info(ctx, 2, &d1),
 		       "vmmx_device_info(device 2 of 2) is ENODEV");
 		vmmx_ctx_destroy(ctx);
 	} else {
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 8; i++)
 			skip("VMMX_SIM_DEVICES needs the sim (running on %s)", test_backend());
 	}
 }
@@ -511,7 +519,7 @@ static void cleanup(void)
 
 int main(void)
 {
-	plan(116);
+	plan(118);
 	if (!mkdtemp(tmpdir))
 		bail("mkdtemp failed");
 	test_device_info();

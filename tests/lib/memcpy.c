@@ -14,14 +14,6 @@
 #include "tests/tap/basic.h"
 #include "tests/tap/vmmx_test.h"
 
-static uint64_t copies(struct vmmx_ctx *ctx)
-{
-	struct vmmx_stats st = { .size = sizeof(st) };
-
-	vmmx_stats_get(ctx, &st);
-	return st.driver_calls[VMMX_OP_COPY];
-}
-
 int main(void)
 {
 	static const char *const vars[] = { "VMMX_DEVICE_LIMIT=8MiB", "VMMX_CHUNK_MAX=4MiB", NULL };
@@ -43,17 +35,17 @@ int main(void)
 	/* host memory -> buffer, across the boundary at 8 MiB */
 	for (size_t i = 0; i < 4 * MiB; i++)
 		host[i] = test_pattern_byte(6 * MiB + i, 1);
-	before = copies(ctx);
+	before = test_driver_calls(ctx, VMMX_OP_COPY);
 	is_err(0, vmmx_memcpy(ctx, p + 6 * MiB, host, 4 * MiB), "vmmx_memcpy host -> device/host straddle");
-	is_uint(2, copies(ctx) - before, "split into 2 driver copies (device run, host run)");
+	is_uint(2, test_driver_calls(ctx, VMMX_OP_COPY) - before, "split into 2 driver copies (device run, host run)");
 	is_uint(SIZE_MAX, test_check(ctx, p, 6 * MiB, 4 * MiB, 1), "the straddling range reads back");
 
 	/* whole buffer both ways: 4 MiB chunks coalesce into one run per location */
 	is_err(0, test_fill(ctx, p, 0, 16 * MiB, 2), "vmmx_memcpy into the whole buffer");
-	before = copies(ctx);
+	before = test_driver_calls(ctx, VMMX_OP_COPY);
 	memset(host, 0, 16 * MiB);
 	is_err(0, vmmx_memcpy(ctx, host, p, 16 * MiB), "vmmx_memcpy of the whole buffer to host memory");
-	is_uint(2, copies(ctx) - before, "chunks of one location coalesce: 2 driver copies for 4 chunks");
+	is_uint(2, test_driver_calls(ctx, VMMX_OP_COPY) - before, "chunks of one location coalesce: 2 driver copies for 4 chunks");
 	bad = SIZE_MAX;
 	for (size_t i = 0; i < 16 * MiB && bad == SIZE_MAX; i++)
 		if (host[i] != test_pattern_byte(i, 2))
@@ -61,10 +53,10 @@ int main(void)
 	is_uint(SIZE_MAX, bad, "every byte right");
 
 	/* buffer -> buffer with different layouts: a [6, 10) -> b [5, 9) */
-	before = copies(ctx);
+	before = test_driver_calls(ctx, VMMX_OP_COPY);
 	is_err(0, vmmx_memcpy(ctx, (char *)vmmx_buf_ptr(b) + 5 * MiB, p + 6 * MiB, 4 * MiB),
 	       "vmmx_memcpy between two buffers");
-	is_uint(2, copies(ctx) - before, "split where the source changes location");
+	is_uint(2, test_driver_calls(ctx, VMMX_OP_COPY) - before, "split where the source changes location");
 	memset(host, 0, 4 * MiB);
 	vmmx_memcpy(ctx, host, (char *)vmmx_buf_ptr(b) + 5 * MiB, 4 * MiB);
 	bad = SIZE_MAX;
@@ -74,7 +66,7 @@ int main(void)
 	is_uint(SIZE_MAX, bad, "the copy between buffers is right");
 
 	/* memset across the boundary */
-	before = copies(ctx);
+	before = test_driver_calls(ctx, VMMX_OP_COPY);
 	is_err(0, vmmx_memset(ctx, p + 7 * MiB, 0xa5, 2 * MiB), "vmmx_memset across the boundary");
 	memset(host, 0, 4 * MiB);
 	vmmx_memcpy(ctx, host, p + 6 * MiB, 4 * MiB);

@@ -66,17 +66,6 @@ static size_t off_of(struct vmmx_buf *buf, const struct vmmx_chunk_info *c)
 	return (size_t)((char *)c->base - (char *)vmmx_buf_ptr(buf));
 }
 
-static struct vmmx_stats stats(struct vmmx_ctx *ctx)
-{
-	struct vmmx_stats st;
-
-	memset(&st, 0, sizeof(st));
-	st.size = sizeof(st);
-	if (vmmx_stats_get(ctx, &st))
-		bail("vmmx_stats_get: %s", vmmx_last_error());
-	return st;
-}
-
 /* The buffer's layout, one letter per chunk ('D' device, 'H' host, 'N' host NUMA) and its MiB. */
 static const char *layout(struct vmmx_buf *buf)
 {
@@ -260,7 +249,7 @@ static void random_migrations(void)
 	const int rounds = 200;
 	struct vmmx_ctx *ctx = test_ctx(vars);
 	struct vmmx_buf *buf = mixed_buf(ctx, "device-first", size);
-	struct vmmx_stats st0 = stats(ctx), st;
+	struct vmmx_stats st0 = test_stats(ctx), st;
 	size_t moved_total = 0, nmoved = 0, bad_data = 0, bad_check = 0, bad_list = 0, bad_err = 0;
 	int ok_calls = 0, nomem = 0;
 	struct snap a, b;
@@ -320,7 +309,7 @@ static void random_migrations(void)
 	is_uint(0, bad_data, "the whole buffer holds the pattern after each migration");
 	ok(test_check(ctx, vmmx_buf_ptr(buf), 0, size, SEED) == SIZE_MAX,
 	   "test_check: the whole buffer at the end");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(nmoved, st.migrations - st0.migrations, "vmmx_stats: migrations counts %zu moves",
 		nmoved);
 	is_uint(moved_total, st.migrated_bytes - st0.migrated_bytes,
@@ -345,7 +334,7 @@ static void basics(void)
 
 	is_string("D4 D2 D4", layout(buf), "three device chunks: 4, 2 and 4 MiB");
 	is_err(0, fill_img(ctx, buf, 10 * MiB), "pattern written");
-	st0 = stats(ctx);
+	st0 = test_stats(ctx);
 
 	/* One byte of the middle chunk moves the chunk. */
 	moved = 0;
@@ -357,22 +346,22 @@ static void basics(void)
 	   "vmmx_buf_residency: [4, 6) MiB in host memory");
 
 	/* A range over two chunks, one of them there already. */
-	st1 = stats(ctx);
+	st1 = test_stats(ctx);
 	is_err(0, vmmx_buf_migrate(buf, 3 * MiB, 2 * MiB, HOST, &moved),
 	       "vmmx_buf_migrate: [3, 5) MiB, over the first chunk and the host one");
 	is_uint(4 * MiB, moved, "moved_p: only the first chunk moved (4 MiB)");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(1, st.driver_calls[VMMX_OP_CREATE] - st1.driver_calls[VMMX_OP_CREATE],
 		"one handle created, for the one chunk that moved");
 	is_string("H4 H2 D4", layout(buf), "vmmx_buf_chunks: both on host");
 
 	/* Everything there already: nothing moves, no driver call at all. */
-	st1 = stats(ctx);
+	st1 = test_stats(ctx);
 	moved = 12345;
 	is_err(0, vmmx_buf_migrate(buf, 0, 6 * MiB, HOST, &moved),
 	       "vmmx_buf_migrate: chunks already on host");
 	is_uint(0, moved, "moved_p: 0");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	ok(!memcmp(st.driver_calls, st1.driver_calls, sizeof(st.driver_calls)),
 	   "no driver call (no create, no reservation)");
 	is_uint(st1.migrations, st.migrations, "vmmx_stats: no migration counted");
@@ -383,23 +372,23 @@ static void basics(void)
 	       "vmmx_buf_migrate: whole buffer to host, moved_p NULL");
 	is_string("H4 H2 H4", layout(buf), "vmmx_buf_chunks: all on host");
 	ok(check_img(ctx, buf, 10 * MiB) == SIZE_MAX, "data intact on host");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(3, st.migrations - st0.migrations, "vmmx_stats: 3 migrations");
 	is_uint(10 * MiB, st.migrated_bytes - st0.migrated_bytes, "vmmx_stats: 10 MiB migrated");
 	ok(st.device_bytes == 0 && st.host_bytes == 10 * MiB,
 	   "vmmx_stats: device_bytes 0, host_bytes 10 MiB");
 
 	/* The way back takes the handles the way out left in the cache. */
-	st1 = stats(ctx);
+	st1 = test_stats(ctx);
 	is_err(0, vmmx_buf_migrate(buf, 0, 10 * MiB, DEV, &moved),
 	       "vmmx_buf_migrate: whole buffer back to the device");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	is_uint(10 * MiB, moved, "moved_p: 10 MiB");
 	is_uint(3, st.cache_hits - st1.cache_hits, "vmmx_stats: 3 cache hits on the way back");
 	is_uint(0, st.driver_calls[VMMX_OP_CREATE] - st1.driver_calls[VMMX_OP_CREATE],
 		"no handle created on the way back");
 	is_err(0, vmmx_buf_migrate(buf, 0, 10 * MiB, HOST, &moved), "and out again");
-	st1 = stats(ctx);
+	st1 = test_stats(ctx);
 	ok(st1.driver_calls[VMMX_OP_CREATE] == st.driver_calls[VMMX_OP_CREATE] &&
 		   st1.cache_hits - st.cache_hits == 3,
 	   "the second trip out reuses the host handles too");
@@ -462,12 +451,12 @@ static void basics(void)
 	ok(vmmx_stream_handle(s) != NULL, "vmmx_stream_handle: not NULL");
 	ok(vmmx_stream_handle(NULL) == NULL, "vmmx_stream_handle(NULL): NULL");
 	is_err(-VMMX_EINVAL, vmmx_stream_create(ctx, NULL), "vmmx_stream_create(NULL)");
-	st1 = stats(ctx);
+	st1 = test_stats(ctx);
 	moved = 0;
 	is_err(0, vmmx_buf_migrate_on(buf, 0, 6 * MiB, HOST, s, &moved),
 	       "vmmx_buf_migrate_on: [0, 6) MiB to host on a stream");
 	is_uint(6 * MiB, moved, "moved_p: 6 MiB");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	ok(st.driver_calls[VMMX_OP_SYNC] > st1.driver_calls[VMMX_OP_SYNC],
 	   "vmmx_buf_migrate_on waited on the stream");
 	is_string("H4 H2 D4", layout(buf), "vmmx_buf_chunks: moved");
@@ -520,7 +509,7 @@ static void full_device(void)
 	ok(!consistent(buf, &a, &b, 0, 16 * MiB, DEV, -VMMX_ENOMEM, moved),
 	   "chunk list, residency and moved_p agree");
 	ok(check_img(ctx, buf, 16 * MiB) == SIZE_MAX, "data intact");
-	st = stats(ctx);
+	st = test_stats(ctx);
 	ok(st.device_bytes == 10 * MiB && st.host_bytes == 6 * MiB,
 	   "vmmx_stats: 10 MiB on the device, 6 in host memory");
 	moved = 12345;

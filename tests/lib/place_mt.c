@@ -5,8 +5,9 @@
  * plugin), grow and shrink them at random and now and then destroy and
  * recreate them, all under one VMMX_DEVICE_LIMIT and VMMX_HOST_LIMIT, while
  * the main thread watches the held bytes.  Afterwards: every resize either
- * succeeded or failed with -VMMX_ENOMEM, the device never held more than
- * its limit, each buffer's data pattern is intact, the statistics and the
+ * succeeded or failed with -VMMX_ENOMEM, no device ever held more than its
+ * limit (the limit applies to each device: with VMMX_SIM_DEVICES=2, or two
+ * GPUs, interleave places chunks on both), each buffer's data pattern is intact, the statistics and the
  * trace add up, and after destroy + vmmx_ctx_trim(ctx, 0) the driver holds
  * nothing.
  */
@@ -30,7 +31,8 @@
 #define CAP (12 * MiB)
 #define UNIT (2 * MiB)
 #define PROBE 4096 /* bytes checked at each end of every unit */
-#define DEV_LIMIT (24 * MiB)
+#define DEV_LIMIT (24 * MiB) /* on each device */
+#define NDEV 16             /* devices watched (libvmmx handles 16) */
 #define HOST_LIMIT (48 * MiB)
 
 static const char *const specs[] = { "device-first", "host", "interleave:device=1,host=1" };
@@ -139,6 +141,7 @@ static struct json *stats_json(void)
 
 static uint64_t held(const struct json *st, const char *loc)
 {
+	/* UINT64_MAX when @loc is not listed (a device the context does not see). */
 	const struct json *locs = json_get(st, "locations");
 
 	for (size_t i = 0; i < json_len(locs); i++)
@@ -163,6 +166,8 @@ int main(void)
 	unsigned long ok_n = 0, enomem = 0, other = 0, bad_data = 0, bad_res = 0, samples = 0,
 		      bad_json = 0;
 	uint64_t max_dev = 0, max_host = 0, dev_sum = 0, lines = 0, bad_lines = 0;
+	uint64_t dev_at[NDEV] = { 0 };
+	int ndev = 1, over = -1;
 	int fd, first = -1;
 
 	if (env && env[0] == '/') {
@@ -187,6 +192,14 @@ int main(void)
 
 	plan(16);
 	ctx = test_ctx(vars);
+	{
+		struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+
+		if (vmmx_ctx_query(ctx, &ci))
+			bail("vmmx_ctx_query: %s", vmmx_last_error());
+		ndev = ci.device_count < NDEV ? ci.device_count : NDEV;
+		diag("%d device(s)", ndev);
+	}
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){ .id = i, .seed = (unsigned int)(i * 7919 + 1) };
 		if (pthread_create(&w[i].th, NULL, work, &w[i]))
@@ -201,9 +214,16 @@ int main(void)
 		if (!sj) {
 			bad_json++;
 		} else {
-			uint64_t d = held(sj, "device:0"), h = held(sj, "host");
+			uint64_t h = held(sj, "host");
 
-			max_dev = d > max_dev ? d : max_dev;
+			for (int d = 0; d < ndev; d++) {
+				char name[32];
+				uint64_t v;
+
+				snprintf(name, sizeof(name), "device:%d", d);
+				v = held(sj, name);
+				max_dev = v > max_dev ? v : max_dev;
+			}
 			max_host = h > max_host ? h : max_host;
 			json_free(sj);
 		}
@@ -237,7 +257,7 @@ int main(void)
 	ok(ok_n > THREADS * ITERS / 2, "vmmx_buf_resize: most resizes succeeded (%lu)", ok_n);
 	is_uint(0, bad_json, "vmmx_stats_json parsed on every sample during the run");
 	ok(max_dev <= DEV_LIMIT,
-	   "vmmx_stats_json: device held never above VMMX_DEVICE_LIMIT (max %llu MiB)",
+	   "vmmx_stats_json: no device's held bytes ever above VMMX_DEVICE_LIMIT (max %llu MiB)",
 	   (unsigned long long)(max_dev / MiB));
 	ok(max_host <= HOST_LIMIT,
 	   "vmmx_stats_json: host held never above VMMX_HOST_LIMIT (max %llu MiB)",
@@ -245,6 +265,14 @@ int main(void)
 	for (int i = 0; i < THREADS; i++) {
 		if (w[i].buf && !vmmx_buf_residency(w[i].buf, 0, vmmx_buf_size(w[i].buf), &r))
 			dev_sum += r.device;
+		for (int d = 0; d < ndev && w[i].buf; d++) {
+			size_t at = 0;
+
+			if (vmmx_buf_residency_at(w[i].buf, 0, vmmx_buf_size(w[i].buf),
+						  (struct vmmx_loc){ VMMX_LOC_DEVICE, d }, &at))
+				bail("vmmx_buf_residency_at: %s", vmmx_last_error());
+			dev_at[d] += at;
+		}
 		if (w[i].buf && !check_units(&w[i], w[i].size))
 			bad_data++;
 	}
@@ -252,10 +280,23 @@ int main(void)
 	is_uint(0, bad_res,
 		"vmmx_buf_residency adds up to the size (and host buffers have no device bytes)");
 	vmmx_stats_get(ctx, &st);
-	ok(dev_sum <= DEV_LIMIT && dev_sum == st.device_bytes,
-	   "vmmx_buf_residency: the buffers' device bytes (%llu MiB) are within the limit and "
-	   "match vmmx_stats_get",
-	   (unsigned long long)(dev_sum / MiB));
+	{
+		uint64_t at_sum = 0;
+
+		for (int d = 0; d < ndev; d++) {
+			at_sum += dev_at[d];
+			if (over < 0 && (dev_at[d] > DEV_LIMIT || dev_at[d] != st.dev_bytes[d]))
+				over = d;
+		}
+		if (over >= 0)
+			diag("device %d: %llu MiB in the buffers, %llu MiB in vmmx_stats_get", over,
+			     (unsigned long long)(dev_at[over] / MiB),
+			     (unsigned long long)(st.dev_bytes[over] / MiB));
+		ok(over < 0 && at_sum == dev_sum && dev_sum == st.device_bytes,
+		   "vmmx_buf_residency_at: each device's bytes (%llu MiB in all on %d device(s)) are "
+		   "within its limit and match vmmx_stats_get's dev_bytes and device_bytes",
+		   (unsigned long long)(dev_sum / MiB), ndev);
+	}
 	ok(st.placed_device + st.placed_host >= st.device_chunks + st.host_chunks,
 	   "vmmx_stats_get: chunks ever placed (%llu) >= chunks alive (%llu)",
 	   (unsigned long long)(st.placed_device + st.placed_host),
@@ -301,8 +342,15 @@ int main(void)
 	{
 		struct json *sj = stats_json();
 
-		ok(held(sj, "device:0") == 0 && held(sj, "host") == 0,
-		   "vmmx_stats_json: nothing held on device:0 or host");
+		uint64_t left = held(sj, "host");
+
+		for (int d = 0; d < ndev; d++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "device:%d", d);
+			left += held(sj, name);
+		}
+		ok(left == 0, "vmmx_stats_json: nothing held on any device or host");
 		is_uint(1, json_len(json_get(sj, "policies")),
 			"vmmx_stats_json: only the default policy is still loaded");
 		json_free(sj);

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * cuda.c - the tests' minimal CUDA driver client (see cuda.h): dlopen of
- * libcuda.so.1, the device's primary context, one module, synchronous
- * launches.
+ * cuda.c - the tests' minimal CUDA driver client (see cuda.h): the device's
+ * primary context, one module, synchronous launches.
  *
- * Symbols are resolved by the versioned names cuda.h maps the API names to,
- * with the same list trick as vmm/cuda.c.  State is process-wide and
- * unlocked: the TAP library is used from the main thread only.
+ * The driver comes through the one door to it, vmm/cudaload.c, which
+ * resolves the versioned names cuda.h maps the API names to.  State is
+ * process-wide and unlocked: the TAP library is used from the main thread
+ * only.
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,56 +27,25 @@ const char *tcuda_why(void)
 
 #ifdef VMMX_HAVE_CUDA
 
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include <cuda.h>
 
-#define TCUDA_FNS(X)                                                                       \
-	X(cuGetErrorName)                                                                  \
-	X(cuInit)                                                                          \
-	X(cuDeviceGetCount)                                                                \
-	X(cuDeviceGet)                                                                     \
-	X(cuDevicePrimaryCtxRetain)                                                        \
-	X(cuDevicePrimaryCtxRelease)                                                       \
-	X(cuCtxSetCurrent)                                                                 \
-	X(cuCtxSynchronize)                                                                \
-	X(cuModuleLoadData)                                                                \
-	X(cuModuleUnload)                                                                  \
-	X(cuModuleGetFunction)                                                             \
-	X(cuLaunchKernel)
+#include "vmm/cudaload.h"
 
-#define T_DECL(f) __typeof__(f) *f;
 static struct {
-	void *lib;
-	struct {
-		TCUDA_FNS(T_DECL)
-	} api;
+	const struct vmm_cuda_api *api; /* NULL until tcuda_open() loads the driver */
 	CUdevice dev;
 	CUcontext ctx;                  /* retained primary context, NULL when closed */
 	CUmodule mod;                   /* loaded module, NULL when none */
 } T;
-#undef T_DECL
-
-#define T_STR_(x) #x
-#define T_STR(x) T_STR_(x)
-#define T_SYM(f) { T_STR(f), offsetof(__typeof__(T.api), f) },
-static const struct {
-	const char *name;
-	size_t off;
-} tsyms[] = { TCUDA_FNS(T_SYM) };
-#undef T_SYM
 
 static const char *cu_name(CUresult r)
 {
 	static char buf[32];
-	const char *s = NULL;
 
-	if (T.api.cuGetErrorName && T.api.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
-		return s;
-	snprintf(buf, sizeof(buf), "CUresult %d", (int)r);
-	return buf;
+	return vmm_cuda_error_name(r, buf, sizeof(buf));
 }
 
 static int open_fail(int err, const char *what, CUresult r)
@@ -87,37 +57,21 @@ static int open_fail(int err, const char *what, CUresult r)
 
 int tcuda_open(int device)
 {
-	const char *e;
 	int count = 0;
 	CUresult r;
 
 	tcuda_close();
 	why[0] = '\0';
-	/* NODELETE: libcuda keeps threads after cuInit and must stay mapped. */
-	T.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!T.lib) {
-		e = dlerror();
-		snprintf(why, sizeof(why), "no CUDA driver: %s", e ? e : "dlopen failed");
+	if (vmm_cuda_load(VMM_CUDA_CORE | VMM_CUDA_LAUNCH, &T.api, why, sizeof(why)))
 		return -VMMX_ENODRIVER;
-	}
-	for (size_t i = 0; i < sizeof(tsyms) / sizeof(tsyms[0]); i++) {
-		void *fn = dlsym(T.lib, tsyms[i].name);
-
-		if (!fn) {
-			snprintf(why, sizeof(why), "libcuda.so.1 has no %s", tsyms[i].name);
-			tcuda_close();
-			return -VMMX_ENODRIVER;
-		}
-		memcpy((char *)&T.api + tsyms[i].off, &fn, sizeof(fn));
-	}
-	r = T.api.cuInit(0);
+	r = T.api->cuInit(0);
 	if (r == CUDA_ERROR_NO_DEVICE)
 		return open_fail(-VMMX_ENODEV, "no CUDA device: cuInit", r);
 	if (r == CUDA_ERROR_STUB_LIBRARY)
 		return open_fail(-VMMX_ENODRIVER, "libcuda.so.1 is the toolkit stub: cuInit", r);
 	if (r != CUDA_SUCCESS)
 		return open_fail(-VMMX_EDRIVER, "cuInit", r);
-	r = T.api.cuDeviceGetCount(&count);
+	r = T.api->cuDeviceGetCount(&count);
 	if (r != CUDA_SUCCESS)
 		return open_fail(-VMMX_EDRIVER, "cuDeviceGetCount", r);
 	if (device < 0 || device >= count) {
@@ -125,15 +79,15 @@ int tcuda_open(int device)
 		tcuda_close();
 		return -VMMX_ENODEV;
 	}
-	r = T.api.cuDeviceGet(&T.dev, device);
+	r = T.api->cuDeviceGet(&T.dev, device);
 	if (r != CUDA_SUCCESS)
 		return open_fail(-VMMX_ENODEV, "cuDeviceGet", r);
-	r = T.api.cuDevicePrimaryCtxRetain(&T.ctx, T.dev);
+	r = T.api->cuDevicePrimaryCtxRetain(&T.ctx, T.dev);
 	if (r != CUDA_SUCCESS) {
 		T.ctx = NULL;
 		return open_fail(-VMMX_EDRIVER, "cuDevicePrimaryCtxRetain", r);
 	}
-	r = T.api.cuCtxSetCurrent(T.ctx);
+	r = T.api->cuCtxSetCurrent(T.ctx);
 	if (r != CUDA_SUCCESS)
 		return open_fail(-VMMX_EDRIVER, "cuCtxSetCurrent", r);
 	return 0;
@@ -157,43 +111,15 @@ int tcuda_load(const void *image)
 		diag("%s", why);
 		return -1;
 	}
-	r = T.api.cuCtxSetCurrent(T.ctx);
+	r = T.api->cuCtxSetCurrent(T.ctx);
 	if (r != CUDA_SUCCESS)
 		return fail("cuCtxSetCurrent", "primary context", r);
-	r = T.api.cuModuleLoadData(&mod, image);
+	r = T.api->cuModuleLoadData(&mod, image);
 	if (r != CUDA_SUCCESS)
 		return fail("cuModuleLoadData", "test kernels", r);
 	if (T.mod)
-		(void)T.api.cuModuleUnload(T.mod);
+		(void)T.api->cuModuleUnload(T.mod);
 	T.mod = mod;
-	return 0;
-}
-
-int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void **args)
-{
-	CUfunction fn;
-	CUresult r;
-
-	why[0] = '\0';
-	if (!T.mod) {
-		snprintf(why, sizeof(why), "tcuda_launch(%s): no module loaded", kernel);
-		diag("%s", why);
-		return -1;
-	}
-	/* The calling thread may have lost the context to another library call. */
-	r = T.api.cuCtxSetCurrent(T.ctx);
-	if (r != CUDA_SUCCESS)
-		return fail("cuCtxSetCurrent", "primary context", r);
-	r = T.api.cuModuleGetFunction(&fn, T.mod, kernel);
-	if (r != CUDA_SUCCESS)
-		return fail("cuModuleGetFunction", kernel, r);
-	r = T.api.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, NULL, args, NULL);
-	if (r != CUDA_SUCCESS)
-		return fail("cuLaunchKernel", kernel, r);
-	/* Faults inside the kernel surface here, not at the launch. */
-	r = T.api.cuCtxSynchronize();
-	if (r != CUDA_SUCCESS)
-		return fail("cuCtxSynchronize after", kernel, r);
 	return 0;
 }
 
@@ -209,32 +135,93 @@ int tcuda_launch_on(const char *kernel, unsigned int grid, unsigned int block, v
 		diag("%s", why);
 		return -1;
 	}
-	r = T.api.cuCtxSetCurrent(T.ctx);
+	r = T.api->cuCtxSetCurrent(T.ctx);
 	if (r != CUDA_SUCCESS)
 		return fail("cuCtxSetCurrent", "primary context", r);
-	r = T.api.cuModuleGetFunction(&fn, T.mod, kernel);
+	r = T.api->cuModuleGetFunction(&fn, T.mod, kernel);
 	if (r != CUDA_SUCCESS)
 		return fail("cuModuleGetFunction", kernel, r);
 	/* No synchronisation: the stream's owner waits. */
-	r = T.api.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, (CUstream)stream, args, NULL);
+	r = T.api->cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, (CUstream)stream, args, NULL);
 	if (r != CUDA_SUCCESS)
 		return fail("cuLaunchKernel", kernel, r);
 	return 0;
+}
+
+int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void **args)
+{
+	int err = tcuda_launch_on(kernel, grid, block, args, NULL);
+	CUresult r;
+
+	if (err)
+		return err;
+	/* Faults inside the kernel surface here, not at the launch. */
+	r = T.api->cuCtxSynchronize();
+	return r == CUDA_SUCCESS ? 0 : fail("cuCtxSynchronize after", kernel, r);
+}
+
+int tcuda_mem_alloc(size_t size, void **p)
+{
+	CUdeviceptr d;
+	CUresult r;
+
+	why[0] = '\0';
+	if (!T.ctx) {
+		snprintf(why, sizeof(why), "tcuda_mem_alloc: tcuda_open() did not succeed");
+		return -1;
+	}
+	r = T.api->cuCtxSetCurrent(T.ctx);
+	if (r == CUDA_SUCCESS)
+		r = T.api->cuMemAlloc(&d, size);
+	if (r != CUDA_SUCCESS) {
+		snprintf(why, sizeof(why), "cuMemAlloc(%zu): %s", size, cu_name(r));
+		return (int)r;
+	}
+	*p = (void *)(uintptr_t)d;
+	return 0;
+}
+
+int tcuda_mem_free(void *p)
+{
+	CUresult r = T.ctx ? T.api->cuMemFree((CUdeviceptr)(uintptr_t)p) : CUDA_ERROR_INVALID_CONTEXT;
+
+	return r == CUDA_SUCCESS ? 0 : fail("cuMemFree", "test allocation", r);
+}
+
+int tcuda_mem_info(size_t *free_p, size_t *total_p)
+{
+	CUresult r = T.ctx ? T.api->cuMemGetInfo(free_p, total_p) : CUDA_ERROR_INVALID_CONTEXT;
+
+	return r == CUDA_SUCCESS ? 0 : fail("cuMemGetInfo", "device", r);
 }
 
 void tcuda_close(void)
 {
 	/* Failures ignored: this is teardown, possibly after a sticky error. */
 	if (T.mod)
-		(void)T.api.cuModuleUnload(T.mod);
+		(void)T.api->cuModuleUnload(T.mod);
 	if (T.ctx)
-		(void)T.api.cuDevicePrimaryCtxRelease(T.dev);
-	if (T.lib)
-		dlclose(T.lib);
+		(void)T.api->cuDevicePrimaryCtxRelease(T.dev);
 	memset(&T, 0, sizeof(T));
 }
 
 #else /* !VMMX_HAVE_CUDA */
+
+int tcuda_mem_alloc(size_t size, void **p)
+{
+	snprintf(why, sizeof(why), "built without CUDA");
+	return -1;
+}
+
+int tcuda_mem_free(void *p)
+{
+	return -1;
+}
+
+int tcuda_mem_info(size_t *free_p, size_t *total_p)
+{
+	return -1;
+}
 
 int tcuda_open(int device)
 {

@@ -17,6 +17,8 @@
 #ifndef TAP_CUDA_H
 #define TAP_CUDA_H
 
+#include <stddef.h>
+
 /**
  * tcuda_open() - load the driver, cuInit, retain @device's primary context and
  * make it current on the calling thread.
@@ -56,6 +58,18 @@ int tcuda_launch(const char *kernel, unsigned int grid, unsigned int block, void
  */
 int tcuda_launch_on(const char *kernel, unsigned int grid, unsigned int block, void **args,
 		    void *stream);
+
+/**
+ * tcuda_mem_alloc() - cuMemAlloc in the primary context, as the CUDA runtime
+ * and libraries allocate outside libvmmx.
+ * Return: 0 with *@p set, or the nonzero CUresult (-1 without a context);
+ * tcuda_why() names it.
+ */
+int tcuda_mem_alloc(size_t size, void **p);
+/** tcuda_mem_free() - cuMemFree; 0 or the CUresult. */
+int tcuda_mem_free(void *p);
+/** tcuda_mem_info() - cuMemGetInfo; 0 or the CUresult. */
+int tcuda_mem_info(size_t *free_p, size_t *total_p);
 
 /** tcuda_close() - unload the module, release the context; safe to call twice. */
 void tcuda_close(void);

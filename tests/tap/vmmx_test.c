@@ -47,13 +47,32 @@ bool test_on_sim(void)
 
 int test_ctx_try(const char *const *vars, struct vmmx_ctx **ctx_p)
 {
+	static char sim_devices[64];
+	const char *all[64];
+	const char *env = getenv("VMMX_SIM_DEVICES");
 	struct vmmx_config cfg;
+	size_t n = 0;
 
+	/*
+	 * VMMX_SIM_DEVICES passes through, so that `VMMX_SIM_DEVICES=2 make
+	 * check` runs the suite as a two-GPU machine would; it goes first, so
+	 * that a test's own setting (the last one wins) overrides it.
+	 */
+	if (env && *env && strlen(env) < sizeof(sim_devices) - 18) {
+		snprintf(sim_devices, sizeof(sim_devices), "VMMX_SIM_DEVICES=%s", env);
+		all[n++] = sim_devices;
+	}
+	for (size_t i = 0; vars && vars[i]; i++) {
+		if (n == sizeof(all) / sizeof(all[0]) - 1)
+			bail("test_ctx_try: more than %zu settings", n);
+		all[n++] = vars[i];
+	}
+	all[n] = NULL;
 	vmmx_config_init(&cfg);
 	cfg.flags = VMMX_CONFIG_NO_ENV;
 	cfg.backend = test_backend();
 	cfg.log = getenv("TEST_VERBOSE") ? "debug" : "info";
-	cfg.vars = vars;
+	cfg.vars = all;
 	cfg.log_fn = test_log_sink;
 	return vmmx_ctx_create(&cfg, ctx_p);
 }
@@ -80,6 +99,15 @@ void require_gpu(void)
 	if (err)
 		skip_all("no usable GPU: %s", vmmx_last_error());
 	vmmx_ctx_destroy(ctx);
+}
+
+uint64_t test_driver_calls(struct vmmx_ctx *ctx, enum vmmx_op op)
+{
+	struct vmmx_stats st = { .size = sizeof(st) };
+
+	if (vmmx_stats_get(ctx, &st))
+		bail("vmmx_stats_get: %s", vmmx_last_error());
+	return st.driver_calls[op];
 }
 
 int test_fill(struct vmmx_ctx *ctx, void *dst, size_t off, size_t len, uint32_t seed)
@@ -115,4 +143,31 @@ size_t test_check(struct vmmx_ctx *ctx, const void *src, size_t off, size_t len,
 	}
 	free(tmp);
 	return bad;
+}
+
+const char *test_layout(struct vmmx_buf *buf)
+{
+	static char out[65];
+	struct vmmx_chunk_info c[64];
+	size_t n;
+
+	if (vmmx_buf_chunks(buf, c, 64, &n) || n > 64)
+		return "?";
+	for (size_t i = 0; i < n; i++)
+		out[i] = c[i].loc.kind != VMMX_LOC_DEVICE ? 'H'
+			 : c[i].loc.id >= 0 && c[i].loc.id < 10 ? (char)('0' + c[i].loc.id)
+								 : '?';
+	out[n] = '\0';
+	return out;
+}
+
+struct vmmx_stats test_stats(struct vmmx_ctx *ctx)
+{
+	struct vmmx_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.size = sizeof(st);
+	if (vmmx_stats_get(ctx, &st))
+		bail("vmmx_stats_get: %s", vmmx_last_error());
+	return st;
 }

@@ -23,7 +23,7 @@ const char *test_backend(void);
 
 /*
  * A context on the suite's backend, ignoring the environment except
- * VMMX_BACKEND, with @vars ("VMMX_NAME=value", NULL-terminated; may be NULL)
+ * VMMX_BACKEND and VMMX_SIM_DEVICES (which @vars may override), with @vars ("VMMX_NAME=value", NULL-terminated; may be NULL)
  * and the log captured (see test_log_*).  Bails out on failure.
  */
 struct vmmx_ctx *test_ctx(const char *const *vars);
@@ -39,6 +39,15 @@ void test_log_sink(void *arg, enum vmmx_log_level level, const char *msg);
 /* Skip the whole test unless it runs on the cuda backend with a usable GPU. */
 void require_gpu(void);
 
+/*
+ * One character per chunk of @buf: the device ordinal ('0' to '9') or 'H'
+ * for host memory; "?" when the list cannot be read or has more than 64
+ * chunks.  A static buffer: valid until the next call.
+ */
+const char *test_layout(struct vmmx_buf *buf);
+/* vmmx_stats_get() of the whole struct; bails out on failure. */
+struct vmmx_stats test_stats(struct vmmx_ctx *ctx);
+
 /* Deterministic byte pattern: the byte at absolute offset @off for @seed. */
 static inline uint8_t test_pattern_byte(size_t off, uint32_t seed)
 {
@@ -49,6 +58,9 @@ static inline uint8_t test_pattern_byte(size_t off, uint32_t seed)
 	x ^= x >> 32;
 	return (uint8_t)x;
 }
+
+/* Driver calls of @op the context has made (vmmx_stats_get). */
+uint64_t test_driver_calls(struct vmmx_ctx *ctx, enum vmmx_op op);
 
 /* Write the pattern to [off, off+len) of @dst through vmmx_memcpy (works on
  * device chunks too).  Returns 0 or the error. */

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/*
+ * undo.c - a call that fails and whose undo fails too must still leave
+ * every chunk mapped with its bytes.  Regression tests for holes the
+ * torture test found with 1% of driver calls failing:
+ *  - a migration: a failed map followed by a failed map of the old handle
+ *    back left "chunk ... could not be restored; its address is unmapped"
+ *    (each map call of a two-chunk move is failed twice in a row in turn);
+ *  - a shrink: a failed unmap followed by a failed map back left "shrink
+ *    failed ... and restoring chunk ... failed too; buffer truncated" (each
+ *    unmap of a four-chunk shrink is failed in turn, and the two maps after).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "internal.h"
+#include "vmmx.h"
+#include "tests/tap/basic.h"
+#include "tests/tap/vmmx_test.h"
+
+#define TRIES 10
+#define SHRINK_TRIES 3
+
+static void shrink_undo(void)
+{
+	static const char *const vars[] = { "VMMX_CHUNK_MAX=2MiB", NULL };
+
+	for (int nth = 1; nth <= SHRINK_TRIES; nth++) {
+		struct vmmx_ctx *ctx = test_ctx(vars);
+		struct vmm *v = vmmx__ctx_vmm(ctx);
+		struct vmmx_buf *buf;
+		int err;
+
+		if (vmmx_buf_create(ctx, 8 * MiB, NULL, &buf) || vmmx_buf_resize(buf, 8 * MiB) ||
+		    test_fill(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, (uint32_t)nth))
+			bail("setup: %s", vmmx_last_error());
+		test_log_clear();
+		vmm_fault_arm(v, VMMX_OP_UNMAP, (uint64_t)nth, 0);
+		vmm_fault_arm_n(v, VMMX_OP_MAP, 1, 2, 0);
+		err = vmmx_buf_resize(buf, 0);
+		vmm_fault_disarm_all(v);
+		is_err(-VMMX_EFAULTINJ, err, "unmap %d of a shrink and then 2 maps back failed", nth);
+		ok(!strstr(test_log(), "truncated"), "unmap %d: the buffer was not truncated", nth);
+		is_uint(8 * MiB, vmmx_buf_size(buf), "unmap %d: the size is as it was", nth);
+		is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, (uint32_t)nth),
+			"unmap %d: every byte is right", nth);
+		vmmx_buf_destroy(buf);
+		vmmx_ctx_destroy(ctx);
+	}
+}
+
+int main(void)
+{
+	static const char *const vars[] = { "VMMX_CHUNK_MAX=2MiB", NULL };
+
+	plan(TRIES * 4 + SHRINK_TRIES * 4);
+	shrink_undo();
+	for (int nth = 1; nth <= TRIES; nth++) {
+		struct vmmx_ctx *ctx = test_ctx(vars);
+		struct vmmx_buf *buf;
+		struct vmmx_residency r = { 0 };
+		struct vmmx_chunk_info ci;
+		size_t moved = 0;
+		int err;
+		bool mapped = true;
+
+		if (vmmx_buf_create(ctx, 8 * MiB, NULL, &buf) || vmmx_buf_resize(buf, 4 * MiB) ||
+		    test_fill(ctx, vmmx_buf_ptr(buf), 0, 4 * MiB, (uint32_t)nth))
+			bail("setup: %s", vmmx_last_error());
+		test_log_clear();
+		vmm_fault_arm_n(vmmx__ctx_vmm(ctx), VMMX_OP_MAP, (uint64_t)nth, 2, 0);
+		err =
+		    vmmx_buf_migrate(buf, 0, 4 * MiB, (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, &moved);
+		vmm_fault_disarm_all(vmmx__ctx_vmm(ctx));
+		ok(err == 0 || err == -VMMX_EFAULTINJ,
+		   "map %d and the next failed: vmmx_buf_migrate returns 0 or the fault (%d, moved "
+		   "%zu)",
+		   nth, err, moved);
+		ok(!strstr(test_log(), "could not be restored"),
+		   "map %d: no chunk lost its mapping", nth);
+		for (size_t off = 0; off < 4 * MiB; off += 2 * MiB)
+			mapped = mapped && !vmmx_lookup(ctx, (char *)vmmx_buf_ptr(buf) + off, &ci);
+		ok(mapped && !vmmx_buf_residency(buf, 0, 4 * MiB, &r) &&
+		       r.device + r.host == 4 * MiB,
+		   "map %d: both chunks are mapped", nth);
+		is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, 4 * MiB, (uint32_t)nth),
+			"map %d: every byte is right", nth);
+		vmmx_buf_destroy(buf);
+		vmmx_ctx_destroy(ctx);
+	}
+	return tap_done();
+}

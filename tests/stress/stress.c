@@ -1,0 +1,720 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stress.c - the torture test (liburcu's torture tests and mimalloc's stress
+ * test are the models): N threads run random operations on shared and
+ * private buffers for a bounded time while the fault layer fails a seeded
+ * share of driver calls, and a data pattern is checked after every step.
+ *
+ * Buffers and their invariants:
+ *  - shared buffers: [0, SHARED_MIN) always mapped and always holding the
+ *    pattern of the buffer's seed; any thread resizes them between
+ *    SHARED_MIN and their capacity, looks up, asks residency and chunks,
+ *    checks and rewrites (the same bytes) under the buffer's read lock, and
+ *    migrates and advises under its write lock (moving a range others copy
+ *    is the caller's race, vmmx.h says; the test does not provoke it);
+ *  - private buffers (PRIVATE per thread): one thread's, [0, size) holds
+ *    the pattern of the thread's seed; resized, migrated, advised, memset
+ *    and restored, copied to and from host memory and between the thread's
+ *    buffers, destroyed and created again, and host memory registered,
+ *    copied from and unregistered.
+ * An operation failed by the fault layer (or refused for room) must leave
+ * its object as it was: a failed resize keeps its size, every failed step
+ * keeps the bytes; the pattern check after it says so.  At the end, with
+ * faults off: every buffer is checked whole, everything is destroyed, and
+ * the driver layer's live reservations, handles, mappings, registrations
+ * and streams must all be back to zero.
+ *
+ * Output is TAP (so `make check` can run a short smoke) with the figures as
+ * diagnostics: operations per second per kind, failures per kind, faults
+ * injected, pattern errors, unexpected errors.
+ *
+ * Modes: torture (default) and lookup (-m lookup): vmmx_lookup throughput
+ * per thread for 1 to -T threads while a writer resizes the buffer, in
+ * millions of lookups per second per thread.  Runs on VMMX_BACKEND (sim
+ * when unset); on a GPU set VMMX_BACKEND=cuda.
+ *
+ * The framework allocator (lib/alloc.c, in progress) joins as one more
+ * operation kind: see OP_ALLOC below.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "vmmx.h"
+#include "tests/tap/basic.h"
+#include "tests/tap/vmmx_test.h"
+
+#define SHARED	      4
+#define SHARED_MIN    (8 * MiB)
+#define SHARED_CAP    (32 * MiB)
+#define PRIVATE	      2
+#define PRIVATE_CAP   (16 * MiB)
+#define WINDOW	      (256 * 1024) /* bytes one step checks: the step's own range */
+#define REG_LEN	      (1 * MiB)	   /* host memory a thread registers */
+#define RETRIES	      100	   /* a 1% fault rate makes 100 failures in a row impossible */
+#define MAX_THREADS   256
+#define REPORT_ERRORS 10 /* errors described in full; the rest only counted */
+
+enum op {
+	OP_RESIZE,
+	OP_MIGRATE,
+	OP_ADVISE,
+	OP_LOOKUP,
+	OP_RESIDENCY,
+	OP_CHUNKS,
+	OP_MEMCPY,
+	OP_MEMSET,
+	OP_REGISTER,
+	OP_RECREATE,
+	OP_CHECK,
+	/*
+	 * OP_ALLOC: the framework allocator's alloc/free (lib/alloc.c) joins
+	 * here once it exists: allocate a random size on a random stream, fill
+	 * it with the pattern through vmmx_memcpy, check it, free it (sometimes
+	 * stream-ordered), and count it below like the others.
+	 */
+	NOPS
+};
+
+static const char *const op_names[NOPS] = {
+    "resize", "migrate", "advise",   "lookup",	 "residency", "chunks",
+    "memcpy", "memset",	 "register", "recreate", "check",
+};
+
+struct shared {
+	struct vmmx_buf *buf;
+	pthread_rwlock_t rw;
+	uint32_t seed;
+};
+
+struct priv {
+	struct vmmx_buf *buf;
+	size_t size; /* what this thread made it */
+};
+
+struct worker {
+	pthread_t tid;
+	int id;
+	uint64_t rng;
+	uint32_t seed; /* pattern of its private buffers */
+	struct priv p[PRIVATE];
+	unsigned char *host; /* staging: WINDOW bytes */
+	unsigned char *reg;  /* REG_LEN bytes to register */
+	uint64_t done[NOPS], failed[NOPS];
+	uint64_t pattern_errors, unexpected;
+};
+
+static struct vmmx_ctx *ctx;
+static struct shared shared[SHARED];
+static int stop;     /* atomic */
+static int reported; /* atomic: errors described so far */
+
+static uint64_t rnd(struct worker *w)
+{
+	/* xorshift64*: per thread, seeded, so one thread's choices repeat */
+	w->rng ^= w->rng >> 12;
+	w->rng ^= w->rng << 25;
+	w->rng ^= w->rng >> 27;
+	return w->rng * 0x2545F4914F6CDD1Dull;
+}
+
+static size_t below(struct worker *w, size_t n)
+{
+	return n ? rnd(w) % n : 0;
+}
+
+static void report(struct worker *w, const char *what, int err)
+{
+	if (__atomic_fetch_add(&reported, 1, __ATOMIC_RELAXED) < REPORT_ERRORS)
+		diag("thread %d: %s: %s: %s", w->id, what, vmmx_strerror(err), vmmx_last_error());
+}
+
+/* An error an injected fault or a full location explains; anything else is a bug. */
+static bool expected(struct worker *w, enum op op, int err, const char *what)
+{
+	if (!err)
+		return true;
+	w->failed[op]++;
+	if (err == -VMMX_EFAULTINJ || err == -VMMX_ENOMEM)
+		return true;
+	w->unexpected++;
+	report(w, what, err);
+	return false;
+}
+
+/* Write the pattern of @seed to [off, off + len) of @base, retrying injected faults. */
+static void put(struct worker *w, void *base, size_t off, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		w->host[i] = test_pattern_byte(off + i, seed);
+	for (int t = 0; t < RETRIES; t++) {
+		int err = vmmx_memcpy(ctx, (char *)base + off, w->host, len);
+
+		if (!err)
+			return;
+		if (!expected(w, OP_MEMCPY, err, "writing the pattern"))
+			return;
+	}
+	w->unexpected++;
+	report(w, "writing the pattern: too many failures", -VMMX_EFAULTINJ);
+}
+
+/* Check [off, off + len) of @base (len <= WINDOW) against the pattern of @seed. */
+static void check(struct worker *w, const void *base, size_t off, size_t len, uint32_t seed,
+		  const char *after)
+{
+	int err = -VMMX_EFAULTINJ;
+
+	for (int t = 0; t < RETRIES && err; t++) {
+		err = vmmx_memcpy(ctx, w->host, (const char *)base + off, len);
+		if (err && !expected(w, OP_CHECK, err, "reading for a check"))
+			return;
+	}
+	w->done[OP_CHECK]++;
+	if (err) {
+		w->unexpected++;
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (w->host[i] != test_pattern_byte(off + i, seed)) {
+			w->pattern_errors++;
+			if (__atomic_fetch_add(&reported, 1, __ATOMIC_RELAXED) < REPORT_ERRORS)
+				diag("thread %d: pattern error at offset %zu of %p after %s", w->id,
+				     off + i, base, after);
+			return;
+		}
+	}
+}
+
+/* A random window [off, off + len) inside [0, size), granular to 4 KiB. */
+static void window(struct worker *w, size_t size, size_t *off, size_t *len)
+{
+	size_t l = (1 + below(w, WINDOW / 4096)) * 4096;
+
+	if (l > size)
+		l = size;
+	*len = l;
+	*off = size > l ? below(w, (size - l) / 4096 + 1) * 4096 : 0;
+}
+
+static struct vmmx_loc random_loc(struct worker *w)
+{
+	return below(w, 2) ? (struct vmmx_loc){ VMMX_LOC_DEVICE, 0 }
+			   : (struct vmmx_loc){ VMMX_LOC_HOST, 0 };
+}
+
+/* vmmx_lookup of @base + @off must answer a chunk of @buf that holds the address. */
+static void lookup_op(struct worker *w, struct vmmx_buf *buf, char *base, size_t off)
+{
+	struct vmmx_chunk_info ci;
+	int err = vmmx_lookup(ctx, base + off, &ci);
+
+	if (expected(w, OP_LOOKUP, err, "lookup") && !err &&
+	    (ci.buf != buf || (char *)ci.base > base + off ||
+	     (char *)ci.base + ci.size <= base + off)) {
+		w->unexpected++;
+		report(w, "lookup answered another chunk", 0);
+	}
+}
+
+/* vmmx_buf_residency of a mapped range must account for every byte. */
+static void residency_op(struct worker *w, struct vmmx_buf *buf, size_t off, size_t len)
+{
+	struct vmmx_residency r;
+	int err = vmmx_buf_residency(buf, off, len, &r);
+
+	if (expected(w, OP_RESIDENCY, err, "residency") && !err && r.device + r.host != len) {
+		w->unexpected++;
+		report(w, "residency does not add up", 0);
+	}
+}
+
+static void private_op(struct worker *w, struct priv *p)
+{
+	char *base = vmmx_buf_ptr(p->buf);
+	size_t off, len, moved;
+	enum op op = (enum op)below(w, OP_CHECK);
+	int err;
+
+	window(w, p->size, &off, &len);
+	switch (op) {
+	case OP_RESIZE: {
+		size_t want = below(w, PRIVATE_CAP / (2 * MiB) + 1) * 2 * MiB;
+
+		err = vmmx_buf_resize(p->buf, want);
+		if (!expected(w, op, err, "resize"))
+			break;
+		if (err) {
+			if (vmmx_buf_size(p->buf) != p->size) {
+				w->pattern_errors++;
+				diag("thread %d: a failed resize changed the size", w->id);
+			}
+		} else {
+			for (size_t o = p->size; o < want; o += WINDOW)
+				put(w, base, o, want - o < WINDOW ? want - o : WINDOW, w->seed);
+			p->size = want;
+		}
+		window(w, p->size, &off, &len);
+		break;
+	}
+	case OP_MIGRATE:
+		if (!p->size)
+			break;
+		err = vmmx_buf_migrate(p->buf, off, len, random_loc(w), &moved);
+		expected(w, op, err, "migrate");
+		break;
+	case OP_ADVISE:
+		if (!p->size)
+			break;
+		err = vmmx_buf_advise(p->buf, off, len, (int)(1 + below(w, 4)));
+		expected(w, op, err, "advise");
+		break;
+	case OP_LOOKUP:
+		if (p->size)
+			lookup_op(w, p->buf, base, off);
+		break;
+	case OP_RESIDENCY:
+		residency_op(w, p->buf, off, len);
+		break;
+	case OP_CHUNKS: {
+		struct vmmx_chunk_info cs[16];
+		size_t n = 0, sum = 0;
+
+		err = vmmx_buf_chunks(p->buf, cs, 16, &n);
+		if (expected(w, op, err, "chunks") && !err) {
+			for (size_t i = 0; i < n && i < 16; i++)
+				sum += cs[i].size;
+			if (n <= 16 && sum < p->size) {
+				w->unexpected++;
+				report(w, "chunks do not cover the size", 0);
+			}
+		}
+		break;
+	}
+	case OP_MEMCPY: {
+		/* between the thread's buffers: both hold the same pattern */
+		struct priv *q = &w->p[(p - w->p + 1) % PRIVATE];
+		size_t common = p->size < q->size ? p->size : q->size;
+
+		if (!common)
+			break;
+		window(w, common, &off, &len);
+		err = vmmx_memcpy(ctx, base + off, (char *)vmmx_buf_ptr(q->buf) + off, len);
+		expected(w, op, err, "memcpy between buffers");
+		break;
+	}
+	case OP_MEMSET: {
+		int c = (int)below(w, 256);
+		bool good = true;
+
+		if (!p->size)
+			break;
+		err = vmmx_memset(ctx, base + off, c, len);
+		if (!expected(w, op, err, "memset"))
+			break;
+		if (!err && !vmmx_memcpy(ctx, w->host, base + off, len)) {
+			for (size_t i = 0; i < len && good; i++)
+				good = w->host[i] == (unsigned char)c;
+			if (!good) {
+				w->pattern_errors++;
+				report(w, "memset did not write its byte", 0);
+			}
+		}
+		put(w, base, off, len,
+		    w->seed); /* back to the pattern (a failed memset may have written part) */
+		break;
+	}
+	case OP_REGISTER: {
+		void *dptr;
+
+		err = vmmx_host_register(ctx, w->reg, REG_LEN, &dptr);
+		if (!expected(w, op, err, "host_register") || err)
+			break;
+		if (p->size) {
+			size_t l = len < REG_LEN ? len : REG_LEN;
+
+			for (size_t i = 0; i < l; i++)
+				w->reg[i] = test_pattern_byte(off + i, w->seed);
+			err = vmmx_memcpy(ctx, base + off, w->reg, l);
+			expected(w, OP_MEMCPY, err, "memcpy from registered memory");
+		}
+		for (int t = 0; t < RETRIES; t++) {
+			err = vmmx_host_unregister(ctx, w->reg);
+			if (!err || !expected(w, op, err, "host_unregister"))
+				break;
+		}
+		break;
+	}
+	case OP_RECREATE:
+		if (below(w, 8))
+			break; /* rarer than the others: it throws the buffer's history away */
+		vmmx_buf_destroy(p->buf);
+		p->size = 0;
+		for (int t = 0; t < RETRIES; t++) {
+			err = vmmx_buf_create(ctx, PRIVATE_CAP, NULL, &p->buf);
+			if (!err || !expected(w, op, err, "buf_create"))
+				break;
+		}
+		if (err) {
+			w->unexpected++;
+			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+			return;
+		}
+		base = vmmx_buf_ptr(p->buf);
+		len = 0;
+		break;
+	default:
+		break;
+	}
+	w->done[op]++;
+	if (len && p->size)
+		check(w, base, off, len < p->size - off ? len : p->size - off, w->seed,
+		      op_names[op]);
+}
+
+static void shared_op(struct worker *w, struct shared *s)
+{
+	char *base = vmmx_buf_ptr(s->buf);
+	enum op pick[] = { OP_RESIZE, OP_MIGRATE, OP_ADVISE, OP_LOOKUP, OP_RESIDENCY, OP_MEMCPY };
+	enum op op = pick[below(w, sizeof(pick) / sizeof(pick[0]))];
+	size_t off, len, moved;
+	int err;
+
+	window(w, SHARED_MIN, &off, &len);
+	switch (op) {
+	case OP_RESIZE:
+		err = vmmx_buf_resize(
+		    s->buf,
+		    SHARED_MIN + below(w, (SHARED_CAP - SHARED_MIN) / (2 * MiB) + 1) * 2 * MiB);
+		expected(w, op, err, "shared resize");
+		break;
+	case OP_MIGRATE:
+	case OP_ADVISE:
+		pthread_rwlock_wrlock(&s->rw);
+		if (op == OP_MIGRATE)
+			err = vmmx_buf_migrate(s->buf, off, len, random_loc(w), &moved);
+		else
+			err = vmmx_buf_advise(s->buf, off, len, (int)(1 + below(w, 4)));
+		expected(w, op, err, op == OP_MIGRATE ? "shared migrate" : "shared advise");
+		check(w, base, off, len, s->seed, op_names[op]);
+		pthread_rwlock_unlock(&s->rw);
+		break;
+	case OP_LOOKUP:
+		lookup_op(w, s->buf, base, off);
+		break;
+	case OP_RESIDENCY:
+		residency_op(w, s->buf, off, len);
+		break;
+	default: /* OP_MEMCPY: rewrite the same bytes, then check */
+		pthread_rwlock_rdlock(&s->rw);
+		put(w, base, off, len, s->seed);
+		check(w, base, off, len, s->seed, "shared memcpy");
+		pthread_rwlock_unlock(&s->rw);
+		break;
+	}
+	w->done[op]++;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		if (below(w, 4))
+			private_op(w, &w->p[below(w, PRIVATE)]);
+		else
+			shared_op(w, &shared[below(w, SHARED)]);
+	}
+	return NULL;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/*
+ * A context on the suite's backend.  Not test_ctx(): its log sink is for the
+ * main thread only, and here every thread logs; errors go to standard error.
+ */
+static struct vmmx_ctx *open_ctx(const char *const *vars)
+{
+	struct vmmx_config cfg;
+	struct vmmx_ctx *c;
+
+	vmmx_config_init(&cfg);
+	cfg.flags = VMMX_CONFIG_NO_ENV;
+	cfg.backend = test_backend();
+	cfg.log = "error";
+	cfg.vars = vars;
+	if (vmmx_ctx_create(&cfg, &c))
+		bail("vmmx_ctx_create on %s: %s", test_backend(), vmmx_last_error());
+	return c;
+}
+
+static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
+{
+	static const char *const vars[] = { "VMMX_DEVICE_LIMIT=96MiB", "VMMX_CHUNK_MAX=4MiB",
+					    "VMMX_CACHE_LIMIT=32MiB", NULL };
+	static struct worker w[MAX_THREADS];
+	uint64_t total[NOPS] = { 0 }, failed[NOPS] = { 0 }, perr = 0, unexp = 0, all = 0;
+	struct vmm_counts vc;
+	struct vmm *v;
+	double t0, el;
+
+	plan(8);
+	ctx = open_ctx(vars);
+	v = vmmx__ctx_vmm(ctx);
+	for (int i = 0; i < SHARED; i++) {
+		shared[i].seed = (uint32_t)(seed + 1000 + (uint64_t)i);
+		pthread_rwlock_init(&shared[i].rw, NULL);
+		if (vmmx_buf_create(ctx, SHARED_CAP, NULL, &shared[i].buf) ||
+		    vmmx_buf_resize(shared[i].buf, SHARED_MIN))
+			bail("shared buffer: %s", vmmx_last_error());
+	}
+	for (int i = 0; i < nthreads; i++) {
+		w[i].id = i;
+		w[i].rng = seed * 0x9E3779B97F4A7C15ull + (uint64_t)i + 1;
+		w[i].seed = (uint32_t)(seed + (uint64_t)i);
+		w[i].host = malloc(WINDOW);
+		w[i].reg = aligned_alloc(4096, REG_LEN);
+		if (!w[i].host || !w[i].reg)
+			bail("out of memory");
+		for (int k = 0; k < PRIVATE; k++)
+			if (vmmx_buf_create(ctx, PRIVATE_CAP, NULL, &w[i].p[k].buf))
+				bail("private buffer: %s", vmmx_last_error());
+	}
+	for (int i = 0; i < SHARED; i++)
+		for (size_t o = 0; o < SHARED_MIN; o += WINDOW)
+			put(&w[0], vmmx_buf_ptr(shared[i].buf), o, WINDOW, shared[i].seed);
+
+	vmm_fault_random(v, ppm, seed);
+	t0 = now();
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&w[i].tid, NULL, worker_main, &w[i]);
+	while (now() - t0 < seconds && !__atomic_load_n(&stop, __ATOMIC_RELAXED))
+		sleep_s(0.05);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(w[i].tid, NULL);
+	el = now() - t0;
+	vmm_fault_disarm_all(v);
+	vmm_counts(v, &vc);
+
+	/* Faults off: every buffer whole, then everything goes. */
+	for (int i = 0; i < SHARED; i++)
+		for (size_t o = 0; o < SHARED_MIN; o += WINDOW)
+			check(&w[0], vmmx_buf_ptr(shared[i].buf), o, WINDOW, shared[i].seed,
+			      "the run (final)");
+	for (int i = 0; i < nthreads; i++)
+		for (int k = 0; k < PRIVATE; k++)
+			for (size_t o = 0; o < w[i].p[k].size; o += WINDOW)
+				check(&w[i], vmmx_buf_ptr(w[i].p[k].buf), o, WINDOW, w[i].seed,
+				      "the run (final)");
+	for (int i = 0; i < nthreads; i++) {
+		for (int k = 0; k < NOPS; k++) {
+			total[k] += w[i].done[k];
+			failed[k] += w[i].failed[k];
+		}
+		perr += w[i].pattern_errors;
+		unexp += w[i].unexpected;
+	}
+	diag("%d threads, %.1f s, seed %llu, %u ppm of driver calls failed on purpose (%s backend)",
+	     nthreads, el, (unsigned long long)seed, ppm, test_backend());
+	diag("%-10s %12s %10s %12s", "operation", "done", "failed", "per second");
+	for (int k = 0; k < NOPS; k++) {
+		all += total[k];
+		diag("%-10s %12llu %10llu %12.0f", op_names[k], (unsigned long long)total[k],
+		     (unsigned long long)failed[k], (double)total[k] / el);
+	}
+	diag("%-10s %12llu %10s %12.0f", "all", (unsigned long long)all, "", (double)all / el);
+	diag("driver calls failed by the fault layer: %llu", (unsigned long long)vc.injected);
+
+	ok(all > 0 && total[OP_RESIZE] && total[OP_CHECK],
+	   "the threads ran operations of every main kind");
+	ok(ppm == 0 || vc.injected > 0, "the fault layer failed %llu driver calls",
+	   (unsigned long long)vc.injected);
+	is_uint(0, perr, "zero pattern errors");
+	is_uint(0, unexp, "zero unexpected errors");
+
+	for (int i = 0; i < nthreads; i++) {
+		for (int k = 0; k < PRIVATE; k++)
+			vmmx_buf_destroy(w[i].p[k].buf);
+		free(w[i].host);
+		free(w[i].reg);
+	}
+	for (int i = 0; i < SHARED; i++) {
+		vmmx_buf_destroy(shared[i].buf);
+		pthread_rwlock_destroy(&shared[i].rw);
+	}
+	vmmx_ctx_trim(ctx, 0);
+	vmm_counts(v, &vc);
+	is_int(0, vc.reservations, "live reservations back to zero");
+	is_int(0, vc.handles, "live handles back to zero");
+	is_int(0, vc.mapped_bytes, "mapped bytes back to zero");
+	ok(vc.registrations == 0 && vc.streams == 0, "registrations and streams back to zero");
+	vmmx_ctx_destroy(ctx);
+	return tap_done();
+}
+
+/* ---- lookup throughput ---- */
+
+#define LOOKUP_SIZE (256 * MiB)
+
+struct looker {
+	pthread_t tid;
+	struct vmmx_buf *buf;
+	uint64_t n, errors;
+};
+
+static void *looker_main(void *arg)
+{
+	struct looker *l = arg;
+	const char *base = vmmx_buf_ptr(l->buf);
+	struct vmmx_chunk_info ci;
+	uint64_t x = (uint64_t)(uintptr_t)l | 1, n = 0, errors = 0;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 1024; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			if (vmmx_lookup(ctx, base + x % LOOKUP_SIZE, &ci) || ci.buf != l->buf)
+				errors++;
+		}
+		n += 1024;
+	}
+	l->n = n;
+	l->errors = errors;
+	return NULL;
+}
+
+static void *resizer_main(void *arg)
+{
+	struct vmmx_buf *b = arg;
+
+	for (unsigned int i = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); i++)
+		vmmx_buf_resize(b, LOOKUP_SIZE + (i % 64) * 2 * MiB);
+	return NULL;
+}
+
+static int lookup_bench(int maxthreads, double seconds)
+{
+	static const char *const vars[] = { "VMMX_CHUNK_MAX=2MiB", NULL };
+	static struct looker l[MAX_THREADS];
+	struct vmmx_buf *b;
+	pthread_t rt;
+	int steps = 0;
+
+	for (int t = 1; t <= maxthreads; t *= 2)
+		steps++;
+	plan((unsigned long)steps);
+	ctx = open_ctx(vars);
+	if (vmmx_buf_create(ctx, 2 * LOOKUP_SIZE, NULL, &b) || vmmx_buf_resize(b, LOOKUP_SIZE))
+		bail("buffer: %s", vmmx_last_error());
+	diag("vmmx_lookup over %zu chunks of 2 MiB while a writer resizes the tail (%s backend)",
+	     LOOKUP_SIZE / (2 * MiB), test_backend());
+	for (int t = 1; t <= maxthreads; t *= 2) {
+		uint64_t n = 0, errors = 0;
+		double t0, el;
+
+		__atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
+		pthread_create(&rt, NULL, resizer_main, b);
+		t0 = now();
+		for (int i = 0; i < t; i++) {
+			l[i].buf = b;
+			pthread_create(&l[i].tid, NULL, looker_main, &l[i]);
+		}
+		sleep_s(seconds);
+		__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+		for (int i = 0; i < t; i++) {
+			pthread_join(l[i].tid, NULL);
+			n += l[i].n;
+			errors += l[i].errors;
+		}
+		el = now() - t0;
+		pthread_join(rt, NULL);
+		ok(!errors, "%2d thread%s: %6.2f M lookups/s/thread, %7.2f M/s in all, %llu wrong",
+		   t, t == 1 ? " " : "s", (double)n / t / el / 1e6, (double)n / el / 1e6,
+		   (unsigned long long)errors);
+	}
+	vmmx_buf_destroy(b);
+	vmmx_ctx_destroy(ctx);
+	return tap_done();
+}
+
+static void usage(void)
+{
+	fprintf(
+	    stderr,
+	    "usage: stress [-m torture|lookup] [-t THREADS] [-d SECONDS] [-s SEED] [-f PPM] [-T "
+	    "MAXTHREADS]\n"
+	    "  torture: THREADS (default: the cores, at least 8) run random operations for\n"
+	    "           SECONDS (default $STRESS_DURATION or 60) with PPM millionths of driver\n"
+	    "           calls failed (default 10000 = 1%%), seeded by SEED (default 1)\n"
+	    "  lookup:  vmmx_lookup per thread for 1, 2, 4 ... MAXTHREADS (default 16) threads,\n"
+	    "           SECONDS each (default 2)\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = cores > 8 ? (int)cores : 8, maxthreads = 16, opt;
+	const char *mode = "torture", *env = getenv("STRESS_DURATION");
+	double seconds = -1;
+	uint64_t seed = 1;
+	uint32_t ppm = 10000;
+
+	while ((opt = getopt(argc, argv, "m:t:d:s:f:T:h")) != -1) {
+		switch (opt) {
+		case 'm':
+			mode = optarg;
+			break;
+		case 't':
+			threads = atoi(optarg);
+			break;
+		case 'd':
+			seconds = atof(optarg);
+			break;
+		case 's':
+			seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'f':
+			ppm = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'T':
+			maxthreads = atoi(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (threads < 1 || threads > MAX_THREADS || maxthreads < 1 || maxthreads > MAX_THREADS)
+		usage();
+	if (!strcmp(mode, "lookup"))
+		return lookup_bench(maxthreads, seconds > 0 ? seconds : 2);
+	if (strcmp(mode, "torture"))
+		usage();
+	if (seconds < 0)
+		seconds = env ? atof(env) : 60;
+	return torture(threads, seconds, seed, ppm);
+}
