@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * gpu.c - the tools' door to the GPU (see gpu.h): libcuda.so.1 through
- * dlopen, the device's primary context, the embedded kernels, the
- * baselines' allocations and raw VMM calls; the sim backend's stand-in
- * workloads; small output helpers.
+ * gpu.c - the tools' use of the GPU (see gpu.h): the device's primary
+ * context, the embedded kernels, the baselines' allocations and raw VMM
+ * calls; the sim backend's stand-in workloads; small output helpers.
  *
- * Symbols are resolved by the versioned names cuda.h maps the API names to
- * (cuMemAlloc -> cuMemAlloc_v2, cuMemPrefetchAsync -> cuMemPrefetchAsync_v2
- * on CUDA 13), with the same list trick as vmm/cuda.c, so every call goes
- * to exactly the ABI the compiled-against header describes.
+ * The driver comes through the one door to it, vmm/cudaload.c, which
+ * resolves the versioned names cuda.h maps the API names to (cuMemAlloc ->
+ * cuMemAlloc_v2, cuMemPrefetchAsync -> cuMemPrefetchAsync_v2 on CUDA 13), so
+ * every call goes to exactly the ABI the compiled-against header describes.
  *
  * Every CUresult is checked; a failure sets the detail (call, arguments,
  * CUDA error name) that gpu_why() returns and becomes a -VMMX_E* code.
@@ -27,6 +26,7 @@
 
 #include "vmmx.h"
 #include "tools/gpu.h"
+#include "tools/report.h"
 
 static char why[320];
 
@@ -71,105 +71,25 @@ double gpu_median(double *v, size_t n)
 
 const char *tool_fmt_size(uint64_t b, char *buf, size_t len)
 {
-	static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB"};
-	int u = -1;
-	double v = (double)b;
-
-	while (v >= 1024 && u < 3) {
-		v /= 1024;
-		u++;
-	}
-	if (u < 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)b);
-	else if (b % (1ull << (10 * (u + 1))) == 0)
-		snprintf(buf, len, "%.0f %s", v, unit[u]);
-	else
-		snprintf(buf, len, "%.2f %s", v, unit[u]);
-	return buf;
+	return rep_fmt_size(b, buf, len);
 }
 
-int tool_parse_sizes(const char *prog, const char *what, const char *s, uint64_t *out, int max)
+void tool_ctx_error(const char *prog, int err)
 {
-	char *copy = strdup(s), *save = NULL, *tok;
-	int n = 0;
+	const char *b = getenv("VMMX_BACKEND");
 
-	if (!copy) {
-		fprintf(stderr, "%s: out of memory\n", prog);
-		return -1;
-	}
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t v;
-
-		if (n == max) {
-			fprintf(stderr, "%s: %s %s: at most %d sizes\n", prog, what, s, max);
-			goto bad;
-		}
-		if (vmmx_parse_size(tok, 0, &v) || !v) {
-			fprintf(
-			    stderr,
-			    "%s: %s %s: bad size \"%s\": expected a nonzero size such as 512MiB, "
-			    "4GiB or 4G (K, M, G, T and KiB..TiB are powers of 1024, KB..TB of "
-			    "1000)\n",
-			    prog, what, s, tok);
-			goto bad;
-		}
-		out[n++] = v;
-	}
-	if (!n) {
-		fprintf(stderr, "%s: %s: empty list of sizes\n", prog, what);
-		goto bad;
-	}
-	free(copy);
-	return n;
-bad:
-	free(copy);
-	return -1;
-}
-
-int tool_parse_count(const char *prog, const char *opt, const char *s, unsigned int min,
-		     unsigned int max, unsigned int *out)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (!*s || *end || *s == '-' || v < min || v > max) {
-		fprintf(stderr, "%s: %s %s: expected a whole number from %u to %u\n", prog, opt, s,
-			min, max);
-		return -1;
-	}
-	*out = (unsigned int)v;
-	return 0;
+	fprintf(stderr, "%s: cannot open a libvmmx context: %s: %s\n", prog, vmmx_strerror(err),
+		vmmx_last_error());
+	if (!b || strcmp(b, "sim"))
+		fprintf(stderr,
+			"%s: with no usable GPU, VMMX_BACKEND=sim runs the same flow on the "
+			"simulated backend (not GPU figures)\n",
+			prog);
 }
 
 double tool_gbps(uint64_t bytes, double sec)
 {
 	return (double)bytes / sec / 1e9;
-}
-
-void tool_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-void tool_json_num(FILE *f, double v)
-{
-	if (isfinite(v))
-		fprintf(f, "%.9g", v);
-	else
-		fputs("null", f);
 }
 
 /* ---- workloads ---- */
@@ -405,11 +325,12 @@ void gpu_engine_fini(struct gpu_engine *e)
 
 #ifdef VMMX_HAVE_CUDA
 
-#include <dlfcn.h>
 #include <stddef.h>
 #include <sys/mman.h>
 
 #include <cuda.h>
+
+#include "vmm/cudaload.h"
 
 #ifdef VMMX_HAVE_KERNELS
 #include "kernels_fatbin.h"
@@ -418,61 +339,14 @@ void gpu_engine_fini(struct gpu_engine *e)
 /* Threads per block: a multiple of the warp; blocks per SM from the occupancy API. */
 #define BLOCK 256
 
-#define GPU_FNS(X)                                                                                 \
-	X(cuGetErrorName)                                                                          \
-	X(cuInit)                                                                                  \
-	X(cuDeviceGetCount)                                                                        \
-	X(cuDeviceGet)                                                                             \
-	X(cuDeviceGetName)                                                                         \
-	X(cuDeviceGetAttribute)                                                                    \
-	X(cuDevicePrimaryCtxRetain)                                                                \
-	X(cuDevicePrimaryCtxRelease)                                                               \
-	X(cuCtxSetCurrent)                                                                         \
-	X(cuCtxSynchronize)                                                                        \
-	X(cuModuleLoadData)                                                                        \
-	X(cuModuleUnload)                                                                          \
-	X(cuModuleGetFunction)                                                                     \
-	X(cuLaunchKernel)                                                                          \
-	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                             \
-	X(cuEventCreate)                                                                           \
-	X(cuEventDestroy)                                                                          \
-	X(cuEventRecord)                                                                           \
-	X(cuEventSynchronize)                                                                      \
-	X(cuEventElapsedTime)                                                                      \
-	X(cuMemGetInfo)                                                                            \
-	X(cuMemAlloc)                                                                              \
-	X(cuMemFree)                                                                               \
-	X(cuMemHostAlloc)                                                                          \
-	X(cuMemFreeHost)                                                                           \
-	X(cuMemHostGetDevicePointer)                                                               \
-	X(cuMemHostRegister)                                                                       \
-	X(cuMemHostUnregister)                                                                     \
-	X(cuMemAllocManaged)                                                                       \
-	X(cuMemAdvise)                                                                             \
-	X(cuMemPrefetchAsync)                                                                      \
-	X(cuMemcpy)                                                                                \
-	X(cuMemsetD32)                                                                             \
-	X(cuMemGetAllocationGranularity)                                                           \
-	X(cuMemAddressReserve)                                                                     \
-	X(cuMemAddressFree)                                                                        \
-	X(cuMemCreate)                                                                             \
-	X(cuMemRelease)                                                                            \
-	X(cuMemMap)                                                                                \
-	X(cuMemUnmap)                                                                              \
-	X(cuMemSetAccess)
-
 enum kfn { K_READ, K_WRITE, K_COPY, K_GATHER, K_CHECK, K_COUNT };
 static const char *const kfn_names[K_COUNT] = {
     [K_READ] = "vmmx_tool_read",     [K_WRITE] = "vmmx_tool_write", [K_COPY] = "vmmx_tool_copy",
     [K_GATHER] = "vmmx_tool_gather", [K_CHECK] = "vmmx_tool_check",
 };
 
-#define G_DECL(f) __typeof__(f) *f;
 static struct {
-	void *lib;
-	struct {
-		GPU_FNS(G_DECL)
-	} api;
+	const struct vmm_cuda_api *api; /* NULL until gpu_open() loads the driver */
 	CUdevice dev;
 	CUcontext ctx; /* retained primary context, NULL when closed */
 	CUmodule mod;  /* the tools' kernels, NULL when unavailable */
@@ -484,26 +358,11 @@ static struct {
 	struct gpu_dev info;
 	char kwhy[256]; /* why the kernels are unavailable; "" when they are */
 } G;
-#undef G_DECL
-
-#define G_STR_(x) #x
-#define G_STR(x)  G_STR_(x)
-#define G_SYM(f)  {G_STR(f), offsetof(__typeof__(G.api), f)},
-static const struct {
-	const char *name;
-	size_t off;
-} gsyms[] = {GPU_FNS(G_SYM)};
-#undef G_SYM
-
 static const char *cu_name(CUresult r)
 {
 	static char buf[32];
-	const char *s = NULL;
 
-	if (G.api.cuGetErrorName && G.api.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
-		return s;
-	snprintf(buf, sizeof(buf), "CUresult %d", (int)r);
-	return buf;
+	return vmm_cuda_error_name(r, buf, sizeof(buf));
 }
 
 __attribute__((format(printf, 2, 3))) static int cu_fail(CUresult r, const char *fmt, ...)
@@ -551,13 +410,13 @@ static int enter(void)
 
 	if (err)
 		return err;
-	r = G.api.cuCtxSetCurrent(G.ctx);
+	r = G.api->cuCtxSetCurrent(G.ctx);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSetCurrent(primary context)");
 }
 
 static int attr(CUdevice_attribute a, const char *name, int *v)
 {
-	CUresult r = G.api.cuDeviceGetAttribute(v, a, G.dev);
+	CUresult r = G.api->cuDeviceGetAttribute(v, a, G.dev);
 
 	if (r != CUDA_SUCCESS) {
 		*v = 0;
@@ -571,7 +430,7 @@ static void load_kernels(void)
 #ifdef VMMX_HAVE_KERNELS
 	CUresult r;
 
-	r = G.api.cuModuleLoadData(&G.mod, vmmx_tool_kernels_fatbin);
+	r = G.api->cuModuleLoadData(&G.mod, vmmx_tool_kernels_fatbin);
 	if (r != CUDA_SUCCESS) {
 		G.mod = NULL;
 		snprintf(G.kwhy, sizeof(G.kwhy),
@@ -582,13 +441,13 @@ static void load_kernels(void)
 	for (int k = 0; k < K_COUNT; k++) {
 		int per_sm = 0;
 
-		r = G.api.cuModuleGetFunction(&G.fn[k], G.mod, kfn_names[k]);
+		r = G.api->cuModuleGetFunction(&G.fn[k], G.mod, kfn_names[k]);
 		if (r != CUDA_SUCCESS) {
 			snprintf(G.kwhy, sizeof(G.kwhy), "cuModuleGetFunction(%s): %s",
 				 kfn_names[k], cu_name(r));
 			goto err_mod;
 		}
-		r = G.api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, G.fn[k], BLOCK, 0);
+		r = G.api->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, G.fn[k], BLOCK, 0);
 		if (r != CUDA_SUCCESS) {
 			snprintf(G.kwhy, sizeof(G.kwhy),
 				 "cuOccupancyMaxActiveBlocksPerMultiprocessor(%s): %s",
@@ -599,7 +458,7 @@ static void load_kernels(void)
 		G.grid[k] = (unsigned int)((per_sm > 0 ? per_sm : 1) *
 					   (G.info.sm_count > 0 ? G.info.sm_count : 1));
 	}
-	r = G.api.cuMemAlloc(&G.out, (size_t)G.grid[K_READ] * 4 > (size_t)G.grid[K_GATHER] * 4
+	r = G.api->cuMemAlloc(&G.out, (size_t)G.grid[K_READ] * 4 > (size_t)G.grid[K_GATHER] * 4
 					 ? (size_t)G.grid[K_READ] * 4
 					 : (size_t)G.grid[K_GATHER] * 4);
 	if (r != CUDA_SUCCESS) {
@@ -607,7 +466,7 @@ static void load_kernels(void)
 		snprintf(G.kwhy, sizeof(G.kwhy), "cuMemAlloc(per-block results): %s", cu_name(r));
 		goto err_mod;
 	}
-	r = G.api.cuMemAlloc(&G.bad, sizeof(unsigned long long));
+	r = G.api->cuMemAlloc(&G.bad, sizeof(unsigned long long));
 	if (r != CUDA_SUCCESS) {
 		G.bad = 0;
 		snprintf(G.kwhy, sizeof(G.kwhy), "cuMemAlloc(check counter): %s", cu_name(r));
@@ -615,10 +474,10 @@ static void load_kernels(void)
 	}
 	return;
 err_out:
-	(void)G.api.cuMemFree(G.out); /* teardown of a failed setup: nothing more to do */
+	(void)G.api->cuMemFree(G.out); /* teardown of a failed setup: nothing more to do */
 	G.out = 0;
 err_mod:
-	(void)G.api.cuModuleUnload(G.mod);
+	(void)G.api->cuModuleUnload(G.mod);
 	G.mod = NULL;
 #else
 	snprintf(G.kwhy, sizeof(G.kwhy),
@@ -629,38 +488,23 @@ err_mod:
 
 int gpu_open(int ordinal)
 {
-	const char *e;
 	CUresult r;
 	int count = 0, err;
 
 	gpu_close();
 	why[0] = '\0';
-	/* NODELETE: libcuda keeps threads after cuInit and must stay mapped. */
-	G.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!G.lib) {
-		e = dlerror();
-		set_why("no CUDA driver: %s", e ? e : "dlopen(libcuda.so.1) failed");
-		return -VMMX_ENODRIVER;
-	}
-	for (size_t i = 0; i < sizeof(gsyms) / sizeof(gsyms[0]); i++) {
-		void *fn = dlsym(G.lib, gsyms[i].name);
-
-		if (!fn) {
-			set_why("libcuda.so.1 has no %s (driver older than the CUDA headers?)",
-				gsyms[i].name);
-			err = -VMMX_ENODRIVER;
-			goto fail;
-		}
-		memcpy((char *)&G.api + gsyms[i].off, &fn, sizeof(fn));
-	}
-	r = G.api.cuInit(0);
+	err = vmm_cuda_load(VMM_CUDA_CORE | VMM_CUDA_LAUNCH | VMM_CUDA_MANAGED, &G.api, why,
+			    sizeof(why));
+	if (err)
+		return err;
+	r = G.api->cuInit(0);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(r, "cuInit");
 		if (r == CUDA_ERROR_STUB_LIBRARY)
 			err = -VMMX_ENODRIVER;
 		goto fail;
 	}
-	r = G.api.cuDeviceGetCount(&count);
+	r = G.api->cuDeviceGetCount(&count);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(r, "cuDeviceGetCount");
 		goto fail;
@@ -670,13 +514,13 @@ int gpu_open(int ordinal)
 		err = -VMMX_ENODEV;
 		goto fail;
 	}
-	r = G.api.cuDeviceGet(&G.dev, ordinal);
+	r = G.api->cuDeviceGet(&G.dev, ordinal);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(r, "cuDeviceGet(%d)", ordinal);
 		goto fail;
 	}
 	G.info.ordinal = ordinal;
-	r = G.api.cuDeviceGetName(G.info.name, sizeof(G.info.name), G.dev);
+	r = G.api->cuDeviceGetName(G.info.name, sizeof(G.info.name), G.dev);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(r, "cuDeviceGetName");
 		goto fail;
@@ -697,13 +541,13 @@ int gpu_open(int ordinal)
 	    (err = attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 			"VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED", &G.info.vmm)))
 		goto fail;
-	r = G.api.cuDevicePrimaryCtxRetain(&G.ctx, G.dev);
+	r = G.api->cuDevicePrimaryCtxRetain(&G.ctx, G.dev);
 	if (r != CUDA_SUCCESS) {
 		G.ctx = NULL;
 		err = cu_fail(r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
 		goto fail;
 	}
-	r = G.api.cuCtxSetCurrent(G.ctx);
+	r = G.api->cuCtxSetCurrent(G.ctx);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(r, "cuCtxSetCurrent(primary context)");
 		goto fail;
@@ -714,7 +558,7 @@ int gpu_open(int ordinal)
 		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 		prop.location.id = ordinal;
-		r = G.api.cuMemGetAllocationGranularity(&G.info.granularity, &prop,
+		r = G.api->cuMemGetAllocationGranularity(&G.info.granularity, &prop,
 							CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 		if (r != CUDA_SUCCESS) {
 			err = cu_fail(r, "cuMemGetAllocationGranularity(device %d)", ordinal);
@@ -722,7 +566,7 @@ int gpu_open(int ordinal)
 		}
 	}
 	for (int i = 0; i < 2; i++) {
-		r = G.api.cuEventCreate(&G.ev[i], CU_EVENT_DEFAULT);
+		r = G.api->cuEventCreate(&G.ev[i], CU_EVENT_DEFAULT);
 		if (r != CUDA_SUCCESS) {
 			G.ev[i] = NULL;
 			err = cu_fail(r, "cuEventCreate");
@@ -739,21 +583,19 @@ fail:
 void gpu_close(void)
 {
 	/* Teardown: failures are ignored on purpose, there is nothing left to undo. */
-	if (G.ctx && G.api.cuCtxSetCurrent(G.ctx) == CUDA_SUCCESS) {
+	if (G.ctx && G.api->cuCtxSetCurrent(G.ctx) == CUDA_SUCCESS) {
 		if (G.bad)
-			(void)G.api.cuMemFree(G.bad);
+			(void)G.api->cuMemFree(G.bad);
 		if (G.out)
-			(void)G.api.cuMemFree(G.out);
+			(void)G.api->cuMemFree(G.out);
 		for (int i = 0; i < 2; i++)
 			if (G.ev[i])
-				(void)G.api.cuEventDestroy(G.ev[i]);
+				(void)G.api->cuEventDestroy(G.ev[i]);
 		if (G.mod)
-			(void)G.api.cuModuleUnload(G.mod);
+			(void)G.api->cuModuleUnload(G.mod);
 	}
 	if (G.ctx)
-		(void)G.api.cuDevicePrimaryCtxRelease(G.dev);
-	if (G.lib)
-		dlclose(G.lib);
+		(void)G.api->cuDevicePrimaryCtxRelease(G.dev);
 	memset(&G, 0, sizeof(G));
 }
 
@@ -777,7 +619,7 @@ int gpu_mem_info(uint64_t *free_p, uint64_t *total_p)
 
 	if (err)
 		return err;
-	r = G.api.cuMemGetInfo(&f, &t);
+	r = G.api->cuMemGetInfo(&f, &t);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemGetInfo");
 	*free_p = f;
@@ -792,7 +634,7 @@ int gpu_sync(void)
 
 	if (err)
 		return err;
-	r = G.api.cuCtxSynchronize();
+	r = G.api->cuCtxSynchronize();
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize");
 }
 
@@ -803,11 +645,11 @@ int gpu_memcpy(void *dst, const void *src, size_t n)
 
 	if (err)
 		return err;
-	r = G.api.cuMemcpy(dp(dst), dp(src), n);
+	r = G.api->cuMemcpy(dp(dst), dp(src), n);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemcpy(%p <- %p, %zu bytes)", dst, src, n);
 	/* Device-to-device cuMemcpy returns before the copy is done. */
-	r = G.api.cuCtxSynchronize();
+	r = G.api->cuCtxSynchronize();
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize after cuMemcpy");
 }
 
@@ -817,24 +659,24 @@ static int timed(CUresult (*queue)(void *), void *arg, const char *what, double 
 	float ms = 0;
 	CUresult r;
 
-	r = G.api.cuEventRecord(G.ev[0], NULL);
+	r = G.api->cuEventRecord(G.ev[0], NULL);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuEventRecord (before %s)", what);
 	r = queue(arg);
 	if (r != CUDA_SUCCESS) {
 		/* Whatever was queued before the failure must not outlive the call. */
-		(void)G.api.cuCtxSynchronize();
+		(void)G.api->cuCtxSynchronize();
 		return cu_fail(r, "%s", what);
 	}
-	r = G.api.cuEventRecord(G.ev[1], NULL);
+	r = G.api->cuEventRecord(G.ev[1], NULL);
 	if (r != CUDA_SUCCESS) {
-		(void)G.api.cuCtxSynchronize();
+		(void)G.api->cuCtxSynchronize();
 		return cu_fail(r, "cuEventRecord (after %s)", what);
 	}
-	r = G.api.cuEventSynchronize(G.ev[1]);
+	r = G.api->cuEventSynchronize(G.ev[1]);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "%s (cuEventSynchronize)", what);
-	r = G.api.cuEventElapsedTime(&ms, G.ev[0], G.ev[1]);
+	r = G.api->cuEventElapsedTime(&ms, G.ev[0], G.ev[1]);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuEventElapsedTime (%s)", what);
 	*sec = ms * 1e-3;
@@ -850,7 +692,7 @@ static CUresult queue_copy(void *arg)
 {
 	struct copy_args *a = arg;
 
-	return G.api.cuMemcpy(a->dst, a->src, a->n);
+	return G.api->cuMemcpy(a->dst, a->src, a->n);
 }
 
 int gpu_memcpy_timed(void *dst, const void *src, size_t n, double *sec)
@@ -920,20 +762,20 @@ static int launch(enum kfn k, unsigned long long work, void **args, double *sec)
 
 	if (want < grid)
 		grid = want ? (unsigned int)want : 1;
-	r = G.api.cuEventRecord(G.ev[0], NULL);
+	r = G.api->cuEventRecord(G.ev[0], NULL);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuEventRecord");
-	r = G.api.cuLaunchKernel(G.fn[k], grid, 1, 1, BLOCK, 1, 1, 0, NULL, args, NULL);
+	r = G.api->cuLaunchKernel(G.fn[k], grid, 1, 1, BLOCK, 1, 1, 0, NULL, args, NULL);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuLaunchKernel(%s, %u x %u)", kfn_names[k], grid, BLOCK);
-	r = G.api.cuEventRecord(G.ev[1], NULL);
+	r = G.api->cuEventRecord(G.ev[1], NULL);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuEventRecord");
 	/* A fault inside the kernel surfaces here (a sticky error: the context is lost). */
-	r = G.api.cuEventSynchronize(G.ev[1]);
+	r = G.api->cuEventSynchronize(G.ev[1]);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "%s (cuEventSynchronize after the kernel)", kfn_names[k]);
-	r = G.api.cuEventElapsedTime(&ms, G.ev[0], G.ev[1]);
+	r = G.api->cuEventElapsedTime(&ms, G.ev[0], G.ev[1]);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuEventElapsedTime");
 	if (sec)
@@ -999,13 +841,13 @@ int gpu_check(const void *p, size_t size, uint64_t first, unsigned int seed, uin
 
 	if (err)
 		return err;
-	r = G.api.cuMemsetD32(G.bad, 0, 2);
+	r = G.api->cuMemsetD32(G.bad, 0, 2);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemsetD32(check counter)");
 	err = launch(K_CHECK, n, args, NULL);
 	if (err)
 		return err;
-	r = G.api.cuMemcpy(dp(&got), G.bad, sizeof(got));
+	r = G.api->cuMemcpy(dp(&got), G.bad, sizeof(got));
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemcpy(check counter)");
 	*bad = got;
@@ -1028,22 +870,22 @@ static CUmemLocation mem_loc(int host)
 /* CUDA 13: cuMemAdvise and cuMemPrefetchAsync take a CUmemLocation. */
 static CUresult advise(CUdeviceptr d, size_t n, CUmem_advise a)
 {
-	return G.api.cuMemAdvise(d, n, a, mem_loc(0));
+	return G.api->cuMemAdvise(d, n, a, mem_loc(0));
 }
 
 static CUresult prefetch(CUdeviceptr d, size_t n, int host)
 {
-	return G.api.cuMemPrefetchAsync(d, n, mem_loc(host), 0, NULL);
+	return G.api->cuMemPrefetchAsync(d, n, mem_loc(host), 0, NULL);
 }
 #else
 static CUresult advise(CUdeviceptr d, size_t n, CUmem_advise a)
 {
-	return G.api.cuMemAdvise(d, n, a, G.dev);
+	return G.api->cuMemAdvise(d, n, a, G.dev);
 }
 
 static CUresult prefetch(CUdeviceptr d, size_t n, int host)
 {
-	return G.api.cuMemPrefetchAsync(d, n, host ? CU_DEVICE_CPU : G.dev, NULL);
+	return G.api->cuMemPrefetchAsync(d, n, host ? CU_DEVICE_CPU : G.dev, NULL);
 }
 #endif
 
@@ -1070,18 +912,18 @@ int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
 		return err;
 	switch (kind) {
 	case GPU_ALLOC_DEVICE:
-		r = G.api.cuMemAlloc(&d, size);
+		r = G.api->cuMemAlloc(&d, size);
 		if (r != CUDA_SUCCESS)
 			return cu_fail(r, "cuMemAlloc(%zu bytes)", size);
 		break;
 	case GPU_ALLOC_HOST:
-		r = G.api.cuMemHostAlloc(&h, size, CU_MEMHOSTALLOC_DEVICEMAP);
+		r = G.api->cuMemHostAlloc(&h, size, CU_MEMHOSTALLOC_DEVICEMAP);
 		if (r != CUDA_SUCCESS)
 			return cu_fail(r, "cuMemHostAlloc(%zu bytes, DEVICEMAP)", size);
-		r = G.api.cuMemHostGetDevicePointer(&d, h, 0);
+		r = G.api->cuMemHostGetDevicePointer(&d, h, 0);
 		if (r != CUDA_SUCCESS) {
 			err = cu_fail(r, "cuMemHostGetDevicePointer");
-			(void)G.api.cuMemFreeHost(h); /* undoing our own allocation */
+			(void)G.api->cuMemFreeHost(h); /* undoing our own allocation */
 			return err;
 		}
 		break;
@@ -1094,16 +936,16 @@ int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
 		h = map_anon(size);
 		if (!h)
 			return -VMMX_ENOMEM;
-		r = G.api.cuMemHostRegister(h, size, CU_MEMHOSTREGISTER_DEVICEMAP);
+		r = G.api->cuMemHostRegister(h, size, CU_MEMHOSTREGISTER_DEVICEMAP);
 		if (r != CUDA_SUCCESS) {
 			err = cu_fail(r, "cuMemHostRegister(%zu bytes, DEVICEMAP)", size);
 			munmap(h, size);
 			return err;
 		}
-		r = G.api.cuMemHostGetDevicePointer(&d, h, 0);
+		r = G.api->cuMemHostGetDevicePointer(&d, h, 0);
 		if (r != CUDA_SUCCESS) {
 			err = cu_fail(r, "cuMemHostGetDevicePointer");
-			(void)G.api.cuMemHostUnregister(h); /* undoing our own registration */
+			(void)G.api->cuMemHostUnregister(h); /* undoing our own registration */
 			munmap(h, size);
 			return err;
 		}
@@ -1137,7 +979,7 @@ int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
 			set_why("%s", msg);
 			return -VMMX_ERANGE;
 		}
-		r = G.api.cuMemAllocManaged(&d, size, CU_MEM_ATTACH_GLOBAL);
+		r = G.api->cuMemAllocManaged(&d, size, CU_MEM_ATTACH_GLOBAL);
 		if (r != CUDA_SUCCESS)
 			return cu_fail(r, "cuMemAllocManaged(%zu bytes)", size);
 		h = (void *)(uintptr_t)d;
@@ -1150,7 +992,7 @@ int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
 					      "cuMemAdvise(preferred location / accessed by "
 					      "device %d)",
 					      G.info.ordinal);
-				(void)G.api.cuMemFree(d); /* undoing our own allocation */
+				(void)G.api->cuMemFree(d); /* undoing our own allocation */
 				return err;
 			}
 		}
@@ -1181,7 +1023,7 @@ int gpu_mem_settle(struct gpu_mem *m)
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemPrefetchAsync(%zu bytes to %s)", m->size,
 			       m->kind == GPU_ALLOC_MANAGED ? "host" : "the device");
-	r = G.api.cuCtxSynchronize();
+	r = G.api->cuCtxSynchronize();
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuCtxSynchronize after cuMemPrefetchAsync");
 }
 
@@ -1199,13 +1041,13 @@ int gpu_free(struct gpu_mem *m)
 	case GPU_ALLOC_DEVICE:
 	case GPU_ALLOC_MANAGED:
 	case GPU_ALLOC_MANAGED_PREFETCH:
-		r = G.api.cuMemFree(dp(m->dptr));
+		r = G.api->cuMemFree(dp(m->dptr));
 		break;
 	case GPU_ALLOC_HOST:
-		r = G.api.cuMemFreeHost(m->hptr);
+		r = G.api->cuMemFreeHost(m->hptr);
 		break;
 	case GPU_ALLOC_REGISTERED:
-		r = G.api.cuMemHostUnregister(m->hptr);
+		r = G.api->cuMemHostUnregister(m->hptr);
 		munmap(m->hptr, m->size);
 		break;
 	case GPU_ALLOC_PAGEABLE:
@@ -1228,7 +1070,7 @@ int gpu_va_reserve(size_t size, void **va_p)
 
 	if (err)
 		return err;
-	r = G.api.cuMemAddressReserve(&d, size, G.info.granularity, 0, 0);
+	r = G.api->cuMemAddressReserve(&d, size, G.info.granularity, 0, 0);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemAddressReserve(%zu bytes)", size);
 	*va_p = (void *)(uintptr_t)d;
@@ -1237,7 +1079,7 @@ int gpu_va_reserve(size_t size, void **va_p)
 
 int gpu_va_free(void *va, size_t size)
 {
-	CUresult r = G.api.cuMemAddressFree(dp(va), size);
+	CUresult r = G.api->cuMemAddressFree(dp(va), size);
 
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemAddressFree(%p, %zu bytes)", va, size);
 }
@@ -1251,7 +1093,7 @@ int gpu_vmm_create(int host, size_t size, uint64_t *handle_p)
 	memset(&prop, 0, sizeof(prop));
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location = mem_loc(host);
-	r = G.api.cuMemCreate(&h, size, &prop, 0);
+	r = G.api->cuMemCreate(&h, size, &prop, 0);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(r, "cuMemCreate(%s, %zu bytes)", host ? "host" : "device", size);
 	*handle_p = (uint64_t)h;
@@ -1260,21 +1102,21 @@ int gpu_vmm_create(int host, size_t size, uint64_t *handle_p)
 
 int gpu_vmm_release(uint64_t handle)
 {
-	CUresult r = G.api.cuMemRelease((CUmemGenericAllocationHandle)handle);
+	CUresult r = G.api->cuMemRelease((CUmemGenericAllocationHandle)handle);
 
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemRelease");
 }
 
 int gpu_vmm_map(void *va, size_t size, uint64_t handle)
 {
-	CUresult r = G.api.cuMemMap(dp(va), size, 0, (CUmemGenericAllocationHandle)handle, 0);
+	CUresult r = G.api->cuMemMap(dp(va), size, 0, (CUmemGenericAllocationHandle)handle, 0);
 
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemMap(%p, %zu bytes)", va, size);
 }
 
 int gpu_vmm_unmap(void *va, size_t size)
 {
-	CUresult r = G.api.cuMemUnmap(dp(va), size);
+	CUresult r = G.api->cuMemUnmap(dp(va), size);
 
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemUnmap(%p, %zu bytes)", va, size);
 }
@@ -1289,7 +1131,7 @@ int gpu_vmm_set_access(void *va, size_t size, int host)
 	d[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	d[1].location = mem_loc(1);
 	d[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	r = G.api.cuMemSetAccess(dp(va), size, d, host ? 2 : 1);
+	r = G.api->cuMemSetAccess(dp(va), size, d, host ? 2 : 1);
 	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemSetAccess(%p, %zu bytes)", va, size);
 }
 

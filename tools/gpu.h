@@ -5,11 +5,11 @@
  * baselines' allocations (cuMemAlloc, cuMemHostAlloc, cuMemHostRegister,
  * malloc for HMM, cuMemAllocManaged with or without advice and prefetch),
  * raw VMM calls (cuMemCreate, cuMemMap, cuMemSetAccess and their inverses)
- * and small output helpers.
+ * and the option parsers they share (sizes, counts).
  *
- * The CUDA driver is loaded with dlopen("libcuda.so.1") at gpu_open(), as
- * libvmmx and the tests do, so the tools start and explain themselves on
- * machines without a driver.  gpu_open() retains the device's primary
+ * The CUDA driver is loaded at gpu_open() through vmm/cudaload.h, the door
+ * libvmmx and the tests use too, so the tools start and explain themselves
+ * on machines without a driver.  gpu_open() retains the device's primary
  * context: the one libvmmx's cuda backend retains too, so kernels launched
  * here see the addresses of libvmmx buffers.  The kernels (tools/kernels.cu)
  * are embedded as a fatbin when configure found nvcc; built without nvcc or
@@ -281,33 +281,18 @@ int gpu_vmm_set_access(void *va, size_t size, int host);
 /** gpu_now() - CLOCK_MONOTONIC in seconds. */
 double gpu_now(void);
 
-/** tool_fmt_size() - "2 MiB", "1.50 GiB", "512 B"; returns @buf. */
+/** tool_fmt_size() - rep_fmt_size(): "2 MiB", "1.50 GiB", "512 B"; returns @buf. */
 const char *tool_fmt_size(uint64_t b, char *buf, size_t len);
 
 /**
- * tool_parse_sizes() - a comma-separated list of sizes (vmmx_parse_size()
- * grammar, no percentages, none zero).
- * @what: the option, for the message.
- * @out, @max: up to @max sizes.
- * Return: the count, or -1 after printing "PROG: WHAT VALUE: ..." to stderr.
+ * tool_ctx_error() - say on stderr that vmmx_ctx_create() failed with @err
+ * and, unless VMMX_BACKEND is already sim, that VMMX_BACKEND=sim runs the
+ * same flow without a GPU.
  */
-int tool_parse_sizes(const char *prog, const char *what, const char *s, uint64_t *out, int max);
-
-/**
- * tool_parse_count() - a whole number from @min to @max given to option @opt;
- * 0, or -1 after a message on stderr naming the option and the range.
- */
-int tool_parse_count(const char *prog, const char *opt, const char *s, unsigned int min,
-		     unsigned int max, unsigned int *out);
+void tool_ctx_error(const char *prog, int err);
 
 /** tool_gbps() - @bytes moved in @sec seconds, in GB/s (10^9 bytes). */
 double tool_gbps(uint64_t bytes, double sec);
-
-/** tool_json_str() - @s as a JSON string literal, quotes included. */
-void tool_json_str(FILE *f, const char *s);
-
-/** tool_json_num() - a number, or null when it is not finite. */
-void tool_json_num(FILE *f, double v);
 
 #endif /* !__CUDACC__ */
 

@@ -1,24 +1,33 @@
 # SPDX-License-Identifier: MIT
+# The tools: one file per tool, plus what they share: the results model and
+# its emitters (report.c), the option parsing (opts.c), the GPU side of the
+# experiments (gpu.c, over the driver door vmm/cudaload.c) and their kernels
+# (kernels.cu).
+TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools -DVMMX_BINDIR='"$(bindir)"'
+TOOLS_REPORT = %D%/report.c %D%/report.h
+TOOLS_OPTS = %D%/opts.c %D%/opts.h
 bin_PROGRAMS += %D%/vmmx-demo
 %C%_vmmx_demo_SOURCES = %D%/vmmx-demo.c
 %C%_vmmx_demo_LDADD = lib/libvmmx.la
 bin_PROGRAMS += %D%/vmmx-info
-%C%_vmmx_info_SOURCES = %D%/vmmx-info.c
-%C%_vmmx_info_LDADD = lib/libvmmx.la
+%C%_vmmx_info_SOURCES = %D%/vmmx-info.c $(TOOLS_REPORT)
+%C%_vmmx_info_CPPFLAGS = $(TOOLS_CPPFLAGS)
+%C%_vmmx_info_LDADD = lib/libvmmx.la -lm
 
 # Experiment tools: GPU kernels (kernels.cu, embedded when nvcc is there),
-# the driver plumbing and sim stand-ins (gpu.c), the PNG charts (plot.c).
+# the driver plumbing and sim stand-ins (gpu.c).
 bin_PROGRAMS += %D%/vmmx-place %D%/vmmx-bench
-TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools
 if HAVE_CUDA
 TOOLS_CPPFLAGS += $(CUDA_CPPFLAGS)
 endif
-%C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/gpu.c %D%/gpu.h %D%/plot.c %D%/plot.h
+%C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
+	$(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_place_LDADD = lib/libvmmx.la -lm
-%C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/gpu.c %D%/gpu.h %D%/plot.c %D%/plot.h
+%C%_vmmx_place_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) -lm
+%C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
+	$(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_bench_LDADD = lib/libvmmx.la -lm
+%C%_vmmx_bench_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) -lm
 EXTRA_DIST += %D%/kernels.cu docs/PERFORMANCE.md
 if HAVE_NVCC
 nodist_%C%_vmmx_place_SOURCES = %D%/kernels_fatbin.h
@@ -30,3 +39,13 @@ CLEANFILES += %D%/kernels_fatbin.h %D%/kernels.fatbin
 %D%/kernels_fatbin.h: %D%/kernels.fatbin
 	$(AM_V_GEN)$(BIN2C) --const --name vmmx_tool_kernels_fatbin --type longlong %D%/kernels.fatbin > $@
 endif
+
+# vmmx-plot: draws any tool's JSON charts with matplotlib (python/vmmx/plot.py,
+# installed with the vmmx package into $(pythondir); the wrapper finds it there).
+bin_SCRIPTS += %D%/vmmx-plot
+CLEANFILES += %D%/vmmx-plot
+EXTRA_DIST += %D%/vmmx-plot.in
+%D%/vmmx-plot: %D%/vmmx-plot.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) %D% && sed -e 's|@pythondir[@]|$(pythondir)|g' \
+		-e 's|@srcpythondir[@]|$(abs_top_srcdir)/python|g' \
+		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@

@@ -15,7 +15,6 @@
  * Exit status: 0 success, 1 failure (the message on stderr), 2 bad usage.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <string.h>
 
 #include "vmmx.h"
+#include "tools/report.h"
 
 #define PROG "vmmx-info"
 #define MAX_DEVICES 16
@@ -42,178 +42,9 @@ static void usage(FILE *f)
 		"  --help       this text\n");
 }
 
-/* ---- formatting ---- */
-
-static const char *fmt_size(uint64_t b, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int u = 0;
-
-	while (u < 5 && b >= (1ull << (10 * (u + 1))))
-		u++;
-	if (!u || b % (1ull << (10 * u)) == 0)
-		snprintf(buf, len, "%llu %s", (unsigned long long)(b >> (10 * u)), unit[u]);
-	else
-		snprintf(buf, len, "%.2f %s", (double)b / (double)(1ull << (10 * u)), unit[u]);
-	return buf;
-}
-
 static const char *yes_no(int v)
 {
 	return v == 1 ? "yes" : v == 0 ? "no" : "unknown";
-}
-
-static void row(const char *indent, const char *label, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void row(const char *indent, const char *label, const char *fmt, ...)
-{
-	int w = LABEL - (int)strlen(indent);
-	va_list ap;
-
-	printf("%s%-*s", indent, w > 0 ? w : 0, label);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
-
-/* A long text in the value column, wrapped at 80 columns. */
-static void row_wrapped(const char *indent, const char *label, const char *text)
-{
-	const int width = 80 - LABEL;
-	bool first = true;
-
-	while (*text || first) {
-		int n = (int)strlen(text);
-
-		if (n > width) {
-			n = width;
-			while (n > 0 && text[n] != ' ')
-				n--;
-			if (!n)
-				n = width;
-		}
-		if (first)
-			printf("%s%-*s%.*s\n", indent, LABEL - (int)strlen(indent), label, n, text);
-		else
-			printf("%*s%.*s\n", LABEL, "", n, text);
-		first = false;
-		text += n;
-		while (*text == ' ')
-			text++;
-	}
-}
-
-/* ---- JSON output ---- */
-
-struct json {
-	int depth;
-	bool first[16];
-};
-
-static void j_sep(struct json *j, const char *key)
-{
-	if (j->depth) {
-		printf("%s\n", j->first[j->depth] ? "" : ",");
-		j->first[j->depth] = false;
-	}
-	printf("%*s", 2 * j->depth, "");
-	if (key)
-		printf("\"%s\": ", key); /* keys are ours: plain ASCII */
-}
-
-/* A string as JSON: quotes, backslashes and control bytes escaped, bytes
- * that are not UTF-8 replaced by U+FFFD, so that any file name prints valid
- * JSON. */
-static void j_quote(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	putchar('"');
-	while (*p) {
-		unsigned char c = *p;
-		int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
-			: (c & 0xf8) == 0xf0 ? 3 : -1;
-		int k;
-
-		if (c == '"' || c == '\\') {
-			printf("\\%c", c);
-		} else if (c == '\n') {
-			fputs("\\n", stdout);
-		} else if (c == '\t') {
-			fputs("\\t", stdout);
-		} else if (c < 0x20 || c == 0x7f) {
-			printf("\\u%04x", c);
-		} else if (!n) {
-			putchar(c);
-		} else {
-			for (k = 1; n > 0 && k <= n; k++)
-				if ((p[k] & 0xc0) != 0x80)
-					break;
-			/* Reject overlong two-byte forms; longer ones are rare enough. */
-			if (n < 0 || k <= n || (n == 1 && c < 0xc2)) {
-				fputs("\\ufffd", stdout);
-			} else {
-				fwrite(p, 1, (size_t)n + 1, stdout);
-				p += n;
-			}
-		}
-		p++;
-	}
-	putchar('"');
-}
-
-static void j_open(struct json *j, const char *key, char brace)
-{
-	j_sep(j, key);
-	putchar(brace);
-	j->first[++j->depth] = true;
-}
-
-static void j_close(struct json *j, char brace)
-{
-	bool empty = j->first[j->depth];
-
-	j->depth--;
-	if (empty)
-		putchar(brace);
-	else
-		printf("\n%*s%c", 2 * j->depth, "", brace);
-	if (!j->depth)
-		putchar('\n');
-}
-
-static void j_str(struct json *j, const char *key, const char *val)
-{
-	j_sep(j, key);
-	if (val)
-		j_quote(val);
-	else
-		fputs("null", stdout);
-}
-
-static void j_int(struct json *j, const char *key, long long val)
-{
-	j_sep(j, key);
-	printf("%lld", val);
-}
-
-/* A byte count; UINT64_MAX ("none") is null. */
-static void j_bytes(struct json *j, const char *key, uint64_t val)
-{
-	j_sep(j, key);
-	if (val == UINT64_MAX)
-		fputs("null", stdout);
-	else
-		printf("%llu", (unsigned long long)val);
-}
-
-/* A flag: 1 true, 0 false, anything else (unknown) null. */
-static void j_flag(struct json *j, const char *key, int val)
-{
-	j_sep(j, key);
-	fputs(val == 1 ? "true" : val == 0 ? "false" : "null", stdout);
 }
 
 /* ---- facts gathered before printing ---- */
@@ -370,271 +201,248 @@ static const char *policy_status(const struct vmmx_policy_info *p)
 	return !p->usable ? "refused" : p->why[0] ? "hidden" : "usable";
 }
 
-/* ---- the table ---- */
+/* ---- the results: one tree, shown as JSON or as a labelled listing ---- */
 
-static void print_table(const struct facts *f)
+/* A yes/no/unknown attribute: a flag in JSON, a word in the listing. */
+static void flag(struct rep *o, const char *key, const char *label, int v)
 {
-	const struct vmmx_ctx_info *ci = &f->ci;
-	unsigned v = vmmx_version();
-	const char *detail, *path;
-	char a[32], b[32], c[64];
-	int namew = 4;
+	struct rep *r = rep_bool(o, key, v);
 
-	printf("libvmmx %u.%u.%u\n\n", v >> 16, (v >> 8) & 0xff, v & 0xff);
-	if (f->cuda_unavailable[0]) {
-		char why[600];
-
-		snprintf(why, sizeof(why), "unavailable: %s", f->cuda_unavailable);
-		row_wrapped("", "cuda backend", why);
-	}
-	row("", "backend", "%s%s", ci->backend,
-	    f->sim ? " (emulated device in host memory)" : "");
-	if (f->sim) {
-		row("", "driver", "none");
-		row("", "kernel module", "none");
-	} else {
-		row("", "driver", "CUDA %d.%d (%d)", ci->driver_version / 1000,
-		    ci->driver_version % 1000 / 10, ci->driver_version);
-		row("", "kernel module", "%s%s%s", module_flavour(f), f->module_version[0] ? " " : "",
-		    f->module_version);
-	}
-	row("", "devices", "%d (the context uses device %d)", ci->device_count, ci->device);
-
-	for (int d = 0; d < f->ndev; d++) {
-		const struct vmmx_device_info *di = &f->dev[d];
-		char peers[128] = "none";
-		size_t pl = 0;
-
-		printf("\n");
-		snprintf(c, sizeof(c), "device %d", d);
-		if (f->dev_err[d][0]) {
-			row("", c, "error: %s", f->dev_err[d]);
-			continue;
-		}
-		row("", c, "%s", di->name[0] ? di->name : "(name not known to this context)");
-		row("  ", "memory", "%s total, %s free", fmt_size(di->total, a, sizeof(a)),
-		    fmt_size(di->free, b, sizeof(b)));
-		if (di->compute_major >= 0)
-			row("  ", "compute capability", "%d.%d, %d SMs", di->compute_major,
-			    di->compute_minor, di->sm_count);
-		else
-			row("  ", "compute capability", "unknown");
-		row("  ", "VMM", "%s", yes_no(di->vmm));
-		row("  ", "HOST VMM", "%s", yes_no(di->host_vmm));
-		if (di->host_numa_id >= 0)
-			row("  ", "HOST_NUMA VMM", "%s (nearest node %d)", yes_no(di->host_numa_vmm),
-			    di->host_numa_id);
-		else
-			row("  ", "HOST_NUMA VMM", "%s", yes_no(di->host_numa_vmm));
-		row("  ", "host register", "%s (same pointer on the device: %s)",
-		    yes_no(di->host_register), yes_no(di->host_pointer_for_registered));
-		row("  ", "pageable memory access", "%s", yes_no(di->pageable_access));
-		row("  ", "uses host page tables", "%s", yes_no(di->pageable_host_page_tables));
-		row("  ", "POSIX-fd handles", "%s", yes_no(di->posix_fd));
-		row("  ", "concurrent managed", "%s", yes_no(di->concurrent_managed));
-		row("  ", "unified addressing", "%s", yes_no(di->unified_addressing));
-		row("  ", "GPUDirect RDMA on VMM", "%s", yes_no(di->gpu_direct_rdma_vmm));
-		for (int p = 0; p < di->peer_count && pl < sizeof(peers); p++)
-			pl += (size_t)snprintf(peers + pl, sizeof(peers) - pl, "%s%d",
-					       p ? ", " : "device ", di->peers[p]);
-		row("  ", "peer access", "%s", peers);
-		row("  ", "granularity", "device %s, host %s",
-		    di->granularity_device ? fmt_size(di->granularity_device, a, sizeof(a)) : "unknown",
-		    di->granularity_host ? fmt_size(di->granularity_host, b, sizeof(b)) : "unknown");
-	}
-
-	printf("\nHMM (device %d)\n", ci->device);
-	if (f->hmm_err) {
-		row("  ", "error", "%s", f->hmm_errmsg);
-	} else {
-		row("  ", "state", "%s", hmm_state_name(f->hmm.state));
-		row_wrapped("  ", "why", f->hmm.why);
-		row("  ", "kernel", "%s", f->hmm.kernel[0] ? f->hmm.kernel : "unknown");
-		row("  ", "open kernel module", "%s", yes_no(f->hmm.open_module));
-		row("  ", "uvm_disable_hmm", "%s", yes_no(f->hmm.uvm_disable_hmm));
-		row("  ", "CONFIG_DEVICE_PRIVATE", "%s", yes_no(f->hmm.config_device_private));
-		row("  ", "CONFIG_HMM_MIRROR", "%s", yes_no(f->hmm.config_hmm_mirror));
-	}
-	path = host_path(f, &detail);
-	row("", "host access", "%s: %s", path, detail);
-
-	printf("\npolicies (%zu found; a spec loads the first usable one of its name)\n", f->npol);
-	for (size_t i = 0; i < f->npol; i++)
-		if ((int)strlen(f->pol[i].name) > namew)
-			namew = (int)strlen(f->pol[i].name);
-	printf("  %-*s  %-5s  %-7s  %s\n", namew, "NAME", "ABI", "STATUS", "FILE");
-	for (size_t i = 0; i < f->npol; i++) {
-		const struct vmmx_policy_info *p = &f->pol[i];
-		int ind = 2 + namew + 2 + 5 + 2 + 7 + 2;
-
-		policy_abi(p->abi, a, sizeof(a));
-		printf("  %-*s  %-5s  %-7s  %s\n", namew, p->name, a, policy_status(p), p->file);
-		if (p->description[0])
-			printf("%*s%s\n", ind, "", p->description);
-		if (p->why[0])
-			printf("%*s%s%s\n", ind, "", p->usable ? "" : "why: ", p->why);
-	}
-
-	printf("\nconfiguration\n");
-	row("  ", "backend", "%s", ci->backend);
-	row("  ", "device", "%d of %d: %s", ci->device, ci->device_count, ci->device_name);
-	row("  ", "policy", "%s (%s)", ci->policy, ci->policy_source);
-	row("  ", "chunk size", "%s to %s (granularity %s)", fmt_size(ci->chunk_min, a, sizeof(a)),
-	    fmt_size(ci->chunk_max, b, sizeof(b)), fmt_size(ci->granularity, c, sizeof(c)));
-	row("  ", "device memory", "%s total, %s free", fmt_size(ci->device_total, a, sizeof(a)),
-	    fmt_size(ci->device_free, b, sizeof(b)));
-	row("  ", "host memory", "%s", fmt_size(ci->host_total, a, sizeof(a)));
-	row("  ", "device limit", "%s",
-	    ci->device_limit == UINT64_MAX ? "none" : fmt_size(ci->device_limit, a, sizeof(a)));
-	row("  ", "host limit", "%s",
-	    ci->host_limit == UINT64_MAX ? "none" : fmt_size(ci->host_limit, a, sizeof(a)));
-	row("  ", "device headroom", "%s", fmt_size(ci->device_headroom, a, sizeof(a)));
-	row("  ", "cache limit", "%s", fmt_size(ci->cache_limit, a, sizeof(a)));
+	if (label)
+		rep_label(r, label, "%s", yes_no(v));
 }
 
-/* ---- JSON ---- */
-
-static void print_json(const struct facts *f)
+static void add_driver(struct rep *doc, const struct facts *f)
 {
 	const struct vmmx_ctx_info *ci = &f->ci;
-	struct json j = { 0 };
-	unsigned v = vmmx_version();
-	const char *detail, *path;
-	char buf[64];
+	struct rep *d = rep_obj(doc, "driver");
 
-	j_open(&j, NULL, '{');
-	snprintf(buf, sizeof(buf), "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
-	j_str(&j, "version", buf);
-	j_str(&j, "backend", ci->backend);
-	j_str(&j, "cuda_unavailable", f->cuda_unavailable[0] ? f->cuda_unavailable : NULL);
-
-	j_open(&j, "driver", '{');
 	if (f->sim) {
-		j_str(&j, "cuda_version", NULL);
-		j_int(&j, "cuda_driver_version", 0);
+		rep_label(d, "driver", "none (emulated device, no kernel module)");
+		rep_null(d, "cuda_version");
+		rep_int(d, "cuda_driver_version", 0);
 	} else {
-		snprintf(buf, sizeof(buf), "%d.%d", ci->driver_version / 1000,
+		rep_label(d, "driver", "CUDA %d.%d (%d), kernel module %s%s%s",
+			  ci->driver_version / 1000, ci->driver_version % 1000 / 10,
+			  ci->driver_version, module_flavour(f), f->module_version[0] ? " " : "",
+			  f->module_version);
+		rep_strf(d, "cuda_version", "%d.%d", ci->driver_version / 1000,
 			 ci->driver_version % 1000 / 10);
-		j_str(&j, "cuda_version", buf);
-		j_int(&j, "cuda_driver_version", ci->driver_version);
+		rep_int(d, "cuda_driver_version", ci->driver_version);
 	}
-	j_str(&j, "kernel_module", module_flavour(f));
-	j_str(&j, "kernel_module_version", f->module_version[0] ? f->module_version : NULL);
-	j_close(&j, '}');
+	rep_str(d, "kernel_module", module_flavour(f));
+	rep_str(d, "kernel_module_version", f->module_version[0] ? f->module_version : NULL);
+}
 
-	j_int(&j, "device_count", ci->device_count);
-	j_open(&j, "devices", '[');
-	for (int d = 0; d < f->ndev; d++) {
-		const struct vmmx_device_info *di = &f->dev[d];
+static void add_attributes(struct rep *dev, const struct vmmx_device_info *di)
+{
+	struct rep *a = rep_obj(dev, "attributes");
+	char peers[128] = "none";
+	size_t pl = 0;
 
-		j_open(&j, NULL, '{');
-		j_int(&j, "ordinal", d);
-		if (f->dev_err[d][0]) {
-			j_str(&j, "error", f->dev_err[d]);
-			j_close(&j, '}');
-			continue;
-		}
-		j_str(&j, "name", di->name[0] ? di->name : NULL);
-		j_open(&j, "memory", '{');
-		j_bytes(&j, "total", di->total);
-		j_bytes(&j, "free", di->free);
-		j_close(&j, '}');
-		if (di->compute_major >= 0) {
-			snprintf(buf, sizeof(buf), "%d.%d", di->compute_major, di->compute_minor);
-			j_str(&j, "compute_capability", buf);
-		} else {
-			j_str(&j, "compute_capability", NULL);
-		}
-		j_int(&j, "sm_count", di->sm_count);
-		j_open(&j, "attributes", '{');
-		j_flag(&j, "vmm", di->vmm);
-		j_flag(&j, "host_vmm", di->host_vmm);
-		j_flag(&j, "host_numa_vmm", di->host_numa_vmm);
-		j_int(&j, "host_numa_id", di->host_numa_id);
-		j_flag(&j, "host_register", di->host_register);
-		j_flag(&j, "host_pointer_for_registered", di->host_pointer_for_registered);
-		j_flag(&j, "pageable_access", di->pageable_access);
-		j_flag(&j, "pageable_host_page_tables", di->pageable_host_page_tables);
-		j_flag(&j, "posix_fd", di->posix_fd);
-		j_flag(&j, "concurrent_managed", di->concurrent_managed);
-		j_flag(&j, "unified_addressing", di->unified_addressing);
-		j_flag(&j, "gpu_direct_rdma_vmm", di->gpu_direct_rdma_vmm);
-		j_close(&j, '}');
-		j_open(&j, "granularity", '{');
-		j_int(&j, "device", (long long)di->granularity_device);
-		j_int(&j, "host", (long long)di->granularity_host);
-		j_close(&j, '}');
-		j_open(&j, "peers", '[');
-		for (int p = 0; p < di->peer_count; p++)
-			j_int(&j, NULL, di->peers[p]);
-		j_close(&j, ']');
-		j_close(&j, '}');
+	flag(a, "vmm", "VMM", di->vmm);
+	flag(a, "host_vmm", "HOST VMM", di->host_vmm);
+	flag(a, "host_numa_vmm", NULL, di->host_numa_vmm);
+	rep_label(rep_int(a, "host_numa_id", di->host_numa_id), "HOST_NUMA VMM",
+		  di->host_numa_id >= 0 ? "%s (nearest node %d)" : "%s", yes_no(di->host_numa_vmm),
+		  di->host_numa_id);
+	rep_label(rep_bool(a, "host_register", di->host_register), "host register",
+		  "%s (same pointer on the device: %s)", yes_no(di->host_register),
+		  yes_no(di->host_pointer_for_registered));
+	flag(a, "host_pointer_for_registered", NULL, di->host_pointer_for_registered);
+	flag(a, "pageable_access", "pageable memory access", di->pageable_access);
+	flag(a, "pageable_host_page_tables", "uses host page tables", di->pageable_host_page_tables);
+	flag(a, "posix_fd", "POSIX-fd handles", di->posix_fd);
+	flag(a, "concurrent_managed", "concurrent managed", di->concurrent_managed);
+	flag(a, "unified_addressing", "unified addressing", di->unified_addressing);
+	flag(a, "gpu_direct_rdma_vmm", "GPUDirect RDMA on VMM", di->gpu_direct_rdma_vmm);
+	for (int p = 0; p < di->peer_count && pl < sizeof(peers); p++)
+		pl += (size_t)snprintf(peers + pl, sizeof(peers) - pl, "%s%d", p ? ", " : "device ",
+				       di->peers[p]);
+	a = rep_label(rep_arr(dev, "peers"), "peer access", "%s", peers);
+	for (int p = 0; p < di->peer_count; p++)
+		rep_int(a, NULL, di->peers[p]);
+}
+
+static void add_device(struct rep *devs, const struct facts *f, int d)
+{
+	const struct vmmx_device_info *di = &f->dev[d];
+	struct rep *o = rep_obj(devs, NULL), *x;
+	char a[32], b[32];
+
+	snprintf(a, sizeof(a), "device %d", d);
+	rep_int(o, "ordinal", d);
+	if (f->dev_err[d][0]) {
+		rep_label(o, a, "error: %s", f->dev_err[d]);
+		rep_str(o, "error", f->dev_err[d]);
+		return;
 	}
-	j_close(&j, ']');
+	rep_label(o, a, "%s", di->name[0] ? di->name : "(name not known to this context)");
+	rep_str(o, "name", di->name[0] ? di->name : NULL);
+	x = rep_label(rep_obj(o, "memory"), "memory", "%s total, %s free",
+		      rep_fmt_size(di->total, a, sizeof(a)), rep_fmt_size(di->free, b, sizeof(b)));
+	rep_bytes(x, "total", di->total);
+	rep_bytes(x, "free", di->free);
+	if (di->compute_major >= 0)
+		rep_label(rep_strf(o, "compute_capability", "%d.%d", di->compute_major,
+				   di->compute_minor),
+			  "compute capability", "%d.%d, %d SMs", di->compute_major,
+			  di->compute_minor, di->sm_count);
+	else
+		rep_label(rep_null(o, "compute_capability"), "compute capability", "unknown");
+	rep_int(o, "sm_count", di->sm_count);
+	add_attributes(o, di);
+	x = rep_label(rep_obj(o, "granularity"), "granularity", "device %s, host %s",
+		      di->granularity_device ? rep_fmt_size(di->granularity_device, a, sizeof(a))
+					     : "unknown",
+		      di->granularity_host ? rep_fmt_size(di->granularity_host, b, sizeof(b))
+					   : "unknown");
+	rep_int(x, "device", (long long)di->granularity_device);
+	rep_int(x, "host", (long long)di->granularity_host);
+}
 
-	j_open(&j, "hmm", '{');
-	j_int(&j, "device", ci->device);
+static void add_hmm(struct rep *doc, const struct facts *f)
+{
+	const struct vmmx_hmm_info *h = &f->hmm;
+	struct rep *o = rep_obj(doc, "hmm");
+	const char *detail, *path;
+	char label[32];
+
+	snprintf(label, sizeof(label), "HMM (device %d)", f->ci.device);
+	rep_label(o, label, NULL);
+	rep_int(o, "device", f->ci.device);
 	if (f->hmm_err) {
-		j_str(&j, "error", f->hmm_errmsg);
+		rep_label(rep_str(o, "error", f->hmm_errmsg), "error", NULL);
 	} else {
-		j_str(&j, "state", hmm_state_name(f->hmm.state));
-		j_flag(&j, "works", f->hmm.state != VMMX_HMM_ABSENT);
-		j_str(&j, "why", f->hmm.why);
-		j_str(&j, "kernel", f->hmm.kernel[0] ? f->hmm.kernel : NULL);
-		j_flag(&j, "device_pageable_access", f->hmm.device_pageable_access);
-		j_flag(&j, "open_module", f->hmm.open_module);
-		j_flag(&j, "uvm_disable_hmm", f->hmm.uvm_disable_hmm);
-		j_flag(&j, "config_device_private", f->hmm.config_device_private);
-		j_flag(&j, "config_hmm_mirror", f->hmm.config_hmm_mirror);
+		rep_label(rep_str(o, "state", hmm_state_name(h->state)), "state", NULL);
+		rep_bool(o, "works", h->state != VMMX_HMM_ABSENT);
+		rep_label(rep_str(o, "why", h->why), "why", NULL);
+		rep_label(rep_str(o, "kernel", h->kernel[0] ? h->kernel : NULL), "kernel", "%s",
+			  h->kernel[0] ? h->kernel : "unknown");
+		flag(o, "device_pageable_access", NULL, h->device_pageable_access);
+		flag(o, "open_module", "open kernel module", h->open_module);
+		flag(o, "uvm_disable_hmm", "uvm_disable_hmm", h->uvm_disable_hmm);
+		flag(o, "config_device_private", "CONFIG_DEVICE_PRIVATE", h->config_device_private);
+		flag(o, "config_hmm_mirror", "CONFIG_HMM_MIRROR", h->config_hmm_mirror);
 	}
-	j_close(&j, '}');
-
 	path = host_path(f, &detail);
-	j_open(&j, "host_access", '{');
-	j_str(&j, "path", path);
-	j_str(&j, "detail", detail);
-	j_close(&j, '}');
+	o = rep_label(rep_obj(doc, "host_access"), "host access", "%s: %s", path, detail);
+	rep_str(o, "path", path);
+	rep_str(o, "detail", detail);
+}
 
-	j_open(&j, "policies", '[');
+static void add_policies(struct rep *doc, const struct facts *f)
+{
+	struct rep *arr = rep_arr(doc, "policies");
+	char buf[32];
+
 	for (size_t i = 0; i < f->npol; i++) {
 		const struct vmmx_policy_info *p = &f->pol[i];
+		struct rep *o = rep_obj(arr, NULL);
 
-		j_open(&j, NULL, '{');
-		j_str(&j, "name", p->name);
-		j_str(&j, "file", p->file);
+		rep_str(o, "name", p->name);
+		rep_str(o, "file", p->file);
 		policy_abi(p->abi, buf, sizeof(buf));
-		j_str(&j, "abi", p->abi ? buf : NULL);
-		j_str(&j, "description", p->description[0] ? p->description : NULL);
-		j_flag(&j, "usable", p->usable);
-		j_str(&j, "status", policy_status(p));
-		j_str(&j, "why", p->why[0] ? p->why : NULL);
-		j_close(&j, '}');
+		rep_str(o, "abi", p->abi ? buf : NULL);
+		rep_str(o, "description", p->description[0] ? p->description : NULL);
+		rep_bool(o, "usable", p->usable);
+		rep_str(o, "status", policy_status(p));
+		rep_str(o, "why", p->why[0] ? p->why : NULL);
 	}
-	j_close(&j, ']');
+}
 
-	j_open(&j, "config", '{');
-	j_str(&j, "backend", ci->backend);
-	j_int(&j, "device", ci->device);
-	j_str(&j, "device_name", ci->device_name);
-	j_str(&j, "policy", ci->policy);
-	j_str(&j, "policy_source", ci->policy_source);
-	j_bytes(&j, "granularity", ci->granularity);
-	j_bytes(&j, "chunk_size", ci->chunk_min);
-	j_bytes(&j, "chunk_max", ci->chunk_max);
-	j_bytes(&j, "device_total", ci->device_total);
-	j_bytes(&j, "device_free", ci->device_free);
-	j_bytes(&j, "host_total", ci->host_total);
-	j_bytes(&j, "device_limit", ci->device_limit);
-	j_bytes(&j, "host_limit", ci->host_limit);
-	j_bytes(&j, "device_headroom", ci->device_headroom);
-	j_bytes(&j, "cache_limit", ci->cache_limit);
-	j_close(&j, '}');
-	j_close(&j, '}');
+/* A limit: a byte count, null and "none" when there is none. */
+static void limit(struct rep *o, const char *key, const char *label, uint64_t v)
+{
+	char a[32];
+
+	rep_label(rep_bytes(o, key, v), label, "%s",
+		  v == UINT64_MAX ? "none" : rep_fmt_size(v, a, sizeof(a)));
+}
+
+static void add_config(struct rep *doc, const struct facts *f)
+{
+	const struct vmmx_ctx_info *ci = &f->ci;
+	struct rep *o = rep_label(rep_obj(doc, "config"), "configuration", NULL);
+	char a[32], b[32], c[32];
+
+	rep_label(rep_str(o, "backend", ci->backend), "backend", NULL);
+	rep_label(rep_int(o, "device", ci->device), "device", "%d of %d: %s", ci->device,
+		  ci->device_count, ci->device_name);
+	rep_str(o, "device_name", ci->device_name);
+	rep_label(rep_str(o, "policy", ci->policy), "policy", "%s (%s)", ci->policy,
+		  ci->policy_source);
+	rep_str(o, "policy_source", ci->policy_source);
+	rep_bytes(o, "granularity", ci->granularity);
+	rep_label(rep_bytes(o, "chunk_size", ci->chunk_min), "chunk size",
+		  "%s to %s (granularity %s)", rep_fmt_size(ci->chunk_min, a, sizeof(a)),
+		  rep_fmt_size(ci->chunk_max, b, sizeof(b)),
+		  rep_fmt_size(ci->granularity, c, sizeof(c)));
+	rep_bytes(o, "chunk_max", ci->chunk_max);
+	rep_label(rep_bytes(o, "device_total", ci->device_total), "device memory",
+		  "%s total, %s free", rep_fmt_size(ci->device_total, a, sizeof(a)),
+		  rep_fmt_size(ci->device_free, b, sizeof(b)));
+	rep_bytes(o, "device_free", ci->device_free);
+	rep_label(rep_bytes(o, "host_total", ci->host_total), "host memory", NULL);
+	limit(o, "device_limit", "device limit", ci->device_limit);
+	limit(o, "host_limit", "host limit", ci->host_limit);
+	rep_label(rep_bytes(o, "device_headroom", ci->device_headroom), "device headroom", NULL);
+	rep_label(rep_bytes(o, "cache_limit", ci->cache_limit), "cache limit", NULL);
+}
+
+static struct rep *build(const struct facts *f)
+{
+	const struct vmmx_ctx_info *ci = &f->ci;
+	struct rep *doc = rep_new(), *devs;
+	unsigned v = vmmx_version();
+
+	rep_strf(doc, "version", "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+	rep_label(rep_str(doc, "backend", ci->backend), "backend", "%s%s", ci->backend,
+		  f->sim ? " (emulated device in host memory)" : "");
+	rep_label(rep_str(doc, "cuda_unavailable",
+			  f->cuda_unavailable[0] ? f->cuda_unavailable : NULL),
+		  f->cuda_unavailable[0] ? "cuda backend" : NULL, "unavailable: %s",
+		  f->cuda_unavailable);
+	add_driver(doc, f);
+	rep_label(rep_int(doc, "device_count", ci->device_count), "devices",
+		  "%d (the context uses device %d)", ci->device_count, ci->device);
+	devs = rep_arr(doc, "devices");
+	for (int d = 0; d < f->ndev; d++)
+		add_device(devs, f, d);
+	add_hmm(doc, f);
+	add_policies(doc, f);
+	add_config(doc, f);
+	return doc;
+}
+
+static const struct rep_col policy_cols[] = {
+    {.key = "name", .head = "NAME"},
+    {.key = "abi", .head = "ABI"},
+    {.key = "status", .head = "STATUS"},
+    {.key = "file", .head = "FILE"},
+};
+
+static void print_listing(const struct rep *doc)
+{
+	static const struct rep_view pv = {
+	    .cols = policy_cols,
+	    .ncols = sizeof(policy_cols) / sizeof(policy_cols[0]),
+	    .below = {"description", "why"},
+	    .indent = 2,
+	};
+	const struct rep *pol = rep_get(doc, "policies");
+
+	printf("libvmmx %s\n\n", rep_get(doc, "version")->v.s);
+	rep_text(stdout, doc, 0, LABEL);
+	printf("\npolicies (%zu found; a spec loads the first usable one of its name)\n",
+	       rep_count(pol));
+	rep_table(stdout, pol, &pv);
 }
 
 int main(int argc, char **argv)
 {
 	struct vmmx_ctx *ctx;
+	struct rep *doc;
 	struct facts *f;
 	bool json = false;
 	int device = -1, rc;
@@ -681,10 +489,12 @@ int main(int argc, char **argv)
 		free(f);
 		return 1;
 	}
+	doc = build(f);
 	if (json)
-		print_json(f);
+		rep_json(stdout, doc);
 	else
-		print_table(f);
+		print_listing(doc);
+	rep_free(doc);
 	free(f->pol);
 	free(f);
 	vmmx_ctx_destroy(ctx);

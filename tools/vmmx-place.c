@@ -37,7 +37,6 @@
  */
 #include "config.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,7 +46,8 @@
 
 #include "vmmx.h"
 #include "tools/gpu.h"
-#include "tools/plot.h"
+#include "tools/opts.h"
+#include "tools/report.h"
 
 #define PROG	     "vmmx-place"
 #define MAX_SIZES    64
@@ -118,6 +118,7 @@ struct opts {
 	uint64_t ws;
 	unsigned int iters, warmup;
 	int csv, json, quiet;
+	int policy_none; /* -p none: no libvmmx placement */
 	const char *plot;
 	uint64_t assume_free; /* 0: none */
 };
@@ -161,7 +162,8 @@ static void usage(FILE *f)
 	    "                         of the window per step (default 4)\n"
 	    "      --warmup N         warm-up runs before them (default 2)\n"
 	    "      --csv, --json      output format (default: a table)\n"
-	    "      --plot FILE.png    GB/s against the share of the buffer in host memory\n"
+	    "      --plot FILE        GB/s against the share of the buffer in host memory,\n"
+	    "                         drawn by vmmx-plot: FILE.png, .svg or .pdf\n"
 	    "      --assume-free SIZE treat the device's free memory as at most SIZE in the\n"
 	    "                         managed-memory rule (to see the refusal)\n"
 	    "  -q, --quiet            no progress on stderr\n"
@@ -258,166 +260,63 @@ static int set_baselines(struct opts *o, const char *s)
 	return 0;
 }
 
-/* Counts are bounded so a typo cannot ask for days of runs. */
-static int parse_count(const char *opt, const char *s, unsigned int min, unsigned int *out)
+/* -w: window is a pattern of read kernels, not a kernel of its own. */
+static int opt_workload(void *dest, const char *s)
 {
-	return tool_parse_count(PROG, opt, s, min, 10000, out);
-}
+	struct opts *o = dest;
 
-static int parse_one_size(const char *opt, const char *s, uint64_t *out)
-{
-	if (vmmx_parse_size(s, 0, out) || !*out) {
+	o->window = !strcmp(s, "window");
+	if (o->window) {
+		o->wl = GPU_WL_READ;
+	} else if (gpu_workload_parse(s, &o->wl)) {
 		fprintf(stderr,
-			PROG ": %s %s: bad size: expected a nonzero size such as 64MiB or 4GiB\n",
-			opt, s);
-		return -1;
+			PROG ": --workload %s: unknown workload (expected read, write, copy, "
+			     "gather or window)\n",
+			s);
+		return 2;
 	}
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int opt_policy(void *dest, const char *s)
 {
-	enum { O_CSV = 256, O_JSON, O_PLOT, O_WS, O_WARMUP, O_FREE, O_WIN, O_STEPS, O_PASSES };
-	static const struct option lo[] = {
-	    {"workload", required_argument, NULL, 'w'},
-	    {"size", required_argument, NULL, 's'},
-	    {"policy", required_argument, NULL, 'p'},
-	    {"device-limit", required_argument, NULL, 'L'},
-	    {"baselines", required_argument, NULL, 'b'},
-	    {"working-set", required_argument, NULL, O_WS},
-	    {"window", required_argument, NULL, O_WIN},
-	    {"steps", required_argument, NULL, O_STEPS},
-	    {"passes", required_argument, NULL, O_PASSES},
-	    {"iters", required_argument, NULL, 'n'},
-	    {"warmup", required_argument, NULL, O_WARMUP},
-	    {"csv", no_argument, NULL, O_CSV},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"plot", required_argument, NULL, O_PLOT},
-	    {"assume-free", required_argument, NULL, O_FREE},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	int c, policy_none = 0, iters_set = 0, base_set = 0, win_opt = 0;
+	struct opts *o = dest;
+	int rc;
+
+	if (!strcmp(s, "none")) {
+		o->policy_none = 1;
+		return 0;
+	}
+	rc = add_policies(o, s);
+	return rc == -1 ? 1 : rc ? 2 : 0;
+}
+
+/* -L: checked here, passed on as given (the context reads it, a share too). */
+static int opt_limit(void *dest, const char *s)
+{
 	uint64_t lim;
 
-	o->wl = GPU_WL_READ;
-	o->iters = 10;
-	o->warmup = 2;
-	o->steps = 8;
-	o->passes = 2;
-	o->base[B_DEVICE] = o->base[B_HOST] = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":w:s:p:L:b:n:qh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'w':
-			/* window is a pattern of read kernels, not a kernel of its own. */
-			o->window = !strcmp(optarg, "window");
-			if (o->window) {
-				o->wl = GPU_WL_READ;
-			} else if (gpu_workload_parse(optarg, &o->wl)) {
-				fprintf(stderr,
-					PROG ": --workload %s: unknown workload (expected read, "
-					     "write, copy, gather or window)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 's':
-			o->nsizes = tool_parse_sizes(PROG, "--size", optarg, o->sizes, MAX_SIZES);
-			if (o->nsizes < 0)
-				return 2;
-			break;
-		case 'p':
-			if (!strcmp(optarg, "none")) {
-				policy_none = 1;
-				break;
-			}
-			c = add_policies(o, optarg);
-			if (c)
-				return c == -1 ? 1 : 2;
-			break;
-		case 'L':
-			if (vmmx_parse_size(optarg, 100, &lim)) {
-				fprintf(stderr,
-					PROG ": --device-limit %s: bad size: expected a size "
-					     "such as 4GiB or a share such as 50%%\n",
-					optarg);
-				return 2;
-			}
-			o->device_limit = optarg;
-			break;
-		case 'b':
-			if (set_baselines(o, optarg))
-				return 2;
-			base_set = 1;
-			break;
-		case O_WIN:
-			if (parse_one_size("--window", optarg, &o->win))
-				return 2;
-			win_opt = 1;
-			break;
-		case O_STEPS:
-			if (parse_count("--steps", optarg, 1, &o->steps))
-				return 2;
-			win_opt = 1;
-			break;
-		case O_PASSES:
-			if (parse_count("--passes", optarg, 1, &o->passes))
-				return 2;
-			win_opt = 1;
-			break;
-		case O_WS:
-			if (parse_one_size("--working-set", optarg, &o->ws))
-				return 2;
-			break;
-		case 'n':
-			if (parse_count("--iters", optarg, 1, &o->iters))
-				return 2;
-			iters_set = 1;
-			break;
-		case O_WARMUP:
-			if (parse_count("--warmup", optarg, 0, &o->warmup))
-				return 2;
-			break;
-		case O_CSV:
-			o->csv = 1;
-			break;
-		case O_JSON:
-			o->json = 1;
-			break;
-		case O_PLOT:
-			o->plot = optarg;
-			break;
-		case O_FREE:
-			if (parse_one_size("--assume-free", optarg, &o->assume_free))
-				return 2;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		case ':':
-			fprintf(stderr, PROG ": %s needs an argument\n", argv[optind - 1]);
-			usage(stderr);
-			return 2;
-		default:
-			fprintf(stderr, PROG ": unknown option %s\n", argv[optind - 1]);
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", argv[optind]);
-		usage(stderr);
+	if (vmmx_parse_size(s, 100, &lim)) {
+		fprintf(stderr,
+			PROG ": --device-limit %s: bad size: expected a size such as 4GiB or a "
+			     "share such as 50%%\n",
+			s);
 		return 2;
 	}
-	if (o->csv && o->json) {
-		fprintf(stderr, PROG ": --csv and --json exclude each other\n");
+	*(const char **)dest = s;
+	return 0;
+}
+
+static int opt_baselines(void *dest, const char *s)
+{
+	return set_baselines(dest, s) ? 2 : 0;
+}
+
+/* What the options leave to be checked together, and the window's defaults. */
+static int check_opts(struct opts *o, int iters_set, int base_set, int win_opt)
+{
+	if (tool_opts_exclusive(PROG, o->csv, "--csv", o->json, "--json"))
 		return 2;
-	}
 	if (win_opt && !o->window) {
 		fprintf(stderr, PROG ": --window, --steps and --passes apply to the window "
 				     "workload only\n");
@@ -433,7 +332,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		if (!base_set)
 			o->base[B_MANAGED_PREFETCH] = 1;
 	}
-	if (!o->npolicies && !policy_none) {
+	if (!o->npolicies && !o->policy_none) {
 		/* window: the policy that migrates against the one that does not. */
 		int n = o->window ? 2 : 1;
 
@@ -445,6 +344,42 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	return 0;
+}
+
+/* Counts are bounded so a typo cannot ask for days of runs. */
+#define COUNT_MAX 10000
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	int iters_set = 0, base_set = 0, win_opt = 0, rc;
+	const struct tool_opt tab[] = {
+	    tool_opt_fn("workload", 'w', opt_workload, o, NULL),
+	    tool_opt_sizes("size", 's', o->sizes, MAX_SIZES, &o->nsizes),
+	    tool_opt_fn("policy", 'p', opt_policy, o, NULL),
+	    tool_opt_fn("device-limit", 'L', opt_limit, &o->device_limit, NULL),
+	    tool_opt_fn("baselines", 'b', opt_baselines, o, &base_set),
+	    tool_opt_size("working-set", &o->ws, NULL),
+	    tool_opt_size("window", &o->win, &win_opt),
+	    tool_opt_count("steps", 0, &o->steps, 1, COUNT_MAX, &win_opt),
+	    tool_opt_count("passes", 0, &o->passes, 1, COUNT_MAX, &win_opt),
+	    tool_opt_count("iters", 'n', &o->iters, 1, COUNT_MAX, &iters_set),
+	    tool_opt_count("warmup", 0, &o->warmup, 0, COUNT_MAX, NULL),
+	    tool_opt_csv(&o->csv),
+	    tool_opt_json(&o->json),
+	    tool_opt_plot(&o->plot),
+	    tool_opt_size("assume-free", &o->assume_free, NULL),
+	    tool_opt_quiet(&o->quiet),
+	    {0},
+	};
+
+	o->wl = GPU_WL_READ;
+	o->iters = 10;
+	o->warmup = 2;
+	o->steps = 8;
+	o->passes = 2;
+	o->base[B_DEVICE] = o->base[B_HOST] = 1;
+	rc = tool_opts_parse(PROG, usage, tab, argc, argv);
+	return rc ? rc : check_opts(o, iters_set, base_set, win_opt);
 }
 
 /* ---- rows ---- */
@@ -1003,337 +938,233 @@ static void print_header(struct run *R)
 		       "migrated, migr, evict, promo: vmmx_stats over the steps; dev%%: share of "
 		       "the bytes read that were in device memory; model = (device bytes read / "
 		       "cudaMalloc rate + host bytes read / cudaHostAlloc rate) / read time\n\n");
-		printf("%-10s %-28s %-10s %9s %9s %9s %10s %9s %10s %6s %6s %6s %6s %6s\n", "size",
-		       "placement", "window", "GB/s", "pass1", "+advise", "advise ms", "setup ms",
-		       "migrated", "migr", "evict", "promo", "dev%", "model");
 		return;
 	}
 	printf("GB/s from the median of %u timed runs after %u warm-up runs (best and first run "
 	       "also shown); model = (device bytes / cudaMalloc rate + host bytes / cudaHostAlloc "
 	       "rate) / measured time\n\n",
 	       R->o.iters, R->o.warmup);
-	printf("%-10s %-28s %9s %9s %9s %10s %9s %10s %10s %6s %6s\n", "size", "placement", "GB/s",
-	       "best", "cold", "time ms", "setup ms", "device", "host", "host%", "model");
 }
 
-static void print_row_window(const struct row *r)
-{
-	char a[32], w[32], m[32], n[24], ev[24], pr[24];
+/* ---- the results: one tree for --json, --csv and the table ---- */
 
-	tool_fmt_size(r->size, a, sizeof(a));
-	if (r->st != ST_OK) {
-		printf("%-10s %-28s %s: %s\n", a, r->name, st_names[r->st], r->reason);
-		return;
-	}
-	snprintf(n, sizeof(n), "%llu", (unsigned long long)r->migrations);
-	snprintf(ev, sizeof(ev), "%llu", (unsigned long long)r->evictions);
-	snprintf(pr, sizeof(pr), "%llu", (unsigned long long)r->promotions);
-	printf("%-10s %-28s %-10s %9.1f %9.1f %9.1f %10.2f %9.2f %10s %6s %6s %6s ", a, r->name,
-	       tool_fmt_size(r->win, w, sizeof(w)), tool_gbps(r->read_bytes, r->read_s),
-	       tool_gbps(r->pass1_bytes, r->pass1_s), tool_gbps(r->read_bytes, r->read_s + r->advise_s),
-	       r->advise_s * 1e3, r->setup * 1e3,
-	       r->stats_known ? tool_fmt_size(r->migrated_bytes, m, sizeof(m)) : "-",
-	       r->stats_known ? n : "-", r->stats_known ? ev : "-", r->stats_known ? pr : "-");
-	if (r->read_res_known && r->dev_read + r->host_read)
-		printf("%6.1f ",
-		       100.0 * (double)r->dev_read / (double)(r->dev_read + r->host_read));
-	else
-		printf("%6s ", "?");
-	if (isfinite(r->frac))
-		printf("%6.2f\n", r->frac);
-	else
-		printf("%6s\n", "-");
+/* The members every row has, measured or not. */
+static struct rep *doc_row_head(struct rep *arr, const struct row *r)
+{
+	struct rep *o = rep_obj(arr, NULL);
+
+	rep_bytes(o, "size", r->size);
+	rep_str(o, "placement", r->name);
+	rep_str(o, "kind", r->kind);
+	rep_str(o, "status", st_names[r->st]);
+	rep_str(o, "reason", r->reason);
+	if (r->st != ST_OK)
+		rep_table_only(rep_strf(o, "status_text", "%s: %s", st_names[r->st], r->reason));
+	return o;
 }
 
-static void print_row(const struct row *r)
+static void doc_residency(struct rep *o, int known, uint64_t dev, uint64_t host)
 {
-	char a[32], d[32], h[32];
-
-	tool_fmt_size(r->size, a, sizeof(a));
-	if (r->st != ST_OK) {
-		printf("%-10s %-28s %s: %s\n", a, r->name, st_names[r->st], r->reason);
-		return;
-	}
-	printf("%-10s %-28s %9.1f %9.1f ", a, r->name, tool_gbps(r->moved, r->t.median),
-	       tool_gbps(r->moved, r->t.best));
-	/* No warm-up run: no cold figure. */
-	if (isfinite(r->t.cold))
-		printf("%9.1f ", tool_gbps(r->moved, r->t.cold));
-	else
-		printf("%9s ", "-");
-	printf("%10.3f %9.2f ", r->t.median * 1e3, r->setup * 1e3);
-	if (r->res_known)
-		printf("%10s %10s %6.1f ", tool_fmt_size(r->dev_bytes, d, sizeof(d)),
-		       tool_fmt_size(r->host_bytes, h, sizeof(h)),
-		       100.0 * (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes));
-	else
-		printf("%10s %10s %6s ", "?", "?", "?");
-	if (isfinite(r->frac))
-		printf("%6.2f\n", r->frac);
-	else
-		printf("%6s\n", "-");
+	rep_bytes(o, "device_bytes", known ? dev : UINT64_MAX);
+	rep_bytes(o, "host_bytes", known ? host : UINT64_MAX);
 }
 
-static void csv_str(const char *s)
+static void doc_row_tail(struct rep *o, const struct row *r)
 {
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"')
-			putchar('"');
-		putchar(*s);
-	}
-	putchar('"');
+	rep_num(o, "model_time_s", r->model);
+	rep_num(o, "model_fraction", r->frac);
+	if (r->note)
+		rep_str(o, "note", r->note);
 }
 
-static void csv_num(double v)
+static void doc_row(struct rep *arr, const struct row *r)
 {
-	if (isfinite(v))
-		printf("%.9g", v);
+	int ok = r->st == ST_OK, res = ok && r->res_known;
+	struct rep *o = doc_row_head(arr, r);
+
+	rep_bytes(o, "bytes_moved", r->moved);
+	rep_num(o, "gbps", ok ? tool_gbps(r->moved, r->t.median) : NAN);
+	rep_num(o, "gbps_best", ok ? tool_gbps(r->moved, r->t.best) : NAN);
+	rep_num(o, "gbps_cold", ok ? tool_gbps(r->moved, r->t.cold) : NAN);
+	rep_num(o, "time_s", ok ? r->t.median : NAN);
+	rep_num(o, "time_best_s", ok ? r->t.best : NAN);
+	rep_num(o, "time_cold_s", ok ? r->t.cold : NAN);
+	rep_num(o, "setup_s", ok ? r->setup : NAN);
+	doc_residency(o, res, r->dev_bytes, r->host_bytes);
+	rep_num(o, "host_fraction",
+		res ? (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes) : NAN);
+	doc_row_tail(o, r);
 }
 
-static void print_csv_header(const struct run *R)
+static void doc_row_window(const struct run *R, struct rep *arr, const struct row *r)
 {
+	int ok = r->st == ST_OK, rd = ok && r->read_res_known && r->dev_read + r->host_read;
+	int st = ok && r->stats_known;
+	struct rep *o = doc_row_head(arr, r);
+
+	rep_bytes(o, "window_bytes", r->win);
+	rep_int(o, "steps", R->o.steps);
+	rep_int(o, "passes", R->o.passes);
+	rep_int(o, "reads_per_step", R->o.iters);
+	rep_bytes(o, "bytes_read", ok ? r->read_bytes : 0);
+	rep_num(o, "read_s", ok ? r->read_s : NAN);
+	rep_num(o, "gbps", ok ? tool_gbps(r->read_bytes, r->read_s) : NAN);
+	rep_num(o, "gbps_pass1", ok ? tool_gbps(r->pass1_bytes, r->pass1_s) : NAN);
+	rep_num(o, "advise_s", ok ? r->advise_s : NAN);
+	rep_num(o, "gbps_with_advise", ok ? tool_gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
+	rep_num(o, "setup_s", ok ? r->setup : NAN);
+	doc_residency(o, ok && r->res_known, r->dev_bytes, r->host_bytes);
+	rep_bytes(o, "device_read_bytes", rd ? r->dev_read : UINT64_MAX);
+	rep_bytes(o, "host_read_bytes", rd ? r->host_read : UINT64_MAX);
+	rep_num(o, "device_read_fraction",
+		rd ? (double)r->dev_read / (double)(r->dev_read + r->host_read) : NAN);
+	rep_bytes(o, "migrations", st ? r->migrations : UINT64_MAX);
+	rep_bytes(o, "migrated_bytes", st ? r->migrated_bytes : UINT64_MAX);
+	rep_bytes(o, "evictions", st ? r->evictions : UINT64_MAX);
+	rep_bytes(o, "promotions", st ? r->promotions : UINT64_MAX);
+	rep_bytes(o, "setup_migrated_bytes", st ? r->setup_migrated : UINT64_MAX);
+	rep_bytes(o, "setup_evictions", st ? r->setup_evictions : UINT64_MAX);
+	doc_row_tail(o, r);
+}
+
+static void doc_head(struct run *R, struct rep *doc)
+{
+	struct rep *o;
+
+	o = rep_doc_head(doc, PROG, R->info.backend, R->sim,
+			 "simulated backend: not GPU figures; workloads are vmmx_memcpy copies "
+			 "timed with clock_gettime",
+			 R->info.device, R->info.device_name);
+	rep_bytes(o, "total_bytes", R->info.device_total);
+	rep_bytes(doc, "device_limit", R->info.device_limit);
+	rep_str(doc, "workload", wl_name(R));
 	if (R->o.window) {
-		printf("size_bytes,placement,kind,status,reason,window_bytes,steps,passes,"
-		       "reads_per_step,bytes_read,read_s,gbps,gbps_pass1,advise_s,gbps_with_advise,"
-		       "setup_s,device_read_bytes,host_read_bytes,device_read_fraction,migrations,"
-		       "migrated_bytes,evictions,promotions,setup_migrated_bytes,setup_evictions,"
-		       "model_time_s,model_fraction,note\n");
-		return;
+		o = rep_obj(doc, "window");
+		rep_bytes(o, "bytes", R->o.win ? R->o.win : UINT64_MAX);
+		rep_int(o, "steps", R->o.steps);
+		rep_int(o, "passes", R->o.passes);
+		rep_int(o, "reads_per_step", R->o.iters);
 	}
-	printf("size_bytes,placement,kind,status,reason,bytes_moved,gbps,gbps_best,gbps_cold,"
-	       "time_s,time_best_s,time_cold_s,setup_s,device_bytes,host_bytes,host_fraction,"
-	       "model_time_s,model_fraction,note\n");
-}
-
-static void print_csv_row_window(const struct run *R, const struct row *r)
-{
-	int ok = r->st == ST_OK;
-
-	printf("%llu,", (unsigned long long)r->size);
-	csv_str(r->name);
-	printf(",%s,%s,", r->kind, st_names[r->st]);
-	csv_str(r->reason);
-	printf(",%llu,%u,%u,%u,%llu,", (unsigned long long)r->win, R->o.steps, R->o.passes,
-	       R->o.iters, (unsigned long long)(ok ? r->read_bytes : 0));
-	csv_num(ok ? r->read_s : NAN);
-	putchar(',');
-	csv_num(ok ? tool_gbps(r->read_bytes, r->read_s) : NAN);
-	putchar(',');
-	csv_num(ok ? tool_gbps(r->pass1_bytes, r->pass1_s) : NAN);
-	putchar(',');
-	csv_num(ok ? r->advise_s : NAN);
-	putchar(',');
-	csv_num(ok ? tool_gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
-	putchar(',');
-	csv_num(ok ? r->setup : NAN);
-	putchar(',');
-	if (ok && r->read_res_known && r->dev_read + r->host_read)
-		printf("%llu,%llu,%.6f,", (unsigned long long)r->dev_read,
-		       (unsigned long long)r->host_read,
-		       (double)r->dev_read / (double)(r->dev_read + r->host_read));
-	else
-		printf(",,,");
-	if (ok && r->stats_known)
-		printf("%llu,%llu,%llu,%llu,%llu,%llu,", (unsigned long long)r->migrations,
-		       (unsigned long long)r->migrated_bytes, (unsigned long long)r->evictions,
-		       (unsigned long long)r->promotions, (unsigned long long)r->setup_migrated,
-		       (unsigned long long)r->setup_evictions);
-	else
-		printf(",,,,,,");
-	csv_num(r->model);
-	putchar(',');
-	csv_num(r->frac);
-	putchar(',');
-	csv_str(r->note ? r->note : "");
-	putchar('\n');
-}
-
-static void print_csv_row(const struct row *r)
-{
-	int ok = r->st == ST_OK;
-
-	printf("%llu,", (unsigned long long)r->size);
-	csv_str(r->name);
-	printf(",%s,%s,", r->kind, st_names[r->st]);
-	csv_str(r->reason);
-	printf(",%llu,", (unsigned long long)r->moved);
-	csv_num(ok ? tool_gbps(r->moved, r->t.median) : NAN);
-	putchar(',');
-	csv_num(ok ? tool_gbps(r->moved, r->t.best) : NAN);
-	putchar(',');
-	csv_num(ok ? tool_gbps(r->moved, r->t.cold) : NAN);
-	putchar(',');
-	csv_num(ok ? r->t.median : NAN);
-	putchar(',');
-	csv_num(ok ? r->t.best : NAN);
-	putchar(',');
-	csv_num(ok ? r->t.cold : NAN);
-	putchar(',');
-	csv_num(ok ? r->setup : NAN);
-	putchar(',');
-	if (ok && r->res_known)
-		printf("%llu,%llu,%.6f,", (unsigned long long)r->dev_bytes,
-		       (unsigned long long)r->host_bytes,
-		       (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes));
-	else
-		printf(",,,");
-	csv_num(r->model);
-	putchar(',');
-	csv_num(r->frac);
-	putchar(',');
-	csv_str(r->note ? r->note : "");
-	putchar('\n');
-}
-
-/* The rest of a window row's JSON object, after "reason", and its closing brace. */
-static void json_window_row(FILE *f, const struct row *r)
-{
-	int ok = r->st == ST_OK;
-
-	fprintf(f, ",\"window_bytes\":%llu,\"bytes_read\":%llu,\"read_s\":",
-		(unsigned long long)r->win, (unsigned long long)(ok ? r->read_bytes : 0));
-	tool_json_num(f, ok ? r->read_s : NAN);
-	fprintf(f, ",\"gbps\":");
-	tool_json_num(f, ok ? tool_gbps(r->read_bytes, r->read_s) : NAN);
-	fprintf(f, ",\"gbps_pass1\":");
-	tool_json_num(f, ok ? tool_gbps(r->pass1_bytes, r->pass1_s) : NAN);
-	fprintf(f, ",\"advise_s\":");
-	tool_json_num(f, ok ? r->advise_s : NAN);
-	fprintf(f, ",\"gbps_with_advise\":");
-	tool_json_num(f, ok ? tool_gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
-	fprintf(f, ",\"setup_s\":");
-	tool_json_num(f, ok ? r->setup : NAN);
-	if (ok && r->res_known)
-		fprintf(f, ",\"device_bytes\":%llu,\"host_bytes\":%llu",
-			(unsigned long long)r->dev_bytes, (unsigned long long)r->host_bytes);
-	else
-		fprintf(f, ",\"device_bytes\":null,\"host_bytes\":null");
-	if (ok && r->read_res_known && r->dev_read + r->host_read)
-		fprintf(f,
-			",\"device_read_bytes\":%llu,\"host_read_bytes\":%llu,"
-			"\"device_read_fraction\":%.6f",
-			(unsigned long long)r->dev_read, (unsigned long long)r->host_read,
-			(double)r->dev_read / (double)(r->dev_read + r->host_read));
-	else
-		fprintf(f, ",\"device_read_bytes\":null,\"host_read_bytes\":null,"
-			   "\"device_read_fraction\":null");
-	if (ok && r->stats_known)
-		fprintf(f,
-			",\"migrations\":%llu,\"migrated_bytes\":%llu,\"evictions\":%llu,"
-			"\"promotions\":%llu,\"setup_migrated_bytes\":%llu,"
-			"\"setup_evictions\":%llu",
-			(unsigned long long)r->migrations, (unsigned long long)r->migrated_bytes,
-			(unsigned long long)r->evictions, (unsigned long long)r->promotions,
-			(unsigned long long)r->setup_migrated,
-			(unsigned long long)r->setup_evictions);
-	else
-		fprintf(f, ",\"migrations\":null,\"migrated_bytes\":null,\"evictions\":null,"
-			   "\"promotions\":null,\"setup_migrated_bytes\":null,"
-			   "\"setup_evictions\":null");
-	fprintf(f, ",\"model_time_s\":");
-	tool_json_num(f, r->model);
-	fprintf(f, ",\"model_fraction\":");
-	tool_json_num(f, r->frac);
-	if (r->note) {
-		fprintf(f, ",\"note\":");
-		tool_json_str(f, r->note);
-	}
-	fputc('}', f);
-}
-
-static void print_json(struct run *R)
-{
-	FILE *f = stdout;
-
-	fprintf(f, "{\"tool\":\"vmmx-place\",\"version\":");
-	tool_json_str(f, PACKAGE_VERSION);
-	fprintf(f, ",\"backend\":");
-	tool_json_str(f, R->info.backend);
-	fprintf(f, ",\"gpu_figures\":%s", R->sim ? "false" : "true");
-	if (R->sim)
-		fprintf(f,
-			",\"note\":\"simulated backend: not GPU figures; workloads are vmmx_memcpy "
-			"copies timed with clock_gettime\"");
-	fprintf(f, ",\"device\":{\"ordinal\":%d,\"name\":", R->info.device);
-	tool_json_str(f, R->info.device_name);
-	fprintf(f, ",\"total_bytes\":%llu}", (unsigned long long)R->info.device_total);
-	fprintf(f, ",\"device_limit\":");
-	if (R->info.device_limit == UINT64_MAX)
-		fputs("null", f);
-	else
-		fprintf(f, "%llu", (unsigned long long)R->info.device_limit);
-	fprintf(f, ",\"workload\":");
-	tool_json_str(f, wl_name(R));
-	if (R->o.window) {
-		fprintf(f, ",\"window\":{\"bytes\":");
-		if (R->o.win)
-			fprintf(f, "%llu", (unsigned long long)R->o.win);
-		else
-			fputs("null", f);
-		fprintf(f, ",\"steps\":%u,\"passes\":%u,\"reads_per_step\":%u}", R->o.steps,
-			R->o.passes, R->o.iters);
-	}
-	fprintf(f, ",\"working_set\":");
-	if (R->o.ws)
-		fprintf(f, "%llu", (unsigned long long)R->o.ws);
-	else
-		fputs("null", f);
+	rep_bytes(doc, "working_set", R->o.ws ? R->o.ws : UINT64_MAX);
 	/* window: every read counts (bytes over time, pass 1 included); no warm-up. */
-	if (R->o.window)
-		fprintf(f, ",\"timing\":{\"figure\":\"mean\",\"warmup\":0,\"runs\":%u}",
-			R->o.iters);
-	else
-		fprintf(f, ",\"timing\":{\"figure\":\"median\",\"warmup\":%u,\"runs\":%u}",
-			R->o.warmup, R->o.iters);
-	fprintf(f, ",\"results\":[");
-	for (size_t i = 0; i < R->nrows; i++) {
-		const struct row *r = &R->rows[i];
-		int ok = r->st == ST_OK;
+	o = rep_obj(doc, "timing");
+	rep_str(o, "figure", R->o.window ? "mean" : "median");
+	rep_int(o, "warmup", R->o.window ? 0 : R->o.warmup);
+	rep_int(o, "runs", R->o.iters);
+}
 
-		fprintf(f, "%s\n{\"size\":%llu,\"placement\":", i ? "," : "",
-			(unsigned long long)r->size);
-		tool_json_str(f, r->name);
-		fprintf(f, ",\"kind\":\"%s\",\"status\":\"%s\",\"reason\":", r->kind,
-			st_names[r->st]);
-		tool_json_str(f, r->reason);
-		if (R->o.window) {
-			json_window_row(f, r);
-			continue;
-		}
-		fprintf(f, ",\"bytes_moved\":%llu,\"gbps\":", (unsigned long long)r->moved);
-		tool_json_num(f, ok ? tool_gbps(r->moved, r->t.median) : NAN);
-		fprintf(f, ",\"gbps_best\":");
-		tool_json_num(f, ok ? tool_gbps(r->moved, r->t.best) : NAN);
-		fprintf(f, ",\"gbps_cold\":");
-		tool_json_num(f, ok ? tool_gbps(r->moved, r->t.cold) : NAN);
-		fprintf(f, ",\"time_s\":");
-		tool_json_num(f, ok ? r->t.median : NAN);
-		fprintf(f, ",\"time_best_s\":");
-		tool_json_num(f, ok ? r->t.best : NAN);
-		fprintf(f, ",\"time_cold_s\":");
-		tool_json_num(f, ok ? r->t.cold : NAN);
-		fprintf(f, ",\"setup_s\":");
-		tool_json_num(f, ok ? r->setup : NAN);
-		if (ok && r->res_known)
-			fprintf(f,
-				",\"device_bytes\":%llu,\"host_bytes\":%llu,\"host_fraction\":%.6f",
-				(unsigned long long)r->dev_bytes, (unsigned long long)r->host_bytes,
-				(double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes));
+/* Rows are added as they are measured: after each size, once its model is known. */
+static void doc_rows(struct run *R, struct rep *doc, size_t first, size_t end)
+{
+	struct rep *arr = (struct rep *)rep_get(doc, "results");
+
+	if (!arr)
+		arr = rep_arr(doc, "results");
+	for (size_t i = first; i < end; i++) {
+		if (R->o.window)
+			doc_row_window(R, arr, &R->rows[i]);
 		else
-			fprintf(
-			    f, ",\"device_bytes\":null,\"host_bytes\":null,\"host_fraction\":null");
-		fprintf(f, ",\"model_time_s\":");
-		tool_json_num(f, r->model);
-		fprintf(f, ",\"model_fraction\":");
-		tool_json_num(f, r->frac);
-		if (r->note) {
-			fprintf(f, ",\"note\":");
-			tool_json_str(f, r->note);
-		}
-		fputc('}', f);
+			doc_row(arr, &R->rows[i]);
 	}
-	fprintf(f, "\n]}\n");
+}
+
+static const struct rep_col place_cols[] = {
+    {.key = "size", .head = "size", .fmt = REP_F_SIZE, .csv = "size_bytes"},
+    {.key = "placement", .head = "placement", .fmt = REP_F_QTEXT},
+    {.key = "kind", .head = "kind"},
+    {.key = "status", .head = "status"},
+    {.key = "reason", .head = "reason", .fmt = REP_F_QTEXT},
+    {.key = "bytes_moved", .head = "moved", .fmt = REP_F_SIZE},
+    {.key = "gbps", .head = "GB/s", .fmt = REP_F_FIX, .prec = 1, .right = 1},
+    {.key = "gbps_best", .head = "best", .fmt = REP_F_FIX, .prec = 1, .right = 1},
+    {.key = "gbps_cold", .head = "cold", .fmt = REP_F_FIX, .prec = 1, .right = 1},
+    {.key = "time_s", .head = "time ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
+    {.key = "time_best_s", .head = "best ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
+    {.key = "time_cold_s", .head = "cold ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
+    {.key = "setup_s", .head = "setup ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
+    {.key = "device_bytes", .head = "device", .fmt = REP_F_SIZE, .right = 1},
+    {.key = "host_bytes", .head = "host", .fmt = REP_F_SIZE, .right = 1},
+    {.key = "host_fraction", .head = "host%", .fmt = REP_F_PCT, .prec = 1, .right = 1},
+    {.key = "model_time_s", .head = "model ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
+    {.key = "model_fraction", .head = "model", .fmt = REP_F_FIX, .prec = 2, .right = 1},
+    {.key = "note", .head = "note", .fmt = REP_F_QTEXT},
+};
+static const struct rep_col window_cols[] = {
+    {.key = "size", .head = "size", .fmt = REP_F_SIZE, .csv = "size_bytes"},
+    {.key = "placement", .head = "placement", .fmt = REP_F_QTEXT},
+    {.key = "kind", .head = "kind"},
+    {.key = "status", .head = "status"},
+    {.key = "reason", .head = "reason", .fmt = REP_F_QTEXT},
+    {.key = "window_bytes", .head = "window", .fmt = REP_F_SIZE},
+    {.key = "steps", .head = "steps", .fmt = REP_F_INT},
+    {.key = "passes", .head = "passes", .fmt = REP_F_INT},
+    {.key = "reads_per_step", .head = "reads", .fmt = REP_F_INT},
+    {.key = "bytes_read", .head = "read", .fmt = REP_F_SIZE},
+    {.key = "read_s", .head = "read ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
+    {.key = "gbps", .head = "GB/s", .fmt = REP_F_FIX, .prec = 1, .right = 1},
+    {.key = "gbps_pass1", .head = "pass1", .fmt = REP_F_FIX, .prec = 1, .right = 1},
+    {.key = "advise_s", .head = "advise ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
+    {.key = "gbps_with_advise", .head = "+advise", .fmt = REP_F_FIX, .prec = 1, .right = 1},
+    {.key = "setup_s", .head = "setup ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
+    {.key = "device_read_bytes", .head = "dev read", .fmt = REP_F_SIZE, .right = 1},
+    {.key = "host_read_bytes", .head = "host read", .fmt = REP_F_SIZE, .right = 1},
+    {.key = "device_read_fraction", .head = "dev%", .fmt = REP_F_PCT, .prec = 1, .right = 1},
+    {.key = "migrations", .head = "migr", .fmt = REP_F_INT, .right = 1},
+    {.key = "migrated_bytes", .head = "migrated", .fmt = REP_F_SIZE, .right = 1},
+    {.key = "evictions", .head = "evict", .fmt = REP_F_INT, .right = 1},
+    {.key = "promotions", .head = "promo", .fmt = REP_F_INT, .right = 1},
+    {.key = "setup_migrated_bytes", .head = "setup migrated", .fmt = REP_F_SIZE},
+    {.key = "setup_evictions", .head = "setup evict", .fmt = REP_F_INT},
+    {.key = "model_time_s", .head = "model ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
+    {.key = "model_fraction", .head = "model", .fmt = REP_F_FIX, .prec = 2, .right = 1},
+    {.key = "note", .head = "note", .fmt = REP_F_QTEXT},
+};
+
+/* The table: the columns people read, picked from the CSV's by key. */
+static const char *const table_keys[] = {
+    "size",	"placement", "gbps",	     "gbps_best",     "gbps_cold",	"time_s",
+    "setup_s", "device_bytes", "host_bytes", "host_fraction", "model_fraction", NULL,
+};
+static const char *const window_table_keys[] = {
+    "size",	"placement",	     "window_bytes", "gbps",	   "gbps_pass1",
+    "gbps_with_advise", "advise_s", "setup_s",      "migrated_bytes", "migrations",
+    "evictions", "promotions", "device_read_fraction", "model_fraction", NULL,
+};
+
+static size_t pick_cols(const struct rep_col *all, size_t n, const char *const *keys,
+			struct rep_col *out)
+{
+	size_t k = 0;
+
+	for (; *keys; keys++)
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(all[i].key, *keys))
+				out[k++] = all[i];
+	return k;
+}
+
+static void print_results(struct run *R, const struct rep *doc)
+{
+	const struct rep_col *all = R->o.window ? window_cols : place_cols;
+	size_t n = R->o.window ? sizeof(window_cols) / sizeof(window_cols[0])
+			       : sizeof(place_cols) / sizeof(place_cols[0]);
+	struct rep_col cols[sizeof(window_cols) / sizeof(window_cols[0])];
+	struct rep_view v = {.cols = all, .ncols = n, .span = "status_text", .nkeys = 2};
+	const struct rep *rows = rep_get(doc, "results");
+	struct rep *none = rep_new();
+
+	if (!rows)
+		rows = rep_arr(none, "results");
+	if (R->o.json) {
+		rep_json(stdout, doc);
+	} else if (R->o.csv) {
+		rep_csv(stdout, rows, &v);
+	} else {
+		v.cols = cols;
+		v.ncols = pick_cols(all, n, R->o.window ? window_table_keys : table_keys, cols);
+		rep_table(stdout, rows, &v);
+	}
+	rep_free(none);
 }
 
 /* ---- plot ---- */
@@ -1349,23 +1180,14 @@ static int cmp_pt(const void *a, const void *b)
 	return p->x < q->x ? -1 : p->x > q->x;
 }
 
-static int write_plot(struct run *R)
+/* One series per placement name, in order of first appearance; points by host share. */
+static size_t plot_series(struct run *R, struct rep *chart, struct pt *pts)
 {
-	struct plot_series *s = calloc(R->nrows ? R->nrows : 1, sizeof(*s));
-	double *xs = calloc(R->nrows ? R->nrows : 1, sizeof(double));
-	double *ys = calloc(R->nrows ? R->nrows : 1, sizeof(double));
-	struct pt *pts = calloc(R->nrows ? R->nrows : 1, sizeof(*pts));
-	char title[160];
-	size_t ns = 0, used = 0, npts = 0;
-	int err = -1;
+	size_t npts = 0;
 
-	if (!s || !xs || !ys || !pts) {
-		fprintf(stderr, PROG ": --plot: out of memory\n");
-		goto out;
-	}
-	/* One series per placement name, in order of first appearance. */
 	for (size_t i = 0; i < R->nrows; i++) {
 		const char *name = R->rows[i].name;
+		struct rep *s;
 		size_t n = 0, j;
 
 		for (j = 0; j < i && strcmp(R->rows[j].name, name); j++)
@@ -1384,48 +1206,45 @@ static int write_plot(struct run *R)
 		if (!n)
 			continue;
 		qsort(pts, n, sizeof(*pts), cmp_pt);
-		for (j = 0; j < n; j++) {
-			xs[used + j] = pts[j].x;
-			ys[used + j] = pts[j].y;
-		}
-		s[ns].name = name;
-		s[ns].x = xs + used;
-		s[ns].y = ys + used;
-		s[ns].n = n;
-		used += n;
+		s = rep_series(chart, name);
+		for (j = 0; j < n; j++)
+			rep_point(s, pts[j].x, pts[j].y);
 		npts += n;
-		ns++;
 	}
+	return npts;
+}
+
+/* The chart of the results (not for the window workload): points by host share. */
+static size_t chart_place(struct run *R, struct rep *doc)
+{
+	struct pt *pts = calloc(R->nrows ? R->nrows : 1, sizeof(*pts));
+	char title[160];
+	size_t n;
+
+	if (!pts || R->o.window) {
+		free(pts);
+		return 0;
+	}
+	snprintf(title, sizeof(title), "vmmx-place: %s on %s%s", gpu_workload_name(R->o.wl),
+		 R->info.device_name, R->sim ? " (SIMULATED, not GPU figures)" : "");
+	n = plot_series(R,
+			rep_chart(doc, "place", title, "share of the buffer in host memory", NULL,
+				  0, "bandwidth (median)", "GB/s"),
+			pts);
+	free(pts);
+	return n;
+}
+
+static int write_plot(struct run *R, const struct rep *doc, size_t npts)
+{
 	if (!npts) {
 		fprintf(stderr,
 			PROG ": --plot %s: no measured placement with a known residency to "
 			     "plot\n",
 			R->o.plot);
-		goto out;
+		return -1;
 	}
-	snprintf(title, sizeof(title), "vmmx-place: %s on %s%s", gpu_workload_name(R->o.wl),
-		 R->info.device_name, R->sim ? " (SIMULATED, not GPU figures)" : "");
-	{
-		struct plot p = {
-		    .title = title,
-		    .xlabel = "share of the buffer in host memory",
-		    .ylabel = "GB/s (median)",
-		    .series = s,
-		    .nseries = ns,
-		    .xmin = 0,
-		    .xmax = 1,
-		};
-
-		err = plot_png(R->o.plot, &p);
-		if (err)
-			fprintf(stderr, PROG ": --plot %s: %s\n", R->o.plot, strerror(-err));
-	}
-out:
-	free(s);
-	free(xs);
-	free(ys);
-	free(pts);
-	return err ? -1 : 0;
+	return rep_plot(doc, R->o.plot, PROG);
 }
 
 /* ---- main ---- */
@@ -1439,13 +1258,7 @@ static int open_ctx(struct run *R)
 	cfg.device_limit = R->o.device_limit;
 	err = vmmx_ctx_create(&cfg, &R->ctx);
 	if (err) {
-		const char *b = getenv("VMMX_BACKEND");
-
-		fprintf(stderr, PROG ": cannot open a libvmmx context: %s: %s\n",
-			vmmx_strerror(err), vmmx_last_error());
-		if (!b || strcmp(b, "sim"))
-			fprintf(stderr, PROG ": with no usable GPU, VMMX_BACKEND=sim runs the same "
-					     "flow on the simulated backend (not GPU figures)\n");
+		tool_ctx_error(PROG, err);
 		return -1;
 	}
 	R->info.size = sizeof(R->info);
@@ -1556,11 +1369,15 @@ int main(int argc, char **argv)
 {
 	static struct run run;
 	struct run *R = &run;
+	struct rep *doc = rep_new();
+	size_t npts;
 	int rc = 1, nb = 0;
 
 	rc = parse_opts(argc, argv, &R->o);
-	if (rc)
+	if (rc) {
+		rep_free(doc);
 		return rc < 0 ? 0 : rc;
+	}
 	rc = 1;
 	if (open_ctx(R))
 		goto out;
@@ -1582,10 +1399,9 @@ int main(int argc, char **argv)
 	}
 	if (R->sim && (R->o.csv || R->o.json) && !R->o.quiet)
 		fputs(SIM_BANNER, stderr);
-	if (R->o.csv)
-		print_csv_header(R);
-	else if (!R->o.json)
+	if (!R->o.csv && !R->o.json)
 		print_header(R);
+	doc_head(R, doc);
 	{
 		double hbm = NAN, pcie = NAN;
 
@@ -1642,27 +1458,15 @@ int main(int argc, char **argv)
 				apply_model_window(R, first, R->nrows, &hbm, &pcie);
 			else
 				apply_model(R, first, R->nrows, &hbm, &pcie);
-			for (size_t i = first; i < R->nrows; i++) {
-				if (R->o.csv && R->o.window)
-					print_csv_row_window(R, &R->rows[i]);
-				else if (R->o.csv)
-					print_csv_row(&R->rows[i]);
-				else if (R->o.json)
-					continue;
-				else if (R->o.window)
-					print_row_window(&R->rows[i]);
-				else
-					print_row(&R->rows[i]);
-			}
-			fflush(stdout);
+			doc_rows(R, doc, first, R->nrows);
 		}
 	}
-	if (R->o.json)
-		print_json(R);
-	else if (!R->o.csv && R->sim)
+	npts = chart_place(R, doc);
+	print_results(R, doc);
+	if (!R->o.json && !R->o.csv && R->sim)
 		printf("\n(simulated backend: not GPU figures)\n");
 	rc = R->failed ? 1 : 0;
-	if (R->o.plot && write_plot(R))
+	if (R->o.plot && write_plot(R, doc, npts))
 		rc = 1;
 	goto out;
 oom:
@@ -1677,5 +1481,6 @@ out:
 	for (int i = 0; i < R->o.npolicies; i++)
 		free(R->o.policies[i]);
 	free(R->rows);
+	rep_free(doc);
 	return rc;
 }

@@ -7,6 +7,8 @@
 #   pycheck DESCRIPTION FILE EXPR  EXPR (Python, over d = the JSON in FILE;
 #                                r = d["results"] and row(size, placement) for
 #                                vmmx-place output) is true; skipped without python3
+#   $plot_why                    empty when vmmx-plot can draw (matplotlib is
+#                                there), else why not: plot tests skip with it
 for v in $(env | sed -n 's/^\(VMMX_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
 VMMX_BACKEND=sim
 export VMMX_BACKEND
@@ -31,4 +33,20 @@ sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3" 2>"$tmp/py.err"
 	st=$?
 	check $st "$1"
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/py.err"
+}
+
+# vmmx-plot from the build tree, its module from the source tree.
+PYTHONPATH="$top_srcdir/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH
+plot_why=
+if [ -z "$py" ]; then
+	plot_why="no python3"
+elif ! "$top_builddir/tools/vmmx-plot" --check >/dev/null 2>"$tmp/plot.why"; then
+	plot_why=$(head -n 1 "$tmp/plot.why")
+	plot_why=${plot_why:-vmmx-plot --check failed}
+fi
+# png_ok FILE: a PNG (its signature) of 1 byte to 100 KB.
+png_ok() {
+	[ "$(od -An -tx1 -N8 "$1" | tr -d ' \n')" = "89504e470d0a1a0a" ] &&
+		[ "$(wc -c <"$1")" -gt 0 ] && [ "$(wc -c <"$1")" -lt 102400 ]
 }
