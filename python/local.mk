@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: MIT
+# The vmmx Python package: pure Python over libvmmx's exported API (ctypes),
+# installed into $(pythondir) when configure found a python, with the
+# vmmx-torch-bench command.  `pip install ./python` installs the same files.
+vmmxpydir = $(pythondir)/vmmx
+vmmx_py_sources = %D%/vmmx/__init__.py %D%/vmmx/torch.py %D%/vmmx/cupy.py %D%/vmmx/bench.py \
+	%D%/vmmx/plot.py
+if HAVE_PYTHON
+vmmxpy_PYTHON = $(vmmx_py_sources)
+nodist_vmmxpy_PYTHON = %D%/vmmx/_build.py
+bin_SCRIPTS += %D%/vmmx-torch-bench
+endif
+EXTRA_DIST += $(vmmx_py_sources) %D%/pyproject.toml %D%/README.md docs/FRAMEWORKS.md \
+	%D%/tests/conftest.py %D%/tests/test_core.py %D%/tests/test_torch.py %D%/tests/test_cupy.py \
+	%D%/tests/run.py
+CLEANFILES += %D%/vmmx/_build.py %D%/vmmx-torch-bench
+
+# Where make install puts libvmmx, for the package to find it without VMMX_LIBRARY.
+%D%/vmmx/_build.py: Makefile
+	$(AM_V_GEN)$(MKDIR_P) %D%/vmmx && \
+	printf '# SPDX-License-Identifier: MIT\n# Written by make: where make install puts libvmmx.\nLIBDIR = "%s"\n' \
+		'$(libdir)' > $@
+
+%D%/vmmx-torch-bench: Makefile
+	$(AM_V_GEN)$(MKDIR_P) %D% && \
+	printf '#!%s\n# SPDX-License-Identifier: MIT\nimport sys\nsys.path.insert(0, "%s")\nfrom vmmx.bench import main\nsys.exit(main())\n' \
+		'$(PYTHON)' '$(pythondir)' > $@ && chmod +x $@

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: MIT
+"""The vmmx package's ctypes layer over libvmmx (sim backend in CI): loading,
+errors carrying vmmx_last_error(), the process-wide allocator, prefetch and
+advice by address, statistics, threads."""
+import ctypes
+import os
+import threading
+
+import pytest
+
+import vmmx
+
+MiB = 1 << 20
+
+
+def _copy_in(ctx, dst, data):
+    buf = ctypes.create_string_buffer(data, len(data))
+    assert vmmx.library().vmmx_memcpy(ctx, dst, buf, len(data)) == 0
+
+
+def _copy_out(ctx, src, n):
+    buf = ctypes.create_string_buffer(n)
+    assert vmmx.library().vmmx_memcpy(ctx, buf, src, n) == 0
+    return buf.raw
+
+
+def test_version_and_path():
+    assert vmmx.version() >= (0, 1, 0)
+    assert vmmx.library_path()
+
+
+def test_bad_setting_raises_with_libvmmx_message():
+    if vmmx.library().vmmx_alloc_global_config(None) != 0:
+        pytest.skip("the process-wide allocator exists already")
+    vmmx.configure(device_limit="4 lots")
+    with pytest.raises(vmmx.VmmxError) as e:
+        vmmx.allocator(0)
+    assert e.value.code == 258  # VMMX_ECONFIG
+    assert "VMMX_DEVICE_LIMIT" in e.value.detail and "4 lots" in e.value.detail
+    assert "invalid configuration" in str(e.value) or e.value.name in str(e.value)
+    vmmx.configure()  # forget the bad one
+
+
+def test_unknown_setting_name_is_refused_by_the_library():
+    with pytest.raises(vmmx.VmmxError) as e:
+        vmmx.library()  # loaded
+        arr = (ctypes.c_char_p * 2)(b"POLICY=host", None)
+        vmmx._check("vmmx_alloc_global_config", vmmx.library().vmmx_alloc_global_config(arr))
+    assert e.value.code == vmmx.EINVAL
+    assert "POLICY=host" in e.value.detail
+
+
+def test_malloc_free_and_stats(vmmx_configured):
+    v = vmmx_configured
+    s0 = v.alloc_stats(0)
+    p = v.malloc(1000)
+    assert p and p % 512 == 0
+    s1 = v.alloc_stats(0)
+    assert s1["active_blocks"] == s0["active_blocks"] + 1
+    assert s1["requested_bytes"] == s0["requested_bytes"] + 1000
+    v.free(p)
+    q = v.malloc(1000)
+    assert q == p, "a freed block is reused at once"
+    v.free(q)
+    assert v.alloc_stats(0)["cache_hits"] > s1["cache_hits"]
+
+
+def test_free_of_foreign_pointer_raises(vmmx_configured):
+    with pytest.raises(vmmx.VmmxError) as e:
+        vmmx_configured.free(0x1000)
+    assert e.value.code == vmmx.EINVAL
+    assert "not an address this allocator returned" in e.value.detail
+    assert e.value.call == "vmmx_alloc_free"
+
+
+def test_data_survives_prefetch_both_ways(vmmx_configured):
+    v = vmmx_configured
+    ctx = v.context(0)
+    n = 12 * MiB
+    p = v.malloc(n)
+    try:
+        assert v.owns_segment(p, n)
+        assert not v.owns_segment(p + 4096, 4096)
+        data = os.urandom(n)
+        _copy_in(ctx, p, data)
+        v.prefetch(p, n, v.HOST)
+        assert v.lookup(p)["loc"] == "host"
+        assert v.residency(p, n) == (0, n)
+        v.prefetch(p, n)  # to the device
+        assert v.lookup(p)["loc"] == "device:0"
+        assert _copy_out(ctx, p, n) == data
+        st = v.alloc_stats(0)
+        assert st["device_allocated"] >= n
+    finally:
+        v.free(p)
+
+
+def test_prefetch_errors(vmmx_configured):
+    v = vmmx_configured
+    x = ctypes.create_string_buffer(64)
+    with pytest.raises(vmmx.VmmxError) as e:
+        v.prefetch(ctypes.addressof(x), 64)
+    assert e.value.code == vmmx.ENOENT and "in no buffer" in e.value.detail
+    with pytest.raises(vmmx.VmmxError) as e:
+        v.prefetch(ctypes.addressof(x), 64, to=v.DEVICE(7))
+    assert e.value.code == vmmx.EINVAL and "device:7" in e.value.detail
+    p = v.malloc(4096)
+    try:
+        with pytest.raises(vmmx.VmmxError) as e:
+            v.advise(p, 4096, 42)
+        assert e.value.code == vmmx.EINVAL and "advice 42" in e.value.detail
+        v.advise(p, 4096, v.ADVISE_HOT)
+    finally:
+        v.free(p)
+    assert v.lookup(ctypes.addressof(x)) is None
+
+
+def test_fallback_to_host_is_visible(vmmx_configured):
+    v = vmmx_configured
+    ptrs = [v.malloc(24 * MiB) for _ in range(4)]  # 96 MiB past a 64 MiB device limit
+    try:
+        st = v.alloc_stats(0)
+        assert st["host_reserved"] > 0 and st["device_reserved"] > 0
+        assert st["fallback_segments"] >= 1
+        ctx = v.context_stats(0)
+        assert ctx["fallbacks"] >= 1
+        assert any(loc["location"] == "host" and loc["held"] > 0 for loc in ctx["locations"])
+    finally:
+        for p in ptrs:
+            v.free(p)
+    v.empty_cache(0)
+    st = v.alloc_stats(0)
+    assert st["segments"] == 0 and st["reserved_bytes"] == 0
+
+
+def test_out_of_memory_raises(vmmx_configured):
+    v = vmmx_configured
+    ptrs = []
+    with pytest.raises(vmmx.VmmxError) as e:
+        for _ in range(64):
+            ptrs.append(v.malloc(32 * MiB))
+    for p in ptrs:
+        v.free(p)
+    v.empty_cache(0)
+    assert e.value.code == vmmx.ENOMEM
+    assert "limit" in e.value.detail
+
+
+def test_threads(vmmx_configured):
+    v = vmmx_configured
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(300):
+                p = v.malloc(512 * (1 + (i * 7 + k) % 64))
+                v.free(p)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    th = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    assert not errors
+    st = v.alloc_stats(0)
+    assert st["active_blocks"] == 0

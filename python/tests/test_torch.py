@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch over libvmmx, on a GPU: each test runs in its own process, because
+the allocator is chosen once per process.  Skipped without torch or CUDA."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device for PyTorch", allow_module_level=True)
+if os.environ.get("VMMX_BACKEND", "cuda") != "cuda":
+    pytest.skip("PyTorch needs VMMX_BACKEND=cuda (a real GPU)", allow_module_level=True)
+
+
+def run(code, **env):
+    e = dict(os.environ, **{k: str(v) for k, v in env.items()})
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=e,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+TRAIN = """
+    import torch, vmmx, vmmx.torch
+    MODE = {mode!r}
+    if MODE:
+        vmmx.torch.enable(mode=MODE, device_limit="{limit}")
+    torch.manual_seed(0)
+    layers = []
+    for i in range(12):
+        layers += [torch.nn.Linear(4096, 4096, dtype=torch.bfloat16), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    if MODE and {offload}:
+        vmmx.torch.offload(model, lookahead=2)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    for step in range(3):
+        loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    print("LOSS", loss.item())
+    if MODE:
+        st = vmmx.torch.stats()
+        print("HOST", st["allocator"]["host_reserved"])
+        if MODE == "pool":
+            torch.cuda.memory_stats()  # still works
+"""
+
+
+def loss(out):
+    return float(next(l for l in out.splitlines() if l.startswith("LOSS")).split()[1])
+
+
+def host(out):
+    return int(next(l for l in out.splitlines() if l.startswith("HOST")).split()[1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode,offload", [("pool", False), ("allocator", False), ("pool", True)])
+def test_training_matches_native_with_part_of_the_model_in_host_memory(mode, offload):
+    # 12 x 32 MiB of bf16 weights, their gradients and two AdamW states: about 1.5 GiB;
+    # 640 MiB on the device
+    native = run(TRAIN.format(mode=None, limit="", offload=False))
+    ours = run(TRAIN.format(mode=mode, limit="640MiB", offload=offload))
+    assert host(ours) > 0, "part of the model must live in host memory"
+    assert abs(loss(ours) - loss(native)) <= 2e-2 * max(1.0, abs(loss(native)))
+
+
+@pytest.mark.gpu
+def test_enable_too_late_is_a_clear_error():
+    out = run("""
+        import torch, vmmx, vmmx.torch
+        x = torch.ones(1024, device="cuda")
+        try:
+            vmmx.torch.enable()
+        except vmmx.VmmxError as e:
+            print("ERR", e)
+    """)
+    assert "too late" in out and "before the first CUDA tensor" in out
+
+
+@pytest.mark.gpu
+def test_prefetch_empty_cache_and_stats():
+    out = run("""
+        import torch, vmmx, vmmx.torch
+        vmmx.torch.enable(device_limit="256MiB")
+        a = torch.empty(192 << 20, dtype=torch.uint8, device="cuda")
+        b = torch.full((128 << 20,), 7, dtype=torch.uint8, device="cuda")  # spills
+        print("MOVED", vmmx.torch.prefetch(b, to="host"))
+        print("HOST", vmmx.torch.stats()["allocator"]["host_reserved"])
+        del a
+        vmmx.torch.empty_cache()          # a's segment goes back: room on the device
+        print("MOVED", vmmx.torch.prefetch(b, to="device"))
+        print("DEV", vmmx.torch.stats()["allocator"]["device_reserved"])
+        assert int(b.sum()) == 7 * (128 << 20)
+        print("TORCH", torch.cuda.memory_allocated())
+    """)
+    lines = dict(l.split(None, 1) for l in out.splitlines() if " " in l)
+    assert "MOVED 134217728" in out
+    assert int(out.split("HOST ")[1].split()[0]) >= (128 << 20)
+    assert int(lines["DEV"]) >= (128 << 20)
+    assert int(lines["TORCH"]) >= (128 << 20)

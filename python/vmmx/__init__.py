@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: MIT
+"""libvmmx from Python: ctypes over the library's exported API, nothing compiled.
+
+The library is found, in order, at ``$VMMX_LIBRARY`` (a path, e.g. a build
+tree's ``lib/.libs/libvmmx.so``), where ``make install`` put it (recorded in
+``vmmx/_build.py``), or by the dynamic linker's search (``libvmmx.so.0``).
+
+Errors raise :class:`VmmxError`, which carries the code, its name
+(``vmmx_strerror``) and the detail of the failure (``vmmx_last_error()``).
+
+Frameworks: ``vmmx.torch`` installs libvmmx under PyTorch's allocations,
+``vmmx.cupy`` under CuPy's.  Both use the process-wide allocator of each
+device (``vmmx_alloc_global``); :func:`configure` sets its VMMX_* settings
+before it is made.
+"""
+import ctypes
+import ctypes.util
+import json
+import os
+import threading
+
+__all__ = [
+    "VmmxError", "Loc", "DEVICE", "HOST", "library", "library_path", "version",
+    "configure", "allocator", "alloc_stats", "context_stats", "empty_cache",
+    "prefetch", "advise", "lookup", "residency", "owns_segment", "ADVISE_HOT", "ADVISE_COLD",
+    "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED",
+]
+
+# enum vmmx_error (vmmx.h)
+EINVAL, ENOENT, ENOMEM, EFAULT, EBUSY = 22, 2, 12, 14, 16
+
+LOC_NONE, LOC_DEVICE, LOC_HOST, LOC_HOST_NUMA = 0, 1, 2, 3
+ADVISE_HOT, ADVISE_COLD, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED = 1, 2, 3, 4
+
+
+class VmmxError(RuntimeError):
+    """A libvmmx call failed.
+
+    Attributes: ``code`` (the positive error code), ``name`` (its
+    ``vmmx_strerror`` text), ``detail`` (``vmmx_last_error()`` of the call),
+    ``call`` (the function).
+    """
+
+    def __init__(self, call, code, name, detail):
+        self.call, self.code, self.name, self.detail = call, code, name, detail
+        super().__init__(f"{call}: {name}" + (f": {detail}" if detail else ""))
+
+
+class Loc(ctypes.Structure):
+    """struct vmmx_loc: a memory location."""
+    _fields_ = [("kind", ctypes.c_int), ("id", ctypes.c_int)]
+
+    def __repr__(self):
+        return {LOC_DEVICE: f"device:{self.id}", LOC_HOST: "host",
+                LOC_HOST_NUMA: f"host-numa:{self.id}"}.get(self.kind, "none")
+
+
+def DEVICE(i=0):
+    """The location of GPU ``i``."""
+    return Loc(LOC_DEVICE, i)
+
+
+HOST = Loc(LOC_HOST, 0)
+
+
+class AllocStats(ctypes.Structure):
+    """struct vmmx_alloc_stats (version 1): keep in the header's order."""
+    _fields_ = [("size", ctypes.c_size_t), ("version", ctypes.c_uint), ("device", ctypes.c_int)] + [
+        (n, ctypes.c_uint64) for n in (
+            "allocated_bytes", "allocated_peak", "requested_bytes", "reserved_bytes",
+            "reserved_peak", "device_reserved", "host_reserved", "device_allocated",
+            "host_allocated", "segments", "active_blocks", "allocs", "frees", "cache_hits",
+            "segment_allocs", "segment_frees", "fallback_segments", "fallback_bytes",
+            "stream_reuses", "stream_waits", "cross_stream_frees", "reclaims", "failures")]
+
+    def as_dict(self):
+        return {n: getattr(self, n) for n, _ in self._fields_ if n != "size"}
+
+
+class Residency(ctypes.Structure):
+    """struct vmmx_residency."""
+    _fields_ = [("device", ctypes.c_size_t), ("host", ctypes.c_size_t)]
+
+
+class ChunkInfo(ctypes.Structure):
+    """struct vmmx_chunk_info."""
+    _fields_ = [("base", ctypes.c_void_p), ("size", ctypes.c_size_t), ("loc", Loc),
+                ("buf", ctypes.c_void_p)]
+
+
+_lock = threading.Lock()
+_lib = None
+_path = None
+c_int, c_void_p, c_size_t, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
+
+_PROTOS = {
+    "vmmx_strerror": (c_char_p, [c_int]),
+    "vmmx_last_error": (c_char_p, []),
+    "vmmx_version": (ctypes.c_uint, []),
+    "vmmx_alloc_global_config": (c_int, [ctypes.POINTER(c_char_p)]),
+    "vmmx_alloc_global": (c_int, [c_int, ctypes.POINTER(c_void_p)]),
+    "vmmx_alloc_ctx": (c_void_p, [c_void_p]),
+    "vmmx_alloc_stats": (c_int, [c_void_p, ctypes.POINTER(AllocStats)]),
+    "vmmx_alloc_empty_cache": (c_int, [c_void_p]),
+    "vmmx_alloc_malloc": (c_int, [c_void_p, c_size_t, c_void_p, ctypes.POINTER(c_void_p)]),
+    "vmmx_alloc_free": (c_int, [c_void_p, c_void_p, c_void_p]),
+    "vmmx_prefetch": (c_int, [c_void_p, c_void_p, c_size_t, Loc, c_void_p]),
+    "vmmx_advise": (c_int, [c_void_p, c_void_p, c_size_t, c_int]),
+    "vmmx_lookup": (c_int, [c_void_p, c_void_p, ctypes.POINTER(ChunkInfo)]),
+    "vmmx_buf_ptr": (c_void_p, [c_void_p]),
+    "vmmx_buf_size": (c_size_t, [c_void_p]),
+    "vmmx_buf_residency": (c_int, [c_void_p, c_size_t, c_size_t, ctypes.POINTER(Residency)]),
+    "vmmx_stats_json": (c_int, [c_void_p, ctypes.c_char_p, c_size_t, ctypes.POINTER(c_size_t)]),
+    "vmmx_memcpy": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t]),
+    "vmmx_sync": (c_int, [c_void_p]),
+}
+
+
+def library_path():
+    """Where libvmmx is loaded from (a path, or a name for the dynamic linker)."""
+    env = os.environ.get("VMMX_LIBRARY")
+    if env:
+        return env
+    try:
+        from . import _build  # written by make install
+        cand = os.path.join(_build.LIBDIR, "libvmmx.so.0")
+        if os.path.exists(cand):
+            return cand
+    except ImportError:
+        pass
+    return ctypes.util.find_library("vmmx") or "libvmmx.so.0"
+
+
+def library():
+    """The loaded libvmmx (a ctypes.CDLL with prototypes set)."""
+    global _lib, _path
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError as e:
+                raise VmmxError("load", ENOENT, "libvmmx not found",
+                                f"{path}: {e} (set VMMX_LIBRARY to the library's path)") from None
+            for name, (res, args) in _PROTOS.items():
+                f = getattr(lib, name)
+                f.restype, f.argtypes = res, args
+            _lib, _path = lib, path
+        return _lib
+
+
+def _check(call, err):
+    if err:
+        lib = library()
+        detail = lib.vmmx_last_error().decode(errors="replace")
+        raise VmmxError(call, -err, lib.vmmx_strerror(err).decode(errors="replace"), detail)
+    return err
+
+
+def version():
+    """libvmmx's version as (major, minor, patch)."""
+    v = library().vmmx_version()
+    return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
+
+
+def _size(v):
+    if v is None or isinstance(v, str):
+        return v
+    return str(int(v))
+
+
+def configure(policy=None, device_limit=None, host_limit=None, device_headroom=None,
+              chunk_size=None, chunk_max=None, cache_limit=None, log=None, trace=None,
+              backend=None, **more):
+    """Settings of the process-wide allocators, before the first is made.
+
+    Each argument is the VMMX_* variable of the same name (sizes as ints in
+    bytes or as text: "8GiB", "50%"); ``more`` takes other VMMX_ names
+    without the prefix (``sim_device_mem="2GiB"``).  They override the
+    environment.  Raises VmmxError (EBUSY) once an allocator exists.
+    """
+    vals = dict(policy=policy, device_limit=_size(device_limit), host_limit=_size(host_limit),
+                device_headroom=_size(device_headroom), chunk_size=_size(chunk_size),
+                chunk_max=_size(chunk_max), cache_limit=_size(cache_limit), log=log,
+                trace=trace, backend=backend)
+    vals.update({k: _size(v) for k, v in more.items()})
+    entries = [f"VMMX_{k.upper()}={v}".encode() for k, v in vals.items() if v is not None]
+    arr = (c_char_p * (len(entries) + 1))(*entries, None)
+    _check("vmmx_alloc_global_config", library().vmmx_alloc_global_config(arr))
+
+
+def allocator(device=0):
+    """The process-wide allocator of a device (made on first use), as an address."""
+    a = c_void_p()
+    _check("vmmx_alloc_global", library().vmmx_alloc_global(int(device), ctypes.byref(a)))
+    return a.value
+
+
+def context(device=0):
+    """The context under the process-wide allocator of a device, as an address."""
+    return library().vmmx_alloc_ctx(allocator(device))
+
+
+def alloc_stats(device=0):
+    """The process-wide allocator's statistics (struct vmmx_alloc_stats) as a dict."""
+    st = AllocStats(size=ctypes.sizeof(AllocStats))
+    _check("vmmx_alloc_stats", library().vmmx_alloc_stats(allocator(device), ctypes.byref(st)))
+    return st.as_dict()
+
+
+def context_stats(device=0):
+    """The context's statistics (vmmx_stats_json) as a dict."""
+    lib, ctx, size = library(), context(device), 1 << 16
+    while True:
+        buf, need = ctypes.create_string_buffer(size), c_size_t()
+        err = lib.vmmx_stats_json(ctx, buf, size, ctypes.byref(need))
+        if err == -34 and need.value > size:  # -VMMX_ERANGE: grow and retry
+            size = need.value
+            continue
+        _check("vmmx_stats_json", err)
+        return json.loads(buf.value.decode())
+
+
+def empty_cache(device=0):
+    """Give the process-wide allocator's idle segments back to libvmmx."""
+    _check("vmmx_alloc_empty_cache", library().vmmx_alloc_empty_cache(allocator(device)))
+
+
+def malloc(size, stream=None, device=0):
+    """Raw memory from the process-wide allocator (tests, tools): an address."""
+    p = c_void_p()
+    _check("vmmx_alloc_malloc", library().vmmx_alloc_malloc(allocator(device), int(size),
+                                                             stream, ctypes.byref(p)))
+    return p.value
+
+
+def free(ptr, stream=None, device=0):
+    """Give memory from :func:`malloc` back."""
+    _check("vmmx_alloc_free", library().vmmx_alloc_free(allocator(device), ptr, stream))
+
+
+def prefetch(ptr, nbytes, to=None, stream=None, device=0):
+    """Move the chunks under [ptr, ptr + nbytes) to ``to`` (default: the GPU).
+
+    ``stream``: a CUstream (int) whose queued work uses the range; the move
+    waits for it.  Blocks until the data moved; see vmmx_prefetch().
+    """
+    loc = DEVICE(device) if to is None else to
+    _check("vmmx_prefetch", library().vmmx_prefetch(context(device), ptr, int(nbytes), loc,
+                                                     stream))
+
+
+def advise(ptr, nbytes, advice, device=0):
+    """vmmx_advise(): tell the buffers' policies how the range is used."""
+    _check("vmmx_advise", library().vmmx_advise(context(device), ptr, int(nbytes), int(advice)))
+
+
+def lookup(ptr, device=0):
+    """The chunk holding ``ptr``: dict(base, size, loc, buf), or None if in no buffer."""
+    info = ChunkInfo()
+    err = library().vmmx_lookup(context(device), ptr, ctypes.byref(info))
+    if err in (-ENOENT, -EFAULT):
+        return None
+    _check("vmmx_lookup", err)
+    return dict(base=info.base, size=info.size, loc=repr(info.loc), buf=info.buf)
+
+
+def residency(ptr, nbytes, device=0):
+    """Bytes of [ptr, ptr + nbytes) on a GPU and in host memory: (device, host).
+
+    The range must lie in one buffer (one allocation); None if it is in none.
+    """
+    info, r, lib = ChunkInfo(), Residency(), library()
+    if lib.vmmx_lookup(context(device), ptr, ctypes.byref(info)):
+        return None
+    base = lib.vmmx_buf_ptr(info.buf)
+    _check("vmmx_buf_residency",
+           lib.vmmx_buf_residency(info.buf, ptr - base, int(nbytes), ctypes.byref(r)))
+    return r.device, r.host
+
+
+def owns_segment(ptr, nbytes, device=0):
+    """Whether [ptr, ptr + nbytes) fills a buffer of its own (nothing else in its chunks).
+
+    Only such ranges are moved by the offload hooks: moving a chunk that other
+    live tensors share would race with the kernels using them.  At most 1 MiB
+    may be left over: PyTorch's caching allocator splits a block only when
+    more than that would remain, so nothing else can live in such a tail.
+    """
+    info = ChunkInfo()
+    lib = library()
+    if lib.vmmx_lookup(context(device), ptr, ctypes.byref(info)):
+        return False
+    base, size = lib.vmmx_buf_ptr(info.buf), lib.vmmx_buf_size(info.buf)
+    return base == ptr and nbytes <= size and size - nbytes <= (1 << 20)

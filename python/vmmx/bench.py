@@ -1,0 +1,467 @@
+# SPDX-License-Identifier: MIT
+"""vmmx-torch-bench: PyTorch past the GPU's memory, libvmmx against the alternatives.
+
+Workloads (``--workload``):
+  matmul       a bf16 chain of 8192x8192 matmul + ReLU layers over a batch
+  infer        a small decoder-only transformer (plain PyTorch, random weights)
+  train        the same transformer, forward + backward + AdamW
+at working sets of ``--ratios`` times a device cap (``--cap``), and columns
+(``--columns``), each run in a process of its own (the allocator is chosen
+once per process), all from the same run:
+  native       PyTorch's allocator, no cap
+  capped       set_per_process_memory_fraction(cap): out of memory expected
+  expandable   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, capped
+  vmmx         vmmx.torch.enable(device_limit=cap), device-first, no hooks:
+               the "sysmem fallback" row
+  offload      the same with vmmx.torch.offload(model, lookahead)
+  manual       hand-written offload: the layers that do not fit live in pinned
+               host memory and are copied in, double-buffered on a side stream
+               (inference workloads only)
+  floor        the PCIe floor model: max(native time, bytes that do not fit /
+               pinned H2D bandwidth measured in this run; twice that for training)
+``--alloc`` adds the allocation microbenchmark: PyTorch's mixed-size pattern,
+microseconds per alloc+free, native against libvmmx (both modes).
+
+Output: a table, ``--json FILE``, ``--plot FILE.png`` (matplotlib).  Never
+uses managed memory.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+GiB = 1 << 30
+MiB = 1 << 20
+COLUMNS = ["native", "capped", "expandable", "vmmx", "offload", "manual", "floor"]
+
+
+def parse_size(s):
+    s = str(s).strip()
+    for suf, mul in (("GiB", GiB), ("MiB", MiB), ("G", GiB), ("M", MiB)):
+        if s.endswith(suf):
+            return int(float(s[:-len(suf)]) * mul)
+    return int(s)
+
+
+# ---------------------------------------------------------------- models (child side)
+
+def _models(torch):
+    nn = torch.nn
+
+    class Layer(nn.Module):
+        """One matmul + ReLU of the chain; its weight is a buffer of its own (128 MiB)."""
+
+        def __init__(self, d, dtype):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(d, d, dtype=dtype, device="cuda").normal_(
+                0, d ** -0.5), requires_grad=False)
+
+        def forward(self, x, w=None):
+            return torch.relu(x @ (self.weight if w is None else w))
+
+    class Block(nn.Module):
+        """A pre-norm decoder block; its parameters are the module's own (one unit each)."""
+
+        def __init__(self, d, heads, dtype):
+            super().__init__()
+            self.heads = heads
+            mk = lambda *s: nn.Parameter(torch.empty(*s, dtype=dtype, device="cuda").normal_(  # noqa: E731
+                0, s[-1] ** -0.5))
+            self.wqkv, self.wo = mk(3 * d, d), mk(d, d)
+            self.w1, self.w2 = mk(4 * d, d), mk(d, 4 * d)
+            self.n1 = nn.Parameter(torch.ones(d, dtype=dtype, device="cuda"))
+            self.n2 = nn.Parameter(torch.ones(d, dtype=dtype, device="cuda"))
+
+        @staticmethod
+        def names():
+            return ["wqkv", "wo", "w1", "w2", "n1", "n2"]
+
+        def forward(self, x, p=None):
+            p = p or {n: getattr(self, n) for n in self.names()}
+            b, s, d = x.shape
+            h = torch.nn.functional.rms_norm(x, (d,), p["n1"])
+            q, k, v = (h @ p["wqkv"].t()).view(b, s, 3, self.heads, d // self.heads).unbind(2)
+            a = torch.nn.functional.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+            x = x + a.transpose(1, 2).reshape(b, s, d) @ p["wo"].t()
+            h = torch.nn.functional.rms_norm(x, (d,), p["n2"])
+            return x + torch.nn.functional.gelu(h @ p["w1"].t()) @ p["w2"].t()
+
+    class Decoder(nn.Module):
+        def __init__(self, vocab, d, heads, layers, dtype):
+            super().__init__()
+            self.emb = nn.Parameter(torch.empty(vocab, d, dtype=dtype, device="cuda").normal_(0, 1))
+            self.blocks = nn.ModuleList(Block(d, heads, dtype) for _ in range(layers))
+            self.norm = nn.Parameter(torch.ones(d, dtype=dtype, device="cuda"))
+
+        def forward(self, tokens, run_block=None):
+            x = self.emb[tokens]
+            for i, blk in enumerate(self.blocks):
+                x = run_block(i, blk, x) if run_block else blk(x)
+            x = torch.nn.functional.rms_norm(x, (x.shape[-1],), self.norm)
+            return x @ self.emb.t()
+
+    return Layer, Block, Decoder
+
+
+class Manual:
+    """Hand-written offload: blocks past the budget in pinned host memory, copied in
+    on a side stream into two device staging buffers, double-buffered."""
+
+    def __init__(self, torch, blocks, names, budget):
+        self.torch = torch
+        self.side = torch.cuda.Stream()
+        first = getattr(blocks[0], names[0])
+        dtype, esz = first.dtype, first.element_size()
+        sizes = [sum(getattr(b, n).numel() for n in names) for b in blocks]
+        stage = 2 * max(sizes) * esz
+        self.resident, self.host, used = [], {}, 0
+        for i, b in enumerate(blocks):
+            if used + sizes[i] * esz + stage <= budget:
+                self.resident.append(True)
+                used += sizes[i] * esz
+                continue
+            self.resident.append(False)
+            shapes = [(n, tuple(getattr(b, n).shape)) for n in names]
+            flat, off = torch.empty(sizes[i], dtype=dtype, pin_memory=True), 0
+            for n, _ in shapes:
+                t = getattr(b, n)
+                flat[off:off + t.numel()].copy_(t.detach().flatten())
+                off += t.numel()
+                t.data = torch.empty(0, dtype=dtype, device="cuda")
+            self.host[i] = (flat, shapes)
+        torch.cuda.empty_cache()
+        self.stage = [torch.empty(max(sizes), dtype=dtype, device="cuda") for _ in range(2)]
+        self.ready = [torch.cuda.Event() for _ in range(2)]
+        self.free = [torch.cuda.Event() for _ in range(2)]
+        self.offloaded = [i for i, r in enumerate(self.resident) if not r]
+        self.spilled_bytes = sum(self.host[i][0].numel() * esz for i in self.offloaded)
+
+    def _copy(self, k):
+        slot = k % 2
+        with self.torch.cuda.stream(self.side):
+            self.side.wait_event(self.free[slot])
+            flat = self.host[self.offloaded[k]][0]
+            self.stage[slot][:flat.numel()].copy_(flat, non_blocking=True)
+            self.ready[slot].record(self.side)
+
+    def start(self):
+        """Queue the first two copies of a step."""
+        for k in range(min(2, len(self.offloaded))):
+            self._copy(k)
+
+    def params(self, i):
+        """Views of block i's parameters in its staging buffer, once its copy is done."""
+        k = self.offloaded.index(i)
+        slot = k % 2
+        self.torch.cuda.current_stream().wait_event(self.ready[slot])
+        views, off = {}, 0
+        for name, shape in self.host[i][1]:
+            n = 1
+            for s in shape:
+                n *= s
+            views[name] = self.stage[slot][off:off + n].view(shape)
+            off += n
+        return k, slot, views
+
+    def done(self, k, slot):
+        """Block k's kernels are queued: its slot is free after them; copy block k+2 in."""
+        self.free[slot].record()
+        if k + 2 < len(self.offloaded):
+            self._copy(k + 2)
+
+
+def child(spec):
+    """Run one column of one workload in this process; print one JSON line."""
+    if spec["column"] == "expandable":
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    import torch
+
+    out = {"column": spec["column"], "workload": spec["workload"], "ratio": spec["ratio"]}
+    cap = spec["cap"]
+    if spec["column"] in ("vmmx", "offload", "alloc-pool", "alloc-allocator"):
+        import vmmx.torch
+        mode = "allocator" if spec["column"] == "alloc-allocator" else "pool"
+        vmmx.torch.enable(mode=mode, device_limit=cap if spec["column"] in ("vmmx", "offload")
+                          else None)
+    total = torch.cuda.get_device_properties(0).total_memory
+    if spec["column"] in ("capped", "expandable"):
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total), 0)
+    if spec["workload"] == "alloc":
+        return _alloc_bench(torch, out, spec)
+    if spec["workload"] == "bandwidth":
+        return _bandwidth(torch, out)
+    Layer, Block, Decoder = _models(torch)
+    torch.manual_seed(0)
+    wl, ratio = spec["workload"], spec["ratio"]
+    try:
+        if wl == "matmul":
+            d = 8192
+            n = max(1, round(ratio * cap / (d * d * 2)))
+            layers = [Layer(d, torch.bfloat16) for _ in range(n)]
+            model = torch.nn.ModuleList(layers)
+            x = torch.randn(spec["batch"], d, dtype=torch.bfloat16, device="cuda")
+            out["weights_bytes"] = n * d * d * 2
+            out["layers"] = n
+            names = ["weight"]
+            blocks = layers
+
+            def step(run_block=None):
+                h = x
+                for i, layer in enumerate(layers):
+                    h = run_block(i, layer, h) if run_block else layer(h)
+                return h
+        else:
+            d, heads, vocab, seq = spec["d_model"], spec["heads"], spec["vocab"], spec["seq"]
+            per_layer = 12 * d * d * 2
+            mult = 4 if wl == "train" else 1  # params, grads, two AdamW states
+            n = max(1, round((ratio * cap / mult - vocab * d * 2) / per_layer))
+            model = Decoder(vocab, d, heads, n, torch.bfloat16)
+            out["weights_bytes"] = sum(p.numel() * p.element_size() for p in model.parameters())
+            out["layers"] = n
+            tokens = torch.randint(0, vocab, (spec["batch"], seq), device="cuda")
+            blocks, names = list(model.blocks), Block.names()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False) \
+                if wl == "train" else None
+
+            def step(run_block=None):
+                if wl == "train":
+                    logits = model(tokens, run_block)
+                    loss = torch.nn.functional.cross_entropy(
+                        logits.view(-1, vocab).float(), tokens.view(-1))
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    return loss
+                return model(tokens, run_block)
+        out["working_set_bytes"] = out["weights_bytes"] * (4 if wl == "train" else 1)
+        run_block = None
+        if spec["column"] == "offload":
+            import vmmx.torch
+            vmmx.torch.offload(model, lookahead=spec["lookahead"],
+                               headroom=spec["headroom"], backward=(wl == "train"))
+        if spec["column"] == "manual":
+            if wl == "train":
+                out["error"] = "n/a (hand-written offload is inference only)"
+                return out
+            budget = cap - spec["headroom"]
+            m = Manual(torch, blocks, names, budget)
+            out["spilled_bytes"] = m.spilled_bytes
+
+            def run_block(i, blk, h):
+                if m.resident[i]:
+                    return blk(h)
+                k, slot, p = m.params(i)
+                r = blk(h, p if len(names) > 1 else p["weight"])
+                m.done(k, slot)
+                return r
+        ctx = torch.no_grad() if wl != "train" else _null()
+        times = []
+        with ctx:
+            for it in range(spec["warmup"] + spec["steps"]):
+                if spec["column"] == "manual":
+                    m.start()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                step(run_block)
+                torch.cuda.synchronize()
+                if it >= spec["warmup"]:
+                    times.append((time.perf_counter() - t0) * 1e3)
+        out["ms"] = sorted(times)[len(times) // 2]
+        out["peak_device_bytes"] = torch.cuda.max_memory_reserved() \
+            if spec["column"] not in ("vmmx", "offload") else None
+        if spec["column"] in ("vmmx", "offload"):
+            st = vmmx.torch.stats()
+            out["host_bytes"] = st["allocator"]["host_reserved"]
+            out["device_bytes"] = st["allocator"]["device_reserved"]
+            out["migrated_bytes"] = st["context"].get("migrated_bytes")
+    except torch.cuda.OutOfMemoryError as e:
+        out["error"] = "OOM"
+        out["detail"] = str(e).splitlines()[0][:200]
+    return out
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _bandwidth(torch, out):
+    n = 1 * GiB
+    h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    d = torch.empty(n, dtype=torch.uint8, device="cuda")
+    d.copy_(h, non_blocking=True)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        d.copy_(h, non_blocking=True)
+    torch.cuda.synchronize()
+    out["h2d_gbs"] = 3 * n / (time.perf_counter() - t0) / 1e9
+    out["total_memory"] = torch.cuda.get_device_properties(0).total_memory
+    out["device_name"] = torch.cuda.get_device_name(0)
+    out["torch"] = torch.__version__
+    return out
+
+
+def _alloc_bench(torch, out, spec):
+    # PyTorch's mixed pattern: many small activations, some medium, a few large, freed LIFO-ish
+    sizes = [256, 4096, 65536, 512 * 1024, 2 * MiB, 8 * MiB, 24 * MiB, 1024, 131072, 3 * MiB]
+    for s in sizes:  # warm the caches
+        torch.empty(s, dtype=torch.uint8, device="cuda")
+    n = spec.get("iters", 20000)
+    live = []
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(n):
+        live.append(torch.empty(sizes[i % len(sizes)], dtype=torch.uint8, device="cuda"))
+        if len(live) > 6:
+            del live[(i * 7) % len(live)]
+    del live
+    torch.cuda.synchronize()
+    out["us_per_alloc_free"] = (time.perf_counter() - t0) / n * 1e6
+    return out
+
+
+# ---------------------------------------------------------------- parent side
+
+def run_child(spec, timeout):
+    env = dict(os.environ)
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        r = subprocess.run([sys.executable, "-m", "vmmx.bench", "--child", json.dumps(spec)],
+                           capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return dict(spec, error=f"timeout after {timeout} s")
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+    err = "OOM" if "OutOfMemoryError" in (r.stderr or "") else "failed"
+    return dict(spec, error=err, detail=" | ".join(tail)[:300])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="vmmx-torch-bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", default="matmul,infer,train")
+    ap.add_argument("--ratios", default="0.5,1.125,1.5")
+    ap.add_argument("--cap", default="8GiB", help="device cap (default 8GiB)")
+    ap.add_argument("--columns", default=",".join(COLUMNS))
+    ap.add_argument("--batch", type=int, default=None,
+                    help="rows of the matmul chain (4096) / sequences of the transformer (4)")
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--d-model", type=int, default=4096)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--lookahead", type=int, default=2)
+    ap.add_argument("--headroom", default="1GiB",
+                    help="device memory kept for activations by offload and manual (1GiB)")
+    ap.add_argument("--alloc", action="store_true", help="add the allocation microbenchmark")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--json", help="write every result to this file")
+    ap.add_argument("--plot", help="write a bar chart (PNG) to this file")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(json.loads(a.child))), flush=True)
+        return 0
+    cap = parse_size(a.cap)
+    base = dict(cap=cap, seq=a.seq, d_model=a.d_model, heads=a.heads, vocab=a.vocab,
+                steps=a.steps, warmup=a.warmup, lookahead=a.lookahead,
+                headroom=parse_size(a.headroom))
+    bw = run_child(dict(base, workload="bandwidth", column="native", ratio=0), a.timeout)
+    results = {"machine": bw, "cap": cap, "runs": []}
+    print(f"# {bw.get('device_name')} ({bw.get('total_memory', 0) / GiB:.1f} GiB), torch "
+          f"{bw.get('torch')}, pinned H2D {bw.get('h2d_gbs', 0):.1f} GB/s, cap {a.cap}")
+    cols = [c for c in a.columns.split(",") if c]
+    for wl in a.workload.split(","):
+        batch = a.batch or (4096 if wl == "matmul" else 4)
+        for ratio in (float(r) for r in a.ratios.split(",")):
+            row = {}
+            for col in cols:
+                if col == "floor":
+                    continue
+                r = run_child(dict(base, workload=wl, column=col, ratio=ratio, batch=batch),
+                              a.timeout)
+                row[col] = r
+                results["runs"].append(r)
+            nat = row.get("native", {})
+            if "floor" in cols and nat.get("ms") is not None:
+                spill = max(0, nat["working_set_bytes"] - (cap - base["headroom"]))
+                xfer = spill / (bw["h2d_gbs"] * 1e9) * 1e3 * (2 if wl == "train" else 1)
+                fl = {"column": "floor", "workload": wl, "ratio": ratio,
+                      "ms": max(nat["ms"], xfer), "transfer_ms": xfer, "spilled_bytes": spill}
+                row["floor"] = fl
+                results["runs"].append(fl)
+            print_row(wl, ratio, batch, row, cols)
+    if a.alloc:
+        print("# allocation microbenchmark (torch.empty + del, mixed sizes), us per alloc+free")
+        for col in ("native", "alloc-pool", "alloc-allocator"):
+            r = run_child(dict(base, workload="alloc", column=col, ratio=0), a.timeout)
+            results["runs"].append(r)
+            us = r.get("us_per_alloc_free")
+            print(f"  {col:16s} {us:8.2f}" if us else f"  {col:16s} {r.get('error')}: "
+                  f"{r.get('detail', '')}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if a.plot:
+        plot(results, cols, a.plot)
+    return 0
+
+
+def print_row(wl, ratio, batch, row, cols):
+    nat = row.get("native", {}).get("ms")
+    head = f"{wl} x{ratio:g} (batch {batch})"
+    cells = []
+    for c in cols:
+        r = row.get(c, {})
+        if r.get("ms") is not None:
+            rel = f" {r['ms'] / nat:.2f}x" if nat else ""
+            cells.append(f"{c} {r['ms']:.1f} ms{rel}")
+        else:
+            cells.append(f"{c} {r.get('error', '-')}")
+    print(f"{head:28s} | " + " | ".join(cells), flush=True)
+
+
+def plot(results, cols, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("# no matplotlib: no plot", file=sys.stderr)
+        return
+    groups = sorted({(r["workload"], r["ratio"]) for r in results["runs"]
+                     if r.get("workload") not in ("alloc", "bandwidth")})
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(groups)), 4.5))
+    w = 0.8 / max(1, len(cols))
+    for k, c in enumerate(cols):
+        xs, ys = [], []
+        for g, (wl, ratio) in enumerate(groups):
+            r = next((r for r in results["runs"] if r.get("column") == c and
+                      r.get("workload") == wl and r.get("ratio") == ratio), None)
+            if r and r.get("ms"):
+                xs.append(g + k * w)
+                ys.append(r["ms"])
+        ax.bar(xs, ys, w, label=c)
+    ax.set_xticks([g + 0.4 - w / 2 for g in range(len(groups))])
+    ax.set_xticklabels([f"{wl}\nx{ratio:g}" for wl, ratio in groups])
+    ax.set_ylabel("ms per step (log)")
+    ax.set_yscale("log")
+    ax.legend(ncol=4, fontsize=8)
+    ax.set_title(f"vmmx-torch-bench, cap {results['cap'] / GiB:g} GiB, "
+                 f"{results['machine'].get('device_name', '')}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
