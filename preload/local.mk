@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: MIT
+# libvmmx-preload: the LD_PRELOAD interposer behind vmmx-run.  A module (no
+# version: LD_PRELOAD names the file), exporting only the CUDA entry points it
+# takes over and dlsym; everything else is hidden.
+lib_LTLIBRARIES += %D%/libvmmx-preload.la
+%C%_libvmmx_preload_la_SOURCES = \
+	%D%/preload.h \
+	%D%/hooks.c \
+	%D%/state.c
+%C%_libvmmx_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(PTHREAD_CFLAGS)
+%C%_libvmmx_preload_la_LIBADD = %D%/libresolve.la lib/libvmmx.la $(PTHREAD_LIBS)
+# dlsym() runs in every process the library is preloaded into, also while a
+# sanitizer runtime starts and calls it, before its shadow memory exists: the
+# lookups are built without sanitizer instrumentation (SAN_FLAGS left out).
+noinst_LTLIBRARIES += %D%/libresolve.la
+%C%_libresolve_la_SOURCES = %D%/resolve.c
+%C%_libresolve_la_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -fvisibility=hidden
+%C%_libvmmx_preload_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
+	-export-symbols-regex '^(cuda[A-Z]|cu[A-Z]|dlsym$$)'
+
+# vmmx-run: validates its options, sets VMMX_* and LD_PRELOAD, execs the program.
+bin_PROGRAMS += tools/vmmx-run
+tools_vmmx_run_SOURCES = tools/vmmx-run.c
+tools_vmmx_run_CPPFLAGS = $(AM_CPPFLAGS) -DVMMX_PRELOAD_LIB='"$(libdir)/libvmmx-preload.so"'
+tools_vmmx_run_LDADD = lib/libvmmx.la

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preload.h - internals of libvmmx-preload, the LD_PRELOAD face behind
+ * vmmx-run, shared by its files: the table of interposed entry points and
+ * their real counterparts (resolve.c), the hooks (hooks.c), the per-device
+ * allocators, counters and the exit report (state.c).
+ *
+ * No CUDA header: the interposer is built (and tested) where there is none,
+ * and it only needs the ABI of a few calls, which is stable.  The codes below
+ * are CUDA's (driver_types.h and cuda.h); they never change between releases.
+ */
+#ifndef VMMX_PRELOAD_H
+#define VMMX_PRELOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmmx.h"
+
+#define VMMXP_EXPORT __attribute__((visibility("default")))
+
+typedef int cudaError_t;
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+#define CUDA_OK 0                       /* cudaSuccess, CUDA_SUCCESS */
+#define CUDA_EINVAL 1                   /* cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE */
+#define CUDA_ENOMEM 2                   /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+#define CUDA_ENOTFOUND 500              /* CUDA_ERROR_NOT_FOUND */
+#define CU_GET_PROC_ADDRESS_PER_THREAD 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
+#define CU_STREAM_LEGACY_ ((void *)0x1)
+#define CU_STREAM_PER_THREAD_ ((void *)0x2)
+
+/*
+ * Every entry point the interposer takes over (hooked) and the helpers it
+ * calls in the real runtime or driver (real only).  Adding a call (kernel
+ * launches, one day) is one line here, one hook in hooks.c and, for driver
+ * calls, one line in resolve.c's cuGetProcAddress map.
+ */
+#define VMMXP_HOOKS(X)                                                                     \
+	X(cudaMalloc)                                                                      \
+	X(cudaFree)                                                                        \
+	X(cudaMallocAsync)                                                                 \
+	X(cudaFreeAsync)                                                                   \
+	X(cudaMallocAsync_ptsz)                                                            \
+	X(cudaFreeAsync_ptsz)                                                              \
+	X(cudaMemGetInfo)                                                                  \
+	X(cudaMallocPitch)                                                                 \
+	X(cudaMalloc3D)                                                                    \
+	X(cudaIpcGetMemHandle)                                                             \
+	X(cuMemAlloc_v2)                                                                   \
+	X(cuMemFree_v2)                                                                    \
+	X(cuMemAllocAsync)                                                                 \
+	X(cuMemFreeAsync)                                                                  \
+	X(cuMemAllocAsync_ptsz)                                                            \
+	X(cuMemFreeAsync_ptsz)                                                             \
+	X(cuMemGetInfo_v2)                                                                 \
+	X(cuMemAllocPitch_v2)                                                              \
+	X(cuIpcGetMemHandle)                                                               \
+	X(cuGetProcAddress)                                                                \
+	X(cuGetProcAddress_v2)
+
+#define VMMXP_HELPERS(X)                                                                   \
+	X(cudaGetDevice)                                                                   \
+	X(cuCtxGetDevice)
+
+#define VMMXP_ENUM(f) VMMXP_FN_##f,
+enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
+#undef VMMXP_ENUM
+
+/* cudaMalloc3D's arguments (driver_types.h) */
+struct vmmxp_pitched_ptr {
+	void *ptr;
+	size_t pitch, xsize, ysize;
+};
+
+struct vmmxp_extent {
+	size_t width, height, depth;
+};
+
+/* hooks.c and resolve.c: the interposed entry points, with CUDA's ABI */
+VMMXP_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size);
+VMMXP_EXPORT cudaError_t cudaFree(void *ptr);
+VMMXP_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, void *stream);
+VMMXP_EXPORT cudaError_t cudaFreeAsync(void *ptr, void *stream);
+VMMXP_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, void *stream);
+VMMXP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, void *stream);
+VMMXP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_p, size_t *total_p);
+VMMXP_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height);
+VMMXP_EXPORT cudaError_t cudaMalloc3D(struct vmmxp_pitched_ptr *pp, struct vmmxp_extent ext);
+VMMXP_EXPORT cudaError_t cudaIpcGetMemHandle(void *handle, void *ptr);
+VMMXP_EXPORT cudaError_t cudaGetDevice(int *device);
+VMMXP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size);
+VMMXP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr);
+VMMXP_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, void *stream);
+VMMXP_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, void *stream);
+VMMXP_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, void *stream);
+VMMXP_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, void *stream);
+VMMXP_EXPORT CUresult cuMemGetInfo_v2(size_t *free_p, size_t *total_p);
+VMMXP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+					size_t height, unsigned int elem);
+VMMXP_EXPORT CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr dptr);
+VMMXP_EXPORT CUresult cuCtxGetDevice(int *device);
+VMMXP_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+				       unsigned long long flags);
+VMMXP_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+					  unsigned long long flags, int *status);
+
+/* resolve.c */
+void *vmmxp_real(enum vmmxp_fn fn);
+void vmmxp_depth(int d);
+void *vmmxp_hook(enum vmmxp_fn fn);
+const char *vmmxp_fn_name(enum vmmxp_fn fn);
+#define VMMXP_REAL(f) ((__typeof__(&f))vmmxp_real(VMMXP_FN_##f))
+
+/* state.c: what the hooks call */
+
+/* Kinds of allocation and free, as counted for the report. */
+enum vmmxp_kind {
+	VMMXP_RT_MALLOC,        /* cudaMalloc, cudaMallocPitch, cudaMalloc3D */
+	VMMXP_RT_MALLOC_ASYNC,  /* cudaMallocAsync */
+	VMMXP_DRV_MALLOC,       /* cuMemAlloc, cuMemAllocPitch */
+	VMMXP_DRV_MALLOC_ASYNC, /* cuMemAllocAsync */
+	VMMXP_NKINDS
+};
+
+/* Results of vmmxp_malloc() and vmmxp_free() beside 0 and -VMMX_E*. */
+#define VMMXP_PASS 1            /* not ours: call the real function */
+
+/*
+ * vmmxp_busy() (resolve.c): the thread is inside libvmmx (or the report),
+ * having said so with vmmxp_depth(1); hooks and the dlsym and
+ * cuGetProcAddress substitutions step aside, so libvmmx's own driver calls
+ * reach the driver.
+ */
+int vmmxp_busy(void);
+int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p);
+int vmmxp_free(const void *ptr, void *stream, int sync);
+int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p);
+int vmmxp_owned(const void *ptr);
+void vmmxp_refuse(const char *call, const void *ptr, const char *why);
+
+#endif /* VMMX_PRELOAD_H */

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/*
+ * state.c - what the interposer holds: the process-wide allocators it has
+ * used (one per device, vmmx_alloc_global()), its counters, the
+ * cudaMemGetInfo answer, refusals, and the --report summary at exit.
+ *
+ * No allocation logic lives here: an allocation is vmmx_alloc_malloc() on the
+ * calling thread's device's process-wide allocator, a free is
+ * vmmx_alloc_free() on the allocator whose context maps the address
+ * (vmmx_lookup(), lock-free), and anything no allocator maps is not ours and
+ * goes to the real driver.
+ *
+ * Nothing runs before the first hooked call: no constructor.  The first
+ * allocation on a device makes its context (configuration from VMMX_*, which
+ * vmmx-run sets); if that fails, the reason is printed once and every call
+ * from then on goes to the real runtime or driver, as if the interposer were
+ * not there.
+ *
+ * Locking: allocs[] is written once per device (release) under make_lock and
+ * read with acquire loads; counters are atomic; the table of the largest
+ * spilled allocations (report only) is under top_lock.  A thread inside
+ * libvmmx or the report marks itself (depth, thread-local), so that the
+ * substitutions in resolve.c step aside for libvmmx's own driver lookups.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/preload.h"
+
+#define MAX_DEVICES 64
+/* Allocations smaller than a 2 MiB chunk are not looked at for the report's spill table. */
+#define SPILL_MIN ((size_t)2 << 20)
+#define TOP_SPILLED 8
+
+static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vmmx_alloc *allocs[MAX_DEVICES]; /* acquire loads; set under make_lock */
+static int disabled;                           /* make_lock; atomic reads */
+static int atexit_done;                        /* make_lock */
+static pid_t owner_pid;                        /* make_lock: the process that set up */
+
+static uint64_t n_alloc[VMMXP_NKINDS], n_alloc_bytes, n_fail, n_free, n_free_async,
+	n_foreign_free, n_ipc_refused;
+
+struct spilled {
+	size_t size, host;
+	uintptr_t ptr;
+	int device;
+	enum vmmxp_kind kind;
+};
+
+static pthread_mutex_t top_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct spilled top[TOP_SPILLED];        /* top_lock; descending host bytes */
+static uint64_t peak_device[MAX_DEVICES], peak_host[MAX_DEVICES]; /* top_lock */
+
+static int report_on = -1;                     /* -1 unread; 0/1 after the first read */
+static int meminfo_total = -1;                 /* VMMX_RUN_MEMINFO=device+host */
+
+static void enter(void)
+{
+	vmmxp_depth(1);
+}
+
+static void leave(void)
+{
+	vmmxp_depth(-1);
+}
+
+static void count(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+static int env_flag(int *cache, const char *name, const char *yes)
+{
+	int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *s = getenv(name);
+
+		v = s && *s && (yes ? !strcmp(s, yes) : strcmp(s, "0") != 0);
+		__atomic_store_n(cache, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+static void report(void);
+
+/* The allocator of @device, made on first use; NULL: pass through (disabled or failed). */
+static struct vmmx_alloc *alloc_of(int device)
+{
+	struct vmmx_alloc *a;
+	int err;
+
+	if (device < 0 || device >= MAX_DEVICES)
+		return NULL;
+	a = __atomic_load_n(&allocs[device], __ATOMIC_ACQUIRE);
+	if (a || __atomic_load_n(&disabled, __ATOMIC_RELAXED))
+		return a;
+	pthread_mutex_lock(&make_lock);
+	if (!disabled && !allocs[device]) {
+		enter();
+		err = vmmx_alloc_global(device, &a);
+		leave();
+		if (err) {
+			/* Once: a driver or configuration that fails now fails every time. */
+			fprintf(stderr,
+				"vmmx-run: libvmmx cannot serve device %d: %s (%s); allocations "
+				"go to the CUDA driver unchanged\n",
+				device, vmmx_strerror(err), vmmx_last_error());
+			disabled = 1;
+		} else {
+			__atomic_store_n(&allocs[device], a, __ATOMIC_RELEASE);
+		}
+		if (!atexit_done) {
+			atexit_done = 1;
+			owner_pid = getpid();
+			if (env_flag(&report_on, "VMMX_RUN_REPORT", NULL))
+				atexit(report);
+		}
+	}
+	a = allocs[device];
+	pthread_mutex_unlock(&make_lock);
+	return a;
+}
+
+/* The allocator whose context maps @ptr, or NULL. */
+static struct vmmx_alloc *owner_of(const void *ptr, struct vmmx_chunk_info *ci)
+{
+	for (int d = 0; d < MAX_DEVICES; d++) {
+		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
+
+		if (a && !vmmx_lookup(vmmx_alloc_ctx(a), ptr, ci))
+			return a;
+	}
+	return NULL;
+}
+
+int vmmxp_owned(const void *ptr)
+{
+	struct vmmx_chunk_info ci;
+	int r;
+
+	if (!ptr)
+		return 0;
+	enter();
+	r = owner_of(ptr, &ci) != NULL;
+	leave();
+	return r;
+}
+
+/* Report only: peaks per location, and the allocation if it spilled. */
+static void note_placement(struct vmmx_alloc *a, int device, void *p, size_t size,
+			   enum vmmxp_kind kind)
+{
+	struct vmmx_stats st = { .size = sizeof(st) };
+	struct vmmx_chunk_info ci;
+	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_ctx *ctx = vmmx_alloc_ctx(a);
+
+	if (size >= SPILL_MIN && !vmmx_lookup(ctx, p, &ci))
+		(void)vmmx_buf_residency(ci.buf,
+					 (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), size, &r);
+	if (vmmx_stats_get(ctx, &st))
+		st.device_bytes = st.host_bytes = 0;
+	pthread_mutex_lock(&top_lock);
+	if (st.device_bytes > peak_device[device])
+		peak_device[device] = st.device_bytes;
+	if (st.host_bytes > peak_host[device])
+		peak_host[device] = st.host_bytes;
+	if (r.host && r.host > top[TOP_SPILLED - 1].host) {
+		int i = TOP_SPILLED - 1;
+
+		for (; i > 0 && top[i - 1].host < r.host; i--)
+			top[i] = top[i - 1];
+		top[i] = (struct spilled){ size, r.host, (uintptr_t)p, device, kind };
+	}
+	pthread_mutex_unlock(&top_lock);
+}
+
+/*
+ * The allocator that answers a hooked call on @device, with the thread marked
+ * as inside libvmmx (the caller calls leave()); NULL: the call passes through
+ * (the thread is inside libvmmx already, or the interposer is disabled).
+ */
+static struct vmmx_alloc *serve(int device)
+{
+	struct vmmx_alloc *a;
+
+	if (vmmxp_busy())
+		return NULL;
+	a = alloc_of(device);
+	if (a)
+		enter();
+	return a;
+}
+
+int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p)
+{
+	struct vmmx_alloc *a;
+	void *p;
+	int err;
+
+	a = serve(device);
+	if (!a)
+		return VMMXP_PASS;
+	err = vmmx_alloc_malloc(a, size, stream, &p);
+	if (err) {
+		count(&n_fail, 1);
+		if (getenv("VMMX_LOG"))
+			fprintf(stderr, "vmmx-run: allocation of %zu bytes on device %d failed: %s\n",
+				size, device, vmmx_last_error());
+	} else {
+		count(&n_alloc[kind], 1);
+		count(&n_alloc_bytes, size);
+		if (env_flag(&report_on, "VMMX_RUN_REPORT", NULL) && p)
+			note_placement(a, device, p, size, kind);
+		*ptr_p = p;
+	}
+	leave();
+	return err;
+}
+
+int vmmxp_free(const void *ptr, void *stream, int sync)
+{
+	struct vmmx_chunk_info ci;
+	struct vmmx_alloc *a;
+	int err;
+
+	if (!ptr || vmmxp_busy())
+		return VMMXP_PASS;
+	enter();
+	a = owner_of(ptr, &ci);
+	if (!a) {
+		leave();
+		count(&n_foreign_free, 1);
+		return VMMXP_PASS;
+	}
+	/*
+	 * cudaFree and cuMemFree wait for the device: a program may free memory
+	 * that work queued on any stream still uses.  The stream-ordered frees
+	 * do not; the allocator keeps the block from other streams until that
+	 * stream's event completes.
+	 */
+	err = sync ? vmmx_sync(vmmx_alloc_ctx(a)) : 0;
+	if (!err)
+		err = vmmx_alloc_free(a, (void *)ptr, stream);
+	if (err)
+		fprintf(stderr, "vmmx-run: free of %p: %s\n", ptr, vmmx_last_error());
+	else
+		count(sync ? &n_free : &n_free_async, 1);
+	leave();
+	return err;
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p)
+{
+	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+	struct vmmx_stats st = { .size = sizeof(st) };
+	struct vmmx_alloc_stats as = { .size = sizeof(as) };
+	uint64_t total, room, held, idle, f;
+	struct vmmx_alloc *a;
+	struct vmmx_ctx *ctx;
+	int err;
+
+	a = serve(device);
+	if (!a)
+		return VMMXP_PASS;
+	ctx = vmmx_alloc_ctx(a);
+	err = vmmx_ctx_query(ctx, &ci);
+	if (!err)
+		err = vmmx_stats_get(ctx, &st);
+	if (!err)
+		err = vmmx_alloc_stats(a, &as);
+	leave();
+	if (err)
+		return err;
+	/*
+	 * Device: the room under the limit and outside the headroom, plus what
+	 * the allocator holds mapped but the program does not use (it is handed
+	 * out again before anything new is made).
+	 */
+	total = min64(ci.device_total, ci.device_limit);
+	held = st.device_bytes;
+	idle = held > as.device_allocated ? held - as.device_allocated : 0;
+	f = ci.device_free > ci.device_headroom ? ci.device_free - ci.device_headroom : 0;
+	room = min64(f, total > held ? total - held : 0);
+	f = min64(room + idle, total);
+	if (env_flag(&meminfo_total, "VMMX_RUN_MEMINFO", "device+host")) {
+		uint64_t htotal = min64(ci.host_total, ci.host_limit);
+		uint64_t hheld = st.host_bytes;
+		uint64_t hidle = hheld > as.host_allocated ? hheld - as.host_allocated : 0;
+
+		f += min64((htotal > hheld ? htotal - hheld : 0) + hidle, htotal);
+		total += htotal;
+	}
+	*free_p = (size_t)f;
+	*total_p = (size_t)total;
+	return 0;
+}
+
+void vmmxp_refuse(const char *call, const void *ptr, const char *why)
+{
+	count(&n_ipc_refused, 1);
+	fprintf(stderr,
+		"vmmx-run: %s(%p) refused: %s. Way out: run this program without vmmx-run, or "
+		"keep memory to be shared out of libvmmx (allocate it before the program's "
+		"first allocation, or share by copying).\n",
+		call, ptr, why);
+}
+
+/* ---- the report ---- */
+
+static void human(char *buf, size_t len, uint64_t b)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+static const char *kind_name(enum vmmxp_kind k)
+{
+	static const char *const names[] = { "cudaMalloc", "cudaMallocAsync", "cuMemAlloc",
+					     "cuMemAllocAsync" };
+	return names[k];
+}
+
+static void report(void)
+{
+	FILE *out = stderr;
+	const char *path = getenv("VMMX_RUN_REPORT");
+	char b1[32], b2[32], b3[32];
+	uint64_t total = 0;
+	int any = 0;
+
+	if (getpid() != owner_pid)
+		return;         /* a forked child's exit: the parent reports */
+	enter();
+	if (path && strcmp(path, "1") && strcmp(path, "stderr")) {
+		out = fopen(path, "a");
+		if (!out)
+			out = stderr;
+	}
+	for (int k = 0; k < VMMXP_NKINDS; k++)
+		total += __atomic_load_n(&n_alloc[k], __ATOMIC_RELAXED);
+	fprintf(out, "vmmx-run report (pid %d)\n", (int)getpid());
+	human(b1, sizeof(b1), n_alloc_bytes);
+	fprintf(out, "  allocations      %llu (%s asked for): cudaMalloc %llu, cudaMallocAsync %llu, "
+		     "cuMemAlloc %llu, cuMemAllocAsync %llu; failed %llu\n",
+		(unsigned long long)total, b1, (unsigned long long)n_alloc[0],
+		(unsigned long long)n_alloc[1], (unsigned long long)n_alloc[2],
+		(unsigned long long)n_alloc[3], (unsigned long long)n_fail);
+	fprintf(out, "  frees            %llu, stream-ordered %llu; foreign frees passed to the driver %llu\n",
+		(unsigned long long)n_free, (unsigned long long)n_free_async,
+		(unsigned long long)n_foreign_free);
+	if (n_ipc_refused)
+		fprintf(out, "  IPC refused      %llu\n", (unsigned long long)n_ipc_refused);
+	for (int d = 0; d < MAX_DEVICES; d++) {
+		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
+		struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+		struct vmmx_stats st = { .size = sizeof(st) };
+		struct vmmx_alloc_stats as = { .size = sizeof(as) };
+
+		if (!a || vmmx_ctx_query(vmmx_alloc_ctx(a), &ci) ||
+		    vmmx_stats_get(vmmx_alloc_ctx(a), &st) || vmmx_alloc_stats(a, &as))
+			continue;
+		any = 1;
+		fprintf(out, "  device %d         %s, policy %s\n", d, ci.backend, ci.policy);
+		human(b1, sizeof(b1), peak_device[d]);
+		human(b2, sizeof(b2), peak_host[d]);
+		human(b3, sizeof(b3), as.allocated_peak);
+		fprintf(out, "    peak           device %s, host %s (mapped); live allocations %s\n",
+			b1, b2, b3);
+		fprintf(out, "    allocator      %llu allocations, %llu from cache, %llu segments made, "
+			     "%llu placed partly in host memory\n",
+			(unsigned long long)as.allocs, (unsigned long long)as.cache_hits,
+			(unsigned long long)as.segment_allocs,
+			(unsigned long long)as.fallback_segments);
+		fprintf(out, "    fallbacks      %llu chunks: limit %llu, headroom %llu, out of memory %llu\n",
+			(unsigned long long)st.fallbacks, (unsigned long long)st.fallbacks_limit,
+			(unsigned long long)st.fallbacks_headroom,
+			(unsigned long long)st.fallbacks_oom);
+	}
+	if (!any)
+		fprintf(out, "  no allocation went through libvmmx\n");
+	pthread_mutex_lock(&top_lock);
+	if (top[0].host)
+		fprintf(out, "  largest spilled allocations\n");
+	for (int i = 0; i < TOP_SPILLED && top[i].host; i++) {
+		human(b1, sizeof(b1), top[i].size);
+		human(b2, sizeof(b2), top[i].host);
+		fprintf(out, "    %s at %#llx on device %d (%s): %s in host memory\n", b1,
+			(unsigned long long)top[i].ptr, top[i].device, kind_name(top[i].kind), b2);
+	}
+	pthread_mutex_unlock(&top_lock);
+	if (out != stderr)
+		fclose(out);
+	leave();
+}

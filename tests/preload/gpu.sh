@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# gpu.sh - vmmx-run's GPU measurements (not part of make check): run on the
+# GPU machine from a configured build tree of the dist tarball, after
+# `make install prefix=$PREFIX`.  Usage:
+#   bash tests/preload/gpu.sh PREFIX [PYTHON]
+# It builds the CUDA programs of tests/preload both ways, then prints, each
+# under a heading: the C program past a real cap (a helper process holding
+# the device) natively and under vmmx-run; the same under --device-limit; the
+# allocation-cost table; the unmodified PyTorch chain natively and under
+# vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
+set -u
+prefix=${1:?usage: gpu.sh PREFIX [PYTHON]}
+py=${2:-/opt/torch/.venv/bin/python}
+src=$(cd "$(dirname "$0")" && pwd)
+run="$prefix/bin/vmmx-run"
+out=${OUT:-/tmp/vmmx-run-gpu}
+mkdir -p "$out"
+nvcc=${NVCC:-nvcc}
+arch=${NVCC_ARCH:--arch=sm_90}
+unset VMMX_DEVICE_LIMIT VMMX_POLICY VMMX_BACKEND
+
+echo "== machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+$nvcc --version | tail -2
+"$py" -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' 2>&1
+
+echo "== build"
+$nvcc -O2 $arch -o "$out/gpu_fill_static" "$src/gpu_fill.cu" || exit 1
+$nvcc -O2 $arch -cudart shared -o "$out/gpu_fill_shared" "$src/gpu_fill.cu" || exit 1
+$nvcc -O2 $arch -cudart shared -o "$out/alloc_bench" "$src/alloc_bench.cu" || exit 1
+$nvcc -O2 $arch -o "$out/alloc_bench_static" "$src/alloc_bench.cu" || exit 1
+echo "static runtime: $(ldd "$out/gpu_fill_static" | grep -c cudart) cudart libraries linked (0 expected)"
+echo "shared runtime: $(ldd "$out/gpu_fill_shared" | grep cudart)"
+
+# 1. A real cap: a helper holds all but 8 GiB; the program wants 12 GiB (1.5x).
+echo "== C program, 12 GiB wanted, 8 GiB left free by a helper process"
+mkfifo "$out/hold.fifo"
+"$out/gpu_fill_shared" hold 8192 <"$out/hold.fifo" &
+holder=$!
+exec 9>"$out/hold.fifo"
+sleep 20
+for b in static shared; do
+	"$out/gpu_fill_$b" 12288; echo "native $b: exit $? (3 = out of memory expected)"
+	"$run" --report -- "$out/gpu_fill_$b" 12288; echo "vmmx-run $b: exit $? (0 expected)"
+done
+exec 9>&-
+wait $holder
+rm -f "$out/hold.fifo"
+
+echo "== C program, 12 GiB wanted, --device-limit 8GiB"
+for b in static shared; do
+	"$run" --device-limit 8GiB --report -- "$out/gpu_fill_$b" 12288; echo "vmmx-run $b: exit $?"
+done
+
+echo "== allocation cost: cudaMalloc + cudaFree, native against vmmx-run (us per pair)"
+for b in alloc_bench alloc_bench_static; do
+	"$out/$b" 200 >"$out/$b.native"
+	"$run" -- "$out/$b" 200 >"$out/$b.vmmx"
+	echo "-- $b"
+	join <(grep -v '^#' "$out/$b.native") <(grep -v '^#' "$out/$b.vmmx") 2>/dev/null |
+		awk '{ printf "%12d B  native %9.2f us  vmmx-run %9.2f us  ratio %.3f\n", $1, $2, $4, $4 / $2 }' ||
+		paste "$out/$b.native" "$out/$b.vmmx"
+done
+
+echo "== PyTorch: bf16 chain of 72 8192x8192 layers (9 GiB), unmodified"
+for batch in 1 16 256 4096; do
+	"$py" "$src/torch_chain.py" --batch $batch >"$out/torch.native.$batch" 2>&1
+	echo "native    : $(cat "$out/torch.native.$batch")"
+	"$run" --device-limit 6GiB --report-file "$out/torch.report.$batch" -- \
+		"$py" "$src/torch_chain.py" --batch $batch >"$out/torch.vmmx.$batch" 2>&1
+	echo "vmmx 6GiB : $(cat "$out/torch.vmmx.$batch")"
+	a=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/torch.native.$batch")
+	b=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/torch.vmmx.$batch")
+	[ -n "$a" ] && [ "$a" = "$b" ] && echo "batch $batch: checksums equal" || echo "batch $batch: CHECKSUMS DIFFER ($a vs $b)"
+done
+cat "$out/torch.report.16" 2>/dev/null
+echo "-- native capped (set_per_process_memory_fraction would be needed; a helper holding all but 6 GiB):"
+mkfifo "$out/hold.fifo"
+"$out/gpu_fill_shared" hold 7168 <"$out/hold.fifo" &
+holder=$!
+exec 9>"$out/hold.fifo"
+sleep 20
+"$py" "$src/torch_chain.py" --batch 16 2>&1 | tail -1
+exec 9>&-
+wait $holder
+rm -f "$out/hold.fifo"
+
+echo "== CuPy: 6 GiB past a 4 GiB device limit, unmodified"
+"$run" --device-limit 4GiB --report -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
+
+echo "== placement candidates on the PyTorch chain (6 GiB limit, batch 16 and 256)"
+for pol in device-first lru host; do
+	for batch in 16 256; do
+		printf '%-14s batch %4d: ' "$pol" $batch
+		"$run" --device-limit 6GiB --policy $pol -- "$py" "$src/torch_chain.py" --batch $batch --steps 3 2>&1 | tail -1
+	done
+done

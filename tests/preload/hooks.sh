@@ -1,0 +1,9 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Every interposed call through vmmx-run on the sim backend (client.c prints
+# the TAP): 2 devices of 1 GiB, a 256 MiB device limit, no headroom.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-hooks.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/preload/env.sh"
+VMMX_SIM_DEVICES=2 VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB \
+	exec "$run" --device-limit 256MiB --headroom 0 -- "$client"

@@ -1,0 +1,70 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# vmmx-run itself: options refused by name (exit 2), a program that never
+# uses CUDA runs unchanged, cudaMemGetInfo in both modes, --report and
+# --trace on a program that spills.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-run.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/preload/env.sh"
+export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
+
+echo "1..21"
+
+refused() { # OPTION VALUE: exit 2 and the option named on stderr
+	"$run" "$1" "$2" -- true 2>"$tmp/err"
+	st=$?
+	[ $st -eq 2 ] && grep -q -- "$1 '$2'" "$tmp/err"
+	check $? "vmmx-run $1 $2 is refused by name with exit 2"
+}
+refused --device-limit 12XB
+refused --headroom -1
+refused --host-limit 101%
+refused --policy no-such-policy
+refused --policy device-first:bogus=1
+refused --meminfo both
+"$run" --bogus -- true 2>/dev/null
+check $([ $? -eq 2 ]; echo $?) "an unknown option: exit 2"
+"$run" 2>/dev/null
+check $([ $? -eq 2 ]; echo $?) "no program: exit 2"
+"$run" -- /nonexistent/program 2>/dev/null
+check $([ $? -eq 127 ]; echo $?) "a program that is not there: exit 127"
+"$run" --help | grep -q -- '--device-limit SIZE'
+check $? "--help lists the options"
+
+# A program that never uses CUDA: same output, same exit code.
+prog='echo out; echo err >&2; printf "%s\n" "$@"; exit 3'
+sh -c "$prog" x a "b c" >"$tmp/out1" 2>"$tmp/err1"
+st1=$?
+"$run" --report --device-limit 1GiB -- sh -c "$prog" x a "b c" >"$tmp/out2" 2>"$tmp/err2"
+st2=$?
+check $([ $st1 -eq 3 ] && [ $st2 -eq 3 ]; echo $?) "a program without CUDA keeps its exit code"
+cmp -s "$tmp/out1" "$tmp/out2" && cmp -s "$tmp/err1" "$tmp/err2"
+check $? "a program without CUDA keeps its output (standard output and error)"
+"$run" -- "$client" spill >"$tmp/out" 2>"$tmp/err"
+check $? "a CUDA program without hooks of its own runs (the client's spill mode)"
+
+# cudaMemGetInfo, both modes (client meminfo prints 3 TAP lines each; renumbered here)
+for mode in device device+host; do
+	"$run" --device-limit 256MiB --headroom 0 --meminfo $mode -- "$client" meminfo >"$tmp/mi" 2>&1
+	st=$?
+	grep -q '^not ok' "$tmp/mi" && st=1
+	[ "$(grep -c '^ok' "$tmp/mi")" -eq 3 ] || st=1
+	check $st "cudaMemGetInfo in --meminfo $mode mode: $(grep '^ok 2' "$tmp/mi" | sed 's/^ok 2 - //')"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/mi"
+done
+
+# --report and --trace on a program that spills
+"$run" --device-limit 256MiB --headroom 0 --report --trace "$tmp/trace.json" -- \
+	"$client" spill >"$tmp/out" 2>"$tmp/rep"
+check $? "the spilling client exits 0 under --report --trace"
+grep -q '^vmmx-run report' "$tmp/rep" && grep -q 'allocations  *3 ' "$tmp/rep"
+check $? "--report counts the allocations"
+grep -q 'peak  *device 256.0 MiB, host 128.0 MiB' "$tmp/rep"
+check $? "--report gives the peak bytes per location"
+grep -q 'fallbacks  *[1-9][0-9]* chunks: limit [1-9]' "$tmp/rep"
+check $? "--report gives fallbacks by reason"
+grep -q 'largest spilled allocations' "$tmp/rep" && grep -q '128.0 MiB at 0x.*(cudaMalloc): 128.0 MiB in host memory' "$tmp/rep"
+check $? "--report lists the largest spilled allocations"
+grep -q '"host"' "$tmp/trace.json" 2>/dev/null || grep -qi 'host' "$tmp/trace.json" 2>/dev/null
+check $? "--trace writes the JSON trace with host placements"
+sed 's/^/# /' "$tmp/rep"
