@@ -506,6 +506,15 @@ err_unwind:
 	return err;
 }
 
+/*
+ * Tries of a step that puts a chunk back after a failed one: the address was
+ * unmapped a moment ago, so a failure is most likely transient (a driver
+ * resource, an injected fault); trying again costs nothing when it works and
+ * keeps the buffer whole.  The torture test (tests/stress) lost chunks to two
+ * faults in a row with a single try.
+ */
+#define RESTORE_TRIES 4
+
 int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
 {
 	int err = vmm_map(ctx->vmm, va, c->size, c->handle);
@@ -519,23 +528,27 @@ int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *
 }
 
 /*
- * Tries of a restore: the address was unmapped a moment ago, so a failure to
- * map the old handle back is most likely transient (a driver resource, an
- * injected fault); trying again costs nothing when it works and keeps the
- * buffer whole.  The torture test (tests/stress) lost chunks to two faults
- * in a row with a single try.
+ * Map and grant, each step tried RESTORE_TRIES times; a mapping that worked is
+ * kept while the grant is tried again (mapping over it would fail).
  */
-#define RESTORE_TRIES 4
-
 int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
 {
+	bool mapped = false;
 	int err = 0;
 
 	for (int i = 0; i < RESTORE_TRIES; i++) {
-		err = vmmx__chunk_remap(ctx, va, c);
+		if (!mapped) {
+			err = vmm_map(ctx->vmm, va, c->size, c->handle);
+			if (err)
+				continue;
+			mapped = true;
+		}
+		err = vmmx__chunk_set_access(ctx, va, c->size, c->loc, c->cpu);
 		if (!err)
-			break;
+			return 0;
 	}
+	if (mapped)
+		vmmx__unmap_or_defer(ctx, va, c->size);
 	return err;
 }
 

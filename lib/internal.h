@@ -521,7 +521,8 @@ void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec);
 /*
  * Teardown steps that must not fail the caller: on failure the step is
  * queued on the context and retried later (next resize, buffer destroy,
- * context destroy).  Each returns 0 if done now, 1 if deferred.
+ * context destroy).  Each returns 0 if done now, 1 if deferred.  An unmap
+ * is tried a few times first: a range left mapped blocks every map at it.
  */
 int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size);
 int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc,

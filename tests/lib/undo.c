@@ -8,7 +8,12 @@
  *    (each map call of a two-chunk move is failed twice in a row in turn);
  *  - a shrink: a failed unmap followed by a failed map back left "shrink
  *    failed ... and restoring chunk ... failed too; buffer truncated" (each
- *    unmap of a four-chunk shrink is failed in turn, and the two maps after).
+ *    unmap of a four-chunk shrink is failed in turn, and the two maps after);
+ *  - a grant that fails and the unmap after it too: the new handle stayed
+ *    mapped (its unmap deferred), so mapping the old one back failed with
+ *    "range overlaps the mapping" and the chunk was lost, and a later grow
+ *    at that address failed the same way (each grant and each unmap of a
+ *    shrink that cuts a chunk is failed in turn, in pairs).
  */
 #include "config.h"
 
@@ -21,6 +26,7 @@
 
 #define TRIES 10
 #define SHRINK_TRIES 3
+#define PAIRS 4 /* grants and unmaps of a cutting shrink failed, in pairs */
 
 static void shrink_undo(void)
 {
@@ -50,12 +56,50 @@ static void shrink_undo(void)
 	}
 }
 
+/* One pair: the @na-th grant and the @nu-th unmap of a shrink that cuts fail. */
+static void grant_unmap_pair(int na, int nu)
+{
+	struct vmmx_ctx *ctx = test_ctx(NULL);
+	struct vmm *v = vmmx__ctx_vmm(ctx);
+	uint32_t seed = (uint32_t)(na * 16 + nu);
+	struct vmmx_buf *buf;
+	size_t want;
+	int err;
+
+	if (vmmx_buf_create(ctx, 8 * MiB, NULL, &buf) || vmmx_buf_resize(buf, 8 * MiB) ||
+	    test_fill(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, seed))
+		bail("setup: %s", vmmx_last_error());
+	test_log_clear();
+	vmm_fault_arm(v, VMMX_OP_SET_ACCESS, (uint64_t)na, 0);
+	vmm_fault_arm(v, VMMX_OP_UNMAP, (uint64_t)nu, 0);
+	err = vmmx_buf_resize(buf, 4 * MiB);
+	vmm_fault_disarm_all(v);
+	want = err ? 8 * MiB : 4 * MiB;
+	ok(err == 0 || err == -VMMX_EFAULTINJ,
+	   "grant %d and unmap %d of a cutting shrink failed: 0 or the fault (%d)", na, nu, err);
+	ok(!strstr(test_log(), "truncated") && !strstr(test_log(), "could not be mapped back") &&
+	       !strstr(test_log(), "was lost"),
+	   "grant %d, unmap %d: no chunk lost (%s)", na, nu, test_log());
+	is_uint(want, vmmx_buf_size(buf), "grant %d, unmap %d: the size is the old or the new one",
+		na, nu);
+	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, want, seed),
+		"grant %d, unmap %d: every byte kept is right", na, nu);
+	/* Nothing left mapped where the buffer has no chunk: growing back works. */
+	err = vmmx_buf_resize(buf, 8 * MiB);
+	is_err(0, err, "grant %d, unmap %d: the buffer grows back to 8 MiB", na, nu);
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(ctx);
+}
+
 int main(void)
 {
 	static const char *const vars[] = { "VMMX_CHUNK_MAX=2MiB", NULL };
 
-	plan(TRIES * 4 + SHRINK_TRIES * 4);
+	plan(TRIES * 4 + SHRINK_TRIES * 4 + PAIRS * PAIRS * 5);
 	shrink_undo();
+	for (int na = 1; na <= PAIRS; na++)
+		for (int nu = 1; nu <= PAIRS; nu++)
+			grant_unmap_pair(na, nu);
 	for (int nth = 1; nth <= TRIES; nth++) {
 		struct vmmx_ctx *ctx = test_ctx(vars);
 		struct vmmx_buf *buf;
