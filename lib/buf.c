@@ -31,15 +31,21 @@
 
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
 {
-	size_t lo = 0, hi = t->n;
+	const size_t *o = t->offs;
+	size_t lo = 0, n = t->n;
 
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
+	/* Branchless: halve the range each step; the compiler makes the
+	 * choice a conditional move, so no step mispredicts.  Both offsets the
+	 * next step may read are fetched ahead, so a table a writer has just
+	 * replaced (cold in this core's cache) costs overlapped misses rather
+	 * than one after another. */
+	while (n > 1) {
+		size_t half = n / 2;
 
-		if (t->c[mid].off <= off)
-			lo = mid;
-		else
-			hi = mid;
+		__builtin_prefetch(&o[lo + (n - half) / 2]);
+		__builtin_prefetch(&o[lo + half + (n - half) / 2]);
+		lo = o[lo + half] <= off ? lo + half : lo;
+		n -= half;
 	}
 	return lo;
 }
@@ -103,17 +109,35 @@ void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
 {
 	struct vmmx__table *old = buf->table;
 
+	for (size_t i = 0; i < t->n; i++)
+		t->offs[i] = t->c[i].off;
 	rcu_assign_pointer(buf->table, t);
 	vmmx__retire(buf->ctx, old);
 }
 
-static struct vmmx__table *table_alloc(size_t n)
+struct vmmx__table *vmmx__table_alloc(size_t n)
 {
-	struct vmmx__table *t = malloc(sizeof(*t) + n * sizeof(t->c[0]));
+	struct vmmx__table *t = malloc(sizeof(*t) + n * (sizeof(t->c[0]) + sizeof(size_t)));
 
-	if (t)
+	if (t) {
+		t->retired_next = NULL;
 		t->n = n;
+		t->offs = (size_t *)&t->c[n];
+	}
 	return t;
+}
+
+struct vmmx__table *vmmx__table_dup(const struct vmmx__table *t)
+{
+	struct vmmx__table *nt = vmmx__table_alloc(t->n);
+
+	if (nt) {
+		nt->size = t->size;
+		nt->mapped = t->mapped;
+		memcpy(nt->c, t->c, t->n * sizeof(t->c[0]));
+		memcpy(nt->offs, t->offs, t->n * sizeof(t->offs[0]));
+	}
+	return nt;
 }
 
 VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *policy,
@@ -144,7 +168,7 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
 	buf->id = __atomic_add_fetch(&ctx->next_buf_id, 1, __ATOMIC_RELAXED);
 	buf->policy = pol;
 	buf->capacity = vmmx__round_up(capacity, ctx->chunk_min);
-	buf->table = table_alloc(0);
+	buf->table = vmmx__table_alloc(0);
 	if (!buf->table) {
 		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_create: out of memory");
 		goto err_buf;
@@ -438,7 +462,7 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 
 	/* Growing within the mapped tail of the last chunk needs no driver call. */
 	if (size <= old->mapped) {
-		t = table_alloc(old->n);
+		t = vmmx__table_alloc(old->n);
 		if (!t)
 			return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
 		memcpy(t->c, old->c, old->n * sizeof(old->c[0]));
@@ -476,7 +500,7 @@ static int grow(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		n++;
 	}
 	cur = buf->table;
-	t = table_alloc(cur->n + n);
+	t = vmmx__table_alloc(cur->n + n);
 	if (!t) {
 		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
 		goto err_unwind;
@@ -729,7 +753,7 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	cut = keep && old->c[keep - 1].off + old->c[keep - 1].size > size;
 	cut_idx = keep - 1;
 	/* Room for every chunk: a failed restore may keep more than @keep. */
-	t = table_alloc(old->n);
+	t = vmmx__table_alloc(old->n);
 	if (!t)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
 	memcpy(t->c, old->c, keep * sizeof(old->c[0]));

@@ -472,14 +472,13 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	if (!maxn)
 		return 0;
 	g.slot_bytes = g.slot_bytes > MIGRATE_BATCH ? g.slot_bytes : MIGRATE_BATCH;
-	g.nt = malloc(sizeof(*g.nt) + t->n * sizeof(t->c[0]));
+	g.nt = vmmx__table_dup(t);
 	b[0].m = calloc(maxn, sizeof(struct move));
 	b[1].m = calloc(maxn, sizeof(struct move));
 	if (!g.nt || !b[0].m || !b[1].m) {
 		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_migrate: out of memory");
 		goto out_free;
 	}
-	memcpy(g.nt, t, sizeof(*t) + t->n * sizeof(t->c[0]));
 	err = vmm_reserve(ctx->vmm, 2 * g.slot_bytes, ctx->gran, &stage);
 	if (err)
 		goto out_free;
