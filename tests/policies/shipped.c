@@ -189,7 +189,7 @@ int main(void)
 	int ndev, err;
 
 	find_policy_dir();
-	plan(73);
+	plan(73 + 5 + 6);
 	ctx = test_ctx(one);
 	ctx2 = test_ctx(two);
 	ctxl = test_ctx(lim);
@@ -260,6 +260,33 @@ int main(void)
 	}
 	vmmx_buf_destroy(buf);
 	refused(ctxl, "device-first:numa=", "numa=: expected an integer");
+
+	/* ---- device-first:reserve=: big buffers leave room for small ones ---- */
+	{
+		static const char rs[] = "device-first:reserve=4MiB,large=16MiB";
+		struct vmmx_buf *small, *small2;
+
+		vmmx_ctx_trim(ctxl, 0);
+		buf = make(ctxl, 32 * MiB, rs, 12 * MiB);
+		is_string("00HHHH", layout(buf),
+			  "reserve=4MiB: a buffer of large= or more stops 4 MiB short of the limit");
+		small = make(ctxl, 8 * MiB, rs, 4 * MiB);
+		is_string("00", layout(small), "reserve=4MiB: a smaller buffer gets the reserve");
+		small2 = make(ctxl, 8 * MiB, rs, 4 * MiB);
+		is_string("HH", layout(small2), "reserve=4MiB: once it is used, host memory");
+		data_ok(ctxl, buf, 10, rs);
+		vmmx_buf_destroy(small2);
+		vmmx_buf_destroy(small);
+		vmmx_buf_destroy(buf);
+		vmmx_ctx_trim(ctxl, 0);
+		buf = make(ctxl, 32 * MiB, "device-first:reserve=4MiB", 8 * MiB);
+		is_string("0000", layout(buf),
+			  "reserve=4MiB: a buffer under the default large= (64MiB) is not held back");
+		vmmx_buf_destroy(buf);
+	}
+	refused(ctxl, "device-first:reserve=lots", "reserve=lots: expected a size such as 512MiB");
+	refused(ctxl, "device-first:large=0", "large=0: expected a size such as 512MiB, not 0");
+	refused(ctxl, "device-first:spare=1", "unknown argument \"spare\" (known: numa, peers, reserve, large)");
 
 	/* ---- interleave ---- */
 	/* On the sim this context has one device; on a GPU machine, as many as it has. */
