@@ -51,17 +51,10 @@ static uint64_t releases(const struct snap *s)
 /* Field @field of location @loc ("device:0", "host") in vmmx_stats_json. */
 static uint64_t loc_stat(struct vmmx_ctx *ctx, const char *loc, const char *field)
 {
-	static char text[65536];
+	struct json *st = test_stats_json(ctx);
 	const struct json *locs;
-	struct json *st;
-	const char *err;
 	uint64_t v = UINT64_MAX;
 
-	if (vmmx_stats_json(ctx, text, sizeof(text), NULL))
-		bail("vmmx_stats_json: %s", vmmx_last_error());
-	st = json_parse(text, &err);
-	if (!st)
-		bail("vmmx_stats_json is not JSON (%s): %s", err, text);
 	locs = json_get(st, "locations");
 	for (size_t i = 0; i < json_len(locs); i++) {
 		const char *name = json_str(json_get(json_index(locs, i), "location"));

@@ -153,12 +153,11 @@ static uint64_t held(const struct json *st, const char *loc)
 
 int main(void)
 {
-	char top[2048], pathvar[2200], tracevar[64], trace[] = "/tmp/vmmx-place-mt-XXXXXX";
+	char pathvar[2200], tracevar[64], trace[] = "/tmp/vmmx-place-mt-XXXXXX";
 	const char *vars[] = {
 		pathvar, tracevar, "VMMX_DEVICE_LIMIT=24MiB", "VMMX_HOST_LIMIT=48MiB",
 		"VMMX_CHUNK_MAX=4MiB", NULL,
 	};
-	const char *env = getenv("top_builddir");
 	struct worker w[THREADS];
 	struct vmmx_stats st = { .size = sizeof(st) };
 	struct vmm_counts vc;
@@ -170,20 +169,7 @@ int main(void)
 	int ndev = 1, over = -1;
 	int fd, first = -1;
 
-	if (env && env[0] == '/') {
-		snprintf(top, sizeof(top), "%s", env);
-	} else {
-		/* Not run by make: this program is <top>/tests/lib/place_mt. */
-		ssize_t n = readlink("/proc/self/exe", top, sizeof(top) - 1);
-
-		if (n <= 0)
-			bail("top_builddir is not set and /proc/self/exe cannot be read");
-		top[n] = '\0';
-		for (int i = 0; i < 3; i++)
-			if (strrchr(top, '/'))
-				*strrchr(top, '/') = '\0';
-	}
-	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s/policies/.libs", top);
+	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s/policies/.libs", test_build_tree());
 	fd = mkstemp(trace);
 	if (fd < 0)
 		bail("mkstemp failed");

@@ -23,47 +23,14 @@
 #define SIZE (32 * MiB)
 #define UNITS (SIZE / UNIT)
 
-static char top[2048];
 static char pathvar[2304], sofile[2304];
 
 static void find_build_tree(void)
 {
-	const char *env = getenv("top_builddir");
-	char *slash;
-	ssize_t n;
+	const char *top = test_build_tree();
 
-	if (env && env[0] == '/') {
-		snprintf(top, sizeof(top), "%s", env);
-	} else {
-		/* Not run by make: this program is <top>/tests/policies/example. */
-		n = readlink("/proc/self/exe", top, sizeof(top) - 1);
-		if (n <= 0)
-			bail("top_builddir is not set and /proc/self/exe cannot be read");
-		top[n] = '\0';
-		for (int i = 0; i < 3; i++) {
-			slash = strrchr(top, '/');
-			if (!slash)
-				bail("cannot find the build tree from %s", top);
-			*slash = '\0';
-		}
-	}
 	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s/tests/policies/.libs", top);
 	snprintf(sofile, sizeof(sofile), "%s/tests/policies/.libs/vmmx_policy_coinflip.so", top);
-}
-
-static struct json *stats(struct vmmx_ctx *ctx)
-{
-	static char text[65536];
-	const char *err;
-	struct json *j;
-	int e = vmmx_stats_json(ctx, text, sizeof(text), NULL);
-
-	if (e)
-		bail("vmmx_stats_json: %s: %s", vmmx_strerror(e), vmmx_last_error());
-	j = json_parse(text, &err);
-	if (!j)
-		bail("vmmx_stats_json is not JSON (%s): %s", err, text);
-	return j;
 }
 
 static const struct json *find_policy(const struct json *st, const char *spec)
@@ -82,7 +49,7 @@ static const struct json *find_policy(const struct json *st, const char *spec)
 /* A counter of @spec's instance; 0 when the policy never named it. */
 static uint64_t counter(struct vmmx_ctx *ctx, const char *spec, const char *name)
 {
-	struct json *st = stats(ctx);
+	struct json *st = test_stats_json(ctx);
 	const struct json *c = json_get(json_get(find_policy(st, spec), "counters"), name);
 	uint64_t v = c ? json_u64(c) : 0;
 
@@ -145,7 +112,7 @@ int main(void)
 	is_err(0, vmmx_buf_create(ctx, SIZE, "coinflip:p=50,seed=7", &buf),
 	       "vmmx_buf_create loads coinflip from the test build tree");
 	like(test_log(), sofile, "vmmx_buf_create: the info log names the example's file");
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	is_string(sofile, json_str(json_get(find_policy(st, "coinflip:p=50,seed=7"), "source")),
 		  "vmmx_stats_json: the source is the example built by the tests");
 	json_free(st);

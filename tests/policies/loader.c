@@ -27,48 +27,11 @@
 #include "tests/tap/vmmx_test.h"
 
 /* Sized so that every path built from another fits (no truncation). */
-static char top[2048];          /* the build tree */
 static char fakedir[2304];      /* where the fake plugins are */
 
-/* The build tree: $top_builddir (tests/local.mk exports it), else found
- * from this program's own path, <top>/tests/policies/loader. */
 static void find_build_tree(void)
 {
-	const char *env = getenv("top_builddir");
-	char *slash;
-	ssize_t n;
-
-	if (env && env[0] == '/') {
-		snprintf(top, sizeof(top), "%s", env);
-	} else {
-		n = readlink("/proc/self/exe", top, sizeof(top) - 1);
-		if (n <= 0)
-			bail("top_builddir is not set and /proc/self/exe cannot be read");
-		top[n] = '\0';
-		for (int i = 0; i < 3; i++) {
-			slash = strrchr(top, '/');
-			if (!slash)
-				bail("cannot find the build tree from %s", top);
-			*slash = '\0';
-		}
-	}
-	snprintf(fakedir, sizeof(fakedir), "%s/tests/policies/.libs", top);
-}
-
-/* The context's statistics as a JSON tree; bails when it is not JSON. */
-static struct json *stats(struct vmmx_ctx *ctx)
-{
-	static char text[65536];
-	const char *err;
-	struct json *j;
-	int e = vmmx_stats_json(ctx, text, sizeof(text), NULL);
-
-	if (e)
-		bail("vmmx_stats_json: %s: %s", vmmx_strerror(e), vmmx_last_error());
-	j = json_parse(text, &err);
-	if (!j)
-		bail("vmmx_stats_json is not JSON (%s): %s", err, text);
-	return j;
+	snprintf(fakedir, sizeof(fakedir), "%s/tests/policies/.libs", test_build_tree());
 }
 
 /* The instance of @spec in the statistics' policy list, and how many there are. */
@@ -92,7 +55,7 @@ static const struct json *find_policy(const struct json *st, const char *spec, i
 
 static int policy_count(struct vmmx_ctx *ctx, const char *spec)
 {
-	struct json *st = stats(ctx);
+	struct json *st = test_stats_json(ctx);
 	int n;
 
 	find_policy(st, spec, &n);
@@ -190,7 +153,7 @@ int main(void)
 	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, 11),
 		"vmmx_memcpy reads the data back");
 
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	pol = find_policy(st, "fake_ok", &count);
 	is_int(1, count, "vmmx_stats_json lists fake_ok once");
 	is_string(okfile, json_str(json_get(pol, "source")),
@@ -207,7 +170,7 @@ int main(void)
 	is_err(0, vmmx_buf_create(ctx, 4 * MiB, "fake_ok", &buf2),
 	       "vmmx_buf_create: a second buffer of spec fake_ok");
 	ok(!strstr(test_log(), "policy loader"), "vmmx_buf_create: the loader did not run again");
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	pol = find_policy(st, "fake_ok", &count);
 	is_int(1, count, "vmmx_stats_json: the two buffers share one instance");
 	is_uint(1, counter(pol, "inits"), "vmmx_buf_create: init was not called again");
@@ -241,7 +204,7 @@ int main(void)
 	}
 	vmmx_buf_destroy(buf3);
 	vmmx_buf_destroy(buf2);
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	pol = find_policy(st, "fake_ok", &count);
 	is_int(1, count, "vmmx_buf_destroy of one sharer keeps the instance");
 	is_uint(1, counter(pol, "destroyed"), "vmmx_buf_destroy: buf_event(destroyed) was called");
@@ -277,7 +240,7 @@ int main(void)
 		     rf->name);
 		ok(buf == NULL, "vmmx_buf_create leaves buf_p alone on refusal (%s)", rf->name);
 	}
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	count = (int)json_len(json_get(st, "policies"));
 	is_int(1, count, "vmmx_stats_json: no refused policy left an instance behind");
 	json_free(st);
@@ -339,7 +302,7 @@ int main(void)
 	is_err(0, vmmx_buf_create(ctx, 4 * MiB, "fake_ok", &buf),
 	       "vmmx_buf_create: empty VMMX_POLICY_PATH elements are ignored");
 	ok(!strstr(test_log(), "refused"), "vmmx_buf_create: no refusal for the empty elements");
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	is_string(okfile, json_str(json_get(find_policy(st, "fake_ok", NULL), "source")),
 		  "vmmx_stats_json: the source path has no stray separator");
 	json_free(st);
@@ -369,7 +332,7 @@ int main(void)
 		test_log_clear();
 		is_err(0, vmmx_buf_create(ctx2, 4 * MiB, "fake_ok", &buf),
 		       "vmmx_buf_create: a refused file does not stop the search");
-		st = stats(ctx2);
+		st = test_stats_json(ctx2);
 		is_string(okfile, json_str(json_get(find_policy(st, "fake_ok", NULL), "source")),
 			  "vmmx_stats_json: the copy in the next directory was loaded");
 		json_free(st);
@@ -388,7 +351,7 @@ int main(void)
 	chmod(tmpdir, 0700);
 	is_err(0, vmmx_buf_create(ctx, 4 * MiB, "fake_ok", &buf),
 	       "vmmx_buf_create loads the same file once the permissions are safe");
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	is_string(tmpfile, json_str(json_get(find_policy(st, "fake_ok", NULL), "source")),
 		  "vmmx_stats_json: the source is the copy in the temporary directory");
 	json_free(st);
@@ -452,7 +415,7 @@ int main(void)
 	test_log_clear();
 	is_err(0, vmmx_buf_create(ctx, 8 * MiB, "interleave", &buf),
 	       "vmmx_buf_create finds interleave with no VMMX_POLICY_PATH");
-	st = stats(ctx);
+	st = test_stats_json(ctx);
 	{
 		const char *src = json_str(json_get(find_policy(st, "interleave", NULL), "source"));
 		const char *tail = "/policies/.libs/vmmx_policy_interleave.so";
@@ -461,8 +424,8 @@ int main(void)
 		ok(src && sl > tl && !strcmp(src + sl - tl, tail),
 		   "vmmx_stats_json: interleave came from the build tree's policies/.libs (%s)",
 		   src ? src : "(none)");
-		ok(src && !strncmp(src, top, strlen(top)),
-		   "vmmx_stats_json: ... of this build tree (%s)", top);
+		ok(src && !strncmp(src, test_build_tree(), strlen(test_build_tree())),
+		   "vmmx_stats_json: ... of this build tree (%s)", test_build_tree());
 	}
 	json_free(st);
 	is_err(0, vmmx_buf_resize(buf, 8 * MiB), "vmmx_buf_resize under the shipped interleave");

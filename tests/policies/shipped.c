@@ -26,26 +26,7 @@ static char pathvar[2200];
 
 static void find_policy_dir(void)
 {
-	const char *env = getenv("top_builddir");
-	char top[2048], *slash;
-	ssize_t n;
-
-	if (env && env[0] == '/') {
-		snprintf(top, sizeof(top), "%s", env);
-	} else {
-		/* Not run by make: this program is <top>/tests/policies/shipped. */
-		n = readlink("/proc/self/exe", top, sizeof(top) - 1);
-		if (n <= 0)
-			bail("top_builddir is not set and /proc/self/exe cannot be read");
-		top[n] = '\0';
-		for (int i = 0; i < 3; i++) {
-			slash = strrchr(top, '/');
-			if (!slash)
-				bail("cannot find the build tree from %s", top);
-			*slash = '\0';
-		}
-	}
-	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s/policies/.libs", top);
+	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s/policies/.libs", test_build_tree());
 }
 
 /*

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/tap/basic.h"
+#include "tests/tap/json.h"
 #include "tests/tap/vmmx_test.h"
 
 static char logbuf[16384];
@@ -159,6 +161,47 @@ const char *test_layout(struct vmmx_buf *buf)
 								 : '?';
 	out[n] = '\0';
 	return out;
+}
+
+const char *test_build_tree(void)
+{
+	static char top[2048];
+	const char *env = getenv("top_builddir");
+	ssize_t n;
+
+	if (top[0])
+		return top;
+	if (env && env[0] == '/') {
+		snprintf(top, sizeof(top), "%s", env);
+		return top;
+	}
+	n = readlink("/proc/self/exe", top, sizeof(top) - 1);
+	if (n <= 0)
+		bail("top_builddir is not set and /proc/self/exe cannot be read");
+	top[n] = '\0';
+	for (int i = 0; i < 3; i++) {
+		char *slash = strrchr(top, '/');
+
+		if (!slash)
+			bail("cannot find the build tree from %s", top);
+		*slash = '\0';
+	}
+	return top;
+}
+
+struct json *test_stats_json(struct vmmx_ctx *ctx)
+{
+	static char text[65536];
+	const char *err;
+	struct json *j;
+	int e = vmmx_stats_json(ctx, text, sizeof(text), NULL);
+
+	if (e)
+		bail("vmmx_stats_json: %s: %s", vmmx_strerror(e), vmmx_last_error());
+	j = json_parse(text, &err);
+	if (!j)
+		bail("vmmx_stats_json is not JSON (%s): %s", err, text);
+	return j;
 }
 
 struct vmmx_stats test_stats(struct vmmx_ctx *ctx)

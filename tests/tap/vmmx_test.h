@@ -48,6 +48,17 @@ const char *test_layout(struct vmmx_buf *buf);
 /* vmmx_stats_get() of the whole struct; bails out on failure. */
 struct vmmx_stats test_stats(struct vmmx_ctx *ctx);
 
+/*
+ * The build tree: $top_builddir (tests/local.mk exports it), else found
+ * from the running program's path, <top>/tests/DIR/PROGRAM.  Bails when
+ * neither is there.
+ */
+const char *test_build_tree(void);
+
+struct json;
+/* vmmx_stats_json() of @ctx, parsed (json_free() it); bails when it fails or is not JSON. */
+struct json *test_stats_json(struct vmmx_ctx *ctx);
+
 /* Deterministic byte pattern: the byte at absolute offset @off for @seed. */
 static inline uint8_t test_pattern_byte(size_t off, uint32_t seed)
 {
