@@ -12,7 +12,8 @@ AM_TESTS_ENVIRONMENT = \
 
 check_LTLIBRARIES += %D%/tap/libtap.la
 %C%_tap_libtap_la_SOURCES = %D%/tap/basic.h %D%/tap/basic.c %D%/tap/vmmx_test.h %D%/tap/vmmx_test.c \
-	%D%/tap/cuda.h %D%/tap/cuda.c %D%/tap/json.h %D%/tap/json.c
+	%D%/tap/cuda.h %D%/tap/cuda.c %D%/tap/json.h %D%/tap/json.c \
+	%D%/tap/leaks.h %D%/tap/leaks.c
 %C%_tap_libtap_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib
 %C%_tap_libtap_la_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS)
 %C%_tap_libtap_la_LIBADD = $(CUDALOAD_LIBS)

@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "vmmx.h"
 #include "tests/tap/basic.h"
+#include "tests/tap/leaks.h"
 #include "tests/tap/vmmx_test.h"
 
 static const char *const vars[] = { "VMMX_DEVICE_LIMIT=8MiB", "VMMX_CHUNK_MAX=4MiB", NULL };
@@ -94,29 +95,6 @@ static void scenario(struct vmmx_ctx *ctx, struct result *res)
 	vmmx_ctx_trim(ctx, 0);
 }
 
-static bool no_leaks(struct vmmx_ctx *ctx)
-{
-	struct vmm *v = vmmx__ctx_vmm(ctx);
-	struct vmm_counts c;
-	bool clean;
-
-	/* Teardown steps that failed were queued; give them their retry. */
-	vmmx_ctx_trim(ctx, 0);
-	vmm_counts(v, &c);
-	clean = c.reservations == 0 && c.handles == 0 && c.mapped_bytes == 0;
-	if (test_on_sim()) {
-		struct vmm_sim_counts sc;
-
-		vmm_sim_counts(v, &sc);
-		clean = clean && sc.reservations == 0 && sc.handles == 0 && sc.mappings == 0 &&
-			sc.device_used[0] == 0 && sc.host_used == 0;
-	}
-	if (!clean)
-		diag("leak: %lld reservations, %lld handles, %lld bytes mapped",
-		     (long long)c.reservations, (long long)c.handles, (long long)c.mapped_bytes);
-	return clean && ctx->held[0] == 0 && ctx->held[VMMX__HOST_SLOT] == 0;
-}
-
 int main(void)
 {
 	static const enum vmmx_op ops[] = {
@@ -133,7 +111,7 @@ int main(void)
 	scenario(ctx, &res);
 	vmm_counts(vmmx__ctx_vmm(ctx), &base);
 	ok(res.failed_calls == 0 && res.inconsistent == 0, "the scenario runs clean without faults");
-	ok(no_leaks(ctx), "and leaks nothing");
+	ok(test_no_leaks(ctx), "and leaks nothing");
 	vmmx_ctx_destroy(ctx);
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -150,7 +128,7 @@ int main(void)
 			hit += c.injected;
 			bad += (uint64_t)res.inconsistent;
 			errors += res.failed_calls > 0;
-			if (!no_leaks(ctx)) {
+			if (!test_no_leaks(ctx)) {
 				diag("%s #%llu leaked", vmm_op_name(ops[i]), (unsigned long long)k);
 				leaks++;
 			}

@@ -28,6 +28,7 @@
 #include "internal.h"
 #include "vmmx.h"
 #include "tests/tap/basic.h"
+#include "tests/tap/leaks.h"
 #include "tests/tap/vmmx_test.h"
 
 #define MAXC 64
@@ -630,29 +631,6 @@ static void sweep_scenario(struct vmmx_ctx *ctx, struct result *res)
 	vmmx_ctx_trim(ctx, 0);
 }
 
-static bool no_leaks(struct vmmx_ctx *ctx)
-{
-	struct vmm *v = vmmx__ctx_vmm(ctx);
-	struct vmm_counts c;
-	bool clean;
-
-	/* Teardown steps that failed were queued; give them their retry. */
-	vmmx_ctx_trim(ctx, 0);
-	vmm_counts(v, &c);
-	clean = c.reservations == 0 && c.handles == 0 && c.mapped_bytes == 0;
-	if (test_on_sim()) {
-		struct vmm_sim_counts sc;
-
-		vmm_sim_counts(v, &sc);
-		clean = clean && sc.reservations == 0 && sc.handles == 0 && sc.mappings == 0 &&
-			sc.device_used[0] == 0 && sc.host_used == 0;
-	}
-	if (!clean)
-		diag("leak: %lld reservations, %lld handles, %lld bytes mapped",
-		     (long long)c.reservations, (long long)c.handles, (long long)c.mapped_bytes);
-	return clean && ctx->held[0] == 0 && ctx->held[VMMX__HOST_SLOT] == 0;
-}
-
 static const enum vmmx_op sweep_ops[] = {
 	VMMX_OP_CREATE, VMMX_OP_MAP,  VMMX_OP_UNMAP,   VMMX_OP_SET_ACCESS, VMMX_OP_COPY,
 	VMMX_OP_SYNC,   VMMX_OP_RELEASE, VMMX_OP_RESERVE, VMMX_OP_UNRESERVE,
@@ -671,7 +649,7 @@ static void fault_sweep(void)
 	vmm_counts(vmmx__ctx_vmm(ctx), &base);
 	ok(res.failed_calls == 0 && res.inconsistent == 0,
 	   "fault sweep: the migration scenario runs clean without faults");
-	ok(no_leaks(ctx), "fault sweep: and leaks nothing");
+	ok(test_no_leaks(ctx), "fault sweep: and leaks nothing");
 	vmmx_ctx_destroy(ctx);
 
 	for (size_t i = 0; i < NSWEEP; i++) {
@@ -693,7 +671,7 @@ static void fault_sweep(void)
 				bad++;
 			}
 			errors += res.failed_calls > 0;
-			if (!no_leaks(ctx)) {
+			if (!test_no_leaks(ctx)) {
 				diag("%s #%llu leaked", name, (unsigned long long)k);
 				leaks++;
 			}
@@ -817,7 +795,7 @@ static void pipeline(void)
 	is_int(0, bad, "each failure left every chunk where it was or moved, markers intact");
 	ok(big_marks_ok(ctx, buf), "markers intact at the end");
 	vmmx_buf_destroy(buf);
-	ok(no_leaks(ctx), "and nothing leaked");
+	ok(test_no_leaks(ctx), "and nothing leaked");
 	vmmx_ctx_destroy(ctx);
 }
 
