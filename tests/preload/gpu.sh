@@ -89,10 +89,13 @@ rm -f "$out/hold.fifo"
 echo "== CuPy: 6 GiB past a 4 GiB device limit, unmodified"
 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
 
-echo "== placement candidates on the PyTorch chain (6 GiB limit, batch 16 and 256)"
-for pol in device-first lru host; do
-	for batch in 16 256; do
-		printf '%-14s batch %4d: ' "$pol" $batch
+# device-first:reserve= is "largest allocations to the host first" in its
+# static form: big buffers (weights) spill before the small, hot ones
+# (activations, cuBLAS's workspace) find the device full.
+echo "== placement candidates on the PyTorch chain (6 GiB limit, batch 1, 16 and 256)"
+for pol in device-first device-first:reserve=512MiB device-first:reserve=1GiB lru host; do
+	for batch in 1 16 256; do
+		printf '%-30s batch %4d: ' "$pol" $batch
 		"$run" --device-limit 6GiB --policy $pol -- "$py" "$src/torch_chain.py" --batch $batch --steps 3 2>&1 | tail -1
 	done
 done
