@@ -10,7 +10,7 @@ bin_PROGRAMS += %D%/vmmx-demo
 %C%_vmmx_demo_SOURCES = %D%/vmmx-demo.c
 %C%_vmmx_demo_LDADD = lib/libvmmx.la
 bin_PROGRAMS += %D%/vmmx-info
-%C%_vmmx_info_SOURCES = %D%/vmmx-info.c $(TOOLS_REPORT)
+%C%_vmmx_info_SOURCES = %D%/vmmx-info.c $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_info_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_info_LDADD = lib/libvmmx.la -lm
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "vmmx.h"
+#include "tools/opts.h"
 #include "tools/report.h"
 
 #define PROG "vmmx-info"
@@ -439,41 +440,37 @@ static void print_listing(const struct rep *doc)
 	rep_table(stdout, pol, &pv);
 }
 
+/* --device: a device ordinal, 0 to 1023, as VMMX_DEVICE takes it. */
+static int opt_device(void *dest, const char *s)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || errno || n > 1023) {
+		fprintf(stderr, PROG ": --device %s: expected a device ordinal (0, 1, ...)\n", s);
+		return 2;
+	}
+	*(int *)dest = (int)n;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct vmmx_ctx *ctx;
 	struct rep *doc;
 	struct facts *f;
-	bool json = false;
-	int device = -1, rc;
+	int json = 0, device = -1, rc;
+	const struct tool_opt tab[] = {
+	    tool_opt_json(&json),
+	    tool_opt_fn("device", 0, opt_device, &device, NULL),
+	    {0},
+	};
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-			const char *s = argv[++i];
-			char *end;
-			long n;
-
-			errno = 0;
-			n = strtol(s, &end, 10);
-			if (*s < '0' || *s > '9' || *end || errno || n > 1023) {
-				fprintf(stderr, PROG ": --device %s: expected a device ordinal (0, 1, ...)\n", s);
-				return 2;
-			}
-			device = (int)n;
-		} else {
-			if (!strcmp(argv[i], "--device"))
-				fprintf(stderr, PROG ": --device needs a device ordinal\n");
-			else
-				fprintf(stderr, PROG ": %s: unknown option\n", argv[i]);
-			usage(stderr);
-			return 2;
-		}
-	}
+	rc = tool_opts_parse(PROG, usage, tab, argc, argv);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		fprintf(stderr, PROG ": out of memory\n");

@@ -9,7 +9,7 @@ trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 . "$top_srcdir/tests/tools/tap.sh"
 
-echo "1..24"
+echo "1..26"
 
 "$info" >"$tmp/table" 2>"$tmp/err"
 check $? "vmmx-info exits 0 on the sim"
@@ -60,13 +60,25 @@ check $? "--help prints the usage and exits 0"
 
 "$info" --bogus >"$tmp/out" 2>"$tmp/err"
 st=$?
-test $st -eq 2 && test ! -s "$tmp/out" && grep -q -- '--bogus' "$tmp/err"
+test $st -eq 2 && test ! -s "$tmp/out" && grep -q -- '^vmmx-info: unknown option --bogus$' "$tmp/err"
 check $? "--bogus exits 2 with the option named on stderr (exit $st)"
 
 "$info" --device >"$tmp/out" 2>"$tmp/err"
 st=$?
-test $st -eq 2
-check $? "--device without a number exits 2 (exit $st)"
+test $st -eq 2 && grep -q -- '^vmmx-info: --device needs an argument$' "$tmp/err" &&
+	grep -q '^usage: vmmx-info' "$tmp/err"
+check $? "--device without a number exits 2, the option and the usage on stderr (exit $st)"
+
+"$info" --device 1x >"$tmp/out" 2>"$tmp/err"
+st=$?
+test $st -eq 2 && test ! -s "$tmp/out" &&
+	grep -q -- '^vmmx-info: --device 1x: expected a device ordinal (0, 1, ...)$' "$tmp/err"
+check $? "--device 1x exits 2 naming the value (exit $st)"
+
+"$info" --json extra >"$tmp/out" 2>"$tmp/err"
+st=$?
+test $st -eq 2 && test ! -s "$tmp/out" && grep -q -- '^vmmx-info: unexpected argument "extra"$' "$tmp/err"
+check $? "a stray argument exits 2 naming it (exit $st)"
 
 VMMX_DEVICE_LIMIT=bad "$info" >"$tmp/out" 2>"$tmp/err"
 st=$?
