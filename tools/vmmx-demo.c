@@ -74,32 +74,21 @@ static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
 	return err;
 }
 
-int main(int argc, char **argv)
+/* The options: 0, -1 after --help, 2 after a usage error. */
+static int parse_args(int argc, char **argv, uint64_t *target, unsigned long *steps)
 {
-	struct vmmx_ctx_info info = { .size = sizeof(info) };
-	struct vmmx_stats st = { .size = sizeof(st) };
-	struct vmmx_chunk_info *chunks;
-	struct vmmx_ctx *ctx;
-	struct vmmx_buf *buf;
-	uint64_t target = 0, cap;
-	unsigned long steps = 4;
-	size_t n;
-	int sim, err, rc = 1;
-	char a[32], b[32], c[32], d[32], e[32];
-	uint8_t *host;
-
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
-			return 0;
+			return -1;
 		} else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-			if (vmmx_parse_size(argv[++i], 0, &target) || !target) {
+			if (vmmx_parse_size(argv[++i], 0, target) || !*target) {
 				fprintf(stderr, "vmmx-demo: --size %s: expected a size such as 512MiB or 2GiB\n", argv[i]);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-			steps = strtoul(argv[++i], NULL, 10);
-			if (steps < 1 || steps > 64) {
+			*steps = strtoul(argv[++i], NULL, 10);
+			if (*steps < 1 || *steps > 64) {
 				fprintf(stderr, "vmmx-demo: --steps: expected 1 to 64\n");
 				return 2;
 			}
@@ -108,62 +97,71 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (open_ctx(&ctx, &sim))
-		return 1;
-	err = vmmx_ctx_query(ctx, &info);
-	if (err) {
-		fprintf(stderr, "vmmx-demo: %s\n", vmmx_last_error());
-		goto out_ctx;
-	}
-	cap = info.device_limit < info.device_total ? info.device_limit : info.device_total;
-	if (!target)
-		target = cap + cap / 2;
-	printf("backend %s, device %d: %s\n", info.backend, info.device, info.device_name);
+	return 0;
+}
+
+static void print_setup(const struct vmmx_ctx_info *info, uint64_t target, unsigned long steps)
+{
+	char a[32], b[32], c[32], d[32], e[32];
+
+	printf("backend %s, device %d: %s\n", info->backend, info->device, info->device_name);
 	printf("device memory %s (%s free), device limit %s, chunks %s..%s, policy %s\n",
-	       fmt(info.device_total, a, sizeof(a)), fmt(info.device_free, b, sizeof(b)),
-	       info.device_limit == UINT64_MAX ? "none" : fmt(info.device_limit, c, sizeof(c)),
-	       fmt(info.chunk_min, d, sizeof(d)), fmt(info.chunk_max, e, sizeof(e)), info.policy);
+	       fmt(info->device_total, a, sizeof(a)), fmt(info->device_free, b, sizeof(b)),
+	       info->device_limit == UINT64_MAX ? "none" : fmt(info->device_limit, c, sizeof(c)),
+	       fmt(info->chunk_min, d, sizeof(d)), fmt(info->chunk_max, e, sizeof(e)), info->policy);
 	printf("growing one buffer to %s in %lu steps; its address never changes\n\n",
 	       fmt(target, a, sizeof(a)), steps);
+}
 
-	err = vmmx_buf_create(ctx, target, NULL, &buf);
-	if (err) {
-		fprintf(stderr, "vmmx-demo: vmmx_buf_create: %s\n", vmmx_last_error());
-		goto out_ctx;
-	}
+/* Grow @buf to @target in @steps, a line per step: where its bytes are. */
+static int grow(struct vmmx_buf *buf, uint64_t target, unsigned long steps)
+{
+	char a[32], b[32], c[32];
+
 	printf("%-6s %-12s %-12s %-12s %s\n", "step", "size", "on device", "on host", "address");
 	for (unsigned long s = 1; s <= steps; s++) {
 		struct vmmx_residency r;
 		size_t size = (size_t)(target * s / steps);
+		int err = vmmx_buf_resize(buf, size);
 
-		err = vmmx_buf_resize(buf, size);
 		if (!err)
 			err = vmmx_buf_residency(buf, 0, vmmx_buf_size(buf), &r);
 		if (err) {
 			fprintf(stderr, "vmmx-demo: growing to %s: %s\n", fmt(size, a, sizeof(a)),
 				vmmx_last_error());
-			goto out_buf;
+			return err;
 		}
 		printf("%-6lu %-12s %-12s %-12s %p\n", s, fmt(vmmx_buf_size(buf), a, sizeof(a)),
 		       fmt(r.device, b, sizeof(b)), fmt(r.host, c, sizeof(c)), vmmx_buf_ptr(buf));
 	}
+	return 0;
+}
 
-	/* Data goes in and comes back out across every chunk boundary. */
-	n = vmmx_buf_size(buf);
-	host = malloc(n);
+static uint8_t pattern(size_t i)
+{
+	return (uint8_t)(i * 131 + (i >> 20));
+}
+
+/* Data goes in and comes back out across every chunk boundary. */
+static int check_data(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
+{
+	size_t n = vmmx_buf_size(buf);
+	uint8_t *host = malloc(n);
+	int err;
+
 	if (!host) {
 		fprintf(stderr, "vmmx-demo: out of memory\n");
-		goto out_buf;
+		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
-		host[i] = (uint8_t)(i * 131 + (i >> 20));
+		host[i] = pattern(i);
 	err = vmmx_memcpy(ctx, vmmx_buf_ptr(buf), host, n);
 	memset(host, 0, n);
 	if (!err)
 		err = vmmx_memcpy(ctx, host, vmmx_buf_ptr(buf), n);
 	if (!err) {
 		for (size_t i = 0; i < n; i++) {
-			if (host[i] != (uint8_t)(i * 131 + (i >> 20))) {
+			if (host[i] != pattern(i)) {
 				fprintf(stderr, "vmmx-demo: data check failed at byte %zu\n", i);
 				err = -1;
 				break;
@@ -173,14 +171,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vmmx-demo: vmmx_memcpy: %s\n", vmmx_last_error());
 	}
 	free(host);
-	if (err)
-		goto out_buf;
+	return err;
+}
+
+static int print_chunks(struct vmmx_buf *buf)
+{
+	struct vmmx_chunk_info *chunks;
+	char a[32], b[32];
+	size_t n;
 
 	vmmx_buf_chunks(buf, NULL, 0, &n);
 	chunks = calloc(n ? n : 1, sizeof(*chunks));
 	if (!chunks || vmmx_buf_chunks(buf, chunks, n, &n)) {
 		free(chunks);
-		goto out_buf;
+		return -1;
 	}
 	printf("\nwhere every part landed (%zu chunks):\n", n);
 	printf("  %-14s %-12s %s\n", "offset", "size", "location");
@@ -192,6 +196,14 @@ int main(int argc, char **argv)
 		       fmt(chunks[i].size, b, sizeof(b)), vmmx_loc_name(chunks[i].loc, loc, sizeof(loc)));
 	}
 	free(chunks);
+	return 0;
+}
+
+static void print_summary(struct vmmx_ctx *ctx, struct vmmx_buf *buf, int sim)
+{
+	struct vmmx_stats st = { .size = sizeof(st) };
+	char a[32];
+
 	vmmx_stats_get(ctx, &st);
 	printf("\nfallbacks to host memory: %llu; driver calls: create %llu, map %llu, set access %llu, copy %llu\n",
 	       (unsigned long long)st.fallbacks, (unsigned long long)st.driver_calls[VMMX_OP_CREATE],
@@ -200,6 +212,37 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.driver_calls[VMMX_OP_COPY]);
 	printf("data written and read back across all %s: OK%s\n", fmt(vmmx_buf_size(buf), a, sizeof(a)),
 	       sim ? " (simulated backend)" : "");
+}
+
+int main(int argc, char **argv)
+{
+	struct vmmx_ctx_info info = { .size = sizeof(info) };
+	struct vmmx_ctx *ctx;
+	struct vmmx_buf *buf;
+	uint64_t target = 0, cap;
+	unsigned long steps = 4;
+	int sim, rc = parse_args(argc, argv, &target, &steps);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (open_ctx(&ctx, &sim))
+		return 1;
+	rc = 1;
+	if (vmmx_ctx_query(ctx, &info)) {
+		fprintf(stderr, "vmmx-demo: %s\n", vmmx_last_error());
+		goto out_ctx;
+	}
+	cap = info.device_limit < info.device_total ? info.device_limit : info.device_total;
+	if (!target)
+		target = cap + cap / 2;
+	print_setup(&info, target, steps);
+	if (vmmx_buf_create(ctx, target, NULL, &buf)) {
+		fprintf(stderr, "vmmx-demo: vmmx_buf_create: %s\n", vmmx_last_error());
+		goto out_ctx;
+	}
+	if (grow(buf, target, steps) || check_data(ctx, buf) || print_chunks(buf))
+		goto out_buf;
+	print_summary(ctx, buf, sim);
 	rc = 0;
 out_buf:
 	vmmx_buf_destroy(buf);
