@@ -195,16 +195,6 @@ static int vfail(const char *what, int err)
 	return err;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 static int sim_run(struct gpu_engine *e, enum gpu_workload w, void *p, size_t size, size_t ws,
 		   double *sec)
 {
@@ -238,7 +228,7 @@ static int sim_run(struct gpu_engine *e, enum gpu_workload w, void *p, size_t si
 
 		for (size_t k = 0; k < size / SIM_PIECE && !err; k++) {
 			uint64_t j =
-			    (uint64_t)(((unsigned __int128)mix64(k ^ e->seed) * pieces) >> 64);
+			    (uint64_t)(((unsigned __int128)gpu_mix64(k ^ e->seed) * pieces) >> 64);
 
 			err = vmmx_memcpy(e->ctx, e->scratch + k * SIM_PIECE, b + j * SIM_PIECE,
 					  SIM_PIECE);
@@ -486,72 +476,76 @@ err_mod:
 #endif
 }
 
-int gpu_open(int ordinal)
+/* cuInit, then the device @ordinal: G.dev, its ordinal and name. */
+static int find_device(int ordinal)
 {
 	CUresult r;
 	int count = 0, err;
 
-	gpu_close();
-	why[0] = '\0';
-	err = vmm_cuda_load(VMM_CUDA_CORE | VMM_CUDA_LAUNCH | VMM_CUDA_MANAGED, &G.api, why,
-			    sizeof(why));
-	if (err)
-		return err;
 	r = G.api->cuInit(0);
 	if (r != CUDA_SUCCESS) {
 		err = cu_fail(r, "cuInit");
-		if (r == CUDA_ERROR_STUB_LIBRARY)
-			err = -VMMX_ENODRIVER;
-		goto fail;
+		return r == CUDA_ERROR_STUB_LIBRARY ? -VMMX_ENODRIVER : err;
 	}
 	r = G.api->cuDeviceGetCount(&count);
-	if (r != CUDA_SUCCESS) {
-		err = cu_fail(r, "cuDeviceGetCount");
-		goto fail;
-	}
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuDeviceGetCount");
 	if (ordinal < 0 || ordinal >= count) {
 		set_why("no CUDA device %d (%d visible)", ordinal, count);
-		err = -VMMX_ENODEV;
-		goto fail;
+		return -VMMX_ENODEV;
 	}
 	r = G.api->cuDeviceGet(&G.dev, ordinal);
-	if (r != CUDA_SUCCESS) {
-		err = cu_fail(r, "cuDeviceGet(%d)", ordinal);
-		goto fail;
-	}
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuDeviceGet(%d)", ordinal);
 	G.info.ordinal = ordinal;
 	r = G.api->cuDeviceGetName(G.info.name, sizeof(G.info.name), G.dev);
-	if (r != CUDA_SUCCESS) {
-		err = cu_fail(r, "cuDeviceGetName");
-		goto fail;
+	return r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuDeviceGetName");
+}
+
+/* The attributes of struct gpu_dev, in the order they are read. */
+#define DEV_ATTR(a, field) {CU_DEVICE_ATTRIBUTE_##a, #a, offsetof(struct gpu_dev, field)}
+static const struct {
+	CUdevice_attribute a;
+	const char *name;
+	size_t off; /* of an int in struct gpu_dev */
+} dev_attrs[] = {
+    DEV_ATTR(MULTIPROCESSOR_COUNT, sm_count),
+    DEV_ATTR(COMPUTE_CAPABILITY_MAJOR, cc_major),
+    DEV_ATTR(COMPUTE_CAPABILITY_MINOR, cc_minor),
+    DEV_ATTR(PAGEABLE_MEMORY_ACCESS, pageable_access),
+    DEV_ATTR(MANAGED_MEMORY, managed),
+    DEV_ATTR(CONCURRENT_MANAGED_ACCESS, concurrent_managed),
+    DEV_ATTR(HOST_REGISTER_SUPPORTED, host_register),
+    DEV_ATTR(VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, vmm),
+};
+#undef DEV_ATTR
+
+/* Every attribute of dev_attrs into G.info; the first failure stops. */
+static int read_attrs(void)
+{
+	for (size_t i = 0; i < sizeof(dev_attrs) / sizeof(dev_attrs[0]); i++) {
+		int err = attr(dev_attrs[i].a, dev_attrs[i].name,
+			       (int *)((char *)&G.info + dev_attrs[i].off));
+
+		if (err)
+			return err;
 	}
-	if ((err = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "MULTIPROCESSOR_COUNT",
-			&G.info.sm_count)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "COMPUTE_CAPABILITY_MAJOR",
-			&G.info.cc_major)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "COMPUTE_CAPABILITY_MINOR",
-			&G.info.cc_minor)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, "PAGEABLE_MEMORY_ACCESS",
-			&G.info.pageable_access)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "MANAGED_MEMORY", &G.info.managed)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, "CONCURRENT_MANAGED_ACCESS",
-			&G.info.concurrent_managed)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, "HOST_REGISTER_SUPPORTED",
-			&G.info.host_register)) ||
-	    (err = attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-			"VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED", &G.info.vmm)))
-		goto fail;
+	return 0;
+}
+
+/* Retain the primary context, make it current, read the VMM granularity. */
+static int open_context(int ordinal)
+{
+	CUresult r;
+
 	r = G.api->cuDevicePrimaryCtxRetain(&G.ctx, G.dev);
 	if (r != CUDA_SUCCESS) {
 		G.ctx = NULL;
-		err = cu_fail(r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
-		goto fail;
+		return cu_fail(r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
 	}
 	r = G.api->cuCtxSetCurrent(G.ctx);
-	if (r != CUDA_SUCCESS) {
-		err = cu_fail(r, "cuCtxSetCurrent(primary context)");
-		goto fail;
-	}
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuCtxSetCurrent(primary context)");
 	if (G.info.vmm) {
 		CUmemAllocationProp prop = {0};
 
@@ -560,24 +554,50 @@ int gpu_open(int ordinal)
 		prop.location.id = ordinal;
 		r = G.api->cuMemGetAllocationGranularity(&G.info.granularity, &prop,
 							CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-		if (r != CUDA_SUCCESS) {
-			err = cu_fail(r, "cuMemGetAllocationGranularity(device %d)", ordinal);
-			goto fail;
-		}
+		if (r != CUDA_SUCCESS)
+			return cu_fail(r, "cuMemGetAllocationGranularity(device %d)", ordinal);
 	}
+	return 0;
+}
+
+/* The two events that time copies, prefetches and kernels. */
+static int create_events(void)
+{
 	for (int i = 0; i < 2; i++) {
-		r = G.api->cuEventCreate(&G.ev[i], CU_EVENT_DEFAULT);
+		CUresult r = G.api->cuEventCreate(&G.ev[i], CU_EVENT_DEFAULT);
+
 		if (r != CUDA_SUCCESS) {
 			G.ev[i] = NULL;
-			err = cu_fail(r, "cuEventCreate");
-			goto fail;
+			return cu_fail(r, "cuEventCreate");
 		}
+	}
+	return 0;
+}
+
+int gpu_open(int ordinal)
+{
+	int err;
+
+	gpu_close();
+	why[0] = '\0';
+	err = vmm_cuda_load(VMM_CUDA_CORE | VMM_CUDA_LAUNCH | VMM_CUDA_MANAGED, &G.api, why,
+			    sizeof(why));
+	if (err)
+		return err;
+	err = find_device(ordinal);
+	if (!err)
+		err = read_attrs();
+	if (!err)
+		err = open_context(ordinal);
+	if (!err)
+		err = create_events();
+	if (err) {
+		/* Undoes whatever of the above was done. */
+		gpu_close();
+		return err;
 	}
 	load_kernels();
 	return 0;
-fail:
-	gpu_close();
-	return err;
 }
 
 void gpu_close(void)
@@ -900,12 +920,114 @@ static void *map_anon(size_t size)
 	return p;
 }
 
+/* cuMemHostAlloc, mapped for the device. */
+static int alloc_host(size_t size, CUdeviceptr *d, void **h)
+{
+	CUresult r = G.api->cuMemHostAlloc(h, size, CU_MEMHOSTALLOC_DEVICEMAP);
+	int err;
+
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemHostAlloc(%zu bytes, DEVICEMAP)", size);
+	r = G.api->cuMemHostGetDevicePointer(d, *h, 0);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuMemHostGetDevicePointer");
+		(void)G.api->cuMemFreeHost(*h); /* undoing our own allocation */
+		return err;
+	}
+	return 0;
+}
+
+/* Anonymous memory, then cuMemHostRegister, mapped for the device. */
+static int alloc_registered(size_t size, CUdeviceptr *d, void **h)
+{
+	CUresult r;
+	int err;
+
+	if (!G.info.host_register) {
+		set_why("the device reports no host registration (HOST_REGISTER_SUPPORTED=0)");
+		return -VMMX_ENOTSUP;
+	}
+	*h = map_anon(size);
+	if (!*h)
+		return -VMMX_ENOMEM;
+	r = G.api->cuMemHostRegister(*h, size, CU_MEMHOSTREGISTER_DEVICEMAP);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuMemHostRegister(%zu bytes, DEVICEMAP)", size);
+		munmap(*h, size);
+		return err;
+	}
+	r = G.api->cuMemHostGetDevicePointer(d, *h, 0);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuMemHostGetDevicePointer");
+		(void)G.api->cuMemHostUnregister(*h); /* undoing our own registration */
+		munmap(*h, size);
+		return err;
+	}
+	return 0;
+}
+
+/* Anonymous memory the device reaches as is (HMM or ATS). */
+static int alloc_pageable(size_t size, CUdeviceptr *d, void **h)
+{
+	if (!G.info.pageable_access) {
+		set_why("the device reports no pageable memory access "
+			"(PAGEABLE_MEMORY_ACCESS=0: no HMM or ATS; HMM needs a kernel with "
+			"CONFIG_DEVICE_PRIVATE), so a kernel touching malloc'd memory would "
+			"fault");
+		return -VMMX_ENOTSUP;
+	}
+	*h = map_anon(size);
+	if (!*h)
+		return -VMMX_ENOMEM;
+	*d = dp(*h);
+	return 0;
+}
+
+/*
+ * cuMemAllocManaged within the managed-memory rule; for
+ * GPU_ALLOC_MANAGED_PREFETCH advised to prefer and be accessed by the device.
+ */
+static int alloc_managed(enum gpu_alloc kind, size_t size, CUdeviceptr *d, void **h)
+{
+	uint64_t fr, tot;
+	char msg[256];
+	CUresult r;
+	int err;
+
+	if (!G.info.managed) {
+		set_why("the device reports no managed memory (MANAGED_MEMORY=0)");
+		return -VMMX_ENOTSUP;
+	}
+	err = gpu_mem_info(&fr, &tot);
+	if (err)
+		return err;
+	if (gpu_managed_refusal(size, fr, msg, sizeof(msg))) {
+		set_why("%s", msg);
+		return -VMMX_ERANGE;
+	}
+	r = G.api->cuMemAllocManaged(d, size, CU_MEM_ATTACH_GLOBAL);
+	if (r != CUDA_SUCCESS)
+		return cu_fail(r, "cuMemAllocManaged(%zu bytes)", size);
+	*h = (void *)(uintptr_t)*d;
+	if (kind != GPU_ALLOC_MANAGED_PREFETCH)
+		return 0;
+	r = advise(*d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION);
+	if (r == CUDA_SUCCESS)
+		r = advise(*d, size, CU_MEM_ADVISE_SET_ACCESSED_BY);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(r, "cuMemAdvise(preferred location / accessed by device %d)",
+			      G.info.ordinal);
+		(void)G.api->cuMemFree(*d); /* undoing our own allocation */
+		return err;
+	}
+	return 0;
+}
+
 int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
 {
 	CUdeviceptr d = 0;
 	void *h = NULL;
 	CUresult r;
-	char msg[256];
 	int err = enter();
 
 	if (err)
@@ -913,95 +1035,27 @@ int gpu_alloc(enum gpu_alloc kind, size_t size, struct gpu_mem *m)
 	switch (kind) {
 	case GPU_ALLOC_DEVICE:
 		r = G.api->cuMemAlloc(&d, size);
-		if (r != CUDA_SUCCESS)
-			return cu_fail(r, "cuMemAlloc(%zu bytes)", size);
+		err = r == CUDA_SUCCESS ? 0 : cu_fail(r, "cuMemAlloc(%zu bytes)", size);
 		break;
 	case GPU_ALLOC_HOST:
-		r = G.api->cuMemHostAlloc(&h, size, CU_MEMHOSTALLOC_DEVICEMAP);
-		if (r != CUDA_SUCCESS)
-			return cu_fail(r, "cuMemHostAlloc(%zu bytes, DEVICEMAP)", size);
-		r = G.api->cuMemHostGetDevicePointer(&d, h, 0);
-		if (r != CUDA_SUCCESS) {
-			err = cu_fail(r, "cuMemHostGetDevicePointer");
-			(void)G.api->cuMemFreeHost(h); /* undoing our own allocation */
-			return err;
-		}
+		err = alloc_host(size, &d, &h);
 		break;
 	case GPU_ALLOC_REGISTERED:
-		if (!G.info.host_register) {
-			set_why(
-			    "the device reports no host registration (HOST_REGISTER_SUPPORTED=0)");
-			return -VMMX_ENOTSUP;
-		}
-		h = map_anon(size);
-		if (!h)
-			return -VMMX_ENOMEM;
-		r = G.api->cuMemHostRegister(h, size, CU_MEMHOSTREGISTER_DEVICEMAP);
-		if (r != CUDA_SUCCESS) {
-			err = cu_fail(r, "cuMemHostRegister(%zu bytes, DEVICEMAP)", size);
-			munmap(h, size);
-			return err;
-		}
-		r = G.api->cuMemHostGetDevicePointer(&d, h, 0);
-		if (r != CUDA_SUCCESS) {
-			err = cu_fail(r, "cuMemHostGetDevicePointer");
-			(void)G.api->cuMemHostUnregister(h); /* undoing our own registration */
-			munmap(h, size);
-			return err;
-		}
+		err = alloc_registered(size, &d, &h);
 		break;
 	case GPU_ALLOC_PAGEABLE:
-		if (!G.info.pageable_access) {
-			set_why(
-			    "the device reports no pageable memory access "
-			    "(PAGEABLE_MEMORY_ACCESS=0: no HMM or ATS; HMM needs a kernel with "
-			    "CONFIG_DEVICE_PRIVATE), so a kernel touching malloc'd memory would "
-			    "fault");
-			return -VMMX_ENOTSUP;
-		}
-		h = map_anon(size);
-		if (!h)
-			return -VMMX_ENOMEM;
-		d = dp(h);
+		err = alloc_pageable(size, &d, &h);
 		break;
 	case GPU_ALLOC_MANAGED:
-	case GPU_ALLOC_MANAGED_PREFETCH: {
-		uint64_t fr, tot;
-
-		if (!G.info.managed) {
-			set_why("the device reports no managed memory (MANAGED_MEMORY=0)");
-			return -VMMX_ENOTSUP;
-		}
-		err = gpu_mem_info(&fr, &tot);
-		if (err)
-			return err;
-		if (gpu_managed_refusal(size, fr, msg, sizeof(msg))) {
-			set_why("%s", msg);
-			return -VMMX_ERANGE;
-		}
-		r = G.api->cuMemAllocManaged(&d, size, CU_MEM_ATTACH_GLOBAL);
-		if (r != CUDA_SUCCESS)
-			return cu_fail(r, "cuMemAllocManaged(%zu bytes)", size);
-		h = (void *)(uintptr_t)d;
-		if (kind == GPU_ALLOC_MANAGED_PREFETCH) {
-			r = advise(d, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION);
-			if (r == CUDA_SUCCESS)
-				r = advise(d, size, CU_MEM_ADVISE_SET_ACCESSED_BY);
-			if (r != CUDA_SUCCESS) {
-				err = cu_fail(r,
-					      "cuMemAdvise(preferred location / accessed by "
-					      "device %d)",
-					      G.info.ordinal);
-				(void)G.api->cuMemFree(d); /* undoing our own allocation */
-				return err;
-			}
-		}
+	case GPU_ALLOC_MANAGED_PREFETCH:
+		err = alloc_managed(kind, size, &d, &h);
 		break;
-	}
 	default:
 		set_why("unknown allocation kind %d", (int)kind);
 		return -VMMX_EINVAL;
 	}
+	if (err)
+		return err;
 	m->kind = kind;
 	m->dptr = (void *)(uintptr_t)d;
 	m->hptr = h;

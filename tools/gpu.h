@@ -21,7 +21,8 @@
  *
  * State is process-wide and unlocked: call these from the main thread only.
  * This header includes no CUDA header and is also read by nvcc
- * (kernels.cu uses gpu_pattern()), so it stays plain C and C++.
+ * (kernels.cu uses gpu_pattern() and gpu_mix64()), so it stays plain C and
+ * C++.
  */
 #ifndef TOOLS_GPU_H
 #define TOOLS_GPU_H
@@ -51,6 +52,21 @@ static inline GPU_HD void gpu_pattern(unsigned long long i, unsigned int seed, u
 	v[1] = hi + seed;
 	v[2] = lo * 0x9e3779b9u + seed;
 	v[3] = ~lo ^ (seed << 7);
+}
+
+/*
+ * gpu_mix64() - splitmix64's finaliser: every output bit depends on every
+ * input bit.  The gather workload hashes its load indices with it, on the
+ * GPU and in the sim's stand-in alike.
+ */
+static inline GPU_HD unsigned long long gpu_mix64(unsigned long long x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
 }
 
 #ifndef __CUDACC__

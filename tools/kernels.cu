@@ -98,22 +98,11 @@ extern "C" __global__ void vmmx_tool_copy(uint4 *__restrict__ dst, const uint4 *
 		dst[i] = src[i];
 }
 
-/* splitmix64's finaliser: every output bit depends on every input bit. */
-static __device__ __forceinline__ unsigned long long mix64(unsigned long long x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 /*
  * m random loads over the first ws elements: load k reads element
- * floor(mix64(k, seed) * ws / 2^64), uniform over the working set with no
- * division.  The indices come from a hash, not from memory, so the loads
- * are independent and many stay in flight.
+ * floor(gpu_mix64(k, seed) * ws / 2^64), uniform over the working set with
+ * no division.  The indices come from a hash, not from memory, so the
+ * loads are independent and many stay in flight.
  */
 extern "C" __global__ void vmmx_tool_gather(const uint4 *__restrict__ p, unsigned long long ws,
 					    unsigned long long m, unsigned int seed,
@@ -125,15 +114,15 @@ extern "C" __global__ void vmmx_tool_gather(const uint4 *__restrict__ p, unsigne
 	unsigned int acc = 0;
 
 	for (; k + 3 * stride < m; k += 4 * stride) {
-		uint4 a = p[__umul64hi(mix64(k ^ salt), ws)];
-		uint4 b = p[__umul64hi(mix64((k + stride) ^ salt), ws)];
-		uint4 c = p[__umul64hi(mix64((k + 2 * stride) ^ salt), ws)];
-		uint4 d = p[__umul64hi(mix64((k + 3 * stride) ^ salt), ws)];
+		uint4 a = p[__umul64hi(gpu_mix64(k ^ salt), ws)];
+		uint4 b = p[__umul64hi(gpu_mix64((k + stride) ^ salt), ws)];
+		uint4 c = p[__umul64hi(gpu_mix64((k + 2 * stride) ^ salt), ws)];
+		uint4 d = p[__umul64hi(gpu_mix64((k + 3 * stride) ^ salt), ws)];
 
 		acc ^= fold(a) ^ fold(b) ^ fold(c) ^ fold(d);
 	}
 	for (; k < m; k += stride)
-		acc ^= fold(p[__umul64hi(mix64(k ^ salt), ws)]);
+		acc ^= fold(p[__umul64hi(gpu_mix64(k ^ salt), ws)]);
 	block_result(acc, out);
 }
 
