@@ -64,17 +64,27 @@ enum base {
 	B_COUNT,
 };
 
+/* Where a placement's bytes live: its residency, and the window reads' model. */
+enum wres {
+	WRES_UNKNOWN, /* plain managed memory: pages move on faults */
+	WRES_DEVICE,  /* cuMemAlloc; managed memory just prefetched to the device */
+	WRES_HOST,    /* pinned or registered host memory */
+	WRES_BUF,     /* a libvmmx buffer: asked at every step */
+};
+
 static const struct {
 	const char *name;  /* row name and --baselines word */
 	const char *alias; /* another accepted word */
 	enum gpu_alloc kind;
+	enum wres where;   /* where its bytes are when filled (managed+prefetch: run_baseline) */
 } bases[B_COUNT] = {
-    [B_DEVICE] = {"cudaMalloc", "device", GPU_ALLOC_DEVICE},
-    [B_HOST] = {"cudaHostAlloc", "host", GPU_ALLOC_HOST},
-    [B_REGISTER] = {"malloc+register", "register", GPU_ALLOC_REGISTERED},
-    [B_HMM] = {"hmm-malloc", "hmm", GPU_ALLOC_PAGEABLE},
-    [B_MANAGED] = {"managed", "managed", GPU_ALLOC_MANAGED},
-    [B_MANAGED_PREFETCH] = {"managed+prefetch", "managed-prefetch", GPU_ALLOC_MANAGED_PREFETCH},
+    [B_DEVICE] = {"cudaMalloc", "device", GPU_ALLOC_DEVICE, WRES_DEVICE},
+    [B_HOST] = {"cudaHostAlloc", "host", GPU_ALLOC_HOST, WRES_HOST},
+    [B_REGISTER] = {"malloc+register", "register", GPU_ALLOC_REGISTERED, WRES_HOST},
+    [B_HMM] = {"hmm-malloc", "hmm", GPU_ALLOC_PAGEABLE, WRES_HOST},
+    [B_MANAGED] = {"managed", "managed", GPU_ALLOC_MANAGED, WRES_UNKNOWN},
+    [B_MANAGED_PREFETCH] = {"managed+prefetch", "managed-prefetch", GPU_ALLOC_MANAGED_PREFETCH,
+			    WRES_DEVICE},
 };
 
 enum status { ST_OK, ST_UNAVAILABLE, ST_REFUSED, ST_FAILED };
@@ -516,123 +526,169 @@ fail:
 
 /* ---- the window workload ---- */
 
-/* Where a placement's bytes live, for the model of the window reads. */
-enum wres {
-	WRES_UNKNOWN, /* plain managed memory: pages move on faults */
-	WRES_DEVICE,  /* cuMemAlloc; managed memory just prefetched to the device */
-	WRES_HOST,    /* pinned or registered host memory */
-	WRES_BUF,     /* a libvmmx buffer: asked at every step */
+/* The window at one step: one part, or two where it wraps past the end. */
+struct wparts {
+	uint64_t off[2], len[2];
+	int n;
 };
 
 /*
  * The window at step @k of a buffer of @size bytes: [off, off + win),
- * wrapping past the end, so one part or two.  Positions are @size / steps
- * apart, in whole 64 KiB units.  Returns the number of parts.
+ * wrapping past the end.  Positions are @size / steps apart, in whole
+ * 64 KiB units.
  */
-static int window_parts(const struct run *R, uint64_t size, uint64_t win, unsigned int k,
-			uint64_t off[2], uint64_t len[2])
+static void window_parts(const struct run *R, uint64_t size, uint64_t win, unsigned int k,
+			 struct wparts *wp)
 {
 	uint64_t shift = size / R->o.steps / MIN_UNIT * MIN_UNIT, o = (uint64_t)k * shift;
 
-	off[0] = o;
+	wp->off[0] = o;
 	if (o + win <= size) {
-		len[0] = win;
-		return 1;
+		wp->len[0] = win;
+		wp->n = 1;
+		return;
 	}
-	len[0] = size - o;
-	off[1] = 0;
-	len[1] = win - len[0];
-	return 2;
+	wp->len[0] = size - o;
+	wp->off[1] = 0;
+	wp->len[1] = win - wp->len[0];
+	wp->n = 2;
+}
+
+/* A failure on the GPU side: the row says what gpu_why() says; -1. */
+static int row_gpu_failed(struct row *r)
+{
+	row_status(r, ST_FAILED, "%s", gpu_why());
+	return -1;
+}
+
+/* One placement under the window loop, and how its window is brought close. */
+struct wplace {
+	struct gpu_engine *e;
+	struct vmmx_buf *buf; /* a libvmmx placement, else NULL */
+	int advise;	      /* vmmx_buf_advise(WILL_NEED) the window before its reads */
+	int prefetch;	      /* managed+prefetch: prefetch the window to the device */
+	enum wres where;
+	unsigned char *p;
+	uint64_t size;
+};
+
+/* Bring the window close: advise or prefetch, timed into advise_s; 0 or -1. */
+static int window_bring(struct row *r, const struct wplace *w, const struct wparts *wp)
+{
+	for (int j = 0; j < wp->n; j++) {
+		double sec = 0;
+
+		if (w->advise) {
+			double t0 = gpu_now();
+			int err = vmmx_buf_advise(w->buf, wp->off[j], wp->len[j],
+						  VMMX_ADVISE_WILL_NEED);
+
+			r->advise_s += gpu_now() - t0;
+			if (err) {
+				row_status(r, ST_FAILED, "vmmx_buf_advise: %s: %s",
+					   vmmx_strerror(err), vmmx_last_error());
+				return -1;
+			}
+		} else if (w->prefetch) {
+			if (gpu_prefetch(w->p + wp->off[j], wp->len[j], 0, &sec))
+				return row_gpu_failed(r);
+			r->advise_s += sec;
+		}
+	}
+	return 0;
+}
+
+/* Where this step's reads find the window: *@dev and *@host bytes; 0 or -1. */
+static int window_where(struct row *r, const struct wplace *w, const struct wparts *wp,
+			uint64_t *dev, uint64_t *host)
+{
+	for (int j = 0; j < wp->n; j++) {
+		struct vmmx_residency res;
+
+		switch (w->where) {
+		case WRES_BUF:
+			if (vmmx_buf_residency(w->buf, wp->off[j], wp->len[j], &res)) {
+				row_status(r, ST_FAILED, "vmmx_buf_residency: %s",
+					   vmmx_last_error());
+				return -1;
+			}
+			*dev += res.device;
+			*host += res.host;
+			break;
+		case WRES_DEVICE:
+			*dev += wp->len[j];
+			break;
+		case WRES_HOST:
+			*host += wp->len[j];
+			break;
+		default:
+			break;
+		}
+	}
+	return 0;
+}
+
+/* The -n reads of the window, their time summed into *@t; 0 or -1. */
+static int window_reads(const struct run *R, struct row *r, const struct wplace *w,
+			const struct wparts *wp, double *t)
+{
+	for (unsigned int i = 0; i < R->o.iters; i++) {
+		for (int j = 0; j < wp->n; j++) {
+			double sec = 0;
+
+			if (gpu_engine_run(w->e, GPU_WL_READ, w->p + wp->off[j], wp->len[j], 0,
+					   &sec))
+				return row_gpu_failed(r);
+			*t += sec;
+		}
+	}
+	return 0;
+}
+
+/* Step @k of pass @pass: bring the window close, read it, count; 0 or -1. */
+static int window_step(const struct run *R, struct row *r, const struct wplace *w,
+		       unsigned int pass, unsigned int k)
+{
+	uint64_t dev = 0, host = 0;
+	struct wparts wp;
+	double t = 0;
+
+	window_parts(R, w->size, r->win, k, &wp);
+	if (window_bring(r, w, &wp) || window_where(r, w, &wp, &dev, &host) ||
+	    window_reads(R, r, w, &wp, &t))
+		return -1;
+	r->read_s += t;
+	r->read_bytes += r->win * R->o.iters;
+	r->dev_read += dev * R->o.iters;
+	r->host_read += host * R->o.iters;
+	if (!pass) {
+		r->pass1_s += t;
+		r->pass1_bytes += r->win * R->o.iters;
+	}
+	return 0;
 }
 
 /*
- * The window loop over @p: for every pass and step, bring the window close
- * (vmmx_buf_advise WILL_NEED for a libvmmx placement when @advise; a
+ * The window loop over @w: for every pass and step, bring the window close
+ * (vmmx_buf_advise WILL_NEED for a libvmmx placement that advises; a
  * prefetch to the device for managed+prefetch; nothing for the others),
  * then read it -n times.  @ctx (NULL but for libvmmx placements): whose
  * statistics count the migrations.  The whole buffer is checked at the end:
  * migrations must keep the data.
  */
-static void window_measure(struct run *R, struct gpu_engine *e, struct row *r,
-			   struct vmmx_ctx *ctx, struct vmmx_buf *buf, int advise,
-			   const struct gpu_mem *m, enum wres where, void *p, uint64_t size)
+static void window_measure(struct run *R, struct row *r, struct vmmx_ctx *ctx,
+			   const struct wplace *w)
 {
 	struct vmmx_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
-	int prefetch = m && m->kind == GPU_ALLOC_MANAGED_PREFETCH;
-	unsigned char *b = p;
-	uint64_t off[2], len[2], bad = 0;
-	int err;
+	uint64_t bad = 0;
 
 	if (ctx && vmmx_stats_get(ctx, &s0))
 		ctx = NULL;
-	r->read_res_known = where != WRES_UNKNOWN;
-	for (unsigned int pass = 0; pass < R->o.passes; pass++) {
-		for (unsigned int k = 0; k < R->o.steps; k++) {
-			int np = window_parts(R, size, r->win, k, off, len);
-			uint64_t dev = 0, host = 0;
-			double t = 0, sec = 0;
-
-			for (int j = 0; j < np; j++) {
-				if (advise) {
-					double t0 = gpu_now();
-
-					err = vmmx_buf_advise(buf, off[j], len[j],
-							      VMMX_ADVISE_WILL_NEED);
-					r->advise_s += gpu_now() - t0;
-					if (err) {
-						row_status(r, ST_FAILED, "vmmx_buf_advise: %s: %s",
-							   vmmx_strerror(err), vmmx_last_error());
-						goto failed;
-					}
-				} else if (prefetch) {
-					if (gpu_prefetch(b + off[j], len[j], 0, &sec))
-						goto gpu;
-					r->advise_s += sec;
-				}
-			}
-			/* Where this step's reads find the window. */
-			for (int j = 0; j < np; j++) {
-				struct vmmx_residency res;
-
-				switch (where) {
-				case WRES_BUF:
-					err = vmmx_buf_residency(buf, off[j], len[j], &res);
-					if (err) {
-						row_status(r, ST_FAILED, "vmmx_buf_residency: %s",
-							   vmmx_last_error());
-						goto failed;
-					}
-					dev += res.device;
-					host += res.host;
-					break;
-				case WRES_DEVICE:
-					dev += len[j];
-					break;
-				case WRES_HOST:
-					host += len[j];
-					break;
-				default:
-					break;
-				}
-			}
-			for (unsigned int i = 0; i < R->o.iters; i++) {
-				for (int j = 0; j < np; j++) {
-					if (gpu_engine_run(e, GPU_WL_READ, b + off[j], len[j], 0,
-							   &sec))
-						goto gpu;
-					t += sec;
-				}
-			}
-			r->read_s += t;
-			r->read_bytes += r->win * R->o.iters;
-			r->dev_read += dev * R->o.iters;
-			r->host_read += host * R->o.iters;
-			if (!pass) {
-				r->pass1_s += t;
-				r->pass1_bytes += r->win * R->o.iters;
-			}
-		}
-	}
+	r->read_res_known = w->where != WRES_UNKNOWN;
+	for (unsigned int pass = 0; pass < R->o.passes; pass++)
+		for (unsigned int k = 0; k < R->o.steps; k++)
+			if (window_step(R, r, w, pass, k))
+				goto failed;
 	if (ctx && !vmmx_stats_get(ctx, &s1)) {
 		r->stats_known = 1;
 		r->migrations = s1.migrations - s0.migrations;
@@ -640,17 +696,17 @@ static void window_measure(struct run *R, struct gpu_engine *e, struct row *r,
 		r->evictions = s1.evictions - s0.evictions;
 		r->promotions = s1.promotions - s0.promotions;
 	}
-	if (gpu_engine_verify(e, GPU_WL_READ, p, size, &bad))
-		goto gpu;
+	if (gpu_engine_verify(w->e, GPU_WL_READ, w->p, w->size, &bad)) {
+		row_gpu_failed(r);
+		goto failed;
+	}
 	if (bad) {
 		row_status(r, ST_FAILED,
 			   "data check: %llu of %llu 16-byte elements wrong after the steps",
-			   (unsigned long long)bad, (unsigned long long)(size / 16));
+			   (unsigned long long)bad, (unsigned long long)(w->size / 16));
 		R->failed = 1;
 	}
 	return;
-gpu:
-	row_status(r, ST_FAILED, "%s", gpu_why());
 failed:
 	R->failed = 1;
 }
@@ -696,11 +752,14 @@ static void run_policy(struct run *R, struct vmmx_ctx *ctx, struct gpu_engine *e
 		R->failed = 1;
 		goto out;
 	}
-	if (R->o.window)
-		window_measure(R, e, r, policy ? ctx : NULL, buf, policy, NULL, WRES_BUF,
-			       vmmx_buf_ptr(buf), size);
-	else
+	if (R->o.window) {
+		const struct wplace w = {.e = e, .buf = buf, .advise = policy, .where = WRES_BUF,
+					 .p = vmmx_buf_ptr(buf), .size = size};
+
+		window_measure(R, r, policy ? ctx : NULL, &w);
+	} else {
 		measure(R, e, r, vmmx_buf_ptr(buf), size);
+	}
 out:
 	vmmx_buf_destroy(buf);
 	/* Cached chunks would count against the next placement's room. */
@@ -723,21 +782,22 @@ static uint64_t device_free(struct run *R)
 	return fr;
 }
 
-static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t size)
+/*
+ * What decides a baseline's row before anything is allocated: the
+ * managed-memory rule, the sim's stand-ins (then run here) and the rows it
+ * cannot have, a cudaMalloc that would not fit.  1 when the row is done.
+ */
+static int baseline_decided(struct run *R, struct row *r, enum base b, uint64_t size)
 {
-	uint64_t touched = R->o.wl == GPU_WL_GATHER && R->o.ws ? R->o.ws : size;
-	struct gpu_mem m = {0};
 	char a[32], f[32], msg[256];
 	uint64_t fr;
-	double t0;
-	int err;
 
 	/* The rule first: it holds on every backend, so it can be seen on sim too. */
 	if (b == B_MANAGED || b == B_MANAGED_PREFETCH) {
 		fr = device_free(R);
 		if (gpu_managed_refusal(size, fr, msg, sizeof(msg))) {
 			row_status(r, ST_REFUSED, "%s", msg);
-			return;
+			return 1;
 		}
 	}
 	if (R->sim) {
@@ -746,10 +806,10 @@ static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t siz
 						: "sim stand-in: libvmmx buffer, policy host";
 			run_policy(R, R->refctx, &R->refeng, r, b == B_DEVICE ? "device" : "host",
 				   size);
-			return;
+			return 1;
 		}
 		row_status(r, ST_UNAVAILABLE, "sim backend: no CUDA driver allocations");
-		return;
+		return 1;
 	}
 	if (b == B_DEVICE) {
 		fr = device_free(R);
@@ -757,9 +817,48 @@ static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t siz
 			row_status(
 			    r, ST_UNAVAILABLE, "%s does not fit in the device's free memory (%s)",
 			    tool_fmt_size(size, a, sizeof(a)), tool_fmt_size(fr, f, sizeof(f)));
-			return;
+			return 1;
 		}
 	}
+	return 0;
+}
+
+/* Fill the baseline's memory @m, put it where its runs start, and measure. */
+static void baseline_measure(struct run *R, struct row *r, enum base b, struct gpu_mem *m,
+			     uint64_t size)
+{
+	int err = gpu_engine_fill(&R->eng, m->dptr, size);
+
+	/* The window starts with managed memory in host memory, as after a CPU
+	 * initialisation: each step's prefetch (or faults) must bring it over. */
+	if (!err)
+		err = R->o.window && b == B_MANAGED_PREFETCH ? gpu_prefetch(m->dptr, size, 1, NULL)
+							     : gpu_mem_settle(m);
+	if (err) {
+		row_status(r, ST_FAILED, "preparing the buffer: %s", gpu_why());
+		R->failed = 1;
+	} else if (R->o.window) {
+		const struct wplace w = {.e = &R->eng,
+					 .prefetch = m->kind == GPU_ALLOC_MANAGED_PREFETCH,
+					 .where = bases[b].where,
+					 .p = m->dptr,
+					 .size = size};
+
+		window_measure(R, r, NULL, &w);
+	} else {
+		measure(R, &R->eng, r, m->dptr, size);
+	}
+}
+
+static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t size)
+{
+	uint64_t touched = R->o.wl == GPU_WL_GATHER && R->o.ws ? R->o.ws : size;
+	struct gpu_mem m = {0};
+	double t0;
+	int err;
+
+	if (baseline_decided(R, r, b, size))
+		return;
 	t0 = gpu_now();
 	err = gpu_alloc(bases[b].kind, size, &m);
 	if (err) {
@@ -773,42 +872,18 @@ static void run_baseline(struct run *R, struct row *r, enum base b, uint64_t siz
 		return;
 	}
 	r->setup = gpu_now() - t0;
-	switch (b) {
-	case B_MANAGED_PREFETCH: /* prefetched to the device, which it fits by the rule */
-		if (R->o.window) /* ... a window at a time: the buffer starts in host memory */
-			break;
-		/* fall through */
-	case B_DEVICE:
+	/* Where the touched bytes are before the runs; plain managed memory: pages
+	 * move on faults, unknown.  Managed+prefetch is prefetched to the device,
+	 * which it fits by the rule, but under the window it starts in host memory
+	 * and comes over a window at a time. */
+	if (bases[b].where != WRES_UNKNOWN && !(R->o.window && b == B_MANAGED_PREFETCH)) {
 		r->res_known = 1;
-		r->dev_bytes = touched;
-		break;
-	case B_HOST:
-	case B_REGISTER:
-	case B_HMM:
-		r->res_known = 1;
-		r->host_bytes = touched;
-		break;
-	default: /* plain managed: pages move on faults, residency unknown */
-		break;
+		if (bases[b].where == WRES_DEVICE)
+			r->dev_bytes = touched;
+		else
+			r->host_bytes = touched;
 	}
-	err = gpu_engine_fill(&R->eng, m.dptr, size);
-	/* The window starts with managed memory in host memory, as after a CPU
-	 * initialisation: each step's prefetch (or faults) must bring it over. */
-	if (!err)
-		err = R->o.window && b == B_MANAGED_PREFETCH ? gpu_prefetch(m.dptr, size, 1, NULL)
-							     : gpu_mem_settle(&m);
-	if (err) {
-		row_status(r, ST_FAILED, "preparing the buffer: %s", gpu_why());
-		R->failed = 1;
-	} else if (R->o.window) {
-		enum wres where = b == B_MANAGED ? WRES_UNKNOWN
-				  : b == B_DEVICE || b == B_MANAGED_PREFETCH ? WRES_DEVICE
-									     : WRES_HOST;
-
-		window_measure(R, &R->eng, r, NULL, NULL, 0, &m, where, m.dptr, size);
-	} else {
-		measure(R, &R->eng, r, m.dptr, size);
-	}
+	baseline_measure(R, r, b, &m, size);
 	if (gpu_free(&m)) {
 		fprintf(stderr, PROG ": warning: %s\n", gpu_why());
 		R->failed = 1;
@@ -1365,113 +1440,134 @@ static int check_sizes(struct run *R)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Open the contexts, settle the sizes, check the options against them; 0 or an exit status. */
+static int setup(struct run *R)
 {
-	static struct run run;
-	struct run *R = &run;
-	struct rep *doc = rep_new();
-	size_t npts;
-	int rc = 1, nb = 0;
+	int nb = 0;
 
-	rc = parse_opts(argc, argv, &R->o);
-	if (rc) {
-		rep_free(doc);
-		return rc < 0 ? 0 : rc;
-	}
-	rc = 1;
 	if (open_ctx(R))
-		goto out;
+		return 1;
 	if (!R->o.nsizes) {
 		R->o.sizes[0] = R->sim ? 8ull << 20 : 1ull << 30;
 		R->o.nsizes = 1;
 	}
-	if (check_sizes(R) || check_policies(R)) {
-		rc = 2;
-		goto out;
-	}
+	if (check_sizes(R) || check_policies(R))
+		return 2;
 	for (int b = 0; b < B_COUNT; b++)
 		nb += R->o.base[b];
 	R->steps = (unsigned int)(R->o.nsizes * (R->o.npolicies + nb));
 	if (!R->steps) {
 		fprintf(stderr, PROG ": nothing to measure (--policy none and --baselines none)\n");
-		rc = 2;
-		goto out;
+		return 2;
 	}
+	return 0;
+}
+
+/* The window over a buffer the device limit holds whole never moves: say so. */
+static void window_note(struct run *R, uint64_t size)
+{
+	char a[32], l[32];
+
+	if (!R->o.window || R->o.quiet ||
+	    (R->info.device_limit != UINT64_MAX && size > R->info.device_limit))
+		return;
+	fprintf(stderr,
+		PROG ": note: window: the %s buffer is not larger than the device limit (%s): "
+		     "nothing needs to move\n",
+		tool_fmt_size(size, a, sizeof(a)),
+		R->info.device_limit == UINT64_MAX
+		    ? "none; set one with --device-limit"
+		    : tool_fmt_size(R->info.device_limit, l, sizeof(l)));
+}
+
+/* One row: baseline @b, or @policy where not NULL, with its progress lines; -1: no memory. */
+static int place_one(struct run *R, uint64_t size, enum base b, const char *policy)
+{
+	struct row *r = new_row(R, size, policy ? policy : bases[b].name,
+				policy ? "policy" : "baseline");
+
+	if (!r)
+		return -1;
+	progress(R, r);
+	if (policy)
+		run_policy(R, R->ctx, &R->eng, r, policy, size);
+	else
+		run_baseline(R, r, b, size);
+	progress_done(R, r);
+	return 0;
+}
+
+/*
+ * Every placement at one size, then their model and their rows in @doc.
+ * @hbm, @pcie: the reference rates, kept from size to size.  -1: no memory.
+ */
+static int run_size(struct run *R, struct rep *doc, uint64_t size, double *hbm, double *pcie)
+{
+	static const enum base refs[] = {B_DEVICE, B_HOST};
+	static const enum base rest[] = {B_REGISTER, B_HMM, B_MANAGED, B_MANAGED_PREFETCH};
+	size_t first = R->nrows;
+
+	window_note(R, size);
+	/* References first, so the model is known for the rest. */
+	for (size_t k = 0; k < sizeof(refs) / sizeof(refs[0]); k++)
+		if (R->o.base[refs[k]] && place_one(R, size, refs[k], NULL))
+			return -1;
+	for (int p = 0; p < R->o.npolicies; p++)
+		if (place_one(R, size, B_COUNT, R->o.policies[p]))
+			return -1;
+	for (size_t k = 0; k < sizeof(rest) / sizeof(rest[0]); k++)
+		if (R->o.base[rest[k]] && place_one(R, size, rest[k], NULL))
+			return -1;
+	if (R->o.window)
+		apply_model_window(R, first, R->nrows, hbm, pcie);
+	else
+		apply_model(R, first, R->nrows, hbm, pcie);
+	doc_rows(R, doc, first, R->nrows);
+	return 0;
+}
+
+/* The results on stdout (and --plot); the exit status. */
+static int report(struct run *R, struct rep *doc)
+{
+	size_t npts = chart_place(R, doc);
+	int rc = R->failed ? 1 : 0;
+
+	print_results(R, doc);
+	if (!R->o.json && !R->o.csv && R->sim)
+		printf("\n(simulated backend: not GPU figures)\n");
+	if (R->o.plot && write_plot(R, doc, npts))
+		rc = 1;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run run;
+	struct run *R = &run;
+	struct rep *doc = rep_new();
+	double hbm = NAN, pcie = NAN;
+	int rc = parse_opts(argc, argv, &R->o);
+
+	if (rc) {
+		rep_free(doc);
+		return rc < 0 ? 0 : rc;
+	}
+	rc = setup(R);
+	if (rc)
+		goto out;
 	if (R->sim && (R->o.csv || R->o.json) && !R->o.quiet)
 		fputs(SIM_BANNER, stderr);
 	if (!R->o.csv && !R->o.json)
 		print_header(R);
 	doc_head(R, doc);
-	{
-		double hbm = NAN, pcie = NAN;
-
-		for (int si = 0; si < R->o.nsizes; si++) {
-			uint64_t size = R->o.sizes[si];
-			size_t first = R->nrows;
-			static const enum base order[] = {B_DEVICE, B_HOST};
-			static const enum base rest[] = {B_REGISTER, B_HMM, B_MANAGED,
-							 B_MANAGED_PREFETCH};
-			struct row *r;
-
-			if (R->o.window && !R->o.quiet &&
-			    (R->info.device_limit == UINT64_MAX || size <= R->info.device_limit)) {
-				char a[32], l[32];
-
-				fprintf(stderr,
-					PROG ": note: window: the %s buffer is not larger than the "
-					     "device limit (%s): nothing needs to move\n",
-					tool_fmt_size(size, a, sizeof(a)),
-					R->info.device_limit == UINT64_MAX
-					    ? "none; set one with --device-limit"
-					    : tool_fmt_size(R->info.device_limit, l, sizeof(l)));
-			}
-			/* References first, so the model is known for the rest. */
-			for (size_t k = 0; k < 2; k++) {
-				if (!R->o.base[order[k]])
-					continue;
-				r = new_row(R, size, bases[order[k]].name, "baseline");
-				if (!r)
-					goto oom;
-				progress(R, r);
-				run_baseline(R, r, order[k], size);
-				progress_done(R, r);
-			}
-			for (int p = 0; p < R->o.npolicies; p++) {
-				r = new_row(R, size, R->o.policies[p], "policy");
-				if (!r)
-					goto oom;
-				progress(R, r);
-				run_policy(R, R->ctx, &R->eng, r, R->o.policies[p], size);
-				progress_done(R, r);
-			}
-			for (size_t k = 0; k < sizeof(rest) / sizeof(rest[0]); k++) {
-				if (!R->o.base[rest[k]])
-					continue;
-				r = new_row(R, size, bases[rest[k]].name, "baseline");
-				if (!r)
-					goto oom;
-				progress(R, r);
-				run_baseline(R, r, rest[k], size);
-				progress_done(R, r);
-			}
-			if (R->o.window)
-				apply_model_window(R, first, R->nrows, &hbm, &pcie);
-			else
-				apply_model(R, first, R->nrows, &hbm, &pcie);
-			doc_rows(R, doc, first, R->nrows);
+	for (int si = 0; si < R->o.nsizes && !rc; si++) {
+		if (run_size(R, doc, R->o.sizes[si], &hbm, &pcie)) {
+			fprintf(stderr, PROG ": out of memory\n");
+			rc = 1;
 		}
 	}
-	npts = chart_place(R, doc);
-	print_results(R, doc);
-	if (!R->o.json && !R->o.csv && R->sim)
-		printf("\n(simulated backend: not GPU figures)\n");
-	rc = R->failed ? 1 : 0;
-	if (R->o.plot && write_plot(R, doc, npts))
-		rc = 1;
-	goto out;
-oom:
-	fprintf(stderr, PROG ": out of memory\n");
-	rc = 1;
+	if (!rc)
+		rc = report(R, doc);
 out:
 	gpu_engine_fini(&R->eng);
 	gpu_engine_fini(&R->refeng);
