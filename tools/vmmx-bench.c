@@ -401,6 +401,44 @@ static int gfail(struct bench *B, const char *what)
 	return -1;
 }
 
+/* A row's why and its size, for the why_* helpers. */
+#define WHY(r) (r)->why, sizeof((r)->why)
+
+/*
+ * Why a row was not measured, into its @why of @len bytes; each returns -1.
+ * why_vmmx: libvmmx's last error (vfail or mkctx reported it already);
+ * why_gpu: the GPU side's, reported here as @what failing;
+ * why_oom: out of memory, reported as in section @sec.
+ */
+static int why_vmmx(char *why, size_t len)
+{
+	snprintf(why, len, "%s", vmmx_last_error());
+	return -1;
+}
+
+static int why_gpu(struct bench *B, char *why, size_t len, const char *what)
+{
+	snprintf(why, len, "%s", gpu_why());
+	return gfail(B, what);
+}
+
+static int why_oom(struct bench *B, char *why, size_t len, const char *sec)
+{
+	snprintf(why, len, "out of memory");
+	fprintf(stderr, PROG ": %s: out of memory\n", sec);
+	B->failed = 1;
+	return -1;
+}
+
+/* A buffer of @size under @policy in @ctx, grown to its size; *@buf_p is set once created. */
+static int buf_grown(struct vmmx_ctx *ctx, uint64_t size, const char *policy,
+		     struct vmmx_buf **buf_p)
+{
+	int err = vmmx_buf_create(ctx, size, policy, buf_p);
+
+	return err ? err : vmmx_buf_resize(*buf_p, size);
+}
+
 /*
  * A context for one measurement.  Sizes are given as byte counts; NULL
  * leaves a setting to the environment or the default.  The device limit is
@@ -1043,11 +1081,10 @@ static void shrink_one(struct bench *B, uint64_t S, uint64_t kept, struct shrink
 	r->secs = gpu_median(t, n);
 	goto out;
 fail_g:
-	snprintf(r->why, sizeof(r->why), "%s", gpu_why());
-	gfail(B, "shrink");
+	why_gpu(B, WHY(r), "shrink");
 	goto out;
 fail_v:
-	snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+	why_vmmx(WHY(r));
 out:
 	vmmx_buf_destroy(buf);
 	vmmx_ctx_destroy(ctx);
@@ -1450,6 +1487,94 @@ out:
 
 /* ---- migrate ---- */
 
+/* The PCIe baseline's two ends: on sim a libvmmx device buffer and malloc'd memory. */
+struct pcie_ends {
+	struct gpu_mem dm, hm;	/* cuMemAlloc, cuMemHostAlloc */
+	struct vmmx_ctx *ctx;	/* sim */
+	struct vmmx_buf *vb;	/* sim */
+	unsigned char *hbuf;	/* sim */
+	void *dev, *host;	/* what the copies address */
+};
+
+static int pcie_alloc(struct bench *B, uint64_t S, struct pcie_ends *pe)
+{
+	struct mig_base *b = &B->pcie;
+	int err;
+
+	if (!B->sim) {
+		if (gpu_alloc(GPU_ALLOC_DEVICE, S, &pe->dm) ||
+		    gpu_alloc(GPU_ALLOC_HOST, S, &pe->hm))
+			return why_gpu(B, WHY(b), "migrate: PCIe copy baseline buffers");
+		memset(pe->hm.hptr, 0x5a, S);
+		pe->dev = pe->dm.dptr;
+		pe->host = pe->hm.dptr;
+		return 0;
+	}
+	if (mkctx(B, 0, 0, -1, 0, &pe->ctx))
+		return why_vmmx(WHY(b));
+	err = buf_grown(pe->ctx, S, "device", &pe->vb);
+	if (err) {
+		vfail(B, "migrate: stand-in buffer", err);
+		return why_vmmx(WHY(b));
+	}
+	pe->hbuf = malloc(S);
+	if (!pe->hbuf)
+		return why_oom(B, WHY(b), "migrate");
+	memset(pe->hbuf, 0x5a, S);
+	pe->dev = vmmx_buf_ptr(pe->vb);
+	pe->host = pe->hbuf;
+	return 0;
+}
+
+static void pcie_free(struct bench *B, struct pcie_ends *pe)
+{
+	/* Both, whatever the first says. */
+	if (gpu_free(&pe->hm))
+		gfail(B, "migrate: freeing the pinned host buffer");
+	if (gpu_free(&pe->dm))
+		gfail(B, "migrate: freeing the device buffer");
+	free(pe->hbuf);
+	vmmx_buf_destroy(pe->vb);
+	vmmx_ctx_destroy(pe->ctx);
+}
+
+/* One copy each way: device -> host timed into *@d, host -> device into *@h; 0 or -1. */
+static int pcie_round_trip(struct bench *B, const struct pcie_ends *pe, uint64_t S, double *d,
+			   double *h)
+{
+	double t0;
+	int err;
+
+	if (!B->sim) {
+		if (gpu_memcpy_timed(pe->host, pe->dev, S, d) ||
+		    gpu_memcpy_timed(pe->dev, pe->host, S, h))
+			return why_gpu(B, WHY(&B->pcie), "migrate: PCIe copy baseline");
+		return 0;
+	}
+	t0 = gpu_now();
+	err = vmmx_memcpy(pe->ctx, pe->host, pe->dev, S);
+	*d = gpu_now() - t0;
+	if (!err) {
+		t0 = gpu_now();
+		err = vmmx_memcpy(pe->ctx, pe->dev, pe->host, S);
+		*h = gpu_now() - t0;
+	}
+	if (err) {
+		vfail(B, "migrate: stand-in copy", err);
+		return why_vmmx(WHY(&B->pcie));
+	}
+	return 0;
+}
+
+/* --reps round trips after a warm-up one, into @d[1..] and @h[1..]; 0 or -1. */
+static int pcie_round_trips(struct bench *B, const struct pcie_ends *pe, double *d, double *h)
+{
+	for (unsigned int i = 0; i <= B->o.reps; i++) /* i == 0: warm-up */
+		if (pcie_round_trip(B, pe, B->o.migrate_size, &d[i], &h[i]))
+			return -1;
+	return 0;
+}
+
 /*
  * The PCIe copy rate: cuMemcpy of the range between cuMemAlloc and
  * cuMemHostAlloc memory each way, timed with device events, median of
@@ -1459,92 +1584,20 @@ out:
 static void migrate_pcie(struct bench *B)
 {
 	struct mig_base *b = &B->pcie;
-	uint64_t S = B->o.migrate_size;
 	unsigned int n = B->o.reps;
 	double *d = calloc(n + 1, sizeof(*d)), *h = calloc(n + 1, sizeof(*h));
-	struct gpu_mem dm = {0}, hm = {0};
-	struct vmmx_ctx *ctx = NULL;
-	struct vmmx_buf *vb = NULL;
-	unsigned char *hbuf = NULL;
-	void *dev, *host;
-	int err;
+	struct pcie_ends pe = {0};
 
 	b->name = B->sim ? "vmmx_memcpy device chunks <-> malloc (sim stand-in)"
 			 : "cuMemcpy cuMemAlloc <-> cuMemHostAlloc";
 	note(B, "migrate: baseline: %s", b->name);
 	if (!d || !h) {
-		snprintf(b->why, sizeof(b->why), "out of memory");
-		fprintf(stderr, PROG ": migrate: out of memory\n");
-		B->failed = 1;
-		goto out;
+		why_oom(B, WHY(b), "migrate");
+	} else if (!pcie_alloc(B, B->o.migrate_size, &pe) && !pcie_round_trips(B, &pe, d, h)) {
+		b->d2h = gpu_median(d + 1, n);
+		b->h2d = gpu_median(h + 1, n);
 	}
-	if (B->sim) {
-		if (mkctx(B, 0, 0, -1, 0, &ctx))
-			goto fail_v;
-		err = vmmx_buf_create(ctx, S, "device", &vb);
-		if (!err)
-			err = vmmx_buf_resize(vb, S);
-		if (err) {
-			vfail(B, "migrate: stand-in buffer", err);
-			goto fail_v;
-		}
-		hbuf = malloc(S);
-		if (!hbuf) {
-			snprintf(b->why, sizeof(b->why), "out of memory");
-			fprintf(stderr, PROG ": migrate: out of memory\n");
-			B->failed = 1;
-			goto out;
-		}
-		memset(hbuf, 0x5a, S);
-		dev = vmmx_buf_ptr(vb);
-		host = hbuf;
-	} else {
-		if (gpu_alloc(GPU_ALLOC_DEVICE, S, &dm) || gpu_alloc(GPU_ALLOC_HOST, S, &hm)) {
-			snprintf(b->why, sizeof(b->why), "%s", gpu_why());
-			gfail(B, "migrate: PCIe copy baseline buffers");
-			goto out;
-		}
-		memset(hm.hptr, 0x5a, S);
-		dev = dm.dptr;
-		host = hm.dptr;
-	}
-	for (unsigned int i = 0; i <= n; i++) { /* i == 0: warm-up */
-		double t0;
-
-		if (B->sim) {
-			t0 = gpu_now();
-			err = vmmx_memcpy(ctx, host, dev, S);
-			d[i] = gpu_now() - t0;
-			if (!err) {
-				t0 = gpu_now();
-				err = vmmx_memcpy(ctx, dev, host, S);
-				h[i] = gpu_now() - t0;
-			}
-			if (err) {
-				vfail(B, "migrate: stand-in copy", err);
-				goto fail_v;
-			}
-		} else if (gpu_memcpy_timed(host, dev, S, &d[i]) ||
-			   gpu_memcpy_timed(dev, host, S, &h[i])) {
-			snprintf(b->why, sizeof(b->why), "%s", gpu_why());
-			gfail(B, "migrate: PCIe copy baseline");
-			goto out;
-		}
-	}
-	b->d2h = gpu_median(d + 1, n);
-	b->h2d = gpu_median(h + 1, n);
-	goto out;
-fail_v:
-	snprintf(b->why, sizeof(b->why), "%s", vmmx_last_error());
-out:
-	/* Both, whatever the first says. */
-	if (gpu_free(&hm))
-		gfail(B, "migrate: freeing the pinned host buffer");
-	if (gpu_free(&dm))
-		gfail(B, "migrate: freeing the device buffer");
-	free(hbuf);
-	vmmx_buf_destroy(vb);
-	vmmx_ctx_destroy(ctx);
+	pcie_free(B, &pe);
 	free(d);
 	free(h);
 }
@@ -1578,9 +1631,7 @@ static void migrate_uvm(struct bench *B)
 	d = calloc(n + 1, sizeof(*d));
 	h = calloc(n + 1, sizeof(*h));
 	if (!d || !h) {
-		snprintf(b->why, sizeof(b->why), "out of memory");
-		fprintf(stderr, PROG ": migrate: out of memory\n");
-		B->failed = 1;
+		why_oom(B, WHY(b), "migrate");
 		goto out;
 	}
 	err = gpu_alloc(GPU_ALLOC_MANAGED, S, &m);
@@ -1614,13 +1665,141 @@ static void migrate_uvm(struct bench *B)
 	b->h2d = gpu_median(h + 1, n);
 	goto out;
 fail:
-	snprintf(b->why, sizeof(b->why), "%s", gpu_why());
-	gfail(B, "migrate: UVM baseline");
+	why_gpu(B, WHY(b), "migrate: UVM baseline");
 out:
 	if (gpu_free(&m))
 		gfail(B, "migrate: freeing the managed buffer");
 	free(d);
 	free(h);
+}
+
+/* The buffer of row @r in a context of its own (its chunk size, its cache), filled; 0 or -1. */
+static int mig_setup(struct bench *B, struct mig_row *r, struct gpu_engine *e,
+		     struct vmmx_ctx **ctx, struct vmmx_buf **buf)
+{
+	uint64_t S = B->o.migrate_size;
+	char c[32];
+	int err;
+
+	if (mkctx(B, 0, r->chunk, r->warm ? (int64_t)(2 * S) : 0, 0, ctx))
+		return why_vmmx(WHY(r));
+	e->ctx = *ctx;
+	err = buf_grown(*ctx, S, "device", buf);
+	if (!err)
+		err = vmmx_buf_chunks(*buf, NULL, 0, &r->nchunks);
+	if (err) {
+		vfail(B, "migrate: buffer", err);
+		return why_vmmx(WHY(r));
+	}
+	if (r->nchunks != S / r->chunk)
+		fprintf(stderr, PROG ": warning: migrate: %zu chunks where %llu of %s were asked\n",
+			r->nchunks, (unsigned long long)(S / r->chunk),
+			tool_fmt_size(r->chunk, c, sizeof(c)));
+	if (gpu_engine_fill(e, vmmx_buf_ptr(*buf), S))
+		return why_gpu(B, WHY(r), "migrate");
+	return 0;
+}
+
+/* A data check found @bad elements wrong; -1. */
+static int mig_bad(struct bench *B, struct mig_row *r, uint64_t bad)
+{
+	snprintf(r->why, sizeof(r->why), "data check: %llu of %llu elements wrong after migrating",
+		 (unsigned long long)bad, (unsigned long long)(B->o.migrate_size / 16));
+	fprintf(stderr, PROG ": migrate: %s\n", r->why);
+	B->failed = 1;
+	return -1;
+}
+
+/*
+ * One vmmx_buf_migrate of the whole range, to the device (@k 1) or to host
+ * (@k 0), timed into *@t (NULL: untimed); all of it must have moved and be
+ * there.  0 or -1.
+ */
+static int mig_move(struct bench *B, struct mig_row *r, struct vmmx_buf *buf, int k, double *t)
+{
+	struct vmmx_loc host = {VMMX_LOC_HOST, 0}, dev = {VMMX_LOC_DEVICE, B->info.device};
+	uint64_t S = B->o.migrate_size;
+	struct vmmx_residency res;
+	size_t moved = 0;
+	double t0 = gpu_now();
+	int err = vmmx_buf_migrate(buf, 0, S, k ? dev : host, &moved);
+
+	if (t)
+		*t = gpu_now() - t0;
+	if (err) {
+		vfail(B, k ? "migrate: vmmx_buf_migrate to the device"
+			   : "migrate: vmmx_buf_migrate to host",
+		      err);
+		return why_vmmx(WHY(r));
+	}
+	err = vmmx_buf_residency(buf, 0, S, &res);
+	if (err) {
+		vfail(B, "migrate: vmmx_buf_residency", err);
+		return why_vmmx(WHY(r));
+	}
+	if (moved != S || (k ? res.device : res.host) != S) {
+		snprintf(r->why, sizeof(r->why),
+			 "moved %zu of %llu bytes; %zu on the device, %zu in host "
+			 "memory afterwards",
+			 moved, (unsigned long long)S, res.device, res.host);
+		fprintf(stderr, PROG ": migrate: %s\n", r->why);
+		B->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The round trips: an untimed one first, then --reps timed into @d and @h,
+ * the statistics taken into @st0 before them.  The data is checked once
+ * at the host end, after the first move.  0 or -1.
+ */
+static int mig_round_trips(struct bench *B, struct mig_row *r, struct vmmx_ctx *ctx,
+			   struct vmmx_buf *buf, struct gpu_engine *e, double *d, double *h,
+			   struct vmmx_stats *st0)
+{
+	uint64_t bad = 0;
+
+	for (unsigned int i = 0; i <= B->o.reps; i++) { /* i == 0: untimed, fills the cache */
+		if (i == 1)
+			vmmx_stats_get(ctx, st0);
+		for (int k = 0; k < 2; k++) {
+			if (mig_move(B, r, buf, k, i ? &(k ? h : d)[i - 1] : NULL))
+				return -1;
+			/* Once at the host end: the data survived the first move.  (Not
+			 * on sim with GPU-only host chunks: its stand-in for a kernel is
+			 * vmmx_memcpy, which refuses them; the end check still runs.) */
+			if (!i && !k && !(B->sim && mkctx_gpu_only) &&
+			    gpu_engine_verify(e, GPU_WL_READ, vmmx_buf_ptr(buf), B->o.migrate_size,
+					      &bad))
+				return why_gpu(B, WHY(r), "migrate");
+			if (bad)
+				return mig_bad(B, r, bad);
+		}
+	}
+	return 0;
+}
+
+/* A measured row's figures; warnings where the cache did not serve as set up. */
+static void mig_figures(struct bench *B, struct mig_row *r, double *d, double *h,
+			const struct vmmx_stats *st0, const struct vmmx_stats *st1)
+{
+	unsigned int n = B->o.reps;
+	char c[32];
+
+	r->d2h = gpu_median(d, n);
+	r->h2d = gpu_median(h, n);
+	r->cache_hits = st1->cache_hits - st0->cache_hits;
+	r->migrations = st1->migrations - st0->migrations;
+	r->migrated_bytes = st1->migrated_bytes - st0->migrated_bytes;
+	if (r->warm && r->cache_hits != 2ull * n * r->nchunks)
+		fprintf(stderr,
+			PROG ": warning: migrate: %s chunks, warm: %llu cache hits in %u round "
+			     "trips of %zu chunks\n",
+			tool_fmt_size(r->chunk, c, sizeof(c)), (unsigned long long)r->cache_hits, n,
+			r->nchunks);
+	if (!r->warm && r->cache_hits)
+		fprintf(stderr, PROG ": warning: migrate: cache hits with the cache off\n");
 }
 
 /*
@@ -1638,14 +1817,10 @@ static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, struct mig_r
 	unsigned int n = B->o.reps;
 	struct gpu_engine e = {.seed = 0x5eed0005u, .sim = B->sim};
 	struct vmmx_stats st0 = {.size = sizeof(st0)}, st1 = {.size = sizeof(st1)};
-	struct vmmx_loc host = {VMMX_LOC_HOST, 0}, dev = {VMMX_LOC_DEVICE, B->info.device};
-	struct vmmx_residency res;
 	struct vmmx_ctx *ctx = NULL;
 	struct vmmx_buf *buf = NULL;
 	double *d = calloc(n, sizeof(*d)), *h = calloc(n, sizeof(*h));
 	char a[32], c[32];
-	void *p;
-	int err;
 
 	*r = (struct mig_row){.chunk = chunk, .warm = warm, .d2h = NAN, .h2d = NAN};
 	note(B, "migrate: %s in %s chunks, cache %s, %u round trips",
@@ -1653,104 +1828,18 @@ static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, struct mig_r
 	     warm ? "warm" : "cold", n);
 	if (B->kwhy) {
 		snprintf(r->why, sizeof(r->why), "%s", B->kwhy);
-		goto out;
+	} else if (!d || !h) {
+		why_oom(B, WHY(r), "migrate");
+	} else if (!mig_setup(B, r, &e, &ctx, &buf) &&
+		   !mig_round_trips(B, r, ctx, buf, &e, d, h, &st0)) {
+		vmmx_stats_get(ctx, &st1);
+		if (gpu_engine_verify(&e, GPU_WL_READ, vmmx_buf_ptr(buf), S, &bad))
+			why_gpu(B, WHY(r), "migrate");
+		else if (bad)
+			mig_bad(B, r, bad);
+		else
+			mig_figures(B, r, d, h, &st0, &st1);
 	}
-	if (!d || !h) {
-		snprintf(r->why, sizeof(r->why), "out of memory");
-		fprintf(stderr, PROG ": migrate: out of memory\n");
-		B->failed = 1;
-		goto out;
-	}
-	if (mkctx(B, 0, chunk, warm ? (int64_t)(2 * S) : 0, 0, &ctx))
-		goto fail_v;
-	e.ctx = ctx;
-	err = vmmx_buf_create(ctx, S, "device", &buf);
-	if (!err)
-		err = vmmx_buf_resize(buf, S);
-	if (!err)
-		err = vmmx_buf_chunks(buf, NULL, 0, &r->nchunks);
-	if (err) {
-		vfail(B, "migrate: buffer", err);
-		goto fail_v;
-	}
-	p = vmmx_buf_ptr(buf);
-	if (r->nchunks != S / chunk)
-		fprintf(stderr, PROG ": warning: migrate: %zu chunks where %llu of %s were asked\n",
-			r->nchunks, (unsigned long long)(S / chunk), c);
-	if (gpu_engine_fill(&e, p, S))
-		goto fail_g;
-	for (unsigned int i = 0; i <= n; i++) { /* i == 0: untimed, fills the cache */
-		size_t moved = 0;
-		double t0;
-
-		if (i == 1)
-			vmmx_stats_get(ctx, &st0);
-		for (int k = 0; k < 2; k++) {
-			t0 = gpu_now();
-			err = vmmx_buf_migrate(buf, 0, S, k ? dev : host, &moved);
-			if (i)
-				(k ? h : d)[i - 1] = gpu_now() - t0;
-			if (err) {
-				vfail(B, k ? "migrate: vmmx_buf_migrate to the device"
-					   : "migrate: vmmx_buf_migrate to host",
-				      err);
-				goto fail_v;
-			}
-			err = vmmx_buf_residency(buf, 0, S, &res);
-			if (err) {
-				vfail(B, "migrate: vmmx_buf_residency", err);
-				goto fail_v;
-			}
-			if (moved != S || (k ? res.device : res.host) != S) {
-				snprintf(r->why, sizeof(r->why),
-					 "moved %zu of %llu bytes; %zu on the device, %zu in host "
-					 "memory afterwards",
-					 moved, (unsigned long long)S, res.device, res.host);
-				fprintf(stderr, PROG ": migrate: %s\n", r->why);
-				B->failed = 1;
-				goto out;
-			}
-			/* Once at the host end: the data survived the first move.  (Not
-			 * on sim with GPU-only host chunks: its stand-in for a kernel is
-			 * vmmx_memcpy, which refuses them; the end check still runs.) */
-			if (!i && !k && !(B->sim && mkctx_gpu_only) &&
-			    gpu_engine_verify(&e, GPU_WL_READ, p, S, &bad))
-				goto fail_g;
-			if (bad)
-				goto bad;
-		}
-	}
-	vmmx_stats_get(ctx, &st1);
-	if (gpu_engine_verify(&e, GPU_WL_READ, p, S, &bad))
-		goto fail_g;
-	if (bad)
-		goto bad;
-	r->d2h = gpu_median(d, n);
-	r->h2d = gpu_median(h, n);
-	r->cache_hits = st1.cache_hits - st0.cache_hits;
-	r->migrations = st1.migrations - st0.migrations;
-	r->migrated_bytes = st1.migrated_bytes - st0.migrated_bytes;
-	if (warm && r->cache_hits != 2ull * n * r->nchunks)
-		fprintf(stderr,
-			PROG ": warning: migrate: %s chunks, warm: %llu cache hits in %u round "
-			     "trips of %zu chunks\n",
-			c, (unsigned long long)r->cache_hits, n, r->nchunks);
-	if (!warm && r->cache_hits)
-		fprintf(stderr, PROG ": warning: migrate: cache hits with the cache off\n");
-	goto out;
-bad:
-	snprintf(r->why, sizeof(r->why), "data check: %llu of %llu elements wrong after migrating",
-		 (unsigned long long)bad, (unsigned long long)(S / 16));
-	fprintf(stderr, PROG ": migrate: %s\n", r->why);
-	B->failed = 1;
-	goto out;
-fail_g:
-	snprintf(r->why, sizeof(r->why), "%s", gpu_why());
-	gfail(B, "migrate");
-	goto out;
-fail_v:
-	snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
-out:
 	vmmx_buf_destroy(buf);
 	vmmx_ctx_destroy(ctx);
 	gpu_engine_fini(&e);
