@@ -1374,14 +1374,9 @@ out:
 	return err;
 }
 
-static void section_stream(struct bench *B)
+/* The three rows, not measured yet; each says why where the kernels cannot run. */
+static void stream_rows(struct bench *B, uint64_t big)
 {
-	struct gpu_engine ve = {.seed = 0x5eed0001u}, be = {.seed = 0x5eed0002u};
-	uint64_t L = B->o.limit, big = (L + L / 2 + B->gran - 1) / B->gran * B->gran;
-	struct vmmx_ctx *ctx = NULL, *lctx = NULL;
-	char a[32], b[32];
-	int err;
-
 	B->streams[0] = (struct stream_row){.name = "device chunks (policy device)",
 					    .base_name = "cudaMalloc",
 					    .size = B->o.stream_size};
@@ -1396,88 +1391,126 @@ static void section_stream(struct bench *B)
 		if (B->kwhy)
 			snprintf(B->streams[i].why, sizeof(B->streams[i].why), "%s", B->kwhy);
 	}
+}
+
+/* What stream row @i runs against; released by stream_base_free(). */
+struct stream_base {
+	struct vmmx_buf *sb; /* sim: a libvmmx buffer of the same kind stands in */
+	struct gpu_mem m;    /* cuda: cuMemAlloc or cuMemHostAlloc */
+};
+
+/* Row @i's baseline memory, its address into *@bp; 0 or -1. */
+static int stream_base_alloc(struct bench *B, struct vmmx_ctx *ctx, int i,
+			     struct stream_base *sbase, void **bp)
+{
+	struct stream_row *r = &B->streams[i];
+	int err;
+
+	if (B->sim) {
+		err = buf_grown(ctx, r->size, i ? "host" : "device", &sbase->sb);
+		if (err) {
+			snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+			vfail(B, "stream: stand-in buffer", err);
+			return -1;
+		}
+		*bp = vmmx_buf_ptr(sbase->sb);
+		return 0;
+	}
+	if (gpu_alloc(i ? GPU_ALLOC_HOST : GPU_ALLOC_DEVICE, r->size, &sbase->m))
+		return why_gpu(B, WHY(r), "stream: baseline");
+	*bp = sbase->m.dptr;
+	return 0;
+}
+
+static void stream_base_free(struct bench *B, struct stream_base *sbase)
+{
+	if (gpu_free(&sbase->m))
+		gfail(B, "stream: freeing the baseline");
+	vmmx_buf_destroy(sbase->sb);
+}
+
+/* Row @i (0: device chunks, 1: host chunks) against its baseline, in @ctx. */
+static void stream_against_base(struct bench *B, struct vmmx_ctx *ctx, struct gpu_engine *ve,
+				struct gpu_engine *be, int i)
+{
+	struct stream_row *r = &B->streams[i];
+	struct stream_base sbase = {0};
+	struct vmmx_buf *vb = NULL;
+	char a[32];
+	void *bp;
+	int err;
+
+	note(B, "stream: %s, %s, against %s", r->name, tool_fmt_size(r->size, a, sizeof(a)),
+	     r->base_name);
+	err = buf_grown(ctx, r->size, i ? "host" : "device", &vb);
+	if (err) {
+		snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+		vfail(B, "stream: vmmx buffer", err);
+	} else if (!stream_base_alloc(B, ctx, i, &sbase, &bp)) {
+		stream_pair(B, ve, vmmx_buf_ptr(vb), be, bp, r->size, &r->vmmx, &r->base, r->why,
+			    sizeof(r->why));
+		if (i)
+			r->host_bytes = r->size;
+		else
+			r->dev_bytes = r->size;
+	}
+	stream_base_free(B, &sbase);
+	vmmx_buf_destroy(vb);
+	vmmx_ctx_trim(ctx, 0);
+}
+
+/*
+ * The model row: a device-first buffer of @big past the limit @L of @lctx,
+ * against device bytes at the cudaMalloc rate plus host bytes at the
+ * cudaHostAlloc rate, both from the rows above.
+ */
+static void stream_model(struct bench *B, struct vmmx_ctx *lctx, struct gpu_engine *ve,
+			 uint64_t big, uint64_t L)
+{
+	struct stream_row *r = &B->streams[2];
+	struct vmmx_residency res;
+	struct vmmx_buf *vb = NULL;
+	double hbm = (double)B->streams[0].size / B->streams[0].base;
+	double pcie = (double)B->streams[1].size / B->streams[1].base;
+	char a[32], b[32];
+	int err;
+
+	note(B, "stream: %s: %s under a %s limit", r->name, tool_fmt_size(big, a, sizeof(a)),
+	     tool_fmt_size(L, b, sizeof(b)));
+	ve->ctx = lctx;
+	err = buf_grown(lctx, big, "device-first", &vb);
+	if (!err)
+		err = vmmx_buf_residency(vb, 0, big, &res);
+	if (err) {
+		snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
+		vfail(B, "stream: device-first buffer", err);
+	} else {
+		r->dev_bytes = res.device;
+		r->host_bytes = res.host;
+		if (!stream_pair(B, ve, vmmx_buf_ptr(vb), NULL, NULL, big, &r->vmmx, &r->base,
+				 r->why, sizeof(r->why)) &&
+		    isfinite(hbm) && isfinite(pcie))
+			r->model = (double)res.device / hbm + (double)res.host / pcie;
+	}
+	vmmx_buf_destroy(vb);
+}
+
+static void section_stream(struct bench *B)
+{
+	struct gpu_engine ve = {.seed = 0x5eed0001u}, be = {.seed = 0x5eed0002u};
+	uint64_t L = B->o.limit, big = (L + L / 2 + B->gran - 1) / B->gran * B->gran;
+	struct vmmx_ctx *ctx = NULL, *lctx = NULL;
+
+	stream_rows(B, big);
 	if (B->kwhy)
 		return;
 	if (mkctx(B, 0, 0, -1, 0, &ctx) || mkctx(B, 0, 0, -1, L, &lctx))
 		goto out;
 	ve.ctx = be.ctx = ctx;
 	ve.sim = be.sim = B->sim;
-	for (int i = 0; i < 2; i++) {
-		struct stream_row *r = &B->streams[i];
-		struct vmmx_buf *vb = NULL, *sb = NULL;
-		struct gpu_mem m = {0};
-		void *bp = NULL;
-
-		note(B, "stream: %s, %s, against %s", r->name, tool_fmt_size(r->size, a, sizeof(a)),
-		     r->base_name);
-		err = vmmx_buf_create(ctx, r->size, i ? "host" : "device", &vb);
-		if (!err)
-			err = vmmx_buf_resize(vb, r->size);
-		if (err) {
-			snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
-			vfail(B, "stream: vmmx buffer", err);
-			goto next;
-		}
-		if (B->sim) {
-			/* Stand-in for the baseline: another libvmmx buffer of the same kind. */
-			err = vmmx_buf_create(ctx, r->size, i ? "host" : "device", &sb);
-			if (!err)
-				err = vmmx_buf_resize(sb, r->size);
-			if (err) {
-				snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
-				vfail(B, "stream: stand-in buffer", err);
-				goto next;
-			}
-			bp = vmmx_buf_ptr(sb);
-		} else {
-			if (gpu_alloc(i ? GPU_ALLOC_HOST : GPU_ALLOC_DEVICE, r->size, &m)) {
-				snprintf(r->why, sizeof(r->why), "%s", gpu_why());
-				gfail(B, "stream: baseline");
-				goto next;
-			}
-			bp = m.dptr;
-		}
-		stream_pair(B, &ve, vmmx_buf_ptr(vb), &be, bp, r->size, &r->vmmx, &r->base, r->why,
-			    sizeof(r->why));
-		if (i)
-			r->host_bytes = r->size;
-		else
-			r->dev_bytes = r->size;
-	next:
-		if (gpu_free(&m))
-			gfail(B, "stream: freeing the baseline");
-		vmmx_buf_destroy(sb);
-		vmmx_buf_destroy(vb);
-		vmmx_ctx_trim(ctx, 0);
-	}
-	{
-		struct stream_row *r = &B->streams[2];
-		struct vmmx_residency res;
-		struct vmmx_buf *vb = NULL;
-		double hbm = (double)B->streams[0].size / B->streams[0].base;
-		double pcie = (double)B->streams[1].size / B->streams[1].base;
-
-		note(B, "stream: %s: %s under a %s limit", r->name,
-		     tool_fmt_size(big, a, sizeof(a)), tool_fmt_size(L, b, sizeof(b)));
-		ve.ctx = lctx;
-		err = vmmx_buf_create(lctx, big, "device-first", &vb);
-		if (!err)
-			err = vmmx_buf_resize(vb, big);
-		if (!err)
-			err = vmmx_buf_residency(vb, 0, big, &res);
-		if (err) {
-			snprintf(r->why, sizeof(r->why), "%s", vmmx_last_error());
-			vfail(B, "stream: device-first buffer", err);
-		} else {
-			r->dev_bytes = res.device;
-			r->host_bytes = res.host;
-			if (!stream_pair(B, &ve, vmmx_buf_ptr(vb), NULL, NULL, big, &r->vmmx,
-					 &r->base, r->why, sizeof(r->why)) &&
-			    isfinite(hbm) && isfinite(pcie))
-				r->model = (double)res.device / hbm + (double)res.host / pcie;
-		}
-		vmmx_buf_destroy(vb);
-	}
+	for (int i = 0; i < 2; i++)
+		stream_against_base(B, ctx, &ve, &be, i);
+	stream_model(B, lctx, &ve, big, L);
 out:
 	gpu_engine_fini(&ve);
 	gpu_engine_fini(&be);
