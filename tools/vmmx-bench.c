@@ -1934,109 +1934,144 @@ static void add_target(struct bench *B, const char *text, double value, double t
 	t->known = isfinite(value);
 }
 
-static void make_targets(struct bench *B)
+/* What stream row @i is judged against: its baseline, or for row 2 the model. */
+static double stream_ref(const struct stream_row *r, size_t i)
 {
+	return i == 2 ? r->model : r->base;
+}
+
+static void targets_stream(struct bench *B)
+{
+	static const struct {
+		const char *text;
+		double threshold;
+	} t[3] = {
+	    {"device-chunk stream read >= 0.98x cudaMalloc", 0.98},
+	    {"host-chunk stream read >= 0.97x cudaHostAlloc", 0.97},
+	    {"device-first, 1.5x a device limit, >= 0.95x the model", 0.95},
+	};
+	char shown[64];
+
+	for (size_t i = 0; i < 3; i++) {
+		const struct stream_row *s = &B->streams[i];
+		double v = stream_ref(s, i) / s->vmmx;
+
+		snprintf(shown, sizeof(shown), "%.3fx", v);
+		add_target(B, t[i].text, v, t[i].threshold, 0, shown, s->why);
+	}
+}
+
+static void targets_grow(struct bench *B)
+{
+	double sp = B->grow_realloc / B->grow_vmmx;
+	uint64_t N = B->grow[B->ngrow - 1].size, step = B->o.grow_step;
 	char text[96], shown[64], a[32], b[32], c[32];
 
-	if (B->ran[S_STREAM]) {
-		const struct stream_row *s = B->streams;
-		double r0 = s[0].base / s[0].vmmx, r1 = s[1].base / s[1].vmmx;
-		double r2 = s[2].model / s[2].vmmx;
+	snprintf(text, sizeof(text), "grow %s -> %s in %s steps >= 50x faster than realloc",
+		 tool_fmt_size(step, a, sizeof(a)), tool_fmt_size(N, b, sizeof(b)),
+		 tool_fmt_size(step, c, sizeof(c)));
+	snprintf(shown, sizeof(shown), "%.1fx", sp);
+	add_target(B, text, sp, 50, 0, shown, B->grow_why[0] ? B->grow_why : NULL);
+	snprintf(text, sizeof(text), "grow peak device memory <= N + step (%s)",
+		 tool_fmt_size(N + step, a, sizeof(a)));
+	add_target(B, text, isfinite(B->grow_vmmx) ? (double)B->grow_vmmx_peak : NAN,
+		   (double)(N + step), 1, tool_fmt_size(B->grow_vmmx_peak, b, sizeof(b)), NULL);
+}
 
-		snprintf(shown, sizeof(shown), "%.3fx", r0);
-		add_target(B, "device-chunk stream read >= 0.98x cudaMalloc", r0, 0.98, 0, shown,
-			   s[0].why);
-		snprintf(shown, sizeof(shown), "%.3fx", r1);
-		add_target(B, "host-chunk stream read >= 0.97x cudaHostAlloc", r1, 0.97, 0, shown,
-			   s[1].why);
-		snprintf(shown, sizeof(shown), "%.3fx", r2);
-		add_target(B, "device-first, 1.5x a device limit, >= 0.95x the model", r2, 0.95, 0,
-			   shown, s[2].why);
-	}
-	if (B->ran[S_GROW] && B->ngrow) {
-		double sp = B->grow_realloc / B->grow_vmmx;
-		uint64_t N = B->grow[B->ngrow - 1].size, step = B->o.grow_step;
+static void targets_doubling(struct bench *B)
+{
+	char text[96], shown[64], a[32], b[32], c[32];
+	double worst = -1;
+	uint64_t at = 0;
 
-		snprintf(text, sizeof(text), "grow %s -> %s in %s steps >= 50x faster than realloc",
-			 tool_fmt_size(step, a, sizeof(a)), tool_fmt_size(N, b, sizeof(b)),
-			 tool_fmt_size(step, c, sizeof(c)));
-		snprintf(shown, sizeof(shown), "%.1fx", sp);
-		add_target(B, text, sp, 50, 0, shown, B->grow_why[0] ? B->grow_why : NULL);
-		snprintf(text, sizeof(text), "grow peak device memory <= N + step (%s)",
-			 tool_fmt_size(N + step, a, sizeof(a)));
-		add_target(B, text, isfinite(B->grow_vmmx) ? (double)B->grow_vmmx_peak : NAN,
-			   (double)(N + step), 1, tool_fmt_size(B->grow_vmmx_peak, b, sizeof(b)),
-			   NULL);
-	}
-	if (B->ran[S_DOUBLING] && B->ndbl) {
-		double worst = -1;
-		uint64_t at = 0;
+	for (size_t k = 0; k < B->ndbl; k++) {
+		double r = B->dbl[k].vmmx / B->dbl[k].raw;
 
-		for (size_t k = 0; k < B->ndbl; k++) {
-			double r = B->dbl[k].vmmx / B->dbl[k].raw;
-
-			if (!isfinite(r)) {
-				worst = NAN;
-				break;
-			}
-			if (r > worst) {
-				worst = r;
-				at = B->dbl[k].size;
-			}
+		if (!isfinite(r)) {
+			worst = NAN;
+			break;
 		}
-		snprintf(text, sizeof(text), "doubling %s -> %s, default settings: every grow <= 1.1x raw one-handle",
-			 tool_fmt_size(B->dbl[0].size, a, sizeof(a)),
-			 tool_fmt_size(B->dbl[B->ndbl - 1].size, b, sizeof(b)));
-		snprintf(shown, sizeof(shown), "worst %.2fx (at %s)", worst,
-			 tool_fmt_size(at, c, sizeof(c)));
-		add_target(B, text, worst, 1.1, 1, shown,
-			   B->sim ? "sim: no raw driver calls" : NULL);
-	}
-	if (B->ran[S_MIGRATE] && B->nmig) {
-		const struct mig_row *best = NULL;
-		double bv = NAN;
-		const char *why = NULL;
-		char small[96];
-
-		/* The target is about ranges of 64 MiB and more: a smaller run is not judged
-		 * (the sim never is, and shows its tiny ranges' ratios anyway). */
-		if (!B->sim && B->o.migrate_size < MIGRATE_TARGET_MIN) {
-			snprintf(small, sizeof(small), "the range (%s) is under 64 MiB",
-				 tool_fmt_size(B->o.migrate_size, a, sizeof(a)));
-			why = small;
-		} else if (!isfinite(B->pcie.d2h) || !isfinite(B->pcie.h2d)) {
-			why = B->pcie.why[0] ? B->pcie.why : "no PCIe copy baseline";
-		}
-		/* Judged on the default settings: the first chunk size, warm cache. */
-		for (size_t i = 0; i < B->nmig && !best; i++)
-			if (B->mig[i].warm && !B->mig[i].gpu_only &&
-			    B->mig[i].chunk == B->o.mchunks[0]) {
-				best = &B->mig[i];
-				bv = mig_ratio(B, best);
-			}
-		if (best)
-			snprintf(shown, sizeof(shown), "%.2fx (%s chunks, %s, default settings)", bv,
-				 tool_fmt_size(best->chunk, a, sizeof(a)), mig_label(best));
-		else
-			snprintf(shown, sizeof(shown), "-");
-		add_target(B, "migration >= 0.8x PCIe copy for ranges >= 64 MiB, default settings",
-			   why ? NAN : bv, MIGRATE_TARGET_RATIO, 0, shown,
-			   why ? why : best && isfinite(bv) ? NULL : "no configuration measured");
-		for (size_t i = 0; i < B->nmig; i++) {
-			const struct mig_row *r = &B->mig[i];
-			double v = mig_ratio(B, r);
-			char x[24], y[24];
-
-			snprintf(text, sizeof(text), "  ... %s, %s chunks, cache %s",
-				 tool_fmt_size(B->o.migrate_size, a, sizeof(a)),
-				 tool_fmt_size(r->chunk, b, sizeof(b)), mig_label(r));
-			snprintf(shown, sizeof(shown), "d->h %s, h->d %s",
-				 ratio(B->pcie.d2h, r->d2h, x, sizeof(x)),
-				 ratio(B->pcie.h2d, r->h2d, y, sizeof(y)));
-			add_target(B, text, why ? NAN : v, MIGRATE_TARGET_RATIO, 0, shown,
-				   why ? why : r->why[0] ? r->why : NULL);
+		if (r > worst) {
+			worst = r;
+			at = B->dbl[k].size;
 		}
 	}
+	snprintf(text, sizeof(text),
+		 "doubling %s -> %s, default settings: every grow <= 1.1x raw one-handle",
+		 tool_fmt_size(B->dbl[0].size, a, sizeof(a)),
+		 tool_fmt_size(B->dbl[B->ndbl - 1].size, b, sizeof(b)));
+	snprintf(shown, sizeof(shown), "worst %.2fx (at %s)", worst,
+		 tool_fmt_size(at, c, sizeof(c)));
+	add_target(B, text, worst, 1.1, 1, shown, B->sim ? "sim: no raw driver calls" : NULL);
+}
+
+/*
+ * Why the migration target is not judged in this run, into @buf; NULL when
+ * it is: a range under 64 MiB (the target is about larger ones; the sim is
+ * never judged, and shows its tiny ranges' ratios anyway), or no PCIe copy
+ * figure to judge against.
+ */
+static const char *migrate_unjudged(struct bench *B, char *buf, size_t len)
+{
+	char a[32];
+
+	if (!B->sim && B->o.migrate_size < MIGRATE_TARGET_MIN) {
+		snprintf(buf, len, "the range (%s) is under 64 MiB",
+			 tool_fmt_size(B->o.migrate_size, a, sizeof(a)));
+		return buf;
+	}
+	if (!isfinite(B->pcie.d2h) || !isfinite(B->pcie.h2d))
+		return B->pcie.why[0] ? B->pcie.why : "no PCIe copy baseline";
+	return NULL;
+}
+
+/* The target, judged on the default settings (the first chunk size, warm), then a line a run. */
+static void targets_migrate(struct bench *B)
+{
+	char text[96], shown[64], a[32], b[32], small[96];
+	const char *why = migrate_unjudged(B, small, sizeof(small));
+	const struct mig_row *best = NULL;
+	double bv = NAN;
+
+	for (size_t i = 0; i < B->nmig && !best; i++)
+		if (B->mig[i].warm && !B->mig[i].gpu_only && B->mig[i].chunk == B->o.mchunks[0]) {
+			best = &B->mig[i];
+			bv = mig_ratio(B, best);
+		}
+	if (best)
+		snprintf(shown, sizeof(shown), "%.2fx (%s chunks, %s, default settings)", bv,
+			 tool_fmt_size(best->chunk, a, sizeof(a)), mig_label(best));
+	else
+		snprintf(shown, sizeof(shown), "-");
+	add_target(B, "migration >= 0.8x PCIe copy for ranges >= 64 MiB, default settings",
+		   why ? NAN : bv, MIGRATE_TARGET_RATIO, 0, shown,
+		   why ? why : best && isfinite(bv) ? NULL : "no configuration measured");
+	for (size_t i = 0; i < B->nmig; i++) {
+		const struct mig_row *r = &B->mig[i];
+		double v = mig_ratio(B, r);
+		char x[24], y[24];
+
+		snprintf(text, sizeof(text), "  ... %s, %s chunks, cache %s",
+			 tool_fmt_size(B->o.migrate_size, a, sizeof(a)),
+			 tool_fmt_size(r->chunk, b, sizeof(b)), mig_label(r));
+		snprintf(shown, sizeof(shown), "d->h %s, h->d %s",
+			 ratio(B->pcie.d2h, r->d2h, x, sizeof(x)),
+			 ratio(B->pcie.h2d, r->h2d, y, sizeof(y)));
+		add_target(B, text, why ? NAN : v, MIGRATE_TARGET_RATIO, 0, shown,
+			   why ? why : r->why[0] ? r->why : NULL);
+	}
+}
+
+static void make_targets(struct bench *B)
+{
+	if (B->ran[S_STREAM])
+		targets_stream(B);
+	if (B->ran[S_GROW] && B->ngrow)
+		targets_grow(B);
+	if (B->ran[S_DOUBLING] && B->ndbl)
+		targets_doubling(B);
+	if (B->ran[S_MIGRATE] && B->nmig)
+		targets_migrate(B);
 }
 
 static const char *verdict(const struct bench *B, const struct target *t)
@@ -2217,7 +2252,7 @@ static void doc_stream(struct bench *B, struct rep *doc)
 
 	for (size_t i = 0; i < B->nstreams; i++) {
 		const struct stream_row *r = &B->streams[i];
-		double bt = i == 2 ? r->model : r->base;
+		double bt = stream_ref(r, i);
 		struct rep *o = rep_obj(arr, NULL);
 
 		rep_str(o, "buffer", r->name);
