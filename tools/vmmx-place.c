@@ -957,21 +957,18 @@ static void apply_model_window(struct run *R, size_t first, size_t end, double *
 
 /* ---- output ---- */
 
+/* What each workload does and what its GB/s counts. */
+static const char *const wl_descs[GPU_WL_COUNT] = {
+    [GPU_WL_READ] = "stream read, 16-byte loads; GB/s = bytes read / time",
+    [GPU_WL_WRITE] = "stream write, 16-byte stores; GB/s = bytes written / time",
+    [GPU_WL_COPY] = "copy of the first half onto the second; GB/s = (bytes read + written) / "
+		    "time",
+    [GPU_WL_GATHER] = "random 16-byte loads over the working set; GB/s = bytes loaded / time",
+};
+
 static const char *wl_desc(enum gpu_workload w)
 {
-	switch (w) {
-	case GPU_WL_READ:
-		return "stream read, 16-byte loads; GB/s = bytes read / time";
-	case GPU_WL_WRITE:
-		return "stream write, 16-byte stores; GB/s = bytes written / time";
-	case GPU_WL_COPY:
-		return "copy of the first half onto the second; GB/s = (bytes read + written) / "
-		       "time";
-	case GPU_WL_GATHER:
-		return "random 16-byte loads over the working set; GB/s = bytes loaded / time";
-	default:
-		return "?";
-	}
+	return (unsigned int)w < GPU_WL_COUNT && wl_descs[w] ? wl_descs[w] : "?";
 }
 
 static const char SIM_BANNER[] = "==============================================================\n"
