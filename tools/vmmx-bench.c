@@ -45,6 +45,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,33 +230,57 @@ static void usage(FILE *f)
 /* Counts are bounded so a typo cannot ask for days of runs. */
 #define COUNT_MAX 100000
 
+/*
+ * The options that take one size: where each goes and its defaults, on the
+ * sim and on a GPU, in the order check_sizes() checks them.
+ */
+#define SIZE_OPT(name, field, sim, gpu) {name, offsetof(struct bopts, field), sim, gpu}
+static const struct {
+	const char *name; /* without "--" */
+	size_t off;	  /* of its uint64_t in struct bopts */
+	uint64_t sim, gpu;
+} size_opts[] = {
+    SIZE_OPT("grow-max", grow_max, 32ull << 20, 64ull << 30),
+    SIZE_OPT("grow-step", grow_step, 4ull << 20, 1ull << 30),
+    SIZE_OPT("double-max", double_max, 64ull << 20, 64ull << 30),
+    SIZE_OPT("copy-size", copy_size, 16ull << 20, 1ull << 30),
+    SIZE_OPT("shrink-size", shrink_size, 16ull << 20, 8ull << 30),
+    SIZE_OPT("stream-size", stream_size, 16ull << 20, 4ull << 30),
+    SIZE_OPT("host-size", host_size, 8ull << 20, 2ull << 30),
+    SIZE_OPT("device-limit", limit, 8ull << 20, 4ull << 30),
+    SIZE_OPT("migrate-size", migrate_size, 16ull << 20, 1ull << 30),
+};
+#undef SIZE_OPT
+#define N_SIZE_OPTS (sizeof(size_opts) / sizeof(size_opts[0]))
+
+static uint64_t *size_opt(struct bopts *o, size_t i)
+{
+	return (uint64_t *)((char *)o + size_opts[i].off);
+}
+
 static int parse_opts(int argc, char **argv, struct bopts *o)
 {
 	static const char *const locs[] = {"device", "host"};
 	int l[2] = {1, 1}, rc;
-	const struct tool_opt tab[] = {
+	const struct tool_opt opts[] = {
 	    tool_opt_names("only", o->only, sec_names, S_COUNT),
 	    tool_opt_sizes("chunk-sizes", 0, o->chunks, MAX_CHUNKS, &o->nchunks),
 	    tool_opt_names("locations", l, locs, 2),
 	    tool_opt_count("reps", 0, &o->reps, 1, COUNT_MAX, NULL),
-	    tool_opt_sizes("grow-max", 0, &o->grow_max, 1, NULL),
-	    tool_opt_sizes("grow-step", 0, &o->grow_step, 1, NULL),
-	    tool_opt_sizes("double-max", 0, &o->double_max, 1, NULL),
-	    tool_opt_sizes("shrink-size", 0, &o->shrink_size, 1, NULL),
-	    tool_opt_sizes("copy-size", 0, &o->copy_size, 1, NULL),
-	    tool_opt_sizes("stream-size", 0, &o->stream_size, 1, NULL),
-	    tool_opt_sizes("host-size", 0, &o->host_size, 1, NULL),
-	    tool_opt_sizes("device-limit", 0, &o->limit, 1, NULL),
-	    tool_opt_sizes("migrate-size", 0, &o->migrate_size, 1, NULL),
 	    tool_opt_sizes("migrate-chunk", 0, o->mchunks, MAX_CHUNKS, &o->nmchunks),
 	    tool_opt_count("iters", 'n', &o->iters, 1, COUNT_MAX, NULL),
 	    tool_opt_count("warmup", 0, &o->warmup, 0, COUNT_MAX, &o->warmup_set),
 	    tool_opt_json(&o->json),
 	    tool_opt_plot(&o->plot),
 	    tool_opt_quiet(&o->quiet),
-	    {0},
 	};
+	struct tool_opt tab[sizeof(opts) / sizeof(opts[0]) + N_SIZE_OPTS + 1] = {{0}}, *t = tab;
 
+	/* The table: the options above, one a size (in the list's grammar), the end. */
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		*t++ = opts[i];
+	for (size_t i = 0; i < N_SIZE_OPTS; i++)
+		*t++ = tool_opt_sizes(size_opts[i].name, 0, size_opt(o, i), 1, NULL);
 	for (int s = 0; s < S_COUNT; s++)
 		o->only[s] = 1;
 	rc = tool_opts_parse(PROG, usage, tab, argc, argv);
@@ -283,24 +308,9 @@ static void defaults(struct bench *B)
 		o->iters = sim ? 5 : 20;
 	if (!o->warmup_set)
 		o->warmup = sim ? 1 : 3;
-	if (!o->grow_max)
-		o->grow_max = sim ? 32ull << 20 : 64ull << 30;
-	if (!o->grow_step)
-		o->grow_step = sim ? 4ull << 20 : 1ull << 30;
-	if (!o->double_max)
-		o->double_max = sim ? 64ull << 20 : 64ull << 30;
-	if (!o->shrink_size)
-		o->shrink_size = sim ? 16ull << 20 : 8ull << 30;
-	if (!o->copy_size)
-		o->copy_size = sim ? 16ull << 20 : 1ull << 30;
-	if (!o->stream_size)
-		o->stream_size = sim ? 16ull << 20 : 4ull << 30;
-	if (!o->host_size)
-		o->host_size = sim ? 8ull << 20 : 2ull << 30;
-	if (!o->limit)
-		o->limit = sim ? 8ull << 20 : 4ull << 30;
-	if (!o->migrate_size)
-		o->migrate_size = sim ? 16ull << 20 : 1ull << 30;
+	for (size_t i = 0; i < N_SIZE_OPTS; i++)
+		if (!*size_opt(o, i))
+			*size_opt(o, i) = sim ? size_opts[i].sim : size_opts[i].gpu;
 	if (!o->nmchunks) {
 		o->mchunks[0] = sim ? 8ull << 20 : 64ull << 20;
 		o->mchunks[1] = 2ull << 20;
@@ -308,50 +318,39 @@ static void defaults(struct bench *B)
 	}
 }
 
+/* 0, or -1 after "PROG: OPT: SIZE is not a multiple of the granularity (G)". */
+static int check_gran(const struct bench *B, const char *opt, uint64_t v)
+{
+	char a[32], g[32];
+
+	if (!(v % B->gran))
+		return 0;
+	fprintf(stderr, PROG ": %s: %s is not a multiple of the granularity (%s)\n", opt,
+		tool_fmt_size(v, a, sizeof(a)), tool_fmt_size(B->gran, g, sizeof(g)));
+	return -1;
+}
+
 static int check_sizes(struct bench *B)
 {
 	struct bopts *o = &B->o;
-	const struct {
-		const char *opt;
-		uint64_t v;
-	} s[] = {
-	    {"--grow-max", o->grow_max},       {"--grow-step", o->grow_step},
-	    {"--double-max", o->double_max},   {"--copy-size", o->copy_size},
-	    {"--shrink-size", o->shrink_size},
-	    {"--stream-size", o->stream_size}, {"--host-size", o->host_size},
-	    {"--device-limit", o->limit},     {"--migrate-size", o->migrate_size},
-	};
-	char a[32], g[32];
+	char a[32], c[32], g[32];
 
 	tool_fmt_size(B->gran, g, sizeof(g));
-	for (int i = 0; i < o->nchunks; i++) {
-		if (o->chunks[i] % B->gran) {
-			fprintf(stderr,
-				PROG
-				": --chunk-sizes: %s is not a multiple of the granularity (%s)\n",
-				tool_fmt_size(o->chunks[i], a, sizeof(a)), g);
+	for (int i = 0; i < o->nchunks; i++)
+		if (check_gran(B, "--chunk-sizes", o->chunks[i]))
 			return -1;
-		}
-	}
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-		if (s[i].v % B->gran) {
-			fprintf(stderr, PROG ": %s %s: not a multiple of the granularity (%s)\n",
-				s[i].opt, tool_fmt_size(s[i].v, a, sizeof(a)), g);
+	for (size_t i = 0; i < N_SIZE_OPTS; i++) {
+		if (*size_opt(o, i) % B->gran) {
+			fprintf(stderr, PROG ": --%s %s: not a multiple of the granularity (%s)\n",
+				size_opts[i].name, tool_fmt_size(*size_opt(o, i), a, sizeof(a)), g);
 			return -1;
 		}
 	}
 	for (int i = 0; i < o->nmchunks; i++) {
-		if (o->mchunks[i] % B->gran) {
-			fprintf(stderr,
-				PROG
-				": --migrate-chunk: %s is not a multiple of the granularity (%s)\n",
-				tool_fmt_size(o->mchunks[i], a, sizeof(a)), g);
+		if (check_gran(B, "--migrate-chunk", o->mchunks[i]))
 			return -1;
-		}
 		/* Whole chunks of that size, so every chunk moved is as big as asked. */
 		if (o->migrate_size % o->mchunks[i]) {
-			char c[32];
-
 			fprintf(stderr,
 				PROG
 				": --migrate-size %s is not a multiple of --migrate-chunk %s\n",
