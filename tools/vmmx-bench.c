@@ -1196,8 +1196,12 @@ static void copy_base_free(struct bench *B, struct copy_base *cb)
 		free(cb->hm.hptr);
 		free(cb->hm2.hptr);
 		free(cb->dm.hptr);
-	} else if (gpu_free(&cb->hm) || gpu_free(&cb->hm2) || gpu_free(&cb->dm)) {
-		gfail(B, "copy: freeing baselines");
+	} else {
+		/* All three, whatever the first says. */
+		int e1 = gpu_free(&cb->hm), e2 = gpu_free(&cb->hm2), e3 = gpu_free(&cb->dm);
+
+		if (e1 || e2 || e3)
+			gfail(B, "copy: freeing baselines");
 	}
 }
 
