@@ -4,6 +4,9 @@
 # scratch directory) before sourcing this file.
 #   check STATUS DESCRIPTION     ok when STATUS is 0
 #   skip REASON                  a skipped assertion
+#   usage_error TOOL DESCRIPTION NEEDLE ARGS...
+#                                TOOL -q ARGS exits 2, says NEEDLE on stderr
+#                                and nothing on stdout
 #   pycheck DESCRIPTION FILE EXPR  EXPR (Python, over d = the JSON in FILE;
 #                                r = d["results"] and row(size, placement) for
 #                                vmmx-place output) is true; skipped without python3
@@ -22,6 +25,15 @@ check() {
 skip() {
 	n=$((n + 1))
 	echo "ok $n # SKIP $1"
+}
+usage_error() {
+	tool=$1 d=$2 needle=$3
+	shift 3
+	"$tool" -q "$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 2 ] && grep -q -- "$needle" "$tmp/err" && test ! -s "$tmp/out"
+	check $? "$d (exit 2, names $needle)"
+	[ $st -eq 2 ] || echo "# exit status $st"
 }
 pycheck() {
 	if [ -z "$py" ]; then skip "no python3: $1"; return; fi

@@ -11,15 +11,6 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-bench-sh.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 . "$top_srcdir/tests/tools/tap.sh"
-usage_error() { # usage_error DESCRIPTION NEEDLE ARGS...
-	d=$1 needle=$2
-	shift 2
-	"$bench" -q "$@" >"$tmp/out" 2>"$tmp/err"
-	st=$?
-	[ $st -eq 2 ] && grep -q -- "$needle" "$tmp/err" && test ! -s "$tmp/out"
-	check $? "$d (exit 2, names $needle)"
-	[ $st -eq 2 ] || echo "# exit status $st"
-}
 
 M=1048576
 "$bench" --reps 2 --iters 2 --warmup 1 >"$tmp/table" 2>"$tmp/err"
@@ -97,14 +88,14 @@ pycheck "--only migrate: that section, its runs and its targets" "$tmp/mig" \
 [ $? -eq 0 ] && [ "$(grep -c '^host  *2 MiB' "$tmp/out")" -eq 4 ] && ! grep -q '^device ' "$tmp/out"
 check $? "--chunk-sizes and --locations select the ops rows"
 
-usage_error "an unknown section" 'bogus' --only grow,bogus
-usage_error "a chunk size off the granularity" 'not a multiple of the granularity' --chunk-sizes 3MiB
-usage_error "a bad size" '"1.5GiB"' --grow-max 1.5GiB
-usage_error "a step larger than the final size" 'steps' --grow-max 4MiB --grow-step 8MiB
-usage_error "an unknown location" 'elsewhere' --locations device,elsewhere
-usage_error "a migration chunk off the granularity" 'not a multiple of the granularity' --only migrate --migrate-chunk 3MiB
-usage_error "a migration size not a multiple of the chunk" 'not a multiple of --migrate-chunk' --only migrate --migrate-size 6MiB --migrate-chunk 4MiB
-usage_error "an unknown option" 'unknown option --bogus' --bogus
+usage_error "$bench" "an unknown section" 'bogus' --only grow,bogus
+usage_error "$bench" "a chunk size off the granularity" 'not a multiple of the granularity' --chunk-sizes 3MiB
+usage_error "$bench" "a bad size" '"1.5GiB"' --grow-max 1.5GiB
+usage_error "$bench" "a step larger than the final size" 'steps' --grow-max 4MiB --grow-step 8MiB
+usage_error "$bench" "an unknown location" 'elsewhere' --locations device,elsewhere
+usage_error "$bench" "a migration chunk off the granularity" 'not a multiple of the granularity' --only migrate --migrate-chunk 3MiB
+usage_error "$bench" "a migration size not a multiple of the chunk" 'not a multiple of --migrate-chunk' --only migrate --migrate-size 6MiB --migrate-chunk 4MiB
+usage_error "$bench" "an unknown option" 'unknown option --bogus' --bogus
 "$bench" --help >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q '^usage: vmmx-bench' "$tmp/out"
 check $? "--help prints the usage on stdout, exit 0"

@@ -11,16 +11,6 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-place-sh.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 . "$top_srcdir/tests/tools/tap.sh"
-# usage_error DESCRIPTION NEEDLE ARGS...: exit 2 and NEEDLE on stderr.
-usage_error() {
-	d=$1 needle=$2
-	shift 2
-	"$place" -q "$@" >"$tmp/out" 2>"$tmp/err"
-	st=$?
-	[ $st -eq 2 ] && grep -q -- "$needle" "$tmp/err" && test ! -s "$tmp/out"
-	check $? "$d (exit 2, names $needle)"
-	[ $st -eq 2 ] || echo "# exit status $st"
-}
 
 M=1048576
 # The sweep of the issue, scaled down: two sizes, two policies (one with
@@ -134,20 +124,20 @@ fi
 [ $? -eq 1 ] && grep -q 'no/such/dir/out.png' "$tmp/err"
 check $? "--plot into a missing directory: exit 1, the file named"
 
-usage_error "a size outside the grammar" '"4gib"' --size 4gib
-usage_error "a zero size" 'bad size "0"' --size 8MiB,0
-usage_error "a size not a multiple of 64 KiB" 'not a multiple of 64 KiB' --size 100KiB
-usage_error "an unknown workload" 'foo' --workload foo
-usage_error "an unknown policy" 'nosuchpolicy' --policy device-first,nosuchpolicy
-usage_error "a policy's bad argument" 'bogus' --policy interleave:bogus=1
-usage_error "an unknown baseline" 'bogus' --baselines cudaMalloc,bogus
-usage_error "a working set larger than the buffer" 'larger than the buffer' -w gather -s 4MiB --working-set 8MiB
-usage_error "--csv with --json" 'exclude each other' --csv --json
-usage_error "--window without the window workload" 'window workload only' --window 2MiB
-usage_error "a window larger than the buffer" 'larger than the buffer' -w window -s 4MiB --window 8MiB
-usage_error "more steps than 64 KiB units" 'more positions' -w window -s 1MiB --steps 17
-usage_error "--plot with the window workload" 'does not apply to the window' -w window --plot "$tmp/w.png"
-usage_error "an unknown option" 'unknown option --bogus' --bogus
+usage_error "$place" "a size outside the grammar" '"4gib"' --size 4gib
+usage_error "$place" "a zero size" 'bad size "0"' --size 8MiB,0
+usage_error "$place" "a size not a multiple of 64 KiB" 'not a multiple of 64 KiB' --size 100KiB
+usage_error "$place" "an unknown workload" 'foo' --workload foo
+usage_error "$place" "an unknown policy" 'nosuchpolicy' --policy device-first,nosuchpolicy
+usage_error "$place" "a policy's bad argument" 'bogus' --policy interleave:bogus=1
+usage_error "$place" "an unknown baseline" 'bogus' --baselines cudaMalloc,bogus
+usage_error "$place" "a working set larger than the buffer" 'larger than the buffer' -w gather -s 4MiB --working-set 8MiB
+usage_error "$place" "--csv with --json" 'exclude each other' --csv --json
+usage_error "$place" "--window without the window workload" 'window workload only' --window 2MiB
+usage_error "$place" "a window larger than the buffer" 'larger than the buffer' -w window -s 4MiB --window 8MiB
+usage_error "$place" "more steps than 64 KiB units" 'more positions' -w window -s 1MiB --steps 17
+usage_error "$place" "--plot with the window workload" 'does not apply to the window' -w window --plot "$tmp/w.png"
+usage_error "$place" "an unknown option" 'unknown option --bogus' --bogus
 "$place" --help >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q '^usage: vmmx-place' "$tmp/out"
 check $? "--help prints the usage on stdout, exit 0"
