@@ -16,7 +16,14 @@
  *    the pattern of the thread's seed; resized, migrated, advised, memset
  *    and restored, copied to and from host memory and between the thread's
  *    buffers, destroyed and created again, and host memory registered,
- *    copied from and unregistered.
+ *    copied from and unregistered;
+ *  - the framework allocator (lib/alloc.c), one for all threads: each
+ *    thread keeps up to ALLOC_SLOTS blocks of random sizes (small, large
+ *    and huge pools), allocated on a random stream (three streams and the
+ *    default), each holding a pattern of its own, checked whole before it
+ *    is freed, sometimes on another stream than its own (a stream-ordered
+ *    free).  A block handed to two threads at once shows as a pattern
+ *    error.
  * An operation failed by the fault layer (or refused for room) must leave
  * its object as it was: a failed resize keeps its size, every failed step
  * keeps the bytes; the pattern check after it says so.  At the end, with
@@ -32,9 +39,6 @@
  * per thread for 1 to -T threads while a writer resizes the buffer, in
  * millions of lookups per second per thread.  Runs on VMMX_BACKEND (sim
  * when unset); on a GPU set VMMX_BACKEND=cuda.
- *
- * The framework allocator (lib/alloc.c, in progress) joins as one more
- * operation kind: see OP_ALLOC below.
  */
 #include "config.h"
 
@@ -61,6 +65,8 @@
 #define RETRIES	      100	   /* a 1% fault rate makes 100 failures in a row impossible */
 #define MAX_THREADS   256
 #define REPORT_ERRORS 10 /* errors described in full; the rest only counted */
+#define ALLOC_SLOTS   3	 /* framework-allocator blocks a thread keeps */
+#define ALLOC_STREAMS 3	 /* streams blocks are allocated and freed on, besides the default */
 
 enum op {
 	OP_RESIZE,
@@ -73,19 +79,14 @@ enum op {
 	OP_MEMSET,
 	OP_REGISTER,
 	OP_RECREATE,
+	OP_ALLOC,
 	OP_CHECK,
-	/*
-	 * OP_ALLOC: the framework allocator's alloc/free (lib/alloc.c) joins
-	 * here once it exists: allocate a random size on a random stream, fill
-	 * it with the pattern through vmmx_memcpy, check it, free it (sometimes
-	 * stream-ordered), and count it below like the others.
-	 */
 	NOPS
 };
 
 static const char *const op_names[NOPS] = {
-    "resize", "migrate", "advise",   "lookup",	 "residency", "chunks",
-    "memcpy", "memset",	 "register", "recreate", "check",
+    "resize", "migrate",  "advise",   "lookup", "residency", "chunks",
+    "memcpy", "memset",	  "register", "recreate", "alloc",   "check",
 };
 
 struct shared {
@@ -99,6 +100,14 @@ struct priv {
 	size_t size; /* what this thread made it */
 };
 
+/* A framework-allocator block a thread holds. */
+struct held {
+	char *p;     /* NULL: the slot is empty */
+	size_t size;
+	uint32_t seed;
+	int stream;  /* index in streams[], or ALLOC_STREAMS for the default */
+};
+
 struct worker {
 	pthread_t tid;
 	int id;
@@ -107,11 +116,15 @@ struct worker {
 	struct priv p[PRIVATE];
 	unsigned char *host; /* staging: WINDOW bytes */
 	unsigned char *reg;  /* REG_LEN bytes to register */
+	struct held blk[ALLOC_SLOTS];
+	uint32_t nalloc;     /* blocks allocated: seeds their patterns */
 	uint64_t done[NOPS], failed[NOPS];
 	uint64_t pattern_errors, unexpected;
 };
 
 static struct vmmx_ctx *ctx;
+static struct vmmx_alloc *alloc;
+static struct vmmx_stream *streams[ALLOC_STREAMS];
 static struct shared shared[SHARED];
 static int stop;     /* atomic */
 static int reported; /* atomic: errors described so far */
@@ -180,6 +193,7 @@ static void check(struct worker *w, const void *base, size_t off, size_t len, ui
 	w->done[OP_CHECK]++;
 	if (err) {
 		w->unexpected++;
+		report(w, "reading for a check: too many failures", err);
 		return;
 	}
 	for (size_t i = 0; i < len; i++) {
@@ -234,6 +248,71 @@ static void residency_op(struct worker *w, struct vmmx_buf *buf, size_t off, siz
 		w->unexpected++;
 		report(w, "residency does not add up", 0);
 	}
+}
+
+static void *stream_of(int i)
+{
+	return i < ALLOC_STREAMS ? vmmx_stream_handle(streams[i]) : NULL;
+}
+
+/* The whole block against its pattern, a window at a time. */
+static void check_block(struct worker *w, const struct held *h, const char *after)
+{
+	for (size_t o = 0; o < h->size; o += WINDOW)
+		check(w, h->p, o, h->size - o < WINDOW ? h->size - o : WINDOW, h->seed, after);
+}
+
+/*
+ * Check a held block whole, then free it on its stream or another one.  A
+ * free is never retried: one that fails (an event it could not record) has
+ * still taken the block, kept out of use until the cache is emptied, as
+ * vmmx.h says; a second free of it would be refused.
+ */
+static void alloc_release(struct worker *w, struct held *h)
+{
+	int s = below(w, 4) ? h->stream : (int)below(w, ALLOC_STREAMS + 1);
+
+	check_block(w, h, "holding an allocator block");
+	expected(w, OP_ALLOC, vmmx_alloc_free(alloc, h->p, stream_of(s)), "vmmx_alloc_free");
+	h->p = NULL;
+}
+
+/* A size of the small pool mostly, of the large one often, huge at times. */
+static size_t alloc_size(struct worker *w)
+{
+	size_t r = below(w, 20);
+
+	if (r < 14)
+		return 1 + below(w, 1 * MiB);
+	if (r < 19)
+		return 1 * MiB + 1 + below(w, 9 * MiB);
+	return 10 * MiB + below(w, 4 * MiB);
+}
+
+/*
+ * The framework allocator: free a held block (checked whole first) or
+ * allocate into an empty slot, write the block's own pattern and check it.
+ */
+static void alloc_op(struct worker *w)
+{
+	struct held *h = &w->blk[below(w, ALLOC_SLOTS)];
+	int err;
+
+	if (h->p) {
+		alloc_release(w, h);
+		return;
+	}
+	h->size = alloc_size(w);
+	h->stream = (int)below(w, ALLOC_STREAMS + 1);
+	h->seed = w->seed * 7919u + ++w->nalloc;
+	err = vmmx_alloc_malloc(alloc, h->size, stream_of(h->stream), (void **)&h->p);
+	if (!expected(w, OP_ALLOC, err, "vmmx_alloc_malloc") || err) {
+		h->p = NULL;
+		return;
+	}
+	for (size_t o = 0; o < h->size; o += WINDOW)
+		put(w, h->p, o, h->size - o < WINDOW ? h->size - o : WINDOW, h->seed);
+	check_block(w, h, "vmmx_alloc_malloc");
 }
 
 static void private_op(struct worker *w, struct priv *p)
@@ -364,10 +443,15 @@ static void private_op(struct worker *w, struct priv *p)
 		}
 		if (err) {
 			w->unexpected++;
+			report(w, "buf_create: too many failures", err);
 			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 			return;
 		}
 		base = vmmx_buf_ptr(p->buf);
+		len = 0;
+		break;
+	case OP_ALLOC:
+		alloc_op(w);
 		len = 0;
 		break;
 	default:
@@ -480,9 +564,14 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 	struct vmm *v;
 	double t0, el;
 
-	plan(8);
+	plan(9);
 	ctx = open_ctx(vars);
 	v = vmmx__ctx_vmm(ctx);
+	if (vmmx_alloc_create(ctx, NULL, &alloc))
+		bail("vmmx_alloc_create: %s", vmmx_last_error());
+	for (int i = 0; i < ALLOC_STREAMS; i++)
+		if (vmmx_stream_create(ctx, &streams[i]))
+			bail("vmmx_stream_create: %s", vmmx_last_error());
 	for (int i = 0; i < SHARED; i++) {
 		shared[i].seed = (uint32_t)(seed + 1000 + (uint64_t)i);
 		pthread_rwlock_init(&shared[i].rw, NULL);
@@ -529,6 +618,10 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 			for (size_t o = 0; o < w[i].p[k].size; o += WINDOW)
 				check(&w[i], vmmx_buf_ptr(w[i].p[k].buf), o, WINDOW, w[i].seed,
 				      "the run (final)");
+	for (int i = 0; i < nthreads; i++)
+		for (int k = 0; k < ALLOC_SLOTS; k++)
+			if (w[i].blk[k].p)
+				alloc_release(&w[i], &w[i].blk[k]);
 	for (int i = 0; i < nthreads; i++) {
 		for (int k = 0; k < NOPS; k++) {
 			total[k] += w[i].done[k];
@@ -554,6 +647,18 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 	   (unsigned long long)vc.injected);
 	is_uint(0, perr, "zero pattern errors");
 	is_uint(0, unexp, "zero unexpected errors");
+	{
+		struct vmmx_alloc_stats as = { .size = sizeof(as) };
+
+		ok(!vmmx_alloc_stats(alloc, &as) && as.allocated_bytes == 0 &&
+			   total[OP_ALLOC] > 0,
+		   "the framework allocator ran %llu operations and holds no live block after "
+		   "the last free (%llu bytes)",
+		   (unsigned long long)total[OP_ALLOC], (unsigned long long)as.allocated_bytes);
+	}
+	vmmx_alloc_destroy(alloc);
+	for (int i = 0; i < ALLOC_STREAMS; i++)
+		vmmx_stream_destroy(streams[i]);
 
 	for (int i = 0; i < nthreads; i++) {
 		for (int k = 0; k < PRIVATE; k++)
