@@ -70,7 +70,7 @@ static int df_init(const struct vmmx_policy_host *host, const char *args, void *
 		long *dst;
 
 		if (!strcmp(a[i].key, "reserve") || !strcmp(a[i].key, "large")) {
-			if (df_size_arg(host, &a[i], a[i].key[0] == 'r' ? &reserve : &large))
+			if (df_size_arg(host, &a[i], strcmp(a[i].key, "large") ? &reserve : &large))
 				return -VMMX_EINVAL;
 			continue;
 		}
@@ -124,7 +124,8 @@ static bool df_keep_reserve(const struct df *st, const struct vmmx_policy_reques
 	if (!st->reserve || req->buf_capacity < st->large)
 		return false;
 	room = df_device_room(req);
-	if (room < st->reserve + req->chunk_min)
+	/* Not room < reserve + chunk_min: a reserve near 2^64 would wrap. */
+	if (room <= st->reserve || room - st->reserve < req->chunk_min)
 		return true;
 	if (req->want > room - st->reserve)
 		ans->max_len = (size_t)(room - st->reserve) / req->chunk_min * req->chunk_min;

@@ -170,7 +170,7 @@ int main(void)
 	int ndev, err;
 
 	find_policy_dir();
-	plan(73 + 5 + 6);
+	plan(73 + 6 + 6);
 	ctx = test_ctx(one);
 	ctx2 = test_ctx(two);
 	ctxl = test_ctx(lim);
@@ -260,6 +260,11 @@ int main(void)
 		vmmx_buf_destroy(small);
 		vmmx_buf_destroy(buf);
 		vmmx_ctx_trim(ctxl, 0);
+		buf = make(ctxl, 32 * MiB,
+			   "device-first:reserve=18446744073709551615,large=16MiB", 8 * MiB);
+		is_string("HHHH", layout(buf),
+			  "reserve=2^64-1: more than any room, so host first (no wrap-around)");
+		vmmx_buf_destroy(buf);
 		buf = make(ctxl, 32 * MiB, "device-first:reserve=4MiB", 8 * MiB);
 		is_string("0000", layout(buf),
 			  "reserve=4MiB: a buffer under the default large= (64MiB) is not held back");
