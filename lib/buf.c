@@ -31,7 +31,7 @@
 
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
 {
-	const size_t *o = t->offs;
+	const size_t *o = vmmx__table_offs(t);
 	size_t lo = 0, n = t->n;
 
 	/* Branchless: halve the range each step; the compiler makes the
@@ -108,9 +108,10 @@ void vmmx__reclaim(struct vmmx_ctx *ctx)
 void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
 {
 	struct vmmx__table *old = buf->table;
+	size_t *offs = vmmx__table_offs(t);
 
 	for (size_t i = 0; i < t->n; i++)
-		t->offs[i] = t->c[i].off;
+		offs[i] = t->c[i].off;
 	rcu_assign_pointer(buf->table, t);
 	vmmx__retire(buf->ctx, old);
 }
@@ -122,7 +123,6 @@ struct vmmx__table *vmmx__table_alloc(size_t n)
 	if (t) {
 		t->retired_next = NULL;
 		t->n = n;
-		t->offs = (size_t *)&t->c[n];
 	}
 	return t;
 }
@@ -134,8 +134,7 @@ struct vmmx__table *vmmx__table_dup(const struct vmmx__table *t)
 	if (nt) {
 		nt->size = t->size;
 		nt->mapped = t->mapped;
-		memcpy(nt->c, t->c, t->n * sizeof(t->c[0]));
-		memcpy(nt->offs, t->offs, t->n * sizeof(t->offs[0]));
+		memcpy(nt->c, t->c, t->n * sizeof(t->c[0])); /* offsets: at publish */
 	}
 	return nt;
 }

@@ -565,20 +565,25 @@ struct vmmx__chunk {
 };
 
 /*
- * A buffer's chunk table, RCU-published; immutable once published.  @offs
- * repeats the chunks' offsets in one dense array after @c (filled by
- * vmmx__table_publish): a lookup's binary search then touches 8 bytes a
- * step instead of a 40-byte chunk, a fifth of the cache lines of a table
- * that a writer has just replaced.
+ * A buffer's chunk table, RCU-published; immutable once published.  After
+ * @c, in the same allocation, the chunks' offsets repeat in one dense array
+ * (vmmx__table_offs(), filled by vmmx__table_publish): a lookup's binary
+ * search then touches 8 bytes a step instead of a 40-byte chunk, a fifth of
+ * the cache lines of a table that a writer has just replaced.
  */
 struct vmmx__table {
 	struct vmmx__table *retired_next; /* ctx->retired, once replaced */
 	size_t size;                    /* logical size (what vmmx_buf_size says) */
 	size_t mapped;                  /* end of the last chunk, >= size */
 	size_t n;
-	size_t *offs;                   /* n offsets, after c[]; valid once published */
 	struct vmmx__chunk c[];
 };
+
+/* The @n offsets after @t's chunks; valid once @t is published. */
+static inline size_t *vmmx__table_offs(const struct vmmx__table *t)
+{
+	return (size_t *)&t->c[t->n];
+}
 
 struct vmmx_buf {
 	struct vmmx_ctx *ctx;           /* read-only */
@@ -595,13 +600,13 @@ struct vmmx_buf {
  * search.
  */
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off);
+/* A table of @n chunks (header fields unset but n); NULL when out of memory. */
+struct vmmx__table *vmmx__table_alloc(size_t n);
+/* A copy of @t's header and chunks (offsets are filled at publish); NULL when out of memory. */
+struct vmmx__table *vmmx__table_dup(const struct vmmx__table *t);
 /*
  * Publish @t as @buf's table and retire the old one (vmmx__retire).
  */
-/* A table of @n chunks (header fields unset but n and offs); NULL when out of memory. */
-struct vmmx__table *vmmx__table_alloc(size_t n);
-/* A copy of @t (chunks and header) of the same size; NULL when out of memory. */
-struct vmmx__table *vmmx__table_dup(const struct vmmx__table *t);
 void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t);
 /*
  * Retire a replaced table: it joins the context's list and is freed after
