@@ -529,15 +529,6 @@ err_unwind:
 	return err;
 }
 
-/*
- * Tries of a step that puts a chunk back after a failed one: the address was
- * unmapped a moment ago, so a failure is most likely transient (a driver
- * resource, an injected fault); trying again costs nothing when it works and
- * keeps the buffer whole.  The torture test (tests/stress) lost chunks to two
- * faults in a row with a single try.
- */
-#define RESTORE_TRIES 4
-
 int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
 {
 	int err = vmm_map(ctx->vmm, va, c->size, c->handle);
@@ -551,7 +542,7 @@ int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *
 }
 
 /*
- * Map and grant, each step tried RESTORE_TRIES times; a mapping that worked is
+ * Map and grant, each step tried VMMX__TRIES times; a mapping that worked is
  * kept while the grant is tried again (mapping over it would fail).
  */
 int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
@@ -559,7 +550,7 @@ int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk
 	bool mapped = false;
 	int err = 0;
 
-	for (int i = 0; i < RESTORE_TRIES; i++) {
+	for (int i = 0; i < VMMX__TRIES; i++) {
 		if (!mapped) {
 			err = vmm_map(ctx->vmm, va, c->size, c->handle);
 			if (err)

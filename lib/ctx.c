@@ -510,19 +510,22 @@ void vmmx__defer(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, v
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/*
- * Unmaps are tried a few times before they are deferred: a range left mapped
- * makes every later map at its address fail (a grow, a restore) until the
- * deferred unmap runs, and a failure here is most likely transient (a driver
- * resource, an injected fault).  The torture test hit it at 1% of calls failed.
- */
-#define UNMAP_TRIES 4
+int vmmx__unmap_tries(struct vmmx_ctx *ctx, void *va, size_t size)
+{
+	int err = 0;
+
+	for (int i = 0; i < VMMX__TRIES; i++) {
+		err = vmm_unmap(ctx->vmm, va, size);
+		if (!err)
+			break;
+	}
+	return err;
+}
 
 int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
 {
-	for (int i = 0; i < UNMAP_TRIES; i++)
-		if (!vmm_unmap(ctx->vmm, va, size))
-			return 0;
+	if (!vmmx__unmap_tries(ctx, va, size))
+		return 0;
 	vmmx__defer(ctx, VMMX_OP_UNMAP, va, size, 0, (struct vmmx_loc){ 0 });
 	return 1;
 }

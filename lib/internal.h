@@ -528,10 +528,24 @@ void vmmx__trace_close(struct vmmx_ctx *ctx);
 void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec);
 
 /*
+ * Tries of a driver step that undoes or repeats one that just worked (an
+ * unmap of our own mapping, a map back at an address unmapped a moment
+ * ago): a failure there is most likely transient (a driver resource, an
+ * injected fault), and a range left mapped, or a chunk left unmapped,
+ * breaks the buffer.  The torture test (tests/stress) lost chunks to two
+ * faults in a row with a single try, and left handles mapped at 1% of
+ * calls failed.
+ */
+#define VMMX__TRIES 4
+
+/* vmm_unmap() tried VMMX__TRIES times; 0 or the last error. */
+int vmmx__unmap_tries(struct vmmx_ctx *ctx, void *va, size_t size);
+
+/*
  * Teardown steps that must not fail the caller: on failure the step is
  * queued on the context and retried later (next resize, buffer destroy,
  * context destroy).  Each returns 0 if done now, 1 if deferred.  An unmap
- * is tried a few times first: a range left mapped blocks every map at it.
+ * is tried VMMX__TRIES times first: a range left mapped blocks every map at it.
  */
 int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size);
 int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc,

@@ -174,11 +174,7 @@ static bool restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
  * the old one back; false if either failed every time. */
 static bool unmap_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
 {
-	int err = -VMMX_EINVAL;
-
-	for (int i = 0; i < 4 && err; i++)
-		err = vmm_unmap(ctx->vmm, va, c->size);
-	return !err && restore(ctx, va, c);
+	return !vmmx__unmap_tries(ctx, va, c->size) && restore(ctx, va, c);
 }
 
 static void lost(struct mig *g, const struct vmmx__chunk *c)
