@@ -2,18 +2,32 @@
 /*
  * check.h - host-side helpers the GPU tests share: the launch shape, counting
  * elements that differ from the hash pattern, and running a checking kernel
- * whose last argument is an error counter in a libvmmx buffer.
- * Static inline functions: each test includes it once.
+ * whose last argument is an error counter in a libvmmx buffer; and the
+ * skip of a build without the kernels.  Static inline functions: each test includes it once.
  */
 #ifndef TESTS_GPU_CHECK_H
 #define TESTS_GPU_CHECK_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "vmmx.h"
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
 #include "tests/gpu/hash.h"
+
+#ifndef VMMX_HAVE_KERNELS
+/* Nothing to run without the kernels (configure found no nvcc): skip_all, saying why. */
+__attribute__((noreturn)) static inline void skip_without_kernels(void)
+{
+	const char *be = getenv("VMMX_BACKEND");
+
+	if (!be || strcmp(be, "cuda"))
+		skip_all("needs VMMX_BACKEND=cuda (it is %s)", be ? be : "unset");
+	skip_all("GPU kernels not built: configure found no nvcc");
+}
+#endif
 
 #define GRID 1024u
 #define BLOCK 256u
