@@ -33,7 +33,7 @@ unsigned long fake_calls(enum fake_call c)
 int fake_is_real(const void *p)
 {
 	return (const unsigned char *)p >= &arena[0][0] &&
-	       (const unsigned char *)p < &arena[ARENA_SLOTS][0];
+	       (const unsigned char *)p < &arena[0][0] + sizeof(arena);
 }
 
 void *fake_real_alloc(void)
