@@ -108,15 +108,18 @@ static int foreign_run(struct vmmx_ctx *ctx, uintptr_t addr, size_t len, bool wr
 	return 0;
 }
 
+/* What a run is found for: a copy's source or destination, or a memset. */
+enum run_use { USE_READ, USE_WRITE, USE_SET };
+
 /*
- * Length of the run that starts at @addr, at most @max; @write for a
- * destination.  Takes the RCU read side itself and calls the driver (to
+ * Length of the run that starts at @addr, at most @max, for @use.  Takes the RCU read side itself and calls the driver (to
  * classify foreign memory) outside it.  -VMMX_EFAULT when @addr lies in a
  * buffer past its size, or is foreign memory no copy may touch.
  */
-static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, bool write, size_t *len_p,
-		  enum run_kind *kind, const char *fn, const char *side)
+static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use use,
+		  size_t *len_p, enum run_kind *kind, const char *fn, const char *side)
 {
+	bool write = use != USE_READ;
 	struct vmmx_buf *buf;
 	size_t len;
 
@@ -146,12 +149,14 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, bool write, 
 		*kind = !vmm_loc_is_host(t->c[i].loc) ? RUN_DEVICE
 			: t->c[i].cpu		      ? RUN_HOST
 						      : RUN_GPU_ONLY;
-		/* Adjacent chunks of one location join into one run.  (A memset
-		 * of host chunks split per handle was tried: the torture test on
-		 * the H200 then met CUDA_ERROR_LAUNCH_FAILED, which ends the
-		 * context, where joined some memsets fail with a clean
-		 * CUDA_ERROR_INVALID_VALUE; see docs/PERFORMANCE.md.) */
-		while (i + 1 < t->n && same_run(&t->c[i + 1], &t->c[i])) {
+		/* Adjacent chunks of one location join into one run, except
+		 * host chunks under a memset: cuMemsetD8 refuses a range that
+		 * runs from one host allocation into another with
+		 * CUDA_ERROR_INVALID_VALUE (H100, driver 580; device chunks
+		 * and copies are fine), and a chunk is never more than one
+		 * allocation. */
+		while (i + 1 < t->n && same_run(&t->c[i + 1], &t->c[i]) &&
+		       (use != USE_SET || *kind == RUN_DEVICE)) {
 			i++;
 			end = t->c[i].off + t->c[i].size;
 		}
@@ -182,9 +187,9 @@ VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_
 		enum run_kind dk, sk;
 		size_t dl, sl, piece;
 
-		err = run_at(ctx, d, n, true, &dl, &dk, "vmmx_memcpy", "destination");
+		err = run_at(ctx, d, n, USE_WRITE, &dl, &dk, "vmmx_memcpy", "destination");
 		if (!err)
-			err = run_at(ctx, s, n, false, &sl, &sk, "vmmx_memcpy", "source");
+			err = run_at(ctx, s, n, USE_READ, &sl, &sk, "vmmx_memcpy", "source");
 		if (err)
 			return err;
 		if (dk == RUN_GPU_ONLY && sk != RUN_DEVICE)
@@ -217,7 +222,7 @@ VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n)
 		enum run_kind k;
 		size_t len;
 
-		err = run_at(ctx, d, n, true, &len, &k, "vmmx_memset", "destination");
+		err = run_at(ctx, d, n, USE_SET, &len, &k, "vmmx_memset", "destination");
 		if (err)
 			return err;
 		/* Whether the driver's memset reaches such a chunk through the CPU is

@@ -1025,6 +1025,31 @@ static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const ch
 	return 0;
 }
 
+/*
+ * Whether [a, a + n), fully mapped (side_check passed), runs from one host
+ * handle into another: cuMemsetD8 refuses such a range with
+ * CUDA_ERROR_INVALID_VALUE (H100, driver 580), though it sets ranges across
+ * device handles, and copies cross host handles; world.lock is held.
+ */
+static bool spans_host_handles(uintptr_t a, size_t n)
+{
+	struct sim_resv *r = world_resv_find(a, NULL);
+	const struct sim_handle *prev = NULL;
+	uintptr_t cur = a;
+
+	if (!r)
+		return false;
+	for (size_t i = map_lower(r, a); i < r->nmaps && cur < a + n; i++) {
+		const struct sim_map *m = &r->maps[i];
+
+		if (prev && m->h != prev && (vmm_loc_is_host(m->h->loc) || vmm_loc_is_host(prev->loc)))
+			return true;
+		prev = m->h;
+		cur = m->va + m->size;
+	}
+	return false;
+}
+
 /* Where the byte at @a lives now, and how many bytes follow it contiguously. */
 static char *xlate(uintptr_t a, size_t *avail)
 {
@@ -1178,6 +1203,12 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 	err = side_check(s, d, n, true, &why);
 	if (err) {
 		side_fail(s, err, "memset", "destination", why, d, 0, n);
+		goto out;
+	}
+	if (spans_host_handles(d, n)) {
+		err = fail(s, -VMMX_EINVAL,
+			   "memset(dst=%p, n=%zu): range spans two allocations, one of them in host memory (the driver refuses it: CUDA_ERROR_INVALID_VALUE)",
+			   dst, n);
 		goto out;
 	}
 	while (n) {

@@ -23,7 +23,7 @@ int main(void)
 	uint64_t before;
 	size_t bad;
 
-	plan(23);
+	plan(29);
 	if (!host)
 		bail("out of memory");
 	vmmx_buf_create(ctx, 32 * MiB, NULL, &a);
@@ -73,6 +73,26 @@ int main(void)
 	ok(host[MiB - 1] == test_pattern_byte(7 * MiB - 1, 2) && host[MiB] == 0xa5 &&
 	   host[3 * MiB - 1] == 0xa5 && host[3 * MiB] == test_pattern_byte(9 * MiB, 2),
 	   "vmmx_memset wrote exactly its range");
+
+	/* memset of host chunks: one driver memset per chunk, since the driver
+	 * refuses one that runs from one host allocation into another */
+	before = test_driver_calls(ctx, VMMX_OP_MEMSET);
+	is_err(0, vmmx_memset(ctx, vmmx_buf_ptr(b), 0x3c, 16 * MiB), "vmmx_memset of 4 host chunks");
+	is_uint(4, test_driver_calls(ctx, VMMX_OP_MEMSET) - before, "one driver memset per host chunk");
+	memset(host, 0, 16 * MiB);
+	vmmx_memcpy(ctx, host, vmmx_buf_ptr(b), 16 * MiB);
+	bad = SIZE_MAX;
+	for (size_t i = 0; i < 16 * MiB && bad == SIZE_MAX; i++)
+		if (host[i] != 0x3c)
+			bad = i;
+	is_uint(SIZE_MAX, bad, "every byte of the 4 host chunks set");
+	before = test_driver_calls(ctx, VMMX_OP_MEMSET);
+	is_err(0, vmmx_memset(ctx, p, 0x5d, 16 * MiB), "vmmx_memset of buffer a: 2 device + 2 host chunks");
+	is_uint(3, test_driver_calls(ctx, VMMX_OP_MEMSET) - before,
+		"device chunks join into one driver memset, host chunks do not");
+	/* What the sim models, the H100's driver does (CUDA_ERROR_INVALID_VALUE). */
+	is_err(-VMMX_EINVAL, vmm_memset(vmmx__ctx_vmm(ctx), (char *)vmmx_buf_ptr(b) + 4 * MiB - 4096, 0, 8192),
+	       "one driver memset from one host allocation into another is refused");
 
 	/* errors */
 	is_err(-VMMX_EFAULT, vmmx_memcpy(ctx, host, p + 15 * MiB, 2 * MiB),
