@@ -1,15 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # gpu.sh - vmmx-run's GPU measurements (not part of make check): run on the
-# GPU machine from a configured build tree of the dist tarball, after
-# `make install prefix=$PREFIX`.  Usage:
+# GPU machine from a build tree of the dist tarball configured with
+# --prefix=PREFIX, after `make install` (libtool refuses to install the
+# preload library anywhere but the configured prefix).  Usage:
 #   bash tests/preload/gpu.sh PREFIX [PYTHON]
 # It builds the CUDA programs of tests/preload both ways, then prints, each
 # under a heading: the C program past a real cap (a helper process holding
 # the device) natively and under vmmx-run; the same under --device-limit; the
 # allocation-cost table; the unmodified PyTorch chain natively and under
 # vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
+# GPU_SECTIONS picks some of them (default: all): c alloc torch cupy candidates.
 set -u
+sections=" ${GPU_SECTIONS:-c alloc torch cupy candidates} "
+want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
 prefix=${1:?usage: gpu.sh PREFIX [PYTHON]}
 py=${2:-/opt/torch/.venv/bin/python}
 src=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +38,7 @@ echo "static runtime: $(ldd "$out/gpu_fill_static" | grep -c cudart) cudart libr
 echo "shared runtime: $(ldd "$out/gpu_fill_shared" | grep cudart)"
 
 # 1. A real cap: a helper holds all but 8 GiB; the program wants 12 GiB (1.5x).
+if want c; then
 echo "== C program, 12 GiB wanted, 8 GiB left free by a helper process"
 mkfifo "$out/hold.fifo"
 "$out/gpu_fill_shared" hold 8192 <"$out/hold.fifo" &
@@ -53,6 +58,8 @@ for b in static shared; do
 	"$run" --device-limit 8GiB --report -- "$out/gpu_fill_$b" 12288; echo "vmmx-run $b: exit $?"
 done
 
+fi
+if want alloc; then
 echo "== allocation cost: cudaMalloc + cudaFree, native against vmmx-run (us per pair)"
 for b in alloc_bench alloc_bench_static; do
 	"$out/$b" 200 >"$out/$b.native"
@@ -63,6 +70,8 @@ for b in alloc_bench alloc_bench_static; do
 		paste "$out/$b.native" "$out/$b.vmmx"
 done
 
+fi
+if want torch; then
 echo "== PyTorch: bf16 chain of 72 8192x8192 layers (9 GiB), unmodified"
 for batch in 1 16 256 4096; do
 	"$py" "$src/torch_chain.py" --batch $batch >"$out/torch.native.$batch" 2>&1
@@ -86,9 +95,13 @@ exec 9>&-
 wait $holder
 rm -f "$out/hold.fifo"
 
+fi
+if want cupy; then
 echo "== CuPy: 6 GiB past a 4 GiB device limit, unmodified"
 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
+fi
 
+if want candidates; then
 # device-first:reserve= is "largest allocations to the host first" in its
 # static form: big buffers (weights) spill before the small, hot ones
 # (activations, cuBLAS's workspace) find the device full.
@@ -99,3 +112,4 @@ for pol in device-first device-first:reserve=512MiB device-first:reserve=1GiB lr
 		"$run" --device-limit 6GiB --policy $pol -- "$py" "$src/torch_chain.py" --batch $batch --steps 3 2>&1 | tail -1
 	done
 done
+fi

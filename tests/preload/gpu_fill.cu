@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MiB (1ull << 20)
+#define MiB ((size_t)1 << 20)
 #define CK(x)                                                                            \
 	do {                                                                             \
 		cudaError_t e_ = (x);                                                    \
