@@ -522,6 +522,23 @@ int vmmx__unmap_tries(struct vmmx_ctx *ctx, void *va, size_t size)
 	return err;
 }
 
+int vmmx__wait_tries(struct vmmx_ctx *ctx, vmm_stream_t s)
+{
+	int err = 0;
+
+	for (int i = 0; i < VMMX__TRIES; i++) {
+		err = vmm_stream_sync(ctx->vmm, s);
+		if (!err)
+			return 0;
+	}
+	for (int i = 0; i < VMMX__TRIES; i++) {
+		err = vmm_sync(ctx->vmm);
+		if (!err)
+			return 0;
+	}
+	return err;
+}
+
 int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
 {
 	if (!vmmx__unmap_tries(ctx, va, size))

@@ -542,6 +542,16 @@ void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec);
 int vmmx__unmap_tries(struct vmmx_ctx *ctx, void *va, size_t size);
 
 /*
+ * Waits that guard an unmap: vmm_stream_sync() of @s, then vmm_sync() of the
+ * whole device, each tried VMMX__TRIES times; 0 once either worked, else the
+ * last error (the context is lost: a real failed wait is sticky).  Memory a
+ * copy may still be using must not be unmapped before one of them worked:
+ * on the GPU that ends the context (CUDA_ERROR_LAUNCH_FAILED, seen by the
+ * torture test at 3% of calls failed).
+ */
+int vmmx__wait_tries(struct vmmx_ctx *ctx, vmm_stream_t s);
+
+/*
  * Teardown steps that must not fail the caller: on failure the step is
  * queued on the context and retried later (next resize, buffer destroy,
  * context destroy).  Each returns 0 if done now, 1 if deferred.  An unmap

@@ -493,11 +493,11 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 		err = vmm_stream_sync(ctx->vmm, s);
 		if (err) {
 			/* The wait failed: nothing copied can be trusted, and copies
-			 * may still be running.  Wait for the whole device before any
-			 * staging memory is unmapped under them (unmapping memory a
-			 * copy is writing ends the context); if that fails too, the
-			 * context is lost anyway. */
-			vmm_sync(ctx->vmm);
+			 * may still be running.  Wait again, then for the whole
+			 * device, before any staging memory is unmapped under them
+			 * (unmapping memory a copy is writing ends the context); if
+			 * every try fails, the context is lost anyway. */
+			(void)vmmx__wait_tries(ctx, s);
 			g.err = g.err ? g.err : err;
 			b[cur].copied = false;
 			nb->copied = false;

@@ -794,6 +794,27 @@ static void pipeline(void)
 	   hits, runs);
 	is_int(0, bad, "each failure left every chunk where it was or moved, markers intact");
 	ok(big_marks_ok(ctx, buf), "markers intact at the end");
+
+	/* A failed wait for the copies: the GPU may still be copying, so the
+	 * staging memory is unmapped only after a wait that worked (on the
+	 * H100 an unmap under a running copy ended the context). */
+	vmmx_ctx_trim(ctx, 0);
+	take(buf, &a);
+	vmm_counts(vmmx__ctx_vmm(ctx), &c0);
+	vmm_fault_arm_n(vmmx__ctx_vmm(ctx), VMMX_OP_SYNC, 1, 2, 0);
+	{
+		int err = vmmx_buf_migrate(buf, 0, BIG_SIZE, HOST, &moved);
+
+		vmm_fault_disarm_all(vmmx__ctx_vmm(ctx));
+		vmm_counts(vmmx__ctx_vmm(ctx), &c1);
+		take(buf, &b);
+		ok(err == -VMMX_EFAULTINJ && !consistent(buf, &a, &b, 0, BIG_SIZE, HOST, err, moved) &&
+			   big_marks_ok(ctx, buf),
+		   "a migration whose wait failed twice fails cleanly, markers intact");
+		ok(c1.calls[VMMX_OP_SYNC] - c0.calls[VMMX_OP_SYNC] >= 3,
+		   "and it waited again until a wait worked (%llu waits)",
+		   (unsigned long long)(c1.calls[VMMX_OP_SYNC] - c0.calls[VMMX_OP_SYNC]));
+	}
 	vmmx_buf_destroy(buf);
 	ok(test_no_leaks(ctx), "and nothing leaked");
 	vmmx_ctx_destroy(ctx);
@@ -911,7 +932,7 @@ int main(void)
 	for (size_t i = 0; i < IMAGE_SIZE; i++)
 		image[i] = test_pattern_byte(i, SEED);
 
-	plan(10 + 63 + 17 + 2 + 4 * NSWEEP + 8 + 4);
+	plan(10 + 63 + 17 + 2 + 4 * NSWEEP + 10 + 4);
 	random_migrations();
 	basics();
 	full_device();
