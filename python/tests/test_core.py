@@ -41,6 +41,20 @@ def test_bad_setting_raises_with_libvmmx_message():
     vmmx.configure()  # forget the bad one
 
 
+def test_parse_size_uses_the_library_grammar():
+    assert vmmx.parse_size("8GiB") == 8 << 30
+    assert vmmx.parse_size("512M") == 512 * MiB
+    assert vmmx.parse_size("50%", 1000) == 500
+    assert vmmx.parse_size(123) == 123
+    for bad in ("8 lightyears", "", -1, 1.5):
+        with pytest.raises(vmmx.VmmxError) as e:
+            vmmx.parse_size(bad)
+        assert e.value.code == vmmx.EINVAL
+    with pytest.raises(vmmx.VmmxError) as e:
+        vmmx.parse_size("8 lightyears")
+    assert "8 lightyears" in e.value.detail
+
+
 def test_unknown_setting_name_is_refused_by_the_library():
     with pytest.raises(vmmx.VmmxError) as e:
         vmmx.library()  # loaded

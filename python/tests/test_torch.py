@@ -71,6 +71,44 @@ def test_training_matches_native_with_part_of_the_model_in_host_memory(mode, off
     assert abs(loss(ours) - loss(native)) <= 2e-2 * max(1.0, abs(loss(native)))
 
 
+INFER = """
+    import torch, vmmx, vmmx.torch
+    MODE = {mode!r}
+    if MODE:
+        vmmx.torch.enable(device_limit="640MiB")
+    torch.manual_seed(0)
+    # 24 x 32 MiB of bf16 weights: 768 MiB, past the 640 MiB cap
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, bias=False, dtype=torch.bfloat16)
+                                  for _ in range(24)]).cuda()
+    off = vmmx.torch.offload(model, lookahead=2, headroom="64MiB") if MODE else None
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    with torch.no_grad():
+        a = model(x).float().pow(2).sum().item()
+        b = model(x).float().pow(2).sum().item()  # from copies made at the end of the last pass
+        for m in model:
+            m.weight.mul_(1.5)                    # changed in place between passes
+        c = model(x).float().pow(2).sum().item()
+    print("OUT", a, b, c)
+    if off:
+        print("STATS", off.stats())
+"""
+
+
+@pytest.mark.gpu
+def test_offload_inference_matches_native_and_sees_changed_weights():
+    native = run(INFER.format(mode=None))
+    ours = run(INFER.format(mode="pool"))
+    want = [float(v) for v in native.split("OUT ")[1].split()[:3]]
+    got = [float(v) for v in ours.split("OUT ")[1].split()[:3]]
+    for w, g in zip(want, got):
+        assert abs(g - w) <= 1e-3 * max(1.0, abs(w)), (want, got)
+    st = eval(ours.split("STATS ")[1].splitlines()[0])
+    assert st["streamed"] > 0 and st["slots"] == 2, st
+    assert st["recopies"] > 0, st  # the in-place change was seen
+    assert st["from_host"] == 0, st
+
+
 @pytest.mark.gpu
 def test_enable_too_late_is_a_clear_error():
     out = run("""

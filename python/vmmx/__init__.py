@@ -22,8 +22,8 @@ import threading
 __all__ = [
     "VmmxError", "Loc", "DEVICE", "HOST", "library", "library_path", "version",
     "configure", "allocator", "alloc_stats", "context_stats", "empty_cache",
-    "prefetch", "advise", "lookup", "residency", "owns_segment", "ADVISE_HOT", "ADVISE_COLD",
-    "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED",
+    "prefetch", "advise", "lookup", "residency", "owns_segment", "parse_size", "ADVISE_HOT",
+    "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED",
 ]
 
 # enum vmmx_error (vmmx.h)
@@ -113,6 +113,7 @@ _PROTOS = {
     "vmmx_stats_json": (c_int, [c_void_p, ctypes.c_char_p, c_size_t, ctypes.POINTER(c_size_t)]),
     "vmmx_memcpy": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t]),
     "vmmx_sync": (c_int, [c_void_p]),
+    "vmmx_parse_size": (c_int, [c_char_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
 }
 
 
@@ -161,6 +162,24 @@ def version():
     """libvmmx's version as (major, minor, patch)."""
     v = library().vmmx_version()
     return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
+
+
+def parse_size(v, total=0):
+    """Bytes of a size: an int, or text in libvmmx's grammar ("8GiB", "512M",
+    "50%" of ``total``).  Raises VmmxError (EINVAL) naming a bad value."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v < 0:
+            raise VmmxError("vmmx.parse_size", EINVAL, "bad size", f"{v}: negative")
+        return v
+    if not isinstance(v, str):
+        raise VmmxError("vmmx.parse_size", EINVAL, "bad size",
+                        f"{v!r}: an int or a string such as '8GiB'")
+    out = ctypes.c_uint64()
+    err = library().vmmx_parse_size(v.encode(), total, ctypes.byref(out))
+    if err:
+        raise VmmxError("vmmx_parse_size", -err, library().vmmx_strerror(err).decode(),
+                        f"{v!r}: not a size (examples: 8GiB, 512M, 50%)")
+    return out.value
 
 
 def _size(v):

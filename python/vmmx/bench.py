@@ -237,11 +237,11 @@ def child(spec):
                     return loss
                 return model(tokens, run_block)
         out["working_set_bytes"] = out["weights_bytes"] * (4 if wl == "train" else 1)
-        run_block = None
+        run_block, off = None, None
         if spec["column"] == "offload":
             import vmmx.torch
-            vmmx.torch.offload(model, lookahead=spec["lookahead"],
-                               headroom=spec["headroom"], backward=(wl == "train"))
+            off = vmmx.torch.offload(model, lookahead=spec["lookahead"],
+                                     headroom=spec["headroom"], backward=(wl == "train"))
         if spec["column"] == "manual":
             if wl == "train":
                 out["error"] = "n/a (hand-written offload is inference only)"
@@ -270,6 +270,8 @@ def child(spec):
                 if it >= spec["warmup"]:
                     times.append((time.perf_counter() - t0) * 1e3)
         out["ms"] = sorted(times)[len(times) // 2]
+        if off is not None:
+            out["offload"] = off.stats()
         out["peak_device_bytes"] = torch.cuda.max_memory_reserved() \
             if spec["column"] not in ("vmmx", "offload") else None
         if spec["column"] in ("vmmx", "offload"):

@@ -30,7 +30,6 @@ Two ways in (``mode=``):
     stream only) and CUDA graphs cannot capture; it must be chosen before
     CUDA is initialised.
 """
-import queue
 import threading
 import warnings
 
@@ -250,209 +249,319 @@ def prefetch(obj, to="device", stream=None, owned_only=True):
 
 
 class _Unit:
-    def __init__(self, index, module, ranges):
-        self.index, self.module, self.ranges = index, module, ranges
-        self.nbytes = sum(n for _, _, n in ranges)
-        self.resident = None      # on the device; None: unknown
-        self.job = None           # threading.Event of a move in flight
-        self.error = None
-        self.warned = False
-        self.done = None          # torch.cuda.Event recorded after its last use
+    """A module that owns parameters directly: what offload streams or keeps."""
+
+    def __init__(self, index, module, params):
+        self.index, self.module = index, module
+        self.params = params      # [(param, device, ptr, nbytes)]: owned segments only
+        self.nbytes = sum(n for _, _, _, n in params)
+        self.slot_need = sum(_align(n) for _, _, _, n in params)
+        self.streamed = False
+        self.home = []            # the parameters' own tensors (host memory once streamed)
+        self.versions = []        # their _version when last copied into a slot
+        self.slot = None          # the slot holding (or loading) its parameters
+        self.active = False       # running from its slot now
+
+
+def _align(n, a=256):
+    return (n + a - 1) // a * a
 
 
 class Offloader:
-    """Streams the parameters of a model's modules to the GPU ahead of use.
+    """Streams the parameters that do not fit through a few device slots.
 
-    Made by :func:`offload`.  Units are the modules that own parameters (in
-    registration order, the order of execution for most models).  Before a
-    unit runs (forward, and backward when training), the next ``lookahead``
-    units are moved in on a helper thread, after the work queued so far (an
-    event), so copies overlap the current unit's kernels.  When the device is
-    full, the resident unit used furthest in the future (forward then
-    backward order) is moved out first, after its last use completed.  Only
-    parameters in buffers of their own move (see vmmx.owns_segment).
+    Made by :func:`offload`.  Units are the modules that own parameters; a
+    unit that contains other units (a model's top module holding its
+    embedding), or shares a parameter with another, always stays where it
+    is.  At setup the units that do not fit in the device budget (the cap,
+    less the rest of the memory in use, ``headroom`` and the slots) are
+    chosen evenly spread over the execution order and moved to host memory
+    once; the others are moved to the GPU.  Each pass, a streamed unit's
+    parameters are copied on a side stream into one of ``lookahead`` (at
+    least 2) device buffers, the slots, ahead of its turn, the unit runs on views of that slot (its
+    parameters' ``.data`` are swapped in by the pre-hook and back by the
+    post-hook), and the slot takes the next unit's copy once the unit's
+    kernels are done: the GPU orders all of it with events, the CPU never
+    waits.  Copies run while the resident units between two streamed ones
+    compute.  A parameter changed in place between passes (an optimizer
+    step) is seen by its version counter and copied again.
     """
 
-    def __init__(self, model, lookahead=1, headroom=None, backward=True):
-        self.lookahead = max(1, int(lookahead))
-        self.units, self.handles, self.closed = [], [], False
-        for m in model.modules():
-            direct = list(m.parameters(recurse=False)) + list(m.buffers(recurse=False))
-            rng = list(_ranges(direct, True))
-            if rng:
-                self.units.append(_Unit(len(self.units), m, rng))
-        self.q = queue.Queue()
-        self.phase, self.pos, self.training = "fwd", 0, False
-        self.worker = threading.Thread(target=self._run, name="vmmx-offload", daemon=True)
-        self.worker.start()
-        for u in self.units:
-            u.resident = self._is_resident(u)
+    def __init__(self, model, lookahead=2, headroom=None, backward=True):
+        self.nslots = max(2, int(lookahead))
+        self.closed, self.handles = False, []
+        self.lock = threading.RLock()
+        self.phase, self.training = "fwd", False
+        self.counters = {"copies": 0, "recopies": 0, "from_host": 0}
+        self.units = self._find_units(model)
+        if not self.units:
+            self.streamed, self.slots = [], []
+            return
+        self.device = self.units[0].params[0][1]
+        self.headroom = _headroom(headroom, self.device)
+        torch.cuda.synchronize(self.device)  # the kernels that made the weights are done
+        self._plan()
+        self.side = torch.cuda.Stream(self.device)
+        self.ready = [torch.cuda.Event() for _ in self.slots]
+        self.free = [torch.cuda.Event() for _ in self.slots]
+        self.owner = [None] * len(self.slots)
+        for u in self.streamed:
             self.handles.append(u.module.register_forward_pre_hook(self._pre_fwd(u)))
             self.handles.append(u.module.register_forward_hook(self._post(u)))
             if backward:
                 self.handles.append(u.module.register_full_backward_pre_hook(self._pre_bwd(u)))
                 self.handles.append(u.module.register_full_backward_hook(self._post(u)))
-        if headroom:
-            self._make_room(int(headroom))
+        with self.lock:
+            self._fill(-1)
 
-    # -- where things are
+    # -- setup
 
-    def _is_resident(self, u):
-        for d, ptr, n in u.ranges:
-            r = _v.residency(ptr, n, d)
-            if r is None or r[1]:
-                return False
-        return True
+    @staticmethod
+    def _find_units(model):
+        mods = [m for m in model.modules() if list(m.parameters(recurse=False))]
+        owner_count = {}
+        for m in mods:
+            for p in m.parameters(recurse=False):
+                owner_count[id(p)] = owner_count.get(id(p), 0) + 1
+        units = []
+        for m in mods:
+            container = any(c is not m and list(c.parameters(recurse=False))
+                            for c in m.modules())
+            params = []
+            for p in m.parameters(recurse=False):
+                if not p.is_cuda or owner_count[id(p)] > 1 or p.untyped_storage().nbytes() == 0:
+                    continue
+                st = p.untyped_storage()
+                if p.data_ptr() != st.data_ptr() or p.nbytes != st.nbytes():
+                    continue  # a view into a larger storage: not a home of its own
+                ptr, n, d = st.data_ptr(), st.nbytes(), p.device.index
+                if _v.owns_segment(ptr, n, d):
+                    params.append((p, d, ptr, n))
+            u = _Unit(len(units), m, params)
+            u.container = container
+            units.append(u)
+        return [u for u in units if u.params]
 
-    def _distance(self, u, i):
-        """How far ahead unit u is next used, seen from unit i in the current phase."""
-        n = len(self.units)
+    def _room(self):
+        """Device bytes the units may use: the cap less the rest of the memory in use."""
+        d, cap, held = self.device, None, 0
+        for loc in _v.context_stats(d)["locations"]:
+            if loc["location"] == f"device:{d}":
+                cap = min(x for x in (loc["limit"], loc["total"]) if x is not None)
+                held = loc["held"] - loc["cached"]
+        if cap is None:
+            return None
+        on_dev = 0
+        for u in self.units:
+            for _, dd, ptr, n in u.params:
+                r = _v.residency(ptr, n, dd)
+                on_dev += r[0] if r else 0
+        return cap - (held - on_dev)
+
+    def _plan(self):
+        """Choose the streamed units, move them out and the others in, make the slots."""
+        total = sum(u.nbytes for u in self.units)
+        room = self._room()
+        movable = [u for u in self.units if not u.container]
+        slot_bytes = max(u.slot_need for u in movable) if movable else 0
+        budget = None if room is None else room - self.headroom - self.nslots * slot_bytes
+        self.streamed = []
+        if movable and budget is not None and budget < total:
+            deficit = total - max(0, budget)
+            quota, mov = 0.0, sum(u.nbytes for u in movable)
+            for u in movable:  # spread evenly, in proportion to bytes
+                quota += deficit * u.nbytes / mov
+                if quota >= u.nbytes / 2 and sum(w.nbytes for w in self.streamed) < deficit:
+                    u.streamed = True
+                    self.streamed.append(u)
+                    quota -= u.nbytes
+            for u in reversed(movable):  # rounding left some: the last ones
+                if sum(w.nbytes for w in self.streamed) >= deficit:
+                    break
+                if not u.streamed:
+                    u.streamed = True
+                    self.streamed.append(u)
+            self.streamed.sort(key=lambda w: w.index)
+        for u in self.streamed:
+            for p, d, ptr, n in u.params:
+                try:
+                    _v.prefetch(ptr, n, _v.HOST, device=d)
+                except _v.VmmxError as e:
+                    if e.code != _v.ENOMEM:
+                        raise
+            u.home = [p.data for p, _, _, _ in u.params]
+            u.versions = [None] * len(u.params)
+        for u in self.units:
+            if u.streamed:
+                continue
+            for p, d, ptr, n in u.params:
+                try:
+                    _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
+                except _v.VmmxError as e:
+                    if e.code != _v.ENOMEM:
+                        raise
+        self.slots = []
+        if self.streamed:
+            for _ in range(min(self.nslots, len(self.streamed))):
+                t = torch.empty(slot_bytes, dtype=torch.uint8, device=f"cuda:{self.device}")
+                try:
+                    _v.prefetch(t.data_ptr(), t.nbytes, _v.DEVICE(self.device),
+                                device=self.device)
+                except _v.VmmxError:
+                    pass  # shared or no room: it works where it is, slower
+                self.slots.append(t)
+
+    # -- the schedule
+
+    def _upcoming(self, after):
+        """Streamed units in the order they are expected next, after unit index ``after``."""
+        s = self.streamed
         if self.phase == "fwd":
-            if u > i:
-                return u - i
-            return (2 * n - 1 - i - u) if self.training else (n - i + u)
-        return i - u if u < i else i + 1 + u
+            out = [u for u in s if u.index > after]
+            out += list(reversed(s)) if self.training else [u for u in s if u.index <= after]
+        else:
+            out = [u for u in reversed(s) if u.index < after]
+            # the optimizer step comes next and changes the parameters: no wrap-around
+        return out
 
-    # -- hooks
+    def _copy(self, u, k):
+        """Queue the copy of u's parameters into slot k on the side stream."""
+        prev = self.owner[k]
+        if prev is not None:
+            prev.slot = None
+        self.owner[k], u.slot = u, k
+        now = torch.cuda.Event()
+        now.record(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.side):
+            self.side.wait_event(self.free[k])  # the slot's last user is done
+            self.side.wait_event(now)           # and the parameters' last writer
+            off = 0
+            for (p, _, _, _), h in zip(u.params, u.home):
+                n = h.nbytes
+                self.slots[k][off:off + n].view(h.dtype).view(h.shape).copy_(h, non_blocking=True)
+                off = _align(off + n)
+            self.ready[k].record(self.side)
+        u.versions = [p._version for p, _, _, _ in u.params]
+        self.counters["copies"] += 1
+
+    def _fill(self, after):
+        """Copy the next streamed units into the slots no active unit holds."""
+        want = []
+        for u in self._upcoming(after):
+            if len(want) == len(self.slots):
+                break
+            if not u.active:
+                want.append(u)
+        for u in want:
+            if u.slot is not None:
+                continue
+            k = next((i for i, o in enumerate(self.owner)
+                      if o is None or (not o.active and o not in want)), None)
+            if k is None:
+                return
+            self._copy(u, k)
+
+    def _enter(self, u):
+        with self.lock:
+            if self.closed or u.active:
+                return
+            stale = u.slot is not None and any(
+                p._version != v for (p, _, _, _), v in zip(u.params, u.versions))
+            if u.slot is None or stale:
+                k = u.slot if u.slot is not None else next(
+                    (i for i, o in enumerate(self.owner) if o is None or not o.active), None)
+                if k is None:  # every slot busy (nested units): run from host memory
+                    self.counters["from_host"] += 1
+                    return
+                if stale:
+                    self.counters["recopies"] += 1
+                self._copy(u, k)
+            k = u.slot
+            torch.cuda.current_stream(self.device).wait_event(self.ready[k])
+            off = 0
+            for (p, _, _, _), h in zip(u.params, u.home):
+                p.data = self.slots[k][off:off + h.nbytes].view(h.dtype).view(h.shape)
+                off = _align(off + h.nbytes)
+            u.active = True
 
     def _pre_fwd(self, u):
         def hook(module, args):
-            # grad mode is per thread: read it here, not in the helper thread
+            # grad mode is per thread: read it here
             self.phase, self.training = "fwd", torch.is_grad_enabled() and module.training
-            self._enter(u, range(u.index + 1, u.index + 1 + self.lookahead))
+            self._enter(u)
         return hook
 
     def _pre_bwd(self, u):
         def hook(module, grad_output):
             self.phase = "bwd"
-            self._enter(u, range(u.index - 1, u.index - 1 - self.lookahead, -1))
+            self._enter(u)
         return hook
 
     def _post(self, u):
         def hook(*args):
-            ev = torch.cuda.Event()
-            ev.record()
-            u.done = ev
+            with self.lock:
+                if not u.active:
+                    return
+                k = u.slot
+                self.free[k].record(torch.cuda.current_stream(self.device))
+                for (p, _, _, _), h in zip(u.params, u.home):
+                    p.data = h
+                u.versions = [p._version for p, _, _, _ in u.params]
+                u.active = False
+                self._fill(u.index)
         return hook
 
-    def _enter(self, u, ahead):
-        if self.closed:
-            return
-        self.pos = u.index
-        # Moves start after the work queued so far: what they unmap is used by nothing.
-        mark = torch.cuda.Event()
-        mark.record()
-        if not u.resident:
-            self._wait(self._submit(u, mark) if u.job is None else u)
-        elif u.job is not None:
-            self._wait(u)
-        for j in ahead:
-            if 0 <= j < len(self.units):
-                w = self.units[j]
-                if not w.resident and w.job is None:
-                    self._submit(w, mark)
-
-    def _submit(self, u, mark):
-        u.job, u.error = threading.Event(), None
-        self.q.put((u, mark, self.pos))
-        return u
-
-    def _wait(self, u):
-        job = u.job
-        if job is not None:
-            job.wait()
-        if u.error is not None:
-            err, u.error = u.error, None
-            if not u.warned:
-                u.warned = True
-                warnings.warn(f"vmmx offload: unit {u.index} stays where it is: {err}")
-
-    # -- the helper thread
-
-    def _run(self):
-        while True:
-            item = self.q.get()
-            if item is None:
-                return
-            u, mark, pos = item
-            try:
-                if mark is not None:
-                    mark.synchronize()
-                self._bring(u, pos)
-            except Exception as e:  # reported in the hook that waits for it
-                u.error = e
-            finally:
-                job, u.job = u.job, None
-                job.set()
-
-    def _move(self, u, loc):
-        for d, ptr, n in u.ranges:
-            _v.prefetch(ptr, n, loc(d), device=d)
-
-    def _bring(self, u, pos):
-        while True:
-            try:
-                self._move(u, _v.DEVICE)
-                u.resident = True
-                return
-            except _v.VmmxError as e:
-                if e.code != _v.ENOMEM or not self._evict_one(u, pos):
-                    raise
-
-    def _evict_one(self, keep, pos):
-        cands = [w for w in self.units
-                 if w.resident and w is not keep and w.index != pos and w.job is None]
-        if not cands:
-            return False
-        v = max(cands, key=lambda w: self._distance(w.index, pos))
-        if v.done is not None:
-            v.done.synchronize()
-        self._move(v, lambda d: _v.HOST)
-        v.resident = False
-        return True
-
-    def _make_room(self, headroom):
-        if not self.units:
-            return
-        d, room = self.units[0].ranges[0][0], None
-        for loc in _v.context_stats(d)["locations"]:
-            if loc["location"] == f"device:{d}":
-                cap = min(x for x in (loc["limit"], loc["total"]) if x is not None)
-                room = cap - loc["held"] + loc["cached"]
-        if room is None:
-            return
-        torch.cuda.synchronize()  # the kernels that initialised the weights are done
-        order = sorted(self.units, key=lambda w: -self._distance(w.index, 0))
-        for w in order:
-            if room >= headroom:
-                break
-            if w.resident:
-                self._move(w, lambda dd: _v.HOST)
-                w.resident = False
-                room += w.nbytes
+    def stats(self):
+        """Units, bytes streamed per pass, slots, and what the hooks did."""
+        return dict(self.counters, units=len(self.units), streamed=len(self.streamed),
+                    streamed_bytes=sum(u.nbytes for u in self.streamed),
+                    slots=len(self.slots),
+                    slot_bytes=self.slots[0].nbytes if self.slots else 0,
+                    headroom=getattr(self, "headroom", 0))
 
     def close(self):
-        """Remove the hooks and stop the helper thread (moves in flight finish)."""
-        if self.closed:
-            return
-        self.closed = True
-        for h in self.handles:
-            h.remove()
-        self.q.put(None)
-        self.worker.join()
+        """Remove the hooks; streamed parameters stay in host memory."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            for h in self.handles:
+                h.remove()
+            for u in self.streamed:
+                if u.active:
+                    for (p, _, _, _), h in zip(u.params, u.home):
+                        p.data = h
+                    u.active = False
+            torch.cuda.synchronize(self.device)
+            self.slots = []
 
 
-def offload(model, lookahead=1, headroom=None, backward=True):
-    """Stream a model's parameters to the GPU ahead of the modules that use them.
+def _headroom(headroom, device):
+    """Bytes of device memory offload leaves for activations (default: 1/8 of the cap)."""
+    if headroom is not None:
+        return _v.parse_size(headroom)
+    for loc in _v.context_stats(device)["locations"]:
+        if loc["location"] == f"device:{device}":
+            cap = min(x for x in (loc["limit"], loc["total"]) if x is not None)
+            return cap // 8
+    return 0
+
+
+def offload(model, lookahead=2, headroom=None, backward=True):
+    """Run a model whose parameters do not fit on the GPU, streaming the rest.
 
     The model's code is unchanged; forward (and backward) hooks do the work.
-    ``lookahead``: how many units ahead to move in.  ``headroom``: bytes of
-    device memory to free up front for activations by moving the units used
-    last out.  ``backward``: also prefetch in backward order, through full
-    backward hooks (PyTorch refuses those on a module whose output is then
-    modified in place, e.g. by ``ReLU(inplace=True)``: pass False there).
-    Returns the :class:`Offloader` (``.close()`` removes it).  Needs
-    vmmx.torch.enable() (parameters must live in libvmmx buffers).
+    Units that fit stay on the GPU; the others, spread evenly over the
+    execution order, live in host memory and are copied into ``lookahead``
+    (at least 2) device slots ahead of their turn, overlapping the resident
+    units' compute (see :class:`Offloader`).  ``headroom``: device memory left
+    for activations (bytes or text such as "1GiB"; default 1/8 of the cap).
+    ``backward``: also stream in backward order, through full backward hooks
+    (PyTorch refuses those on a module whose output is then modified in place,
+    e.g. by ``ReLU(inplace=True)``: pass False there; backward then reads
+    such parameters from host memory, correct but slower).  Returns the
+    :class:`Offloader` (``.stats()``, ``.close()``).  Needs vmmx.torch.enable()
+    before the model is made (parameters must live in libvmmx buffers).
     """
     if not _state["mode"]:
         raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "libvmmx is not enabled",
