@@ -80,7 +80,7 @@ INFER = """
     # 24 x 32 MiB of bf16 weights: 768 MiB, past the 640 MiB cap
     model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, bias=False, dtype=torch.bfloat16)
                                   for _ in range(24)]).cuda()
-    off = vmmx.torch.offload(model, lookahead=2, headroom="64MiB") if MODE else None
+    off = vmmx.torch.offload(model, lookahead=2, headroom="64MiB", home={home!r}) if MODE else None
     g = torch.Generator(device="cuda").manual_seed(1)
     x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
     with torch.no_grad():
@@ -96,9 +96,10 @@ INFER = """
 
 
 @pytest.mark.gpu
-def test_offload_inference_matches_native_and_sees_changed_weights():
-    native = run(INFER.format(mode=None))
-    ours = run(INFER.format(mode="pool"))
+@pytest.mark.parametrize("home", ["vmmx", "pinned"])
+def test_offload_inference_matches_native_and_sees_changed_weights(home):
+    native = run(INFER.format(mode=None, home=home))
+    ours = run(INFER.format(mode="pool", home=home))
     want = [float(v) for v in native.split("OUT ")[1].split()[:3]]
     got = [float(v) for v in ours.split("OUT ")[1].split()[:3]]
     for w, g in zip(want, got):

@@ -241,7 +241,8 @@ def child(spec):
         if spec["column"] == "offload":
             import vmmx.torch
             off = vmmx.torch.offload(model, lookahead=spec["lookahead"],
-                                     headroom=spec["headroom"], backward=(wl == "train"))
+                                     headroom=spec["headroom"], backward=(wl == "train"),
+                                     home=spec.get("home", "vmmx"))
         if spec["column"] == "manual":
             if wl == "train":
                 out["error"] = "n/a (hand-written offload is inference only)"
@@ -363,6 +364,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--lookahead", type=int, default=2)
+    ap.add_argument("--home", default="vmmx", choices=("vmmx", "pinned"),
+                    help="where offload keeps streamed parameters (vmmx.torch.offload home=)")
     ap.add_argument("--headroom", default="1GiB",
                     help="device memory kept for activations by offload and manual (1GiB)")
     ap.add_argument("--alloc", action="store_true", help="add the allocation microbenchmark")
@@ -376,7 +379,7 @@ def main(argv=None):
         return 0
     cap = parse_size(a.cap)
     base = dict(cap=cap, seq=a.seq, d_model=a.d_model, heads=a.heads, vocab=a.vocab,
-                steps=a.steps, warmup=a.warmup, lookahead=a.lookahead,
+                steps=a.steps, warmup=a.warmup, lookahead=a.lookahead, home=a.home,
                 headroom=parse_size(a.headroom))
     bw = run_child(dict(base, workload="bandwidth", column="native", ratio=0), a.timeout)
     results = {"machine": bw, "cap": cap, "runs": []}

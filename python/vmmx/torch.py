@@ -258,6 +258,7 @@ class _Unit:
         self.slot_need = sum(_align(n) for _, _, _, n in params)
         self.streamed = False
         self.home = []            # the parameters' own tensors (host memory once streamed)
+        self.src = []             # what slot copies read: home, or its pinned CPU view
         self.versions = []        # their _version when last copied into a slot
         self.slot = None          # the slot holding (or loading) its parameters
         self.active = False       # running from its slot now
@@ -287,7 +288,11 @@ class Offloader:
     step) is seen by its version counter and copied again.
     """
 
-    def __init__(self, model, lookahead=2, headroom=None, backward=True):
+    def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx"):
+        if home not in ("vmmx", "pinned"):
+            raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad home",
+                               f"{home!r}: use 'vmmx' or 'pinned'")
+        self.home_kind = home
         self.nslots = max(2, int(lookahead))
         self.closed, self.handles = False, []
         self.lock = threading.RLock()
@@ -383,14 +388,9 @@ class Offloader:
                     self.streamed.append(u)
             self.streamed.sort(key=lambda w: w.index)
         for u in self.streamed:
-            for p, d, ptr, n in u.params:
-                try:
-                    _v.prefetch(ptr, n, _v.HOST, device=d)
-                except _v.VmmxError as e:
-                    if e.code != _v.ENOMEM:
-                        raise
-            u.home = [p.data for p, _, _, _ in u.params]
-            u.versions = [None] * len(u.params)
+            self._make_home(u)
+        if self.home_kind == "pinned" and self.streamed:
+            empty_cache()  # the streamed parameters' old segments: device room for the rest
         for u in self.units:
             if u.streamed:
                 continue
@@ -410,6 +410,25 @@ class Offloader:
                 except _v.VmmxError:
                     pass  # shared or no room: it works where it is, slower
                 self.slots.append(t)
+
+    def _make_home(self, u):
+        """Move a streamed unit's parameters to their home in host memory."""
+        u.src = []
+        for p, d, ptr, n in u.params:
+            if self.home_kind == "pinned":
+                cpu = torch.empty(p.shape, dtype=p.dtype, pin_memory=True)
+                cpu.copy_(p.data)
+                p.data = _cuda_alias(cpu, d)  # the segment goes back to the pool
+                u.src.append(cpu)
+                continue
+            try:
+                _v.prefetch(ptr, n, _v.HOST, device=d)
+            except _v.VmmxError as e:
+                if e.code != _v.ENOMEM:
+                    raise
+            u.src.append(p.data)
+        u.home = [p.data for p, _, _, _ in u.params]
+        u.versions = [None] * len(u.params)
 
     # -- the schedule
 
@@ -436,7 +455,7 @@ class Offloader:
             self.side.wait_event(self.free[k])  # the slot's last user is done
             self.side.wait_event(now)           # and the parameters' last writer
             off = 0
-            for (p, _, _, _), h in zip(u.params, u.home):
+            for h in u.src:
                 n = h.nbytes
                 self.slots[k][off:off + n].view(h.dtype).view(h.shape).copy_(h, non_blocking=True)
                 off = _align(off + n)
@@ -517,7 +536,7 @@ class Offloader:
                     streamed_bytes=sum(u.nbytes for u in self.streamed),
                     slots=len(self.slots),
                     slot_bytes=self.slots[0].nbytes if self.slots else 0,
-                    headroom=getattr(self, "headroom", 0))
+                    headroom=getattr(self, "headroom", 0), home=self.home_kind)
 
     def close(self):
         """Remove the hooks; streamed parameters stay in host memory."""
@@ -536,6 +555,23 @@ class Offloader:
             self.slots = []
 
 
+class _CudaArray:
+    """A pinned CPU tensor's bytes seen through __cuda_array_interface__ (UVA)."""
+
+    def __init__(self, cpu):
+        self.cpu = cpu  # kept alive by the CUDA tensor made from this object
+        self.__cuda_array_interface__ = {"shape": (cpu.nbytes,), "typestr": "|u1",
+                                         "data": (cpu.data_ptr(), False), "version": 3,
+                                         "strides": None}
+
+
+def _cuda_alias(cpu, device):
+    """A CUDA tensor over the pinned memory of ``cpu`` (same shape and dtype)."""
+    with torch.cuda.device(device):
+        raw = torch.as_tensor(_CudaArray(cpu), device=f"cuda:{device}")
+    return raw.view(cpu.dtype).view(cpu.shape)
+
+
 def _headroom(headroom, device):
     """Bytes of device memory offload leaves for activations (default: 1/8 of the cap)."""
     if headroom is not None:
@@ -547,7 +583,7 @@ def _headroom(headroom, device):
     return 0
 
 
-def offload(model, lookahead=2, headroom=None, backward=True):
+def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx"):
     """Run a model whose parameters do not fit on the GPU, streaming the rest.
 
     The model's code is unchanged; forward (and backward) hooks do the work.
@@ -560,13 +596,17 @@ def offload(model, lookahead=2, headroom=None, backward=True):
     (PyTorch refuses those on a module whose output is then modified in place,
     e.g. by ``ReLU(inplace=True)``: pass False there; backward then reads
     such parameters from host memory, correct but slower).  Returns the
-    :class:`Offloader` (``.stats()``, ``.close()``).  Needs vmmx.torch.enable()
-    before the model is made (parameters must live in libvmmx buffers).
+    :class:`Offloader` (``.stats()``, ``.close()``).  ``home``: where streamed
+    parameters live between uses: ``"vmmx"`` (their own buffers, moved to
+    host memory) or ``"pinned"`` (page-locked host memory from PyTorch, seen
+    by the GPU at the same address; copies run on the copy engines).  Needs
+    vmmx.torch.enable() before the model is made (parameters must live in
+    libvmmx buffers).
     """
     if not _state["mode"]:
         raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "libvmmx is not enabled",
                            "call vmmx.torch.enable() before the model is made")
-    return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward)
+    return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward, home=home)
 
 
 def _check_entry_points():
