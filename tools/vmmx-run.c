@@ -24,13 +24,22 @@
 #define VMMX_PRELOAD_LIB "libvmmx-preload.so"
 #endif
 
+/*
+ * The placement for programs without hooks, measured against device-first,
+ * larger reserves and lru (docs/PRELOAD.md): weights fill the device in
+ * allocation order, and the last 64 MiB stay for the small, hot allocations
+ * that come later (activations, cuBLAS's workspace).
+ */
+#define RUN_DEFAULT_POLICY "device-first:reserve=64MiB"
+
 static void usage(FILE *f)
 {
 	fputs("usage: vmmx-run [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	      "Run PROGRAM with its CUDA allocations (cudaMalloc, cudaMallocAsync, cuMemAlloc...)\n"
 	      "served by libvmmx: GPU memory first, then pinned host memory.\n"
 	      "\n"
-	      "  -p, --policy SPEC        placement policy (VMMX_POLICY; default device-first)\n"
+	      "  -p, --policy SPEC        placement policy (VMMX_POLICY; default\n"
+	      "                           " RUN_DEFAULT_POLICY ")\n"
 	      "  -l, --device-limit SIZE  most device memory libvmmx takes (VMMX_DEVICE_LIMIT)\n"
 	      "  -H, --headroom SIZE      device memory left free for the CUDA runtime and\n"
 	      "                           libraries (VMMX_DEVICE_HEADROOM; default 1 GiB)\n"
@@ -76,7 +85,10 @@ static void size_opt(const char *opt, const char *var, const char *val)
 	set(var, val);
 }
 
-/* Load the policy on the sim backend: a bad name or argument fails here, not in the program. */
+/*
+ * Load the policy on the sim backend: a bad name or argument fails here, not
+ * in the program.  NULL: VMMX_POLICY from the environment, else the default.
+ */
 static void policy_opt(const char *val)
 {
 	struct vmmx_config cfg;
@@ -85,6 +97,10 @@ static void policy_opt(const char *val)
 	char *trace = getenv("VMMX_TRACE");
 	int err;
 
+	if (!val && getenv("VMMX_POLICY"))
+		return;
+	if (!val)
+		val = RUN_DEFAULT_POLICY;
 	/* The check must not write to the program's trace. */
 	trace = trace ? strdup(trace) : NULL;
 	unsetenv("VMMX_TRACE");
@@ -211,8 +227,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	/* Checked after the sizes, so that the policy's context sees them. */
-	if (policy)
-		policy_opt(policy);
+	policy_opt(policy);
 	preload();
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "vmmx-run: %s: %s\n", argv[optind], strerror(errno));

@@ -10,7 +10,8 @@
 # the device) natively and under vmmx-run; the same under --device-limit; the
 # allocation-cost table; the unmodified PyTorch chain natively and under
 # vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
-# GPU_SECTIONS picks some of them (default: all): c alloc torch cupy candidates.
+# GPU_SECTIONS picks some of them (default: all): c alloc torch cupy
+# candidates; CANDIDATES replaces the list of policies the last one runs.
 set -u
 sections=" ${GPU_SECTIONS:-c alloc torch cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
@@ -106,7 +107,8 @@ if want candidates; then
 # static form: big buffers (weights) spill before the small, hot ones
 # (activations, cuBLAS's workspace) find the device full.
 echo "== placement candidates on the PyTorch chain (6 GiB limit, batch 1, 16 and 256)"
-for pol in device-first device-first:reserve=512MiB device-first:reserve=1GiB lru host; do
+for pol in ${CANDIDATES:-device-first device-first:reserve=64MiB device-first:reserve=128MiB \
+	device-first:reserve=256MiB device-first:reserve=512MiB device-first:reserve=1GiB lru host}; do
 	for batch in 1 16 256; do
 		printf '%-30s batch %4d: ' "$pol" $batch
 		"$run" --device-limit 6GiB --policy $pol -- "$py" "$src/torch_chain.py" --batch $batch --steps 3 2>&1 | tail -1

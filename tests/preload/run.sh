@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/preload/env.sh"
 export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
 
-echo "1..21"
+echo "1..23"
 
 refused() { # OPTION VALUE: exit 2 and the option named on stderr
 	"$run" "$1" "$2" -- true 2>"$tmp/err"
@@ -45,7 +45,8 @@ check $? "a CUDA program without hooks of its own runs (the client's spill mode)
 
 # cudaMemGetInfo, both modes (client meminfo prints 3 TAP lines each; renumbered here)
 for mode in device device+host; do
-	"$run" --device-limit 256MiB --headroom 0 --meminfo $mode -- "$client" meminfo >"$tmp/mi" 2>&1
+	"$run" --policy device-first --device-limit 256MiB --headroom 0 --meminfo $mode -- \
+		"$client" meminfo >"$tmp/mi" 2>&1
 	st=$?
 	grep -q '^not ok' "$tmp/mi" && st=1
 	[ "$(grep -c '^ok' "$tmp/mi")" -eq 3 ] || st=1
@@ -53,8 +54,9 @@ for mode in device device+host; do
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/mi"
 done
 
-# --report and --trace on a program that spills
-"$run" --device-limit 256MiB --headroom 0 --report --trace "$tmp/trace.json" -- \
+# --report and --trace on a program that spills (plain device-first: every
+# host chunk is a fallback at the limit)
+"$run" --policy device-first --device-limit 256MiB --headroom 0 --report --trace "$tmp/trace.json" -- \
 	"$client" spill >"$tmp/out" 2>"$tmp/rep"
 check $? "the spilling client exits 0 under --report --trace"
 grep -q '^vmmx-run report' "$tmp/rep" && grep -q 'allocations  *3 ' "$tmp/rep"
@@ -68,3 +70,12 @@ check $? "--report lists the largest spilled allocations"
 grep -q '"host"' "$tmp/trace.json" 2>/dev/null || grep -qi 'host' "$tmp/trace.json" 2>/dev/null
 check $? "--trace writes the JSON trace with host placements"
 sed 's/^/# /' "$tmp/rep"
+
+# The default placement, and VMMX_POLICY from the environment kept.
+"$run" --device-limit 256MiB --headroom 0 --report -- "$client" spill >"$tmp/out" 2>"$tmp/rep"
+grep -q 'policy device-first:reserve=64MiB$' "$tmp/rep" &&
+	grep -q 'peak  *device 192.0 MiB, host 192.0 MiB' "$tmp/rep"
+check $? "the default policy, device-first:reserve=64MiB, keeps 64 MiB of the device for small allocations"
+VMMX_POLICY=host "$run" --device-limit 256MiB --headroom 0 --report -- "$client" spill >"$tmp/out" 2>"$tmp/rep"
+grep -q 'policy host$' "$tmp/rep"
+check $? "VMMX_POLICY from the environment is kept"
