@@ -974,10 +974,15 @@ out:
  * mapped and accessible to this instance's device (for writing when @write),
  * and then all of one kind of memory.  Returns 0, -VMMX_EFAULT with *@why
  * set, or -VMMX_EINVAL (*@why NULL) when it spans device and host memory.
+ * @host_split (NULL for copies): set when the range runs from one host
+ * handle into another, which cuMemsetD8 refuses with CUDA_ERROR_INVALID_VALUE
+ * (H100, driver 580) though copies cross such handles.
  */
-static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const char **why)
+static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const char **why,
+		      bool *host_split)
 {
 	uint64_t bit = (uint64_t)1 << s->device;
+	const struct sim_handle *prev = NULL;
 	struct sim_resv *r;
 	bool dev = false, host = false;
 	uintptr_t cur = a, end = a + n, next = UINTPTR_MAX;
@@ -1020,34 +1025,12 @@ static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const ch
 			*why = NULL;
 			return -VMMX_EINVAL;
 		}
-		cur = m->va + m->size;
-	}
-	return 0;
-}
-
-/*
- * Whether [a, a + n), fully mapped (side_check passed), runs from one host
- * handle into another: cuMemsetD8 refuses such a range with
- * CUDA_ERROR_INVALID_VALUE (H100, driver 580), though it sets ranges across
- * device handles, and copies cross host handles; world.lock is held.
- */
-static bool spans_host_handles(uintptr_t a, size_t n)
-{
-	struct sim_resv *r = world_resv_find(a, NULL);
-	const struct sim_handle *prev = NULL;
-	uintptr_t cur = a;
-
-	if (!r)
-		return false;
-	for (size_t i = map_lower(r, a); i < r->nmaps && cur < a + n; i++) {
-		const struct sim_map *m = &r->maps[i];
-
-		if (prev && m->h != prev && (vmm_loc_is_host(m->h->loc) || vmm_loc_is_host(prev->loc)))
-			return true;
+		if (host_split && prev && m->h != prev && host)
+			*host_split = true;
 		prev = m->h;
 		cur = m->va + m->size;
 	}
-	return false;
+	return 0;
 }
 
 /* Where the byte at @a lives now, and how many bytes follow it contiguously. */
@@ -1146,12 +1129,12 @@ static int copy_common(struct sim *s, const char *op, void *dst, const void *src
 	err = 0;
 	if (!n)
 		goto out;
-	err = side_check(s, d, n, true, &why);
+	err = side_check(s, d, n, true, &why, NULL);
 	if (err) {
 		side_fail(s, err, op, "destination", why, d, sr, n);
 		goto out;
 	}
-	err = side_check(s, sr, n, false, &why);
+	err = side_check(s, sr, n, false, &why, NULL);
 	if (err) {
 		side_fail(s, err, op, "source", why, d, sr, n);
 		goto out;
@@ -1189,6 +1172,7 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 {
 	struct sim *s = to_sim(v);
 	uintptr_t d = (uintptr_t)dst;
+	bool split = false;
 	const char *why;
 	int err;
 
@@ -1200,14 +1184,14 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 		return fail(s, -VMMX_EINVAL, "memset(dst=%p, n=%zu): range wraps", dst, n);
 
 	pthread_mutex_lock(&world.lock);
-	err = side_check(s, d, n, true, &why);
+	err = side_check(s, d, n, true, &why, &split);
 	if (err) {
 		side_fail(s, err, "memset", "destination", why, d, 0, n);
 		goto out;
 	}
-	if (spans_host_handles(d, n)) {
+	if (split) {
 		err = fail(s, -VMMX_EINVAL,
-			   "memset(dst=%p, n=%zu): range spans two allocations, one of them in host memory (the driver refuses it: CUDA_ERROR_INVALID_VALUE)",
+			   "memset(dst=%p, n=%zu): range runs from one host allocation into another (the driver refuses it: CUDA_ERROR_INVALID_VALUE)",
 			   dst, n);
 		goto out;
 	}
