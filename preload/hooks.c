@@ -14,6 +14,14 @@
  * allocator; a _ptsz entry point's stream 0 is the per-thread default stream
  * (CU_STREAM_PER_THREAD, 0x2).
  *
+ * Memsets: the driver refuses one that runs from one host allocation into
+ * another, or between device and host memory; an allocation that spilled
+ * is such a range.  Each memset hook runs the real call once per stretch
+ * the driver takes (vmmxp_split()), with the same value, element size and
+ * stream; memory libvmmx does not map gets the one real call unchanged.
+ * The 2D memsets are not split (no framework uses them on pool memory);
+ * the driver refuses a straddling one cleanly.
+ *
  * Errors: out of room everywhere the policy allows is the out-of-memory
  * code of each API (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY),
  * and so is any other libvmmx failure of an allocation: programs and
@@ -86,36 +94,44 @@ VMMXP_EXPORT cudaError_t cudaFree(void *ptr)
 	return err ? CUDA_EINVAL : CUDA_OK;
 }
 
+/* cudaMallocAsync and its _ptsz twin (@ptsz: stream 0 is the per-thread stream). */
+static cudaError_t rt_malloc_async(void **ptr, size_t size, void *stream, int ptsz)
+{
+	cudaError_t r = rt_malloc(ptr, size, stream_of(stream, ptsz), VMMXP_RT_MALLOC_ASYNC);
+
+	if (r != PASS)
+		return r;
+	return (ptsz ? VMMXP_REAL(cudaMallocAsync_ptsz) : VMMXP_REAL(cudaMallocAsync))(ptr, size,
+										   stream);
+}
+
+static cudaError_t rt_free_async(void *ptr, void *stream, int ptsz)
+{
+	int err = vmmxp_free(ptr, stream_of(stream, ptsz), 0);
+
+	if (err == VMMXP_PASS)
+		return (ptsz ? VMMXP_REAL(cudaFreeAsync_ptsz) : VMMXP_REAL(cudaFreeAsync))(ptr, stream);
+	return err ? CUDA_EINVAL : CUDA_OK;
+}
+
 VMMXP_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size, void *stream)
 {
-	cudaError_t r = rt_malloc(ptr, size, stream_of(stream, 0), VMMXP_RT_MALLOC_ASYNC);
-
-	return r != PASS ? r : VMMXP_REAL(cudaMallocAsync)(ptr, size, stream);
+	return rt_malloc_async(ptr, size, stream, 0);
 }
 
 VMMXP_EXPORT cudaError_t cudaFreeAsync(void *ptr, void *stream)
 {
-	int err = vmmxp_free(ptr, stream_of(stream, 0), 0);
-
-	if (err == VMMXP_PASS)
-		return VMMXP_REAL(cudaFreeAsync)(ptr, stream);
-	return err ? CUDA_EINVAL : CUDA_OK;
+	return rt_free_async(ptr, stream, 0);
 }
 
 VMMXP_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, void *stream)
 {
-	cudaError_t r = rt_malloc(ptr, size, stream_of(stream, 1), VMMXP_RT_MALLOC_ASYNC);
-
-	return r != PASS ? r : VMMXP_REAL(cudaMallocAsync_ptsz)(ptr, size, stream);
+	return rt_malloc_async(ptr, size, stream, 1);
 }
 
 VMMXP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, void *stream)
 {
-	int err = vmmxp_free(ptr, stream_of(stream, 1), 0);
-
-	if (err == VMMXP_PASS)
-		return VMMXP_REAL(cudaFreeAsync_ptsz)(ptr, stream);
-	return err ? CUDA_EINVAL : CUDA_OK;
+	return rt_free_async(ptr, stream, 1);
 }
 
 VMMXP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_p, size_t *total_p)
@@ -179,6 +195,114 @@ VMMXP_EXPORT cudaError_t cudaIpcGetMemHandle(void *handle, void *ptr)
 	return VMMXP_REAL(cudaIpcGetMemHandle)(handle, ptr);
 }
 
+/* ---- memsets, both APIs ---- */
+
+struct mset {
+	enum vmmxp_fn fn;       /* the real function that runs each piece */
+	unsigned int elem;      /* bytes per element: 1, 2 or 4 */
+	int async;              /* takes a stream */
+	unsigned int value;
+	void *stream;
+};
+
+typedef cudaError_t rt_set_fn(void *, int, size_t);
+typedef cudaError_t rt_set_async_fn(void *, int, size_t, void *);
+typedef CUresult d8_fn(CUdeviceptr, unsigned char, size_t);
+typedef CUresult d16_fn(CUdeviceptr, unsigned short, size_t);
+typedef CUresult d32_fn(CUdeviceptr, unsigned int, size_t);
+typedef CUresult d8_async_fn(CUdeviceptr, unsigned char, size_t, void *);
+typedef CUresult d16_async_fn(CUdeviceptr, unsigned short, size_t, void *);
+typedef CUresult d32_async_fn(CUdeviceptr, unsigned int, size_t, void *);
+
+/* The real call of @m on @n elements at @p. */
+static int mset_call(const struct mset *m, uintptr_t p, size_t n)
+{
+	void *real = vmmxp_real(m->fn);
+	int rt = vmmxp_fn_name(m->fn)[2] == 'd';
+
+	if (!real)
+		return CUDA_ENOTFOUND; /* cudaErrorSymbolNotFound, CUDA_ERROR_NOT_FOUND */
+	if (rt)
+		return m->async ? ((rt_set_async_fn *)real)((void *)p, (int)m->value, n, m->stream) :
+				  ((rt_set_fn *)real)((void *)p, (int)m->value, n);
+	switch (m->elem) {
+	case 1:
+		return m->async ? ((d8_async_fn *)real)(p, (unsigned char)m->value, n, m->stream) :
+				  ((d8_fn *)real)(p, (unsigned char)m->value, n);
+	case 2:
+		return m->async ? ((d16_async_fn *)real)(p, (unsigned short)m->value, n, m->stream) :
+				  ((d16_fn *)real)(p, (unsigned short)m->value, n);
+	default:
+		return m->async ? ((d32_async_fn *)real)(p, m->value, n, m->stream) :
+				  ((d32_fn *)real)(p, m->value, n);
+	}
+}
+
+static int mset_piece(void *arg, uintptr_t p, size_t len)
+{
+	const struct mset *m = arg;
+
+	return mset_call(m, p, len / m->elem);
+}
+
+static int mset(enum vmmxp_fn fn, unsigned int elem, int async, uintptr_t p, unsigned int value,
+		size_t n, void *stream)
+{
+	struct mset m = { fn, elem, async, value, stream };
+
+	/* A count whose bytes overflow is the real call's to refuse. */
+	if (n > SIZE_MAX / elem)
+		return mset_call(&m, p, n);
+	return vmmxp_split((const void *)p, n * elem, elem, mset_piece, &m);
+}
+
+VMMXP_EXPORT cudaError_t cudaMemset(void *ptr, int value, size_t count)
+{
+	return mset(VMMXP_FN_cudaMemset, 1, 0, (uintptr_t)ptr, (unsigned int)value, count, NULL);
+}
+
+VMMXP_EXPORT cudaError_t cudaMemset_ptds(void *ptr, int value, size_t count)
+{
+	return mset(VMMXP_FN_cudaMemset_ptds, 1, 0, (uintptr_t)ptr, (unsigned int)value, count, NULL);
+}
+
+VMMXP_EXPORT cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, void *stream)
+{
+	return mset(VMMXP_FN_cudaMemsetAsync, 1, 1, (uintptr_t)ptr, (unsigned int)value, count, stream);
+}
+
+VMMXP_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count, void *stream)
+{
+	return mset(VMMXP_FN_cudaMemsetAsync_ptsz, 1, 1, (uintptr_t)ptr, (unsigned int)value, count,
+		    stream);
+}
+
+/* cuMemsetD{8,16,32}: _v2 and _v2_ptds, and the Async calls with their _ptsz twins. */
+#define DRV_MEMSET(name, type, elem)                                                       \
+	VMMXP_EXPORT CUresult name(CUdeviceptr dptr, type value, size_t n)                 \
+	{                                                                                  \
+		return mset(VMMXP_FN_##name, elem, 0, (uintptr_t)dptr, value, n, NULL);    \
+	}
+#define DRV_MEMSET_ASYNC(name, type, elem)                                                 \
+	VMMXP_EXPORT CUresult name(CUdeviceptr dptr, type value, size_t n, void *stream)   \
+	{                                                                                  \
+		return mset(VMMXP_FN_##name, elem, 1, (uintptr_t)dptr, value, n, stream);  \
+	}
+DRV_MEMSET(cuMemsetD8_v2, unsigned char, 1)
+DRV_MEMSET(cuMemsetD16_v2, unsigned short, 2)
+DRV_MEMSET(cuMemsetD32_v2, unsigned int, 4)
+DRV_MEMSET(cuMemsetD8_v2_ptds, unsigned char, 1)
+DRV_MEMSET(cuMemsetD16_v2_ptds, unsigned short, 2)
+DRV_MEMSET(cuMemsetD32_v2_ptds, unsigned int, 4)
+DRV_MEMSET_ASYNC(cuMemsetD8Async, unsigned char, 1)
+DRV_MEMSET_ASYNC(cuMemsetD16Async, unsigned short, 2)
+DRV_MEMSET_ASYNC(cuMemsetD32Async, unsigned int, 4)
+DRV_MEMSET_ASYNC(cuMemsetD8Async_ptsz, unsigned char, 1)
+DRV_MEMSET_ASYNC(cuMemsetD16Async_ptsz, unsigned short, 2)
+DRV_MEMSET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)
+#undef DRV_MEMSET
+#undef DRV_MEMSET_ASYNC
+
 /* ---- driver ---- */
 
 static CUresult drv_malloc(CUdeviceptr *dptr, size_t size, void *stream, enum vmmxp_kind kind)
@@ -221,32 +345,44 @@ VMMXP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	return r != PASS ? r : VMMXP_REAL(cuMemFree_v2)(dptr);
 }
 
+/* cuMemAllocAsync and its _ptsz twin. */
+static CUresult drv_malloc_async(CUdeviceptr *dptr, size_t size, void *stream, int ptsz)
+{
+	CUresult r = drv_malloc(dptr, size, stream_of(stream, ptsz), VMMXP_DRV_MALLOC_ASYNC);
+
+	if (r != PASS)
+		return r;
+	return (ptsz ? VMMXP_REAL(cuMemAllocAsync_ptsz) : VMMXP_REAL(cuMemAllocAsync))(dptr, size,
+										   stream);
+}
+
+static CUresult drv_free_async(CUdeviceptr dptr, void *stream, int ptsz)
+{
+	CUresult r = drv_free(dptr, stream_of(stream, ptsz), 0);
+
+	if (r != PASS)
+		return r;
+	return (ptsz ? VMMXP_REAL(cuMemFreeAsync_ptsz) : VMMXP_REAL(cuMemFreeAsync))(dptr, stream);
+}
+
 VMMXP_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, void *stream)
 {
-	CUresult r = drv_malloc(dptr, size, stream_of(stream, 0), VMMXP_DRV_MALLOC_ASYNC);
-
-	return r != PASS ? r : VMMXP_REAL(cuMemAllocAsync)(dptr, size, stream);
+	return drv_malloc_async(dptr, size, stream, 0);
 }
 
 VMMXP_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, void *stream)
 {
-	CUresult r = drv_free(dptr, stream_of(stream, 0), 0);
-
-	return r != PASS ? r : VMMXP_REAL(cuMemFreeAsync)(dptr, stream);
+	return drv_free_async(dptr, stream, 0);
 }
 
 VMMXP_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, void *stream)
 {
-	CUresult r = drv_malloc(dptr, size, stream_of(stream, 1), VMMXP_DRV_MALLOC_ASYNC);
-
-	return r != PASS ? r : VMMXP_REAL(cuMemAllocAsync_ptsz)(dptr, size, stream);
+	return drv_malloc_async(dptr, size, stream, 1);
 }
 
 VMMXP_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, void *stream)
 {
-	CUresult r = drv_free(dptr, stream_of(stream, 1), 0);
-
-	return r != PASS ? r : VMMXP_REAL(cuMemFreeAsync_ptsz)(dptr, stream);
+	return drv_free_async(dptr, stream, 1);
 }
 
 VMMXP_EXPORT CUresult cuMemGetInfo_v2(size_t *free_p, size_t *total_p)

@@ -48,6 +48,10 @@ typedef unsigned long long CUdeviceptr;
 	X(cudaMallocPitch)                                                                 \
 	X(cudaMalloc3D)                                                                    \
 	X(cudaIpcGetMemHandle)                                                             \
+	X(cudaMemset)                                                                      \
+	X(cudaMemset_ptds)                                                                 \
+	X(cudaMemsetAsync)                                                                 \
+	X(cudaMemsetAsync_ptsz)                                                            \
 	X(cuMemAlloc_v2)                                                                   \
 	X(cuMemFree_v2)                                                                    \
 	X(cuMemAllocAsync)                                                                 \
@@ -57,6 +61,18 @@ typedef unsigned long long CUdeviceptr;
 	X(cuMemGetInfo_v2)                                                                 \
 	X(cuMemAllocPitch_v2)                                                              \
 	X(cuIpcGetMemHandle)                                                               \
+	X(cuMemsetD8_v2)                                                                   \
+	X(cuMemsetD16_v2)                                                                  \
+	X(cuMemsetD32_v2)                                                                  \
+	X(cuMemsetD8_v2_ptds)                                                              \
+	X(cuMemsetD16_v2_ptds)                                                             \
+	X(cuMemsetD32_v2_ptds)                                                             \
+	X(cuMemsetD8Async)                                                                 \
+	X(cuMemsetD16Async)                                                                \
+	X(cuMemsetD32Async)                                                                \
+	X(cuMemsetD8Async_ptsz)                                                            \
+	X(cuMemsetD16Async_ptsz)                                                           \
+	X(cuMemsetD32Async_ptsz)                                                           \
 	X(cuGetProcAddress)                                                                \
 	X(cuGetProcAddress_v2)
 
@@ -89,6 +105,10 @@ VMMXP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_p, size_t *total_p);
 VMMXP_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height);
 VMMXP_EXPORT cudaError_t cudaMalloc3D(struct vmmxp_pitched_ptr *pp, struct vmmxp_extent ext);
 VMMXP_EXPORT cudaError_t cudaIpcGetMemHandle(void *handle, void *ptr);
+VMMXP_EXPORT cudaError_t cudaMemset(void *ptr, int value, size_t count);
+VMMXP_EXPORT cudaError_t cudaMemset_ptds(void *ptr, int value, size_t count);
+VMMXP_EXPORT cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count, void *stream);
+VMMXP_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count, void *stream);
 VMMXP_EXPORT cudaError_t cudaGetDevice(int *device);
 VMMXP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size);
 VMMXP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr);
@@ -100,6 +120,23 @@ VMMXP_EXPORT CUresult cuMemGetInfo_v2(size_t *free_p, size_t *total_p);
 VMMXP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
 					size_t height, unsigned int elem);
 VMMXP_EXPORT CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr dptr);
+VMMXP_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dptr, unsigned char value, size_t n);
+VMMXP_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dptr, unsigned short value, size_t n);
+VMMXP_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dptr, unsigned int value, size_t n);
+VMMXP_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dptr, unsigned char value, size_t n);
+VMMXP_EXPORT CUresult cuMemsetD16_v2_ptds(CUdeviceptr dptr, unsigned short value, size_t n);
+VMMXP_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dptr, unsigned int value, size_t n);
+VMMXP_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dptr, unsigned char value, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dptr, unsigned short value, size_t n,
+				       void *stream);
+VMMXP_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dptr, unsigned int value, size_t n,
+				       void *stream);
+VMMXP_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dptr, unsigned char value, size_t n,
+					   void *stream);
+VMMXP_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr dptr, unsigned short value, size_t n,
+					    void *stream);
+VMMXP_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dptr, unsigned int value, size_t n,
+					    void *stream);
 VMMXP_EXPORT CUresult cuCtxGetDevice(int *device);
 VMMXP_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 				       unsigned long long flags);
@@ -139,5 +176,20 @@ int vmmxp_free(const void *ptr, void *stream, int sync);
 int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p);
 int vmmxp_owned(const void *ptr);
 void vmmxp_refuse(const char *call, const void *ptr, const char *why);
+
+/*
+ * vmmxp_split() - run a call that sets a range in pieces the driver takes.
+ * The driver refuses a memset that runs from one host allocation into
+ * another, or between device and host memory (CUDA_ERROR_INVALID_VALUE):
+ * @fn is called for each stretch of [@ptr, @ptr + @len) that lies in one
+ * host chunk or in consecutive chunks of one GPU, in address order, with
+ * @arg.  A range libvmmx does not map, or a thread inside libvmmx, gets one
+ * call with the whole range.  @align: the element size; a misaligned @ptr
+ * is the driver's to refuse, whole.
+ *
+ * Return: 0, or the first nonzero result of @fn (the rest is not run).
+ */
+typedef int vmmxp_piece_fn(void *arg, uintptr_t ptr, size_t len);
+int vmmxp_split(const void *ptr, size_t len, size_t align, vmmxp_piece_fn *fn, void *arg);
 
 #endif /* VMMX_PRELOAD_H */

@@ -207,32 +207,52 @@ VMMXP_EXPORT void *dlsym(void *handle, const char *name)
 	return fn < VMMXP_FN_NHOOKS ? hooks[fn] : p;
 }
 
+/*
+ * The driver's base names the interposer answers for: from version @from on,
+ * @fn (or @fn_pt for the per-thread default stream flavour, when there is
+ * one); before it, @old (-1: the real call, e.g. the 32-bit cuMemAlloc of
+ * before CUDA 3.2).
+ */
+struct proc_entry {
+	const char *name;
+	int from;
+	int fn, fn_pt, old;
+};
+
+#define FN(f) VMMXP_FN_##f
+static const struct proc_entry proc_table[] = {
+	{ "cuMemAlloc", 3020, FN(cuMemAlloc_v2), -1, -1 },
+	{ "cuMemFree", 3020, FN(cuMemFree_v2), -1, -1 },
+	{ "cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), -1, -1 },
+	{ "cuMemAllocPitch", 3020, FN(cuMemAllocPitch_v2), -1, -1 },
+	{ "cuMemAllocAsync", 0, FN(cuMemAllocAsync), FN(cuMemAllocAsync_ptsz), -1 },
+	{ "cuMemFreeAsync", 0, FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), -1 },
+	{ "cuMemsetD8", 3020, FN(cuMemsetD8_v2), FN(cuMemsetD8_v2_ptds), -1 },
+	{ "cuMemsetD16", 3020, FN(cuMemsetD16_v2), FN(cuMemsetD16_v2_ptds), -1 },
+	{ "cuMemsetD32", 3020, FN(cuMemsetD32_v2), FN(cuMemsetD32_v2_ptds), -1 },
+	{ "cuMemsetD8Async", 0, FN(cuMemsetD8Async), FN(cuMemsetD8Async_ptsz), -1 },
+	{ "cuMemsetD16Async", 0, FN(cuMemsetD16Async), FN(cuMemsetD16Async_ptsz), -1 },
+	{ "cuMemsetD32Async", 0, FN(cuMemsetD32Async), FN(cuMemsetD32Async_ptsz), -1 },
+	{ "cuIpcGetMemHandle", 0, FN(cuIpcGetMemHandle), -1, -1 },
+	{ "cuGetProcAddress", 12000, FN(cuGetProcAddress_v2), -1, FN(cuGetProcAddress) },
+	{ "cuCtxGetDevice", 0, FN(cuCtxGetDevice), -1, -1 },
+};
+#undef FN
+
 /* The hook that answers cuGetProcAddress(@symbol, @version, @flags), or -1. */
 static int proc_map(const char *symbol, int version, unsigned long long flags)
 {
-	int ptsz = !!(flags & CU_GET_PROC_ADDRESS_PER_THREAD);
-
 	if (!symbol || strncmp(symbol, "cu", 2))
 		return -1;
-	/* The _v2 ABIs (64-bit sizes) came with CUDA 3.2; older callers keep the real call. */
-	if (!strcmp(symbol, "cuMemAlloc"))
-		return version >= 3020 ? VMMXP_FN_cuMemAlloc_v2 : -1;
-	if (!strcmp(symbol, "cuMemFree"))
-		return version >= 3020 ? VMMXP_FN_cuMemFree_v2 : -1;
-	if (!strcmp(symbol, "cuMemGetInfo"))
-		return version >= 3020 ? VMMXP_FN_cuMemGetInfo_v2 : -1;
-	if (!strcmp(symbol, "cuMemAllocPitch"))
-		return version >= 3020 ? VMMXP_FN_cuMemAllocPitch_v2 : -1;
-	if (!strcmp(symbol, "cuMemAllocAsync"))
-		return ptsz ? VMMXP_FN_cuMemAllocAsync_ptsz : VMMXP_FN_cuMemAllocAsync;
-	if (!strcmp(symbol, "cuMemFreeAsync"))
-		return ptsz ? VMMXP_FN_cuMemFreeAsync_ptsz : VMMXP_FN_cuMemFreeAsync;
-	if (!strcmp(symbol, "cuIpcGetMemHandle"))
-		return VMMXP_FN_cuIpcGetMemHandle;
-	if (!strcmp(symbol, "cuGetProcAddress"))
-		return version >= 12000 ? VMMXP_FN_cuGetProcAddress_v2 : VMMXP_FN_cuGetProcAddress;
-	if (!strcmp(symbol, "cuCtxGetDevice"))
-		return VMMXP_FN_cuCtxGetDevice;
+	for (size_t i = 0; i < sizeof(proc_table) / sizeof(proc_table[0]); i++) {
+		const struct proc_entry *e = &proc_table[i];
+
+		if (strcmp(symbol, e->name))
+			continue;
+		if (version < e->from)
+			return e->old;
+		return (flags & CU_GET_PROC_ADDRESS_PER_THREAD) && e->fn_pt >= 0 ? e->fn_pt : e->fn;
+	}
 	return -1;
 }
 

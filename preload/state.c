@@ -153,6 +153,53 @@ int vmmxp_owned(const void *ptr)
 	return r;
 }
 
+/*
+ * The end of the stretch that starts at @p, in chunk @ci (of allocator @a's
+ * context), which one driver memset takes: a host chunk alone (a memset
+ * must not leave one host allocation), or chunks of one GPU up to @end.
+ */
+static uintptr_t stretch_end(struct vmmx_alloc *a, const struct vmmx_chunk_info *ci, uintptr_t end)
+{
+	uintptr_t hi = (uintptr_t)ci->base + ci->size;
+	struct vmmx_chunk_info next;
+
+	if (ci->loc.kind != VMMX_LOC_DEVICE)
+		return hi;
+	while (hi < end && !vmmx_lookup(vmmx_alloc_ctx(a), (const void *)hi, &next) &&
+	       next.loc.kind == VMMX_LOC_DEVICE && next.loc.id == ci->loc.id)
+		hi = (uintptr_t)next.base + next.size;
+	return hi;
+}
+
+int vmmxp_split(const void *ptr, size_t len, size_t align, vmmxp_piece_fn *fn, void *arg)
+{
+	uintptr_t p = (uintptr_t)ptr, end = p + len, hi;
+	struct vmmx_chunk_info ci;
+	struct vmmx_alloc *a;
+	int err;
+
+	if (!ptr || !len || vmmxp_busy() || p % align || end < p)
+		return fn(arg, p, len);
+	/*
+	 * Lookups only while marked as inside libvmmx: the pieces run the real
+	 * runtime, which may initialise and look the driver up, and those
+	 * lookups must still be answered with the hooks.
+	 */
+	while (p < end) {
+		enter();
+		a = owner_of((const void *)p, &ci);
+		hi = a ? stretch_end(a, &ci, end) : end;
+		leave();
+		if (hi > end)
+			hi = end;
+		err = fn(arg, p, (size_t)(hi - p));
+		if (err)
+			return err;
+		p = hi;
+	}
+	return 0;
+}
+
 /* Report only: peaks per location, and the allocation if it spilled. */
 static void note_placement(struct vmmx_alloc *a, int device, void *p, size_t size,
 			   enum vmmxp_kind kind)

@@ -6,8 +6,9 @@
  * linker, dlsym on the driver's handle, cuGetProcAddress); memory that
  * libvmmx serves against memory the "real" driver made (the fake's
  * sentinels); foreign frees; stream-ordered frees; cudaMemGetInfo; the
- * spill past the device limit; IPC refused with its message; two devices
- * and 8 threads; a forked child.
+ * spill past the device limit; memsets over spilled memory, split where the
+ * driver would refuse them; IPC refused with its message; two devices and
+ * 8 threads; a forked child.
  *
  * The environment (hooks.sh): 2 sim devices of 1 GiB, a 256 MiB device
  * limit, no headroom, a 1 GiB host limit.
@@ -295,6 +296,252 @@ static void test_spill(void)
 		cudaFree(p[i]);
 }
 
+/* ---- memsets ---- */
+
+/* The context whose buffers map @p (either device's), or NULL. */
+static struct vmmx_ctx *mapper(const void *p, struct vmmx_chunk_info *ci)
+{
+	for (int d = 0; d < 2; d++)
+		if (!vmmx_lookup(ctx_of(d), p, ci))
+			return ctx_of(d);
+	return NULL;
+}
+
+/*
+ * The real driver's rule, as probed on an H100 (docs/PRELOAD.md): a memset
+ * stays inside one host chunk, or on chunks of one GPU; it never runs from
+ * a host allocation into another, or between device and host memory.
+ */
+static int driver_takes(const void *ptr, size_t len)
+{
+	uintptr_t end = (uintptr_t)ptr + len;
+	struct vmmx_chunk_info ci, next;
+	struct vmmx_ctx *ctx = mapper(ptr, &ci);
+
+	if (!ctx)
+		return 1; /* not libvmmx's: the fake's own arena */
+	if (ci.loc.kind != VMMX_LOC_DEVICE)
+		return end <= (uintptr_t)ci.base + ci.size;
+	for (uintptr_t p = (uintptr_t)ci.base + ci.size; p < end; p = (uintptr_t)next.base + next.size)
+		if (vmmx_lookup(ctx, (void *)p, &next) || next.loc.kind != VMMX_LOC_DEVICE ||
+		    next.loc.id != ci.loc.id)
+			return 0;
+	return 1;
+}
+
+static unsigned long n_refused;
+
+/* The fake driver's memset: the driver's checks, then the write through libvmmx. */
+static int fake_memset(const struct fake_set *e)
+{
+	size_t len = e->count * e->elem;
+	unsigned char pat[65536];
+	struct vmmx_chunk_info ci;
+	struct vmmx_ctx *ctx;
+
+	if ((uintptr_t)e->ptr % e->elem || !driver_takes(e->ptr, len)) {
+		__atomic_fetch_add(&n_refused, 1, __ATOMIC_RELAXED);
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	}
+	ctx = mapper(e->ptr, &ci);
+	if (!ctx) {
+		memset(e->ptr, (int)e->value, len); /* the arena is the CPU's */
+		return 0;
+	}
+	if (e->elem == 1)
+		return vmmx_memset(ctx, e->ptr, (int)e->value, len) ? 999 : 0;
+	for (size_t i = 0; i < sizeof(pat); i++)
+		pat[i] = (unsigned char)(e->value >> (8 * (i % e->elem)));
+	for (size_t off = 0; off < len; off += sizeof(pat))
+		if (vmmx_memcpy(ctx, (char *)e->ptr + off, pat,
+				len - off < sizeof(pat) ? len - off : sizeof(pat)))
+			return 999;
+	return 0;
+}
+
+enum set_kind { RT, RT_ASYNC, DRV, DRV_ASYNC };
+
+struct set_variant {
+	const char *name;
+	enum set_kind kind;
+	unsigned int elem;
+	void *fn;
+};
+
+#define V(f, k, e) { #f, k, e, (void *)f }
+static const struct set_variant set_variants[] = {
+	V(cudaMemset, RT, 1), V(cudaMemset_ptds, RT, 1), V(cudaMemsetAsync, RT_ASYNC, 1),
+	V(cudaMemsetAsync_ptsz, RT_ASYNC, 1), V(cuMemsetD8_v2, DRV, 1), V(cuMemsetD16_v2, DRV, 2),
+	V(cuMemsetD32_v2, DRV, 4), V(cuMemsetD8_v2_ptds, DRV, 1), V(cuMemsetD16_v2_ptds, DRV, 2),
+	V(cuMemsetD32_v2_ptds, DRV, 4), V(cuMemsetD8Async, DRV_ASYNC, 1),
+	V(cuMemsetD16Async, DRV_ASYNC, 2), V(cuMemsetD32Async, DRV_ASYNC, 4),
+	V(cuMemsetD8Async_ptsz, DRV_ASYNC, 1), V(cuMemsetD16Async_ptsz, DRV_ASYNC, 2),
+	V(cuMemsetD32Async_ptsz, DRV_ASYNC, 4),
+};
+#undef V
+
+typedef int d8_fn(unsigned long long, unsigned char, size_t);
+typedef int d16_fn(unsigned long long, unsigned short, size_t);
+typedef int d32_fn(unsigned long long, unsigned int, size_t);
+typedef int d8a_fn(unsigned long long, unsigned char, size_t, void *);
+typedef int d16a_fn(unsigned long long, unsigned short, size_t, void *);
+typedef int d32a_fn(unsigned long long, unsigned int, size_t, void *);
+
+/* Call @v on @n elements of @v->elem bytes at @p. */
+static int set_call(const struct set_variant *v, void *p, unsigned int value, size_t n, void *s)
+{
+	unsigned long long d = (uintptr_t)p;
+
+	switch (v->kind * 4 + v->elem) {
+	case RT * 4 + 1:
+		return ((int (*)(void *, int, size_t))v->fn)(p, (int)value, n);
+	case RT_ASYNC * 4 + 1:
+		return ((int (*)(void *, int, size_t, void *))v->fn)(p, (int)value, n, s);
+	case DRV * 4 + 1:
+		return ((d8_fn *)v->fn)(d, (unsigned char)value, n);
+	case DRV * 4 + 2:
+		return ((d16_fn *)v->fn)(d, (unsigned short)value, n);
+	case DRV * 4 + 4:
+		return ((d32_fn *)v->fn)(d, value, n);
+	case DRV_ASYNC * 4 + 1:
+		return ((d8a_fn *)v->fn)(d, (unsigned char)value, n, s);
+	case DRV_ASYNC * 4 + 2:
+		return ((d16a_fn *)v->fn)(d, (unsigned short)value, n, s);
+	default:
+		return ((d32a_fn *)v->fn)(d, value, n, s);
+	}
+}
+
+/* Bytes [@p, @p + @len) hold @value's elements of @elem bytes (little-endian). */
+static int holds(void *p, size_t len, unsigned int value, unsigned int elem)
+{
+	static unsigned char back[1 << 20];
+	struct vmmx_chunk_info ci;
+	struct vmmx_ctx *ctx = mapper(p, &ci);
+
+	for (size_t off = 0; off < len; off += sizeof(back)) {
+		size_t k = len - off < sizeof(back) ? len - off : sizeof(back);
+
+		if (!ctx || vmmx_memcpy(ctx, back, (char *)p + off, k))
+			return 0;
+		for (size_t i = 0; i < k; i++)
+			if (back[i] != (unsigned char)(value >> (8 * ((off + i) % elem))))
+				return 0;
+	}
+	return 1;
+}
+
+/* The pieces logged since the last clear cover [@p, @p + @len) in order, each one the driver takes, as @v made them. */
+static int pieces_ok(const struct set_variant *v, void *p, size_t len, unsigned int value, void *s,
+		     size_t *n_p)
+{
+	const struct fake_set *log;
+	size_t n = fake_set_log(&log);
+	uintptr_t at = (uintptr_t)p;
+
+	*n_p = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct fake_set *e = &log[i];
+
+		if (strcmp(e->call, v->name) || (uintptr_t)e->ptr != at || e->elem != v->elem ||
+		    e->value != (v->elem == 1 ? (value & 0xff) : v->elem == 2 ? (value & 0xffff) : value) ||
+		    e->stream != (v->kind == RT_ASYNC || v->kind == DRV_ASYNC ? s : NULL) ||
+		    !driver_takes(e->ptr, e->count * e->elem))
+			return 0;
+		at += e->count * e->elem;
+	}
+	return at == (uintptr_t)p + len;
+}
+
+static void test_memset_variants(char *lo, size_t len, void *stream)
+{
+	for (size_t i = 0; i < sizeof(set_variants) / sizeof(set_variants[0]); i++) {
+		const struct set_variant *v = &set_variants[i];
+		unsigned int value = 0x5a3c9617u + (unsigned int)i * 0x01010101u;
+		struct vmmx_chunk_info ci;
+		struct vmmx_ctx *ctx = mapper(lo, &ci);
+		size_t pieces = 0;
+
+		/* Fill around the range to see that nothing outside it is written. */
+		vmmx_memset(ctx, lo - 64, 0xee, len + 128);
+		fake_set_log_clear();
+		n_refused = 0;
+		is_int(0, set_call(v, lo, value, len / v->elem, stream), "%s over spilled memory succeeds",
+		       v->name);
+		ok(pieces_ok(v, lo, len, value, stream, &pieces) && pieces >= 3 && !n_refused,
+		   "%s: split in %zu pieces the driver takes, in order, value, element size and stream kept",
+		   v->name, pieces);
+		ok(holds(lo, len, value, v->elem), "%s: every byte is set", v->name);
+		ok(holds(lo - 64, 64, 0xeeeeeeee, 1) && holds(lo + len, 64, 0xeeeeeeee, 1),
+		   "%s: nothing outside the range is written", v->name);
+	}
+}
+
+static void test_memset(void)
+{
+	void *a = NULL, *b = NULL, *h = dlopen(FAKECUDA_SO, RTLD_NOW | RTLD_LOCAL);
+	struct vmmx_chunk_info ci, cj;
+	struct vmmx_stream *s;
+	char *dev_end, *host_end, *lo, *q = fake_real_alloc();
+	const struct fake_set *log;
+	int (*gpa)(const char *, void **, int, unsigned long long, int *);
+	void *fn = NULL;
+	size_t len;
+
+	fake_set_impl(fake_memset);
+	/* 192 MiB of the 256 MiB limit serve allocations (64 MiB reserve): b straddles. */
+	if (cudaMalloc(&a, 128 * MiB) || cudaMalloc(&b, 448 * MiB) || !mapper(b, &ci) ||
+	    vmmx_stream_create(ctx_of(0), &s))
+		bail("memset: %s", vmmx_last_error());
+	/* The first host chunk in b, and the device chunk before it. */
+	for (dev_end = b; mapper(dev_end, &ci) && ci.loc.kind == VMMX_LOC_DEVICE;)
+		dev_end = (char *)ci.base + ci.size;
+	host_end = (char *)ci.base + ci.size;
+	ok(dev_end > (char *)b && ci.loc.kind == VMMX_LOC_HOST && host_end < (char *)b + 448 * MiB &&
+		   mapper(host_end, &cj) && cj.loc.kind == VMMX_LOC_HOST,
+	   "memset: the allocation runs from device memory into two host chunks (%zu MiB chunks)",
+	   ci.size / MiB);
+	lo = dev_end - MiB - 4;
+	len = (size_t)(host_end - lo) + MiB + 8;
+	ok(!driver_takes(lo, len) && fake_memset(&(struct fake_set){ "", lo, 0, 1, len, NULL }) == 1 &&
+		   n_refused == 1,
+	   "memset: the fake driver refuses the range whole, as the real one does");
+	test_memset_variants(lo, len, vmmx_stream_handle(s));
+
+	fake_set_log_clear();
+	is_int(1, cuMemsetD32_v2((uintptr_t)(lo + 1), 7, 16), "a misaligned cuMemsetD32: the driver's error");
+	is_uint(1, fake_set_log(&log), "... from one real call with the range whole");
+	fake_set_log_clear();
+	is_int(0, cudaMemset(q, 0x42, 100), "cudaMemset of memory libvmmx did not make succeeds");
+	ok(fake_set_log(&log) == 1 && log[0].ptr == q && log[0].count == 100 &&
+		   ((unsigned char *)q)[99] == 0x42,
+	   "... in one real call with the range unchanged");
+	fake_set_log_clear();
+	is_int(0, cudaMemset(lo + 8, 3, 4096), "cudaMemset inside one device chunk succeeds");
+	is_uint(1, fake_set_log(&log), "... in one real call");
+
+	gpa = h ? (int (*)(const char *, void **, int, unsigned long long, int *))dlsym(
+			  h, "cuGetProcAddress_v2") :
+		  NULL;
+	ok(gpa && !gpa("cuMemsetD8", &fn, 13000, 0, NULL) && fn == (void *)cuMemsetD8_v2,
+	   "cuGetProcAddress(cuMemsetD8) hands back the interposed cuMemsetD8_v2");
+	ok(gpa && !gpa("cuMemsetD16", &fn, 13000, 2, NULL) && fn == (void *)cuMemsetD16_v2_ptds,
+	   "... per-thread flavour: cuMemsetD16_v2_ptds");
+	ok(gpa && !gpa("cuMemsetD32Async", &fn, 13000, 2, NULL) && fn == (void *)cuMemsetD32Async_ptsz,
+	   "cuGetProcAddress(cuMemsetD32Async, per-thread) is cuMemsetD32Async_ptsz");
+	fake_set_log_clear();
+	ok(fn && !((d32a_fn *)fn)((uintptr_t)lo, 0x01020304, len / 4, NULL) &&
+		   fake_set_log(&log) >= 3 && holds(lo, len, 0x01020304, 4),
+	   "the looked-up cuMemsetD32Async splits and sets spilled memory");
+	if (h)
+		dlclose(h);
+	fake_set_impl(NULL);
+	vmmx_stream_destroy(s);
+	cudaFree(q);
+	cudaFree(a);
+	cudaFree(b);
+}
+
 static char *capture_stderr(int *saved, char *path)
 {
 	int fd;
@@ -463,6 +710,7 @@ int main(int argc, char **argv)
 	test_streams();
 	test_meminfo_device();
 	test_spill();
+	test_memset();
 	test_ipc();
 	test_threads();
 	test_fork();

@@ -6,10 +6,12 @@
  * arena, so a test can tell memory that reached the real driver from memory
  * libvmmx served.  cuGetProcAddress answers from a table like the driver's
  * (cuMemAlloc at 3020 and later is cuMemAlloc_v2).  Device: a thread's
- * current one (cudaSetDevice), shared by both APIs.
+ * current one (cudaSetDevice), shared by both APIs.  Memsets are logged and
+ * handed to the test's function (fake_set_impl()), which plays the driver.
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -79,6 +81,51 @@ int cuMemGetInfo_v2(size_t *f, size_t *t) { CALL(FAKE_cuMemGetInfo); *f = 1; *t 
 int cuMemAllocPitch_v2(unsigned long long *p, size_t *pitch, size_t w, size_t h, unsigned int e) { CALL(FAKE_cuMemAllocPitch); (void)h; (void)e; *pitch = w; *p = (uintptr_t)fake_real_alloc(); return 0; }
 int cuIpcGetMemHandle(void *h, unsigned long long p) { CALL(FAKE_cuIpcGetMemHandle); memset(h, 7, 64); (void)p; return 0; }
 
+static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_set set_log[FAKE_SET_LOG]; /* set_lock */
+static size_t set_n;                          /* set_lock */
+static int (*set_fn)(const struct fake_set *);
+
+void fake_set_impl(int (*fn)(const struct fake_set *)) { set_fn = fn; }
+void fake_set_log_clear(void) { pthread_mutex_lock(&set_lock); set_n = 0; pthread_mutex_unlock(&set_lock); }
+
+size_t fake_set_log(const struct fake_set **log)
+{
+	*log = set_log;
+	return set_n < FAKE_SET_LOG ? set_n : FAKE_SET_LOG;
+}
+
+static int fake_set(const char *call, void *p, unsigned int v, unsigned int elem, size_t n, void *s)
+{
+	struct fake_set e = { call, p, v, elem, n, s };
+
+	CALL(FAKE_memset);
+	pthread_mutex_lock(&set_lock);
+	if (set_n < FAKE_SET_LOG)
+		set_log[set_n++] = e;
+	pthread_mutex_unlock(&set_lock);
+	return set_fn ? set_fn(&e) : 0;
+}
+
+#define PTR(d) ((void *)(uintptr_t)(d))
+int cudaMemset(void *p, int v, size_t n) { return fake_set(__func__, p, (unsigned char)v, 1, n, NULL); }
+int cudaMemset_ptds(void *p, int v, size_t n) { return fake_set(__func__, p, (unsigned char)v, 1, n, NULL); }
+int cudaMemsetAsync(void *p, int v, size_t n, void *s) { return fake_set(__func__, p, (unsigned char)v, 1, n, s); }
+int cudaMemsetAsync_ptsz(void *p, int v, size_t n, void *s) { return fake_set(__func__, p, (unsigned char)v, 1, n, s); }
+int cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n) { return fake_set(__func__, PTR(p), v, 1, n, NULL); }
+int cuMemsetD16_v2(unsigned long long p, unsigned short v, size_t n) { return fake_set(__func__, PTR(p), v, 2, n, NULL); }
+int cuMemsetD32_v2(unsigned long long p, unsigned int v, size_t n) { return fake_set(__func__, PTR(p), v, 4, n, NULL); }
+int cuMemsetD8_v2_ptds(unsigned long long p, unsigned char v, size_t n) { return fake_set(__func__, PTR(p), v, 1, n, NULL); }
+int cuMemsetD16_v2_ptds(unsigned long long p, unsigned short v, size_t n) { return fake_set(__func__, PTR(p), v, 2, n, NULL); }
+int cuMemsetD32_v2_ptds(unsigned long long p, unsigned int v, size_t n) { return fake_set(__func__, PTR(p), v, 4, n, NULL); }
+int cuMemsetD8Async(unsigned long long p, unsigned char v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 1, n, s); }
+int cuMemsetD16Async(unsigned long long p, unsigned short v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 2, n, s); }
+int cuMemsetD32Async(unsigned long long p, unsigned int v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 4, n, s); }
+int cuMemsetD8Async_ptsz(unsigned long long p, unsigned char v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 1, n, s); }
+int cuMemsetD16Async_ptsz(unsigned long long p, unsigned short v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 2, n, s); }
+int cuMemsetD32Async_ptsz(unsigned long long p, unsigned int v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 4, n, s); }
+#undef PTR
+
 struct proc {
 	const char *name;
 	int v2_from;            /* cudaVersion from which the _v2 entry is returned, 0: none */
@@ -92,6 +139,12 @@ static const struct proc procs[] = {
 	{ "cuMemAllocPitch", 3020, NULL, (void *)cuMemAllocPitch_v2, NULL },
 	{ "cuMemAllocAsync", 0, (void *)cuMemAllocAsync, NULL, (void *)cuMemAllocAsync_ptsz },
 	{ "cuMemFreeAsync", 0, (void *)cuMemFreeAsync, NULL, (void *)cuMemFreeAsync_ptsz },
+	{ "cuMemsetD8", 3020, NULL, (void *)cuMemsetD8_v2, (void *)cuMemsetD8_v2_ptds },
+	{ "cuMemsetD16", 3020, NULL, (void *)cuMemsetD16_v2, (void *)cuMemsetD16_v2_ptds },
+	{ "cuMemsetD32", 3020, NULL, (void *)cuMemsetD32_v2, (void *)cuMemsetD32_v2_ptds },
+	{ "cuMemsetD8Async", 0, (void *)cuMemsetD8Async, NULL, (void *)cuMemsetD8Async_ptsz },
+	{ "cuMemsetD16Async", 0, (void *)cuMemsetD16Async, NULL, (void *)cuMemsetD16Async_ptsz },
+	{ "cuMemsetD32Async", 0, (void *)cuMemsetD32Async, NULL, (void *)cuMemsetD32Async_ptsz },
 	{ "cuIpcGetMemHandle", 0, (void *)cuIpcGetMemHandle, NULL, NULL },
 	{ "cuCtxGetDevice", 0, (void *)cuCtxGetDevice, NULL, NULL },
 	{ "cuGetProcAddress", 12000, (void *)cuGetProcAddress, (void *)cuGetProcAddress_v2, NULL },
@@ -105,8 +158,8 @@ int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long
 
 		if (strcmp(sym, p->name))
 			continue;
-		*pfn = p->v2_from && ver >= p->v2_from ? p->fn_v2 :
-		       (flags & 2) && p->fn_ptsz    ? p->fn_ptsz :
+		*pfn = (flags & 2) && p->fn_ptsz    ? p->fn_ptsz :
+		       p->v2_from && ver >= p->v2_from ? p->fn_v2 :
 						      p->fn;
 		if (status)
 			*status = *pfn ? 0 : 1;

@@ -10,8 +10,28 @@ enum fake_call {
 	FAKE_cudaMemGetInfo, FAKE_cudaMallocPitch, FAKE_cudaMalloc3D, FAKE_cudaIpcGetMemHandle,
 	FAKE_cudaGetDevice, FAKE_cuMemAlloc_v1, FAKE_cuMemAlloc, FAKE_cuMemFree,
 	FAKE_cuMemAllocAsync, FAKE_cuMemFreeAsync, FAKE_cuMemGetInfo, FAKE_cuMemAllocPitch,
-	FAKE_cuIpcGetMemHandle, FAKE_cuCtxGetDevice, FAKE_cuGetProcAddress, FAKE_NCALLS
+	FAKE_cuIpcGetMemHandle, FAKE_cuCtxGetDevice, FAKE_cuGetProcAddress, FAKE_memset, FAKE_NCALLS
 };
+
+/* One memset that reached the fake (FAKE_memset counts them all). */
+struct fake_set {
+	const char *call;       /* the entry point's name */
+	void *ptr;
+	unsigned int value;
+	unsigned int elem;      /* 1, 2 or 4 bytes */
+	size_t count;           /* elements */
+	void *stream;           /* NULL for the synchronous calls */
+};
+
+/*
+ * What a memset does: the test's function (the driver's checks, then the
+ * write) answers with a CUDA code; without one, memsets succeed and write
+ * nothing.  fake_set_log() gives the last FAKE_SET_LOG memsets, oldest first.
+ */
+#define FAKE_SET_LOG 1024
+void fake_set_impl(int (*fn)(const struct fake_set *));
+size_t fake_set_log(const struct fake_set **log);
+void fake_set_log_clear(void);
 
 struct fake_extent {
 	size_t width, height, depth;
@@ -49,6 +69,22 @@ int cuMemFreeAsync_ptsz(unsigned long long p, void *s);
 int cuMemGetInfo_v2(size_t *f, size_t *t);
 int cuMemAllocPitch_v2(unsigned long long *p, size_t *pitch, size_t w, size_t h, unsigned int e);
 int cuIpcGetMemHandle(void *h, unsigned long long p);
+int cudaMemset(void *p, int v, size_t n);
+int cudaMemset_ptds(void *p, int v, size_t n);
+int cudaMemsetAsync(void *p, int v, size_t n, void *s);
+int cudaMemsetAsync_ptsz(void *p, int v, size_t n, void *s);
+int cuMemsetD8_v2(unsigned long long p, unsigned char v, size_t n);
+int cuMemsetD16_v2(unsigned long long p, unsigned short v, size_t n);
+int cuMemsetD32_v2(unsigned long long p, unsigned int v, size_t n);
+int cuMemsetD8_v2_ptds(unsigned long long p, unsigned char v, size_t n);
+int cuMemsetD16_v2_ptds(unsigned long long p, unsigned short v, size_t n);
+int cuMemsetD32_v2_ptds(unsigned long long p, unsigned int v, size_t n);
+int cuMemsetD8Async(unsigned long long p, unsigned char v, size_t n, void *s);
+int cuMemsetD16Async(unsigned long long p, unsigned short v, size_t n, void *s);
+int cuMemsetD32Async(unsigned long long p, unsigned int v, size_t n, void *s);
+int cuMemsetD8Async_ptsz(unsigned long long p, unsigned char v, size_t n, void *s);
+int cuMemsetD16Async_ptsz(unsigned long long p, unsigned short v, size_t n, void *s);
+int cuMemsetD32Async_ptsz(unsigned long long p, unsigned int v, size_t n, void *s);
 int cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
 int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status);
 

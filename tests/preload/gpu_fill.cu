@@ -2,8 +2,11 @@
 /*
  * gpu_fill.cu - a CUDA program that knows nothing of libvmmx: it allocates
  * SIZE bytes in PIECE-sized allocations, alternately with cudaMalloc and
- * cudaMallocAsync (on a stream of its own), writes every 8-byte word with a
- * kernel, checks every word with another, frees, and says PASS or FAIL.
+ * cudaMallocAsync (on a stream of its own), sets each allocation with one
+ * memset (cudaMemset, cudaMemsetAsync, cuMemsetD32Async and cuMemsetD8 in
+ * turn: a spilled allocation straddles device and host memory) and checks it
+ * with a kernel, writes every 8-byte word with a kernel, checks every word
+ * with another, frees, and says PASS or FAIL.
  * Under vmmx-run past the device's room it passes; natively it fails with
  * out of memory (exit 3).
  *
@@ -11,9 +14,10 @@
  *   gpu_fill hold FREE_MIB          hold all of the device but FREE_MIB until stdin closes
  *
  * Build both ways (the GPU machine; see docs/PRELOAD.md):
- *   nvcc -O2 -arch=sm_90 -o gpu_fill_static gpu_fill.cu               (static runtime)
- *   nvcc -O2 -arch=sm_90 -cudart shared -o gpu_fill_shared gpu_fill.cu
+ *   nvcc -O2 -arch=sm_90 -o gpu_fill_static gpu_fill.cu -lcuda      (static runtime)
+ *   nvcc -O2 -arch=sm_90 -cudart shared -o gpu_fill_shared gpu_fill.cu -lcuda
  */
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +58,44 @@ __global__ void check(const unsigned long long *p, size_t n, unsigned long long 
 	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x)
 		mine += p[i] != mix(seed + i);
+	if (mine)
+		atomicAdd(bad, mine);
+}
+
+/* The 8-byte word that memset number @i leaves (see set_piece()). */
+static unsigned long long set_word(size_t i)
+{
+	unsigned long long b = 0x30 + i % 64, u = 0x01020304u + (unsigned)i;
+
+	return i % 4 == 2 ? u | u << 32 : b * 0x0101010101010101ull;
+}
+
+/* Set @len bytes at @p with memset number @i, each API in turn. */
+static int set_piece(void *p, size_t len, size_t i, cudaStream_t s)
+{
+	unsigned char b = (unsigned char)(0x30 + i % 64);
+
+	switch (i % 4) {
+	case 0:
+		return cudaMemset(p, b, len);
+	case 1:
+		return cudaMemsetAsync(p, b, len, s);
+	case 2:
+		return cuMemsetD32Async((CUdeviceptr)p, 0x01020304u + (unsigned)i, len / 4,
+					(CUstream)s);
+	default:
+		return cuMemsetD8((CUdeviceptr)p, b, len);
+	}
+}
+
+__global__ void check_word(const unsigned long long *p, size_t n, unsigned long long w,
+			   unsigned long long *bad)
+{
+	unsigned long long mine = 0;
+
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		mine += p[i] != w;
 	if (mine)
 		atomicAdd(bad, mine);
 }
@@ -117,6 +159,21 @@ int main(int argc, char **argv)
 			return 3;
 		}
 	}
+	for (i = 0; i < n; i++) {
+		size_t len = i + 1 < n ? piece : size - piece * (n - 1);
+		int e = set_piece(ptr[i], len, i, s);
+
+		if (e) {
+			printf("FAIL: memset %zu (%s) of %zu MiB: error %d\n", i,
+			       i % 4 == 0 ? "cudaMemset" : i % 4 == 1 ? "cudaMemsetAsync" :
+			       i % 4 == 2 ? "cuMemsetD32Async" : "cuMemsetD8", len / MiB, e);
+			return 1;
+		}
+		check_word<<<1024, 256, 0, s>>>(ptr[i], len / 8, set_word(i), bad);
+	}
+	CK(cudaStreamSynchronize(s));
+	CK(cudaMemcpy(&nbad, bad, sizeof(nbad), cudaMemcpyDeviceToHost));
+	printf("memsets: %zu allocations set and checked, %llu wrong words\n", n, nbad);
 	for (i = 0; i < n; i++) {
 		size_t len = (i + 1 < n ? piece : size - piece * (n - 1)) / 8;
 

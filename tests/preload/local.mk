@@ -3,6 +3,8 @@
 # of the tests' own (no GPU, no CUDA runtime needed).
 check_LTLIBRARIES += %D%/libvmmxfakecuda.la
 %C%_libvmmxfakecuda_la_SOURCES = %D%/fakecuda.c %D%/fakecuda.h
+%C%_libvmmxfakecuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_libvmmxfakecuda_la_LIBADD = $(PTHREAD_LIBS)
 # -rpath makes it a shared library; -Bsymbolic: its calls to itself stay its own,
 # as a real libcuda's do, past the interposer.
 %C%_libvmmxfakecuda_la_LDFLAGS = $(AM_LDFLAGS) -avoid-version -rpath /nowhere \
