@@ -349,11 +349,8 @@ class Offloader:
 
     def _room(self):
         """Device bytes the units may use: the cap less the rest of the memory in use."""
-        d, cap, held = self.device, None, 0
-        for loc in _v.context_stats(d)["locations"]:
-            if loc["location"] == f"device:{d}":
-                cap = min(x for x in (loc["limit"], loc["total"]) if x is not None)
-                held = loc["held"] - loc["cached"]
+        d = self.device
+        cap, held = _device_cap(d)
         if cap is None:
             return None
         on_dev = 0
@@ -572,15 +569,22 @@ def _cuda_alias(cpu, device):
     return raw.view(cpu.dtype).view(cpu.shape)
 
 
+def _device_cap(device):
+    """(cap, held): the device's limit (or its memory) and the bytes libvmmx holds there
+    that are in use (not cached); (None, 0) when the context has no such location."""
+    for loc in _v.context_stats(device)["locations"]:
+        if loc["location"] == f"device:{device}":
+            return (min(x for x in (loc["limit"], loc["total"]) if x is not None),
+                    loc["held"] - loc["cached"])
+    return None, 0
+
+
 def _headroom(headroom, device):
     """Bytes of device memory offload leaves for activations (default: 1/8 of the cap)."""
     if headroom is not None:
         return _v.parse_size(headroom)
-    for loc in _v.context_stats(device)["locations"]:
-        if loc["location"] == f"device:{device}":
-            cap = min(x for x in (loc["limit"], loc["total"]) if x is not None)
-            return cap // 8
-    return 0
+    cap, _ = _device_cap(device)
+    return cap // 8 if cap is not None else 0
 
 
 def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx"):
