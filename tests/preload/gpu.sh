@@ -11,7 +11,8 @@
 # allocation-cost table; the unmodified PyTorch chain natively and under
 # vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
 # GPU_SECTIONS picks some of them (default: all): c alloc torch cupy
-# candidates; CANDIDATES replaces the list of policies the last one runs.
+# candidates; CANDIDATES replaces the list of policies the last one runs;
+# BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096).
 set -u
 sections=" ${GPU_SECTIONS:-c alloc torch cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
@@ -79,7 +80,7 @@ done
 fi
 if want torch; then
 echo "== PyTorch: bf16 chain of 72 8192x8192 layers (9 GiB), unmodified"
-for batch in 1 16 256 4096; do
+for batch in ${BATCHES:-1 16 256 4096}; do
 	"$py" "$src/torch_chain.py" --batch $batch >"$out/torch.native.$batch" 2>&1
 	echo "native    : $(cat "$out/torch.native.$batch")"
 	"$run" --device-limit 6GiB --report-file "$out/torch.report.$batch" -- \
@@ -105,6 +106,8 @@ fi
 if want cupy; then
 echo "== CuPy: 6 GiB past a 4 GiB device limit, unmodified"
 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
+echo "== CuPy: the same with VMMX_CHUNK_MAX=64MiB (the 1 GiB array zeroed spans 16 host chunks)"
+VMMX_CHUNK_MAX=64MiB "$run" --device-limit 4GiB -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
 fi
 
 if want candidates; then
