@@ -110,6 +110,31 @@ def test_offload_inference_matches_native_and_sees_changed_weights(home):
     assert st["from_host"] == 0, st
 
 
+STRAY = """
+    import torch, vmmx, vmmx.torch
+    vmmx.torch.enable(device_limit="640MiB")
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, bias=False, dtype=torch.bfloat16)
+                                  for _ in range(24)]).cuda()
+    x = torch.randn(512, 4096, device="cuda", dtype=torch.bfloat16)  # the device is full: host
+    before = vmmx.residency(x.data_ptr(), x.nbytes)
+    with torch.no_grad():
+        want = model(x).float().sum().item()
+    off = vmmx.torch.offload(model, lookahead=2, headroom="64MiB")
+    after = vmmx.residency(x.data_ptr(), x.nbytes)
+    with torch.no_grad():
+        got = model(x).float().sum().item()
+    print("RES", before[1], after[1], off.stats()["strays_moved_bytes"], want, got)
+"""
+
+
+@pytest.mark.gpu
+def test_offload_moves_tensors_made_while_the_device_was_full_to_the_gpu():
+    before, after, moved, want, got = run(STRAY).split("RES ")[1].split()
+    assert int(before) > 0, "the input must have been placed in host memory"
+    assert int(after) == 0 and int(moved) >= int(before)
+    assert abs(float(got) - float(want)) <= 1e-3 * max(1.0, abs(float(want)))
+
+
 @pytest.mark.gpu
 def test_enable_too_late_is_a_clear_error():
     out = run("""

@@ -363,7 +363,10 @@ class Offloader:
     def _plan(self):
         """Choose the streamed units, move them out and the others in, make the slots."""
         total = sum(u.nbytes for u in self.units)
+        strays = self._strays()
         room = self._room()
+        if room is not None:
+            room -= sum(host for _, _, host in strays)  # they come to the GPU below
         movable = [u for u in self.units if not u.container]
         slot_bytes = max(u.slot_need for u in movable) if movable else 0
         budget = None if room is None else room - self.headroom - self.nslots * slot_bytes
@@ -397,6 +400,14 @@ class Offloader:
                 except _v.VmmxError as e:
                     if e.code != _v.ENOMEM:
                         raise
+        self.strays_moved = 0
+        for ptr, n, host in strays:
+            try:
+                _v.prefetch(ptr, n, _v.DEVICE(self.device), device=self.device)
+                self.strays_moved += host
+            except _v.VmmxError as e:
+                if e.code != _v.ENOMEM:
+                    raise
         self.slots = []
         if self.streamed:
             for _ in range(min(self.nslots, len(self.streamed))):
@@ -407,6 +418,27 @@ class Offloader:
                 except _v.VmmxError:
                     pass  # shared or no room: it works where it is, slower
                 self.slots.append(t)
+
+    def _strays(self):
+        """Tensors in use outside the units that lie partly in host memory, as
+        [(ptr, nbytes, host bytes)]: made while the device was full (the model's
+        inputs, made after its weights), every kernel would read them over PCIe."""
+        d = self.device
+        mine = {ptr for u in self.units for _, _, ptr, _ in u.params}
+        out = []
+        for seg in torch.cuda.memory_snapshot():
+            if seg.get("device") != d:
+                continue
+            addr = seg["address"]
+            for b in seg["blocks"]:
+                ptr, n = b.get("address", addr), b["size"]
+                addr = ptr + n
+                if b["state"] != "active_allocated" or ptr in mine:
+                    continue
+                r = _v.residency(ptr, n, d)
+                if r and r[1]:
+                    out.append((ptr, n, r[1]))
+        return out
 
     def _make_home(self, u):
         """Move a streamed unit's parameters to their home in host memory."""
@@ -531,7 +563,7 @@ class Offloader:
         """Units, bytes streamed per pass, slots, and what the hooks did."""
         return dict(self.counters, units=len(self.units), streamed=len(self.streamed),
                     streamed_bytes=sum(u.nbytes for u in self.streamed),
-                    slots=len(self.slots),
+                    slots=len(self.slots), strays_moved_bytes=getattr(self, "strays_moved", 0),
                     slot_bytes=self.slots[0].nbytes if self.slots else 0,
                     headroom=getattr(self, "headroom", 0), home=self.home_kind)
 
