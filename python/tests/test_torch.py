@@ -34,10 +34,8 @@ TRAIN = """
         layers += [torch.nn.Linear(4096, 4096, dtype=torch.bfloat16), torch.nn.GELU()]
     model = torch.nn.Sequential(*layers).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    off = None
     if MODE and {offload}:
-        off = vmmx.torch.offload(model, lookahead=2,
-                                 optimizer=opt if {offload!r} == "optimizer" else None)
+        vmmx.torch.offload(model, lookahead=2)
     g = torch.Generator(device="cuda").manual_seed(1)
     x = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
     for step in range(3):
@@ -46,8 +44,6 @@ TRAIN = """
         opt.step()
         opt.zero_grad()
     print("LOSS", loss.item())
-    if off:
-        print("STATS", off.stats())
     if MODE:
         st = vmmx.torch.stats()
         print("HOST", st["allocator"]["host_reserved"])
@@ -65,8 +61,7 @@ def host(out):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode,offload", [("pool", False), ("allocator", False), ("pool", True),
-                                          ("pool", "optimizer")])
+@pytest.mark.parametrize("mode,offload", [("pool", False), ("allocator", False), ("pool", True)])
 def test_training_matches_native_with_part_of_the_model_in_host_memory(mode, offload):
     # 12 x 32 MiB of bf16 weights, their gradients and two AdamW states: about 1.5 GiB;
     # 640 MiB on the device
@@ -74,13 +69,6 @@ def test_training_matches_native_with_part_of_the_model_in_host_memory(mode, off
     ours = run(TRAIN.format(mode=mode, limit="640MiB", offload=offload))
     assert host(ours) > 0, "part of the model must live in host memory"
     assert abs(loss(ours) - loss(native)) <= 2e-2 * max(1.0, abs(loss(native)))
-    if offload == "optimizer":
-        # planned after the first step, with AdamW's state counted and streamed units'
-        # state in host memory
-        st = eval(ours.split("STATS ")[1].splitlines()[0])
-        assert st["planned"] and st["streamed"] > 0, st
-        assert st["state_bytes"] >= 2 * 12 * 32 << 20, st
-        assert st["streamed_state_bytes"] > 0, st
 
 
 INFER = """

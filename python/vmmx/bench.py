@@ -207,7 +207,6 @@ def child(spec):
             out["layers"] = n
             names = ["weight"]
             blocks = layers
-            opt = None
 
             def step(run_block=None):
                 h = x
@@ -243,7 +242,7 @@ def child(spec):
             import vmmx.torch
             off = vmmx.torch.offload(model, lookahead=spec["lookahead"],
                                      headroom=spec["headroom"], backward=(wl == "train"),
-                                     home=spec.get("home", "vmmx"), optimizer=opt)
+                                     home=spec.get("home", "vmmx"))
         if spec["column"] == "manual":
             if wl == "train":
                 out["error"] = "n/a (hand-written offload is inference only)"

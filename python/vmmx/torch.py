@@ -31,6 +31,7 @@ Two ways in (``mode=``):
     CUDA is initialised.
 """
 import threading
+import warnings
 
 import torch
 
@@ -254,8 +255,6 @@ class _Unit:
         self.index, self.module = index, module
         self.params = params      # [(param, device, ptr, nbytes)]: owned segments only
         self.nbytes = sum(n for _, _, _, n in params)
-        self.states = []          # [(device, ptr, nbytes)]: the optimizer's state of params
-        self.cost = self.nbytes   # device bytes it needs when resident: params and states
         self.slot_need = sum(_align(n) for _, _, _, n in params)
         self.streamed = False
         self.home = []            # the parameters' own tensors (host memory once streamed)
@@ -286,15 +285,10 @@ class Offloader:
     kernels are done: the GPU orders all of it with events, the CPU never
     waits.  Copies run while the resident units between two streamed ones
     compute.  A parameter changed in place between passes (an optimizer
-    step) is seen by its version counter and copied again.  With an
-    ``optimizer``, a unit costs its parameters and their optimizer state:
-    the plan waits for the first step (which makes the state), streamed
-    units' state moves to host memory with them, resident units' state to
-    the GPU.
+    step) is seen by its version counter and copied again.
     """
 
-    def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx",
-                 optimizer=None):
+    def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx"):
         if home not in ("vmmx", "pinned"):
             raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad home",
                                f"{home!r}: use 'vmmx' or 'pinned'")
@@ -310,26 +304,7 @@ class Offloader:
             return
         self.device = self.units[0].params[0][1]
         self.headroom = _headroom(headroom, self.device)
-        self.optimizer, self.backward, self.side = optimizer, backward, None
-        if optimizer is not None and not optimizer.state:
-            # its state comes with the first step: plan after it, knowing its size
-            self.streamed, self.slots = [], []
-            self.step_handle = optimizer.register_step_post_hook(self._after_first_step)
-            self.handles.append(self.step_handle)
-            return
-        self._start()
-
-    def _after_first_step(self, optimizer, args, kwargs):
-        with self.lock:
-            if self.closed or self.side is not None:
-                return
-            self.step_handle.remove()
-            self._start()
-
-    def _start(self):
-        """Plan, make the slots, install the hooks and queue the first copies."""
         torch.cuda.synchronize(self.device)  # the kernels that made the weights are done
-        self._collect_states()
         self._plan()
         self.side = torch.cuda.Stream(self.device)
         self.ready = [torch.cuda.Event() for _ in self.slots]
@@ -338,7 +313,7 @@ class Offloader:
         for u in self.streamed:
             self.handles.append(u.module.register_forward_pre_hook(self._pre_fwd(u)))
             self.handles.append(u.module.register_forward_hook(self._post(u)))
-            if self.backward:
+            if backward:
                 self.handles.append(u.module.register_full_backward_pre_hook(self._pre_bwd(u)))
                 self.handles.append(u.module.register_full_backward_hook(self._post(u)))
         with self.lock:
@@ -372,28 +347,6 @@ class Offloader:
             units.append(u)
         return [u for u in units if u.params]
 
-    def _collect_states(self):
-        """The optimizer's state tensors of each unit's parameters (libvmmx memory only)."""
-        if self.optimizer is None:
-            return
-        for u in self.units:
-            u.states = []
-            for p, d, _, _ in u.params:
-                for t in self.optimizer.state.get(p, {}).values():
-                    if torch.is_tensor(t) and t.is_cuda and t.dim() > 0 and t.nbytes:
-                        if _v.residency(t.data_ptr(), t.nbytes, d) is not None:
-                            u.states.append((d, t.data_ptr(), t.nbytes))
-            u.cost = u.nbytes + sum(n for _, _, n in u.states)
-
-    def _move(self, ranges, loc):
-        """Prefetch (device, ptr, nbytes) ranges to loc(device); no room is not an error."""
-        for d, ptr, n in ranges:
-            try:
-                _v.prefetch(ptr, n, loc(d), device=d)
-            except _v.VmmxError as e:
-                if e.code != _v.ENOMEM:
-                    raise
-
     def _room(self):
         """Device bytes the units may use: the cap less the rest of the memory in use."""
         d = self.device
@@ -402,14 +355,14 @@ class Offloader:
             return None
         on_dev = 0
         for u in self.units:
-            for dd, ptr, n in [(dd, ptr, n) for _, dd, ptr, n in u.params] + u.states:
+            for _, dd, ptr, n in u.params:
                 r = _v.residency(ptr, n, dd)
                 on_dev += r[0] if r else 0
         return cap - (held - on_dev)
 
     def _plan(self):
         """Choose the streamed units, move them out and the others in, make the slots."""
-        total = sum(u.cost for u in self.units)
+        total = sum(u.nbytes for u in self.units)
         strays = self._strays()
         room = self._room()
         if room is not None:
@@ -420,15 +373,15 @@ class Offloader:
         self.streamed = []
         if movable and budget is not None and budget < total:
             deficit = total - max(0, budget)
-            quota, mov = 0.0, sum(u.cost for u in movable)
+            quota, mov = 0.0, sum(u.nbytes for u in movable)
             for u in movable:  # spread evenly, in proportion to bytes
-                quota += deficit * u.cost / mov
-                if quota >= u.cost / 2 and sum(w.cost for w in self.streamed) < deficit:
+                quota += deficit * u.nbytes / mov
+                if quota >= u.nbytes / 2 and sum(w.nbytes for w in self.streamed) < deficit:
                     u.streamed = True
                     self.streamed.append(u)
-                    quota -= u.cost
+                    quota -= u.nbytes
             for u in reversed(movable):  # rounding left some: the last ones
-                if sum(w.cost for w in self.streamed) >= deficit:
+                if sum(w.nbytes for w in self.streamed) >= deficit:
                     break
                 if not u.streamed:
                     u.streamed = True
@@ -439,8 +392,14 @@ class Offloader:
         if self.home_kind == "pinned" and self.streamed:
             empty_cache()  # the streamed parameters' old segments: device room for the rest
         for u in self.units:
-            if not u.streamed:
-                self._move([(d, ptr, n) for _, d, ptr, n in u.params] + u.states, _v.DEVICE)
+            if u.streamed:
+                continue
+            for p, d, ptr, n in u.params:
+                try:
+                    _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
+                except _v.VmmxError as e:
+                    if e.code != _v.ENOMEM:
+                        raise
         self.strays_moved = 0
         for ptr, n, host in strays:
             try:
@@ -466,7 +425,6 @@ class Offloader:
         inputs, made after its weights), every kernel would read them over PCIe."""
         d = self.device
         mine = {ptr for u in self.units for _, _, ptr, _ in u.params}
-        mine |= {ptr for u in self.units for _, ptr, _ in u.states}
         out = []
         for seg in torch.cuda.memory_snapshot():
             if seg.get("device") != d:
@@ -492,11 +450,14 @@ class Offloader:
                 p.data = _cuda_alias(cpu, d)  # the segment goes back to the pool
                 u.src.append(cpu)
                 continue
-            self._move([(d, ptr, n)], lambda _: _v.HOST)
+            try:
+                _v.prefetch(ptr, n, _v.HOST, device=d)
+            except _v.VmmxError as e:
+                if e.code != _v.ENOMEM:
+                    raise
             u.src.append(p.data)
         u.home = [p.data for p, _, _, _ in u.params]
         u.versions = [None] * len(u.params)
-        self._move(u.states, lambda _: _v.HOST)  # only the optimizer step touches them
 
     # -- the schedule
 
@@ -603,9 +564,6 @@ class Offloader:
         return dict(self.counters, units=len(self.units), streamed=len(self.streamed),
                     streamed_bytes=sum(u.nbytes for u in self.streamed),
                     slots=len(self.slots), strays_moved_bytes=getattr(self, "strays_moved", 0),
-                    state_bytes=sum(n for u in self.units for _, _, n in u.states),
-                    streamed_state_bytes=sum(n for u in self.streamed for _, _, n in u.states),
-                    planned=self.side is not None if self.units else True,
                     slot_bytes=self.slots[0].nbytes if self.slots else 0,
                     headroom=getattr(self, "headroom", 0), home=self.home_kind)
 
@@ -661,7 +619,7 @@ def _headroom(headroom, device):
     return cap // 8 if cap is not None else 0
 
 
-def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optimizer=None):
+def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx"):
     """Run a model whose parameters do not fit on the GPU, streaming the rest.
 
     The model's code is unchanged; forward (and backward) hooks do the work.
@@ -677,18 +635,14 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optim
     :class:`Offloader` (``.stats()``, ``.close()``).  ``home``: where streamed
     parameters live between uses: ``"vmmx"`` (their own buffers, moved to
     host memory) or ``"pinned"`` (page-locked host memory from PyTorch, seen
-    by the GPU at the same address; copies run on the copy engines).
-    ``optimizer``: for training, the optimizer whose state (AdamW's two
-    moments: twice the parameters) must fit too; the plan then waits for its
-    first step, and streamed units' state lives in host memory, where the
-    optimizer updates it.  Needs vmmx.torch.enable() before the model is made
-    (parameters must live in libvmmx buffers).
+    by the GPU at the same address; copies run on the copy engines).  Needs
+    vmmx.torch.enable() before the model is made (parameters must live in
+    libvmmx buffers).
     """
     if not _state["mode"]:
         raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "libvmmx is not enabled",
                            "call vmmx.torch.enable() before the model is made")
-    return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward, home=home,
-                     optimizer=optimizer)
+    return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward, home=home)
 
 
 def _check_entry_points():
