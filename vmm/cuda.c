@@ -265,21 +265,34 @@ static void cu_leave(struct vmm_cuda *c, CUcontext saved)
 }
 
 /*
+ * One driver call with our context current on this thread; its result goes
+ * to @r, for callers with answers of their own (NOT_READY) or messages of
+ * their own.  Evaluates to 0, or the -VMMX_E* code of making the context
+ * current (the call was not made).
+ */
+#define CU_RUN(c, r, call)                                                 \
+	({                                                                 \
+		CUcontext run_saved_;                                      \
+		int run_err_ = cu_enter((c), &run_saved_);                 \
+									   \
+		if (!run_err_) {                                           \
+			(r) = (call);                                      \
+			cu_leave((c), run_saved_);                         \
+		}                                                          \
+		run_err_;                                                  \
+	})
+
+/*
  * One driver call with our context current on this thread, its failure
  * mapped and reported once (cu_fail).  Evaluates to 0 or the -VMMX_E* code.
  */
 #define CU_CALL(c, call, ...)                                              \
 	({                                                                 \
-		CUcontext saved_;                                          \
-		int err_ = cu_enter((c), &saved_);                         \
+		CUresult r_ = CUDA_SUCCESS;                                \
+		int err_ = CU_RUN((c), r_, (call));                        \
 									   \
-		if (!err_) {                                               \
-			CUresult r_ = (call);                              \
-									   \
-			cu_leave((c), saved_);                             \
-			if (r_ != CUDA_SUCCESS)                            \
-				err_ = cu_fail((c), r_, __VA_ARGS__);      \
-		}                                                          \
+		if (!err_ && r_ != CUDA_SUCCESS)                           \
+			err_ = cu_fail((c), r_, __VA_ARGS__);              \
 		err_;                                                      \
 	})
 
@@ -527,21 +540,16 @@ static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, u
 	struct vmm_cuda *c = to_cuda(v);
 	size_t fr = 0, tot = 0;
 	struct sysinfo si;
-	CUcontext saved;
-	CUresult r;
 	int err;
 
 	switch (loc.kind) {
 	case VMMX_LOC_DEVICE:
 		if (loc.id != c->ordinal)
 			return mem_info_other(c, loc.id, free_p, total_p);
-		err = cu_enter(c, &saved);
+		err = CU_CALL(c, c->api.cuMemGetInfo(&fr, &tot), "cuMemGetInfo(device %d)",
+			      c->ordinal);
 		if (err)
 			return err;
-		r = c->api.cuMemGetInfo(&fr, &tot);
-		cu_leave(c, saved);
-		if (r != CUDA_SUCCESS)
-			return cu_fail(c, r, "cuMemGetInfo(device %d)", c->ordinal);
 		if (free_p)
 			*free_p = fr;
 		if (total_p)
@@ -696,9 +704,8 @@ static int cuda_set_access(struct vmm *v, void *va, size_t size, const struct vm
 	struct vmm_cuda *c = to_cuda(v);
 	CUmemAccessDesc stack[ACCESS_ON_STACK], *d = stack;
 	char grants[160] = "", ls[32];
-	CUcontext saved;
 	size_t used = 0;
-	CUresult r;
+	CUresult r = CUDA_SUCCESS;
 	int err;
 
 	if (n <= 0 || !acc) {
@@ -719,12 +726,8 @@ static int cuda_set_access(struct vmm *v, void *va, size_t size, const struct vm
 		if (err)
 			goto out;
 	}
-	err = cu_enter(c, &saved);
-	if (err)
-		goto out;
-	r = c->api.cuMemSetAccess(dptr(va), size, d, (size_t)n);
-	cu_leave(c, saved);
-	if (r != CUDA_SUCCESS) {
+	err = CU_RUN(c, r, c->api.cuMemSetAccess(dptr(va), size, d, (size_t)n));
+	if (!err && r != CUDA_SUCCESS) {
 		for (int i = 0; i < n && used < sizeof(grants); i++) {
 			int k = snprintf(grants + used, sizeof(grants) - used, "%s%s %s",
 					 i ? ", " : "", loc_str(acc[i].who, ls, sizeof(ls)),
@@ -1128,20 +1131,17 @@ static int cuda_ptr_info(struct vmm *v, const void *p, struct vmm_ptr_info *info
 	void *data[] = { &type, &ordinal, &managed, &start, &size, &mapped, &mbase, &msize };
 	struct vmm_ptr_info out = { .kind = VMM_MEM_PAGEABLE, .device = -1 };
 	uintptr_t a = (uintptr_t)p;
-	CUcontext saved;
-	CUresult r;
+	CUresult r = CUDA_SUCCESS;
 	int err;
 
-	err = cu_enter(c, &saved);
+	err = CU_RUN(c, r, c->api.cuPointerGetAttributes(8, attrs, data, dptr(p)));
+	/* A driver without the mapping attributes (before 11.7): the first five. */
+	if (!err && r == CUDA_ERROR_INVALID_VALUE) {
+		have_mapped = false;
+		err = CU_RUN(c, r, c->api.cuPointerGetAttributes(5, attrs, data, dptr(p)));
+	}
 	if (err)
 		return err;
-	r = c->api.cuPointerGetAttributes(8, attrs, data, dptr(p));
-	/* A driver without the mapping attributes (before 11.7): the first five. */
-	if (r == CUDA_ERROR_INVALID_VALUE) {
-		have_mapped = false;
-		r = c->api.cuPointerGetAttributes(5, attrs, data, dptr(p));
-	}
-	cu_leave(c, saved);
 	if (r != CUDA_SUCCESS)
 		return cu_fail(c, r, "cuPointerGetAttributes(%p)", p);
 	if (managed)
@@ -1214,15 +1214,12 @@ static int cuda_event_record(struct vmm *v, vmm_event_t e, vmm_stream_t s)
 static int cuda_event_query(struct vmm *v, vmm_event_t e)
 {
 	struct vmm_cuda *c = to_cuda(v);
-	CUcontext saved;
-	CUresult r;
+	CUresult r = CUDA_SUCCESS;
 	int err;
 
-	err = cu_enter(c, &saved);
+	err = CU_RUN(c, r, c->api.cuEventQuery(cu_event(e)));
 	if (err)
 		return err;
-	r = c->api.cuEventQuery(cu_event(e));
-	cu_leave(c, saved);
 	/* NOT_READY is an answer, not a failure: nothing is reported */
 	if (r == CUDA_ERROR_NOT_READY)
 		return -VMMX_EBUSY;
