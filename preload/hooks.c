@@ -134,16 +134,22 @@ VMMXP_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, void *stream)
 	return rt_free_async(ptr, stream, 1);
 }
 
-VMMXP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_p, size_t *total_p)
+/* cudaMemGetInfo and cuMemGetInfo, on the device @device_of names. */
+static int meminfo(int (*device_of)(int *), size_t *free_p, size_t *total_p)
 {
 	int dev, err;
 
-	if (free_p && total_p && rt_device(&dev) == CUDA_OK) {
-		err = vmmxp_meminfo(dev, free_p, total_p);
-		if (err != VMMXP_PASS)
-			return err ? CUDA_EINVAL : CUDA_OK;
-	}
-	return VMMXP_REAL(cudaMemGetInfo)(free_p, total_p);
+	if (!free_p || !total_p || device_of(&dev) != CUDA_OK)
+		return PASS;
+	err = vmmxp_meminfo(dev, free_p, total_p);
+	return err == VMMXP_PASS ? PASS : err ? CUDA_EINVAL : CUDA_OK;
+}
+
+VMMXP_EXPORT cudaError_t cudaMemGetInfo(size_t *free_p, size_t *total_p)
+{
+	cudaError_t r = meminfo(rt_device, free_p, total_p);
+
+	return r != PASS ? r : VMMXP_REAL(cudaMemGetInfo)(free_p, total_p);
 }
 
 VMMXP_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width, size_t height)
@@ -387,14 +393,9 @@ VMMXP_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, void *stream)
 
 VMMXP_EXPORT CUresult cuMemGetInfo_v2(size_t *free_p, size_t *total_p)
 {
-	int dev, err;
+	CUresult r = meminfo(drv_device, free_p, total_p);
 
-	if (free_p && total_p && drv_device(&dev) == CUDA_OK) {
-		err = vmmxp_meminfo(dev, free_p, total_p);
-		if (err != VMMXP_PASS)
-			return err ? CUDA_EINVAL : CUDA_OK;
-	}
-	return VMMXP_REAL(cuMemGetInfo_v2)(free_p, total_p);
+	return r != PASS ? r : VMMXP_REAL(cuMemGetInfo_v2)(free_p, total_p);
 }
 
 VMMXP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
