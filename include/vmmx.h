@@ -1082,7 +1082,7 @@ struct vmmx_alloc_stats {
 	uint64_t cache_hits;         /**< allocations served by cached memory, no new segment */
 	uint64_t segment_allocs;     /**< segments made */
 	uint64_t segment_frees;      /**< segments given back to libvmmx */
-	uint64_t fallback_segments;  /**< segments placed (partly) in host memory */
+	uint64_t fallback_segments;  /**< segments placed in host memory (whole: see below) */
 	uint64_t fallback_bytes;     /**< their bytes in host memory when made */
 	uint64_t stream_reuses;      /**< idle segments handed to another stream, event completed */
 	uint64_t stream_waits;       /**< idle segments passed over: their stream was not done */
@@ -1127,7 +1127,11 @@ VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a);
  *
  * Served from a cached free block of @stream's segments when one fits (best
  * fit; no driver call); else from an idle segment of another stream whose
- * event has completed; else from a new segment placed by the policy.
+ * event has completed; else from a new segment placed by the policy.  A
+ * segment lies in one location: one the policy placed partly on the device
+ * and partly in host memory is moved wholly to host memory, because the
+ * driver crashes on a copy (cudaMemcpy, as frameworks use) whose range runs
+ * from device chunks into host chunks.
  *
  * Return: 0; -VMMX_EINVAL for a NULL @a or @ptr_p; -VMMX_ENOMEM when no
  * location the policy allows has room even after idle segments were given

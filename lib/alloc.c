@@ -501,6 +501,17 @@ static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, 
 	}
 	if (err)
 		goto err_buf;
+	/*
+	 * One location per segment.  Frameworks copy tensors with plain
+	 * cudaMemcpy, and the driver crashes on a copy whose range runs from
+	 * device chunks into host chunks (PLATFORM.md; PyTorch's model.cuda()
+	 * past a device limit did on the H100): a segment the policy placed
+	 * partly on the device goes wholly to host memory.  If that fails (host
+	 * limit) it stays as placed, which is still correct for kernels.
+	 */
+	if (!vmmx_buf_residency(buf, 0, size, &r) && r.host && r.device)
+		(void)vmmx_prefetch(ctx, vmmx_buf_ptr(buf), size,
+				    (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, NULL);
 	s->buf = buf;
 	s->base = (uintptr_t)vmmx_buf_ptr(buf);
 	s->size = size;

@@ -324,6 +324,18 @@ static void test_streams(struct vmmx_ctx *ctx, struct vmmx_alloc *a)
 	vmmx_stream_destroy(s2);
 }
 
+static struct vmmx_residency residency_of(struct vmmx_ctx *ctx, const void *p, size_t len)
+{
+	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_chunk_info ci;
+
+	if (vmmx_lookup(ctx, p, &ci) ||
+	    vmmx_buf_residency(ci.buf, (size_t)((const char *)p - (const char *)vmmx_buf_ptr(ci.buf)),
+			       len, &r))
+		bail("residency of %p: %s", p, vmmx_last_error());
+	return r;
+}
+
 static void test_fallback(void)
 {
 	const char *vars[] = { "VMMX_DEVICE_LIMIT=96MiB", "VMMX_HOST_LIMIT=128MiB",
@@ -342,6 +354,14 @@ static void test_fallback(void)
 	p[2] = xmalloc(a, 40 * MiB, NULL);
 	st = stats(a);
 	ok(st.fallback_segments >= 1, "device-first: the segment past the device limit falls back");
+	/* 96 MiB on the device: the third segment would be 16 MiB there, 24 MiB in host memory */
+	for (int i = 0; i < 3; i++) {
+		struct vmmx_residency r = residency_of(ctx, p[i], 40 * MiB);
+
+		ok(i < 2 ? r.device == 40 * MiB && !r.host : !r.device && r.host == 40 * MiB,
+		   "segment %d lies in one location (device %zu, host %zu bytes)", i, r.device,
+		   r.host);
+	}
 	ok(st.host_reserved >= 24 * MiB, "vmmx_alloc_stats: host_reserved shows the spill");
 	ok(st.host_allocated > 0 && st.device_allocated > 0,
 	   "vmmx_alloc_stats: allocated bytes on both sides");

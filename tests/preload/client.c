@@ -489,8 +489,13 @@ static void test_memset(void)
 	size_t len;
 
 	fake_set_impl(fake_memset);
-	/* 192 MiB of the 256 MiB limit serve allocations (64 MiB reserve): b straddles. */
+	/*
+	 * 192 MiB of the 256 MiB limit serve allocations (64 MiB reserve): b does
+	 * not fit and lies wholly in host memory (a segment has one location).
+	 * Migration can still mix one: b's first chunk moves to the device.
+	 */
 	if (cudaMalloc(&a, 128 * MiB) || cudaMalloc(&b, 448 * MiB) || !mapper(b, &ci) ||
+	    vmmx_prefetch(ctx_of(0), b, ci.size, (struct vmmx_loc){ VMMX_LOC_DEVICE, 0 }, NULL) ||
 	    vmmx_stream_create(ctx_of(0), &s))
 		bail("memset: %s", vmmx_last_error());
 	/* The first host chunk in b, and the device chunk before it. */
@@ -673,14 +678,16 @@ static int meminfo_mode(void)
 	const char *m = getenv("VMMX_RUN_MEMINFO");
 	int total = m && !strcmp(m, "device+host");
 	size_t f = 0, t = 0;
-	void *p = NULL;
+	void *p = NULL, *q = NULL;
 
 	plan(3);
-	cudaMalloc(&p, 384 * MiB);
+	cudaMalloc(&p, 256 * MiB); /* fills the device */
+	cudaMalloc(&q, 128 * MiB); /* in host memory */
 	is_int(0, cudaMemGetInfo(&f, &t), "cudaMemGetInfo succeeds (%s)", total ? "device+host" : "device");
 	is_uint(total ? 1280 * MiB : 256 * MiB, t, "total: %s", total ? "device limit + host limit" : "device limit");
 	is_uint(total ? 896 * MiB : 0, f, "free: %s", total ? "what is left on both" : "nothing left on the device");
 	cudaFree(p);
+	cudaFree(q);
 	return tap_done();
 }
 
