@@ -20,7 +20,8 @@ def pytest_configure(config):
 def vmmx_configured():
     import vmmx
     try:
-        vmmx.configure(device_limit="64MiB", host_limit="256MiB", cache_limit="0")
+        vmmx.configure(device_limit="64MiB", host_limit="256MiB", cache_limit="0",
+                       chunk_max="4MiB")  # several chunks per buffer: ranges that mix
     except vmmx.VmmxError as e:
         if e.code != vmmx.EBUSY:  # made already by an earlier test: keep its settings
             raise

@@ -109,6 +109,26 @@ def test_data_survives_prefetch_both_ways(vmmx_configured):
         v.free(p)
 
 
+def test_runs_split_a_range_where_its_location_changes(vmmx_configured):
+    v = vmmx_configured
+    n = 12 * MiB
+    p = v.malloc(n)
+    try:
+        v.prefetch(p, n)  # all on the device: one piece
+        assert v.runs(p, n) == [(0, n, "device:0")]
+        v.prefetch(p + 4 * MiB, 4 * MiB, v.HOST)  # the middle to host memory
+        r = v.runs(p, n)
+        assert [loc for _, _, loc in r] == ["device:0", "host", "device:0"], r
+        assert r[0][0] == 0 and sum(length for _, length, _ in r) == n
+        assert all(a[0] + a[1] == b[0] for a, b in zip(r, r[1:])), r
+        assert r[1][1] == v.residency(p, n)[1]
+        assert v.runs(p + MiB, 2 * MiB) == [(0, 2 * MiB, "device:0")]
+    finally:
+        v.free(p)
+    x = ctypes.create_string_buffer(64)
+    assert v.runs(ctypes.addressof(x), 64) == [(0, 64, None)]
+
+
 def test_prefetch_errors(vmmx_configured):
     v = vmmx_configured
     x = ctypes.create_string_buffer(64)

@@ -284,6 +284,28 @@ def lookup(ptr, device=0):
     return dict(base=info.base, size=info.size, loc=repr(info.loc), buf=info.buf)
 
 
+def runs(ptr, nbytes, device=0):
+    """[(offset, length, location)] covering [ptr, ptr + nbytes): the pieces that each
+    lie in one location (chunks of one GPU together; host memory as one piece per
+    location change).  Memory in no buffer is one piece of location None.
+
+    The driver must see a copy over libvmmx memory one such piece at a time: one
+    whose range runs from device chunks into host chunks crashes it (PLATFORM.md).
+    """
+    out, p, end = [], ptr, ptr + int(nbytes)
+    while p < end:
+        info = lookup(p, device)
+        loc = info["loc"] if info else None
+        stop = min(end, info["base"] + info["size"]) if info else end
+        if out and out[-1][2] == loc:
+            off, n, _ = out[-1]
+            out[-1] = (off, n + stop - p, loc)
+        else:
+            out.append((p - ptr, stop - p, loc))
+        p = stop
+    return out
+
+
 def residency(ptr, nbytes, device=0):
     """Bytes of [ptr, ptr + nbytes) on a GPU and in host memory: (device, host).
 
