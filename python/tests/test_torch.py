@@ -34,11 +34,12 @@ TRAIN = """
         layers += [torch.nn.Linear(4096, 4096, dtype=torch.bfloat16), torch.nn.GELU()]
     model = torch.nn.Sequential(*layers).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    off = None
     if MODE and {offload}:
-        vmmx.torch.offload(model, lookahead=2)
+        off = vmmx.torch.offload(model, lookahead=2, optimizer=opt if {stepper} else None)
     g = torch.Generator(device="cuda").manual_seed(1)
     x = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
-    for step in range(3):
+    for step in range(4):
         loss = model(x).float().pow(2).mean()
         loss.backward()
         opt.step()
@@ -47,6 +48,8 @@ TRAIN = """
     if MODE:
         st = vmmx.torch.stats()
         print("HOST", st["allocator"]["host_reserved"])
+    if off:
+        print("STATS", off.stats())
         if MODE == "pool":
             torch.cuda.memory_stats()  # still works
 """
@@ -65,10 +68,31 @@ def host(out):
 def test_training_matches_native_with_part_of_the_model_in_host_memory(mode, offload):
     # 12 x 32 MiB of bf16 weights, their gradients and two AdamW states: about 1.5 GiB;
     # 640 MiB on the device
-    native = run(TRAIN.format(mode=None, limit="", offload=False))
-    ours = run(TRAIN.format(mode=mode, limit="640MiB", offload=offload))
+    native = run(TRAIN.format(mode=None, limit="", offload=False, stepper=False))
+    ours = run(TRAIN.format(mode=mode, limit="640MiB", offload=offload, stepper=False))
     assert host(ours) > 0, "part of the model must live in host memory"
     assert abs(loss(ours) - loss(native)) <= 2e-2 * max(1.0, abs(loss(native)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("limit", ["640MiB", "320MiB"])
+def test_training_with_the_step_in_backward_matches_native(limit):
+    # 384 MiB of weights and 768 MiB of AdamW state: at 640 MiB most of the state
+    # streams through the slots; at 320 MiB part of the weights stream too
+    native = run(TRAIN.format(mode=None, limit="", offload=False, stepper=False))
+    ours = run(TRAIN.format(mode="pool", limit=limit, offload=True, stepper=True))
+    assert abs(loss(ours) - loss(native)) <= 2e-2 * max(1.0, abs(loss(native))), (
+        loss(ours), loss(native))
+    st = eval(ours.split("STATS ")[1].splitlines()[0])
+    opt = st["optimizer"]
+    assert opt["phase"] == "planned" and opt["steps"] == 4 * opt["params"], opt
+    assert opt["state_streamed"] > 0 and opt["state_slots"] == 2, opt
+    # every streamed state went in and came back in each of the 3 planned steps
+    assert opt["state_writebacks"] == 3 * opt["state_streamed"], opt
+    assert opt["state_copies"] >= opt["state_writebacks"], opt
+    assert opt["steps_on_host"] == 0, opt
+    if limit == "320MiB":
+        assert st["streamed"] > 0 and opt["param_writebacks"] > 0, st
 
 
 INFER = """

@@ -262,6 +262,10 @@ class _Unit:
         self.versions = []        # their _version when last copied into a slot
         self.slot = None          # the slot holding (or loading) its parameters
         self.active = False       # running from its slot now
+        self.pending = set()      # ids of its parameters the stepper has yet to step
+        self.deferred = False     # backward is done with it; the stepper releases it
+        self.written = torch.cuda.Event()  # its last write-back home is done
+        self.wb_stream = None     # the stream of its write-backs this step
 
 
 def _align(n, a=256):
@@ -288,10 +292,14 @@ class Offloader:
     step) is seen by its version counter and copied again.
     """
 
-    def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx"):
+    def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx",
+                 optimizer=None):
         if home not in ("vmmx", "pinned"):
             raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad home",
                                f"{home!r}: use 'vmmx' or 'pinned'")
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad optimizer",
+                               f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
         self.home_kind = home
         self.nslots = max(2, int(lookahead))
         self.closed, self.handles = False, []
@@ -299,12 +307,16 @@ class Offloader:
         self.phase, self.training = "fwd", False
         self.counters = {"copies": 0, "recopies": 0, "from_host": 0}
         self.units = self._find_units(model)
-        if not self.units:
-            self.streamed, self.slots = [], []
+        self.streamed, self.slots, self.stepper = [], [], None
+        self.device = self.units[0].params[0][1] if self.units else _first_cuda(optimizer)
+        if self.device is None:
             return
-        self.device = self.units[0].params[0][1]
         self.headroom = _headroom(headroom, self.device)
         torch.cuda.synchronize(self.device)  # the kernels that made the weights are done
+        if optimizer is not None:
+            self.stepper = _Stepper(self, model, optimizer)
+        if not self.units:
+            return
         self._plan()
         self.side = torch.cuda.Stream(self.device)
         self.ready = [torch.cuda.Event() for _ in self.slots]
@@ -408,16 +420,8 @@ class Offloader:
             except _v.VmmxError as e:
                 if e.code != _v.ENOMEM:
                     raise
-        self.slots = []
-        if self.streamed:
-            for _ in range(min(self.nslots, len(self.streamed))):
-                t = torch.empty(slot_bytes, dtype=torch.uint8, device=f"cuda:{self.device}")
-                try:
-                    _v.prefetch(t.data_ptr(), t.nbytes, _v.DEVICE(self.device),
-                                device=self.device)
-                except _v.VmmxError:
-                    pass  # shared or no room: it works where it is, slower
-                self.slots.append(t)
+        self.slots = [_slot(slot_bytes, self.device)
+                      for _ in range(min(self.nslots, len(self.streamed)))]
 
     def _strays(self):
         """Tensors in use outside the units that lie partly in host memory, as
@@ -445,9 +449,7 @@ class Offloader:
         u.src = []
         for p, d, ptr, n in u.params:
             if self.home_kind == "pinned":
-                cpu = torch.empty(p.shape, dtype=p.dtype, pin_memory=True)
-                cpu.copy_(p.data)
-                p.data = _cuda_alias(cpu, d)  # the segment goes back to the pool
+                cpu, p.data = _pin(p.data, d)  # the segment goes back to the pool
                 u.src.append(cpu)
                 continue
             try:
@@ -483,6 +485,7 @@ class Offloader:
         with torch.cuda.stream(self.side):
             self.side.wait_event(self.free[k])  # the slot's last user is done
             self.side.wait_event(now)           # and the parameters' last writer
+            self.side.wait_event(u.written)     # and their last write-back home
             off = 0
             for h in u.src:
                 n = h.nbytes
@@ -543,6 +546,8 @@ class Offloader:
         def hook(module, grad_output):
             self.phase = "bwd"
             self._enter(u)
+            if u.active and self.stepper is not None:
+                u.pending = {id(p) for p, _, _, _ in u.params if id(p) in self.stepper.group}
         return hook
 
     def _post(self, u):
@@ -550,22 +555,41 @@ class Offloader:
             with self.lock:
                 if not u.active:
                     return
-                k = u.slot
-                self.free[k].record(torch.cuda.current_stream(self.device))
-                for (p, _, _, _), h in zip(u.params, u.home):
-                    p.data = h
-                u.versions = [p._version for p, _, _, _ in u.params]
-                u.active = False
-                self._fill(u.index)
+                if self.phase == "bwd" and u.pending:
+                    u.deferred = True  # the stepper releases it once its parameters stepped
+                    return
+                self._release(u)
         return hook
 
+    def _release(self, u):
+        """u's kernels (and the stepper's write-backs of its parameters) are queued:
+        its slot is free after them; swap its parameters back and fill the slots."""
+        k, cur = u.slot, torch.cuda.current_stream(self.device)
+        if u.wb_stream is not None:  # written back to their home there, reading the slot
+            u.wb_stream.wait_stream(cur)
+            u.written.record(u.wb_stream)
+            self.free[k].record(u.wb_stream)
+            u.wb_stream = None
+        else:
+            self.free[k].record(cur)
+        for (p, _, _, _), h in zip(u.params, u.home):
+            p.data = h
+        u.versions = [p._version for p, _, _, _ in u.params]
+        u.active = u.deferred = False
+        u.pending = set()
+        self._fill(u.index)
+
     def stats(self):
-        """Units, bytes streamed per pass, slots, and what the hooks did."""
-        return dict(self.counters, units=len(self.units), streamed=len(self.streamed),
-                    streamed_bytes=sum(u.nbytes for u in self.streamed),
-                    slots=len(self.slots), strays_moved_bytes=getattr(self, "strays_moved", 0),
-                    slot_bytes=self.slots[0].nbytes if self.slots else 0,
-                    headroom=getattr(self, "headroom", 0), home=self.home_kind)
+        """Units, bytes streamed per pass, slots, and what the hooks did; with an
+        optimizer, what the stepper did (see :class:`_Stepper`)."""
+        out = dict(self.counters, units=len(self.units), streamed=len(self.streamed),
+                   streamed_bytes=sum(u.nbytes for u in self.streamed),
+                   slots=len(self.slots), strays_moved_bytes=getattr(self, "strays_moved", 0),
+                   slot_bytes=self.slots[0].nbytes if self.slots else 0,
+                   headroom=getattr(self, "headroom", 0), home=self.home_kind)
+        if self.stepper is not None:
+            out["optimizer"] = self.stepper.stats()
+        return out
 
     def close(self):
         """Remove the hooks; streamed parameters stay in host memory."""
@@ -575,6 +599,8 @@ class Offloader:
             self.closed = True
             for h in self.handles:
                 h.remove()
+            if self.stepper is not None:
+                self.stepper.close()
             for u in self.streamed:
                 if u.active:
                     for (p, _, _, _), h in zip(u.params, u.home):
@@ -582,6 +608,385 @@ class Offloader:
                     u.active = False
             torch.cuda.synchronize(self.device)
             self.slots = []
+
+
+_MIN_STATE = 1 << 20  # optimizer state tensors smaller than this stay where they are
+
+
+class _Stepper:
+    """The optimizer's step in backward, with its state streamed through device slots.
+
+    Made by :func:`offload` when given the optimizer.  A hook on each of the
+    optimizer's parameters (``register_post_accumulate_grad_hook``) runs the
+    optimizer's own ``step()`` for that parameter alone as soon as its
+    gradient is complete, then drops the gradient: gradients live for a
+    moment instead of a whole step, and the ``optimizer.step()`` after
+    backward finds nothing left to do.  A parameter streamed by the
+    :class:`Offloader` is stepped in its slot and written back to its home.
+
+    The first step runs as it comes: the optimizer makes its state where
+    there is room.  Before the second forward the plan counts the state, the
+    gradients' order and the activations that step measured, and moves the
+    state of the parameters that do not fit, spread evenly over the backward
+    order, to pinned host memory.  From then on that state is copied into
+    one of ``lookahead`` (at least 2) device slots on a side stream ahead of
+    its parameter's turn, stepped there, and copied back on another stream,
+    so both directions of the link work while backward computes.
+    """
+
+    def __init__(self, off, model, optimizer):
+        self.off, self.opt, self.device = off, optimizer, off.device
+        self.group, self.params = {}, []
+        for gi, g in enumerate(optimizer.param_groups):
+            for p in g["params"]:
+                if p.requires_grad and p.is_cuda and id(p) not in self.group:
+                    self.group[id(p)] = gi
+                    self.params.append(p)
+        self.unit = {id(p): u for u in off.units for p, _, _, _ in u.params}
+        self.nslots = off.nslots
+        self.order, self.seen = [], set()      # parameters in the order their grads came
+        self.in_backward, self.phase = False, "first"  # first -> measured -> planned
+        self.base = self.peak_early = self.activations = None
+        self.homes = {}       # id(p) -> [(state tensor, its home, home's CPU view)]: streamed
+        self.slot_of, self.owner, self.slots = {}, [], []
+        self.wb = {}          # id(p) -> event: its state's last write-back is done
+        self.counters = dict(steps=0, state_copies=0, state_writebacks=0,
+                             param_writebacks=0, steps_on_host=0)
+        self.handles = [p.register_post_accumulate_grad_hook(self._hook) for p in self.params]
+        self.handles.append(model.register_forward_pre_hook(self._forward))
+
+    # -- measuring the first step, planning before the second
+
+    def _forward(self, module, args):
+        if self.off.closed or not (torch.is_grad_enabled() and module.training):
+            return
+        with self.off.lock:
+            if self.phase == "first" and self.base is None:
+                self.base = _allocated(self.device, reset_peak=True)
+            elif self.phase == "measured":
+                self._plan()
+
+    def _end(self):
+        """End of a backward (queued by its first hook)."""
+        with self.off.lock:
+            self.in_backward = False
+            for u in self.off.streamed:
+                if u.deferred:  # a parameter got no gradient this time
+                    self.off._release(u)
+            if self.phase == "first":
+                peak = _peak(self.device)
+                made = sum(t.nbytes for _, t in self._states())
+                if self.base is not None and peak is not None:
+                    self.activations = max(self.peak_early - self.base, peak - self.base - made)
+                self.phase = "measured"
+
+    def _states(self):
+        """(parameter, state tensor) for the large CUDA tensors of the optimizer's state."""
+        for p in self.order:
+            for t in self.opt.state.get(p, {}).values():
+                if torch.is_tensor(t) and t.is_cuda and t.nbytes >= _MIN_STATE:
+                    yield p, t
+
+    def _plan(self):
+        d, off = self.device, self.off
+        self.phase = "planned"
+        torch.cuda.synchronize(d)
+        empty_cache()  # the first step's cache: what is left is in use
+        per = {}
+        for p, t in self._states():
+            per.setdefault(id(p), []).append(t)
+        size = {k: sum(_align(t.nbytes) for t in ts) for k, ts in per.items()}
+        total = sum(size.values())
+        cap, held = _device_cap(d)
+        if cap is None or not total:
+            return
+        on_dev = sum(_on_device(t, d) for ts in per.values() for t in ts)
+        # activations (measured by the first step, or the headroom) and the gradients
+        # alive at once: a parameter used twice (a tied embedding) holds two buffers
+        # until they are summed.  Measured on the H100 at 1.125x: with no margin the
+        # step spilled (262 ms), with 2x the largest parameter 500 MiB of gradients still
+        # landed in host memory (70 ms), with 4x nothing did (51 ms).
+        act = max(off.headroom, self.activations or 0) + 4 * max(p.nbytes for p in self.params)
+        room = cap - (held - on_dev) - act
+        slot_bytes, deficit = _slot_size(size, total, room, self.nslots)
+        self.planned_room, self.planned_activations = room - self.nslots * slot_bytes, act
+        chosen = set()
+        if deficit > 0:  # spread the state that does not fit over the backward order
+            order = [p for p in self.order if 0 < size.get(id(p), 0) <= slot_bytes]
+            fit = sum(size[id(p)] for p in order)
+            quota, taken = 0.0, 0
+            for p in order:
+                n = size[id(p)]
+                quota += deficit * n / fit
+                if quota >= n / 2 and taken < deficit:
+                    chosen.add(id(p))
+                    quota -= n
+                    taken += n
+            for p in reversed(order):
+                if taken >= deficit:
+                    break
+                if id(p) not in chosen:
+                    chosen.add(id(p))
+                    taken += size[id(p)]
+        back = []  # resident state found in host memory: back to the GPU below
+        for p in self.order:
+            for t in per.get(id(p), ()):
+                if id(p) in chosen:
+                    cpu, t.data = _pin(t.data, d)
+                    self.homes.setdefault(id(p), []).append((t, t.data, cpu))
+                elif _on_device(t, d) < t.nbytes:
+                    cpu, t.data = _pin(t.data, d)
+                    back.append((t, cpu))
+        self.streamed = [p for p in self.order if id(p) in chosen]
+        self.pos = {id(p): i for i, p in enumerate(self.streamed)}  # tensors' == is elementwise
+        empty_cache()  # the blocks the streamed state left: device room for the rest
+        torch.cuda.synchronize(d)
+        _v.empty_cache(d)  # the segments PyTorch just gave back, freed on a stream
+        for t, cpu in back:
+            t.data = torch.empty(cpu.shape, dtype=cpu.dtype, device=f"cuda:{d}")
+            if _on_device(t, d) < t.nbytes and _v.owns_segment(t.data_ptr(), t.nbytes, d):
+                try:
+                    _v.prefetch(t.data_ptr(), t.nbytes, _v.DEVICE(d), device=d)
+                except _v.VmmxError as e:
+                    if e.code != _v.ENOMEM:
+                        raise
+            _copy_split(t.data, cpu, d)
+        # resident state left in host memory: the step updates it over the link (slow)
+        self.state_host_bytes = sum(t.nbytes - _on_device(t, d) for p in self.order
+                                    if id(p) not in chosen for t in per.get(id(p), ()))
+        if self.streamed:
+            self.h2d = off.side if off.slots else torch.cuda.Stream(d)
+            self.slots = [_slot(slot_bytes, d) for _ in range(min(self.nslots, len(self.streamed)))]
+            self.owner = [None] * len(self.slots)
+            self.ready = [torch.cuda.Event() for _ in self.slots]
+            self.free = [torch.cuda.Event() for _ in self.slots]
+            self.wb = {id(p): torch.cuda.Event() for p in self.streamed}
+            self._fill(None)
+        torch.cuda.synchronize(d)
+
+    # -- each step
+
+    def _hook(self, p):
+        with self.off.lock:
+            if self.off.closed:
+                return
+            if not self.in_backward:
+                self.in_backward = True
+                torch.autograd.Variable._execution_engine.queue_callback(self._end)
+                if self.phase == "first":
+                    self.peak_early = _peak(self.device) or 0
+            if id(p) not in self.seen:
+                self.seen.add(id(p))
+                self.order.append(p)
+            cur = torch.cuda.current_stream(self.device)
+            u = self.unit.get(id(p))
+            in_slot = u is not None and u.streamed and u.active
+            if u is not None and u.streamed and not u.active:
+                self.counters["steps_on_host"] += 1
+            k = self._bring(p, cur) if id(p) in self.homes else None
+            self._step(p)
+            if k is not None:
+                for t, h, _ in self.homes[id(p)]:
+                    t.data = h
+            if k is None and not in_slot:
+                return
+            done, s = torch.cuda.Event(), self._d2h()
+            done.record(cur)
+            with torch.cuda.stream(s):
+                s.wait_event(done)
+                if k is not None:
+                    for (_, _, cpu), view in zip(self.homes[id(p)], self._views(p, k)):
+                        cpu.copy_(view, non_blocking=True)  # D2H: a copy engine
+                    self.free[k].record(s)
+                    self.wb[id(p)].record(s)
+                    self.counters["state_writebacks"] += 1
+                if in_slot:
+                    i = next(i for i, (q, _, _, _) in enumerate(u.params) if q is p)
+                    u.src[i].copy_(p.data, non_blocking=True)
+                    self.counters["param_writebacks"] += 1
+            if in_slot:
+                u.wb_stream = s
+                u.pending.discard(id(p))
+                if not u.pending and u.deferred:
+                    self.off._release(u)
+            if k is not None:
+                self._fill(p)
+
+    def _d2h(self):
+        """The stream of the write-backs."""
+        if not hasattr(self, "d2h"):
+            self.d2h = torch.cuda.Stream(self.device)
+        return self.d2h
+
+    def _step(self, p):
+        """The optimizer's own step for p alone (its group's settings), then no gradient."""
+        groups = self.opt.param_groups
+        saved = [g["params"] for g in groups]
+        gi = self.group[id(p)]
+        try:
+            for i, g in enumerate(groups):
+                g["params"] = [p] if i == gi else []
+            self.opt.step()
+        finally:
+            for g, ps in zip(groups, saved):
+                g["params"] = ps
+        p.grad = None
+        self.counters["steps"] += 1
+
+    def _views(self, p, k):
+        out, off = [], 0
+        for _, h, _ in self.homes[id(p)]:
+            out.append(self.slots[k][off:off + h.nbytes].view(h.dtype).view(h.shape))
+            off = _align(off + h.nbytes)
+        return out
+
+    def _copy(self, p, k):
+        """Queue the copy of p's state into slot k on the side stream."""
+        prev = self.owner[k]
+        if prev is not None:
+            self.slot_of.pop(id(prev), None)
+        self.owner[k], self.slot_of[id(p)] = p, k
+        with torch.cuda.stream(self.h2d):
+            self.h2d.wait_event(self.free[k])     # the slot's last step and write-back
+            self.h2d.wait_event(self.wb[id(p)])   # p's own last write-back
+            for (_, _, cpu), view in zip(self.homes[id(p)], self._views(p, k)):
+                view.copy_(cpu, non_blocking=True)  # H2D: a copy engine
+            self.ready[k].record(self.h2d)
+        self.counters["state_copies"] += 1
+
+    def _bring(self, p, cur):
+        """p's state in a slot, the step's stream waiting for it; the tensors swapped in."""
+        k = self.slot_of.get(id(p))
+        if k is None:  # out of the expected order: the slot used longest ago
+            k = min(range(len(self.slots)), key=lambda i: self._rank(self.owner[i], p))
+            self._copy(p, k)
+        cur.wait_event(self.ready[k])
+        views = self._views(p, k)
+        for (t, _, _), view in zip(self.homes[id(p)], views):
+            t.data = view
+        return k
+
+    def _rank(self, owner, p):
+        """How soon a slot's owner is needed after p (smaller: sooner freed)."""
+        n = len(self.streamed)
+        if owner is None:
+            return -n - 1
+        return -((self.pos[id(owner)] - self.pos[id(p)]) % n)
+
+    def _fill(self, after):
+        """Copy the state of the next streamed parameters into the slots."""
+        s = self.streamed
+        start = 0 if after is None else self.pos[id(after)] + 1
+        want = [s[(start + j) % len(s)] for j in range(min(len(s), len(self.slots)))]
+        for p in want:
+            if id(p) in self.slot_of:
+                continue
+            k = next((i for i, o in enumerate(self.owner)
+                      if o is None or all(o is not w for w in want)), None)
+            if k is None:
+                return
+            self._copy(p, k)
+
+    def stats(self):
+        return dict(self.counters, phase=self.phase, params=len(self.params),
+                    state_streamed=len(self.streamed),
+                    state_streamed_bytes=sum(h.nbytes for hs in self.homes.values()
+                                             for _, h, _ in hs),
+                    state_slots=len(self.slots),
+                    state_slot_bytes=self.slots[0].nbytes if self.slots else 0,
+                    activations_bytes=self.activations,
+                    state_host_bytes=getattr(self, "state_host_bytes", 0),
+                    planned_room=getattr(self, "planned_room", None))
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+def _slot_size(size, total, room, nslots):
+    """(slot bytes, bytes of state to stream): the slot size, among the sizes of the
+    parameters' state, that streams the fewest bytes.  Only state no larger than the
+    slot can stream, and the slots take room too."""
+    if total <= room:
+        return 0, 0
+    best = None
+    for s in sorted(set(size.values())):
+        deficit = total - (room - nslots * s)
+        if sum(n for n in size.values() if n <= s) >= deficit and \
+                (best is None or deficit < best[1]):
+            best = (s, deficit)
+    return best or (max(size.values()), total)
+
+
+def _first_cuda(optimizer):
+    """The device of the optimizer's first CUDA parameter (None without one)."""
+    for g in (optimizer.param_groups if optimizer is not None else ()):
+        for p in g["params"]:
+            if p.is_cuda:
+                return p.device.index
+    return None
+
+
+def _allocated(device, reset_peak=False):
+    """PyTorch's allocated bytes on device (None where its allocator keeps no statistics)."""
+    try:
+        if reset_peak:
+            torch.cuda.reset_peak_memory_stats(device)
+        return torch.cuda.memory_allocated(device)
+    except RuntimeError:
+        return None
+
+
+def _peak(device):
+    try:
+        return torch.cuda.max_memory_allocated(device)
+    except RuntimeError:
+        return None
+
+
+def _on_device(t, device):
+    r = _v.residency(t.data_ptr(), t.nbytes, device)
+    return r[0] if r else t.nbytes
+
+
+def _pin(t, device):
+    """(pinned CPU copy of t, a CUDA tensor over it): t's bytes in page-locked memory."""
+    cpu = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    _copy_split(cpu, t, device)
+    return cpu, _cuda_alias(cpu, device)
+
+
+def _slot(nbytes, device):
+    """A device buffer of nbytes for streaming, wholly on the GPU if there is room; if
+    not, one pinned host allocation the GPU reads over the link (slower, but never a
+    buffer straddling device and host chunks, which copies must not span)."""
+    t = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{device}")
+    try:
+        _v.prefetch(t.data_ptr(), t.nbytes, _v.DEVICE(device), device=device)
+    except _v.VmmxError:
+        pass
+    if _on_device(t, device) == nbytes:
+        return t
+    del t
+    return _cuda_alias(torch.empty(nbytes, dtype=torch.uint8, pin_memory=True), device)
+
+
+def _copy_split(dst, src, device):
+    """dst.copy_(src) (blocking), one piece per run of one location of either side:
+    the driver crashes on a copy that runs from device chunks into host chunks."""
+    cuts = {0, src.nbytes}
+    for t in (dst, src):
+        if t.is_cuda:
+            cuts.update(off for off, _, _ in _v.runs(t.data_ptr(), t.nbytes, device))
+    if len(cuts) <= 2 or not (dst.is_contiguous() and src.is_contiguous()) \
+            or dst.dtype != src.dtype:
+        dst.copy_(src)
+        return
+    a, b = dst.view(-1).view(torch.uint8), src.view(-1).view(torch.uint8)
+    cuts = sorted(cuts)
+    for lo, hi in zip(cuts, cuts[1:]):
+        a[lo:hi].copy_(b[lo:hi])
 
 
 class _CudaArray:
@@ -619,7 +1024,7 @@ def _headroom(headroom, device):
     return cap // 8 if cap is not None else 0
 
 
-def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx"):
+def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optimizer=None):
     """Run a model whose parameters do not fit on the GPU, streaming the rest.
 
     The model's code is unchanged; forward (and backward) hooks do the work.
@@ -638,11 +1043,26 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx"):
     by the GPU at the same address; copies run on the copy engines).  Needs
     vmmx.torch.enable() before the model is made (parameters must live in
     libvmmx buffers).
+
+    ``optimizer``: for training, the model's optimizer.  Its step then runs in
+    backward, for each parameter as soon as its gradient is complete (with the
+    optimizer's own ``step()`` and settings, learning-rate schedules
+    included), and the gradient is dropped at once; optimizer state that does
+    not fit on the GPU lives in pinned host memory and streams through device
+    slots, both directions overlapping backward (see :class:`_Stepper`).  The
+    training loop stays ``loss.backward(); optimizer.step();
+    optimizer.zero_grad()``: the step finds nothing left to do.  What this
+    rules out: gradients read after backward (clipping by global norm,
+    accumulation over several backward passes before a step).  Synchronize
+    (``torch.cuda.synchronize()``) before reading streamed state, e.g. to
+    save it.  The first step measures the activations; the state is placed
+    before the second.
     """
     if not _state["mode"]:
         raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "libvmmx is not enabled",
                            "call vmmx.torch.enable() before the model is made")
-    return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward, home=home)
+    return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward, home=home,
+                     optimizer=optimizer)
 
 
 def _check_entry_points():
