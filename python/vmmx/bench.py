@@ -15,10 +15,13 @@ once per process), all from the same run:
                the "sysmem fallback" row
   offload      the same with vmmx.torch.offload(model, lookahead)
   manual       hand-written offload: the layers that do not fit live in pinned
-               host memory and are copied in, double-buffered on a side stream
-               (inference workloads only)
+               host memory and are copied in, double-buffered on a side stream;
+               in training, AdamW's state that does not fit lives there and is
+               copied in and back, double-buffered, at the step
   floor        the PCIe floor model: max(native time, bytes that do not fit /
-               pinned H2D bandwidth measured in this run; twice that for training)
+               pinned H2D bandwidth measured in this run; twice that for training);
+               the bytes that do not fit: the working set past the cap less
+               the headroom, or native's peak past the cap if that is more
 ``--alloc`` adds the allocation microbenchmark: PyTorch's mixed-size pattern,
 microseconds per alloc+free, native against libvmmx (both modes).
 
@@ -173,6 +176,86 @@ class Manual:
             self._copy(k + 2)
 
 
+class ManualTrain:
+    """Hand-written offload for training: AdamW (written out) whose state past the
+    budget lives in pinned host memory; at the step it is copied into two device
+    staging buffers on a side stream, double-buffered, stepped there and copied back
+    on another stream.  Weights and gradients stay on the device."""
+
+    def __init__(self, torch, params, budget, lr=1e-4, betas=(0.9, 0.999), eps=1e-8,
+                 weight_decay=1e-2):
+        self.torch, self.lr, self.betas, self.eps, self.wd = torch, lr, betas, eps, weight_decay
+        self.params = [p for p in params if p.requires_grad]
+        big = max(p.nbytes for p in self.params)
+        used = 2 * sum(p.nbytes for p in self.params) + 2 * 2 * big  # weights, grads, staging
+        self.state, self.offloaded, self.t = {}, [], 0
+        for p in self.params:
+            if used + 2 * p.nbytes <= budget:
+                self.state[p] = (torch.zeros_like(p), torch.zeros_like(p))
+                used += 2 * p.nbytes
+            else:
+                self.state[p] = tuple(torch.zeros(p.shape, dtype=p.dtype, pin_memory=True)
+                                      for _ in range(2))
+                self.offloaded.append(p)
+        self.spilled_bytes = sum(2 * p.nbytes for p in self.offloaded)
+        self.resident = [p for p in self.params if all(p is not q for q in self.offloaded)]
+        self.stage = [torch.empty(2 * big, dtype=torch.uint8, device="cuda") for _ in range(2)]
+        self.h2d, self.d2h = torch.cuda.Stream(), torch.cuda.Stream()
+        self.ready = [torch.cuda.Event() for _ in range(2)]
+        self.free = [torch.cuda.Event() for _ in range(2)]
+
+    def _views(self, p, slot):
+        n = p.nbytes
+        return tuple(self.stage[slot][i * n:(i + 1) * n].view(p.dtype).view(p.shape)
+                     for i in range(2))
+
+    def _copy_in(self, j):
+        p, slot = self.offloaded[j], j % 2
+        with self.torch.cuda.stream(self.h2d):
+            self.h2d.wait_event(self.free[slot])
+            for view, host in zip(self._views(p, slot), self.state[p]):
+                view.copy_(host, non_blocking=True)
+            self.ready[slot].record(self.h2d)
+
+    def _adamw(self, p, m, v):
+        b1, b2 = self.betas
+        g = p.grad
+        p.mul_(1 - self.lr * self.wd)
+        m.lerp_(g, 1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = (v.sqrt() / (1 - b2 ** self.t) ** 0.5).add_(self.eps)
+        p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
+
+    def step(self):
+        with self.torch.no_grad():
+            self._step()
+
+    def _step(self):
+        torch, cur = self.torch, self.torch.cuda.current_stream()
+        self.t += 1
+        self.h2d.wait_stream(self.d2h)  # the last step's write-backs are done
+        self.h2d.wait_stream(cur)
+        for j in range(min(2, len(self.offloaded))):
+            self._copy_in(j)
+        for p in self.resident:
+            if p.grad is not None:
+                self._adamw(p, *self.state[p])
+        for j, p in enumerate(self.offloaded):
+            slot = j % 2
+            cur.wait_event(self.ready[slot])
+            views = self._views(p, slot)
+            if p.grad is not None:
+                self._adamw(p, *views)
+            self.d2h.wait_stream(cur)
+            with torch.cuda.stream(self.d2h):
+                for view, host in zip(views, self.state[p]):
+                    host.copy_(view, non_blocking=True)
+                self.free[slot].record(self.d2h)
+            if j + 2 < len(self.offloaded):
+                self._copy_in(j + 2)
+        cur.wait_stream(self.d2h)
+
+
 def child(spec):
     """Run one column of one workload in this process; print one JSON line."""
     if spec["column"] == "expandable":
@@ -223,8 +306,12 @@ def child(spec):
             out["layers"] = n
             tokens = torch.randint(0, vocab, (spec["batch"], seq), device="cuda")
             blocks, names = list(model.blocks), Block.names()
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False) \
-                if wl == "train" else None
+            opt = None
+            if wl == "train" and spec["column"] == "manual":
+                opt = ManualTrain(torch, model.parameters(), cap - spec["headroom"])
+                out["spilled_bytes"] = opt.spilled_bytes
+            elif wl == "train":
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
 
             def step(run_block=None):
                 if wl == "train":
@@ -233,7 +320,7 @@ def child(spec):
                         logits.view(-1, vocab).float(), tokens.view(-1))
                     loss.backward()
                     opt.step()
-                    opt.zero_grad(set_to_none=True)
+                    model.zero_grad(set_to_none=True)
                     return loss
                 return model(tokens, run_block)
         out["working_set_bytes"] = out["weights_bytes"] * (4 if wl == "train" else 1)
@@ -242,11 +329,9 @@ def child(spec):
             import vmmx.torch
             off = vmmx.torch.offload(model, lookahead=spec["lookahead"],
                                      headroom=spec["headroom"], backward=(wl == "train"),
-                                     home=spec.get("home", "vmmx"))
-        if spec["column"] == "manual":
-            if wl == "train":
-                out["error"] = "n/a (hand-written offload is inference only)"
-                return out
+                                     home=spec.get("home", "vmmx"),
+                                     optimizer=opt if wl == "train" else None)
+        if spec["column"] == "manual" and wl != "train":
             budget = cap - spec["headroom"]
             m = Manual(torch, blocks, names, budget)
             out["spilled_bytes"] = m.spilled_bytes
@@ -262,7 +347,7 @@ def child(spec):
         times = []
         with ctx:
             for it in range(spec["warmup"] + spec["steps"]):
-                if spec["column"] == "manual":
+                if spec["column"] == "manual" and wl != "train":
                     m.start()
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
@@ -275,6 +360,7 @@ def child(spec):
             out["offload"] = off.stats()
         out["peak_device_bytes"] = torch.cuda.max_memory_reserved() \
             if spec["column"] not in ("vmmx", "offload") else None
+        out["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
         if spec["column"] in ("vmmx", "offload"):
             st = vmmx.torch.stats()
             out["host_bytes"] = st["allocator"]["host_reserved"]
@@ -356,7 +442,8 @@ def main(argv=None):
     ap.add_argument("--cap", default="8GiB", help="device cap (default 8GiB)")
     ap.add_argument("--columns", default=",".join(COLUMNS))
     ap.add_argument("--batch", type=int, default=None,
-                    help="rows of the matmul chain (4096) / sequences of the transformer (4)")
+                    help="rows of the matmul chain (4096) / sequences of the transformer "
+                         "(4; 1 in training, whose activations then fit the headroom)")
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--d-model", type=int, default=4096)
     ap.add_argument("--heads", type=int, default=32)
@@ -387,7 +474,7 @@ def main(argv=None):
           f"{bw.get('torch')}, pinned H2D {bw.get('h2d_gbs', 0):.1f} GB/s, cap {a.cap}")
     cols = [c for c in a.columns.split(",") if c]
     for wl in a.workload.split(","):
-        batch = a.batch or (4096 if wl == "matmul" else 4)
+        batch = a.batch or {"matmul": 4096, "infer": 4, "train": 1}[wl]
         for ratio in (float(r) for r in a.ratios.split(",")):
             row = {}
             for col in cols:
@@ -399,7 +486,10 @@ def main(argv=None):
                 results["runs"].append(r)
             nat = row.get("native", {})
             if "floor" in cols and nat.get("ms") is not None:
-                spill = max(0, nat["working_set_bytes"] - (cap - base["headroom"]))
+                # what does not fit: the working set past the cap less the headroom, or
+                # native's peak past the cap where its activations outgrow the headroom
+                spill = max(0, nat["working_set_bytes"] - (cap - base["headroom"]),
+                            nat.get("peak_allocated_bytes", 0) - cap)
                 xfer = spill / (bw["h2d_gbs"] * 1e9) * 1e3 * (2 if wl == "train" else 1)
                 fl = {"column": "floor", "workload": wl, "ratio": ratio,
                       "ms": max(nat["ms"], xfer), "transfer_ms": xfer, "spilled_bytes": spill}
