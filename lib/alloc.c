@@ -509,9 +509,12 @@ static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, 
 	 * partly on the device goes wholly to host memory.  If that fails (host
 	 * limit) it stays as placed, which is still correct for kernels.
 	 */
-	if (!vmmx_buf_residency(buf, 0, size, &r) && r.host && r.device)
-		(void)vmmx_prefetch(ctx, vmmx_buf_ptr(buf), size,
-				    (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, NULL);
+	if (vmmx_buf_residency(buf, 0, size, &r))
+		r.host = 0; /* not counted as a fallback */
+	else if (r.host && r.device &&
+		 !vmmx_prefetch(ctx, vmmx_buf_ptr(buf), size,
+				(struct vmmx_loc){ VMMX_LOC_HOST, 0 }, NULL))
+		r.host = size; /* moved whole */
 	s->buf = buf;
 	s->base = (uintptr_t)vmmx_buf_ptr(buf);
 	s->size = size;
@@ -530,7 +533,7 @@ static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, 
 	a->st.reserved_bytes += size;
 	if (a->st.reserved_bytes > a->st.reserved_peak)
 		a->st.reserved_peak = a->st.reserved_bytes;
-	if (!vmmx_buf_residency(buf, 0, size, &r) && r.host) {
+	if (r.host) {
 		a->st.fallback_segments++;
 		a->st.fallback_bytes += r.host;
 	}
