@@ -650,6 +650,7 @@ class _Stepper:
         self.homes = {}       # id(p) -> [(state tensor, its home, home's CPU view)]: streamed
         self.slot_of, self.owner, self.slots = {}, [], []
         self.wb = {}          # id(p) -> event: its state's last write-back is done
+        self.d2h = torch.cuda.Stream(self.device)  # the write-backs
         self.counters = dict(steps=0, state_copies=0, state_writebacks=0,
                              param_writebacks=0, steps_on_host=0)
         self.handles = [p.register_post_accumulate_grad_hook(self._hook) for p in self.params]
@@ -790,7 +791,7 @@ class _Stepper:
                     t.data = h
             if k is None and not in_slot:
                 return
-            done, s = torch.cuda.Event(), self._d2h()
+            done, s = torch.cuda.Event(), self.d2h
             done.record(cur)
             with torch.cuda.stream(s):
                 s.wait_event(done)
@@ -811,12 +812,6 @@ class _Stepper:
                     self.off._release(u)
             if k is not None:
                 self._fill(p)
-
-    def _d2h(self):
-        """The stream of the write-backs."""
-        if not hasattr(self, "d2h"):
-            self.d2h = torch.cuda.Stream(self.device)
-        return self.d2h
 
     def _step(self, p):
         """The optimizer's own step for p alone (its group's settings), then no gradient."""
