@@ -195,7 +195,7 @@ enum vmmx_host_access {
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
-#define VMMX_STATS_VERSION 2
+#define VMMX_STATS_VERSION 3
 
 /** VMMX_STATS_DEVICES - devices described one by one in struct vmmx_stats. */
 #define VMMX_STATS_DEVICES 16
@@ -247,6 +247,12 @@ struct vmmx_stats {
 	uint64_t dev_held[VMMX_STATS_DEVICES];   /**< bytes of handles held on device N, cached
 					              ones included: what VMMX_DEVICE_LIMIT bounds */
 	uint64_t dev_placed[VMMX_STATS_DEVICES]; /**< chunks ever placed on device N by grows */
+	/* version 3: read-mostly chunks (vmmx_buf_advise) */
+	uint64_t shadow_bytes;        /**< host memory kept as copies of read-mostly chunks now
+				           on a device (held: counts against VMMX_HOST_LIMIT) */
+	uint64_t copies_saved;        /**< chunk moves to host memory that mapped a kept copy
+				           instead of copying */
+	uint64_t copy_bytes_saved;    /**< bytes those moves did not copy */
 };
 
 /**
@@ -356,17 +362,20 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info);
 /**
  * vmmx_ctx_trim() - release cached chunks to the driver.
  * @ctx: context.
- * @keep_bytes: bytes of cached chunks to keep (0 releases all).
+ * @keep_bytes: bytes of cached chunks and host copies to keep (0 releases all).
  *
  * Chunks released by shrinks and destroys are kept per location for reuse
  * (VMMX_CACHE_LIMIT bounds them; VMMX_DEVICE_PREALLOC fills the device's
- * share up front).  They count against the limits.  This gives them back.
- * Teardown steps that failed earlier are retried too.
+ * share up front).  They count against the limits.  This gives them back,
+ * then, if more than @keep_bytes is still kept, the host copies of
+ * read-mostly chunks (vmmx_buf_advise()), skipping buffers that another
+ * thread is resizing or migrating.  Teardown steps that failed earlier are
+ * retried too.
  *
  * Return: 0; -VMMX_EINVAL for a NULL @ctx.
  *
- * Context: any thread; takes the cache lock and the context's mutex; may
- * block; calls the driver.
+ * Context: any thread; takes the cache lock, the context's mutex and
+ * (tried, never waited for) buffers' mutexes; may block; calls the driver.
  */
 VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes);
 
@@ -528,8 +537,10 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
 enum vmmx_advice {
 	VMMX_ADVISE_HOT = 1,         /**< in use now (an explicit touch) */
 	VMMX_ADVISE_COLD = 2,        /**< not needed soon: a first victim */
-	VMMX_ADVISE_READ_MOSTLY = 3, /**< read much more than written */
+	VMMX_ADVISE_READ_MOSTLY = 3, /**< not written while on a device: moving it there keeps
+				          its host copy, so moving it back needs no copy */
 	VMMX_ADVISE_WILL_NEED = 4,   /**< about to be used: bring it close now if there is room */
+	VMMX_ADVISE_NOT_READ_MOSTLY = 5, /**< about to be written: drop the host copies */
 };
 
 /**
@@ -544,8 +555,25 @@ enum vmmx_advice {
  * may then ask for moves (rebalance()), which libvmmx makes before
  * returning: the range must not be in use by kernels meanwhile.
  *
+ * Read-mostly: %VMMX_ADVISE_READ_MOSTLY marks the chunks that lie wholly
+ * inside the range (a chunk the range covers only in part is not marked:
+ * its other bytes may be written); chunks a later grow adds are not marked.
+ * A marked chunk that moves from host memory to a device keeps its host
+ * handle, unmapped, with the data as it was; when it moves back to that
+ * host location (vmmx_buf_migrate(), vmmx_prefetch(), a policy's eviction),
+ * that handle is mapped again: no copy, no new pinned memory (counted in
+ * &vmmx_stats.copies_saved).  libvmmx cannot see writes: the advice is the
+ * caller's promise that nothing (kernels, vmmx_memcpy(), vmmx_memset())
+ * writes the range while it is on a device.  %VMMX_ADVISE_NOT_READ_MOSTLY
+ * unmarks every chunk the range touches and drops their copies; give it
+ * before writing.  The copies are host memory held, charged against
+ * VMMX_HOST_LIMIT (&vmmx_stats.shadow_bytes); libvmmx releases them when a
+ * new host chunk needs the room, on vmmx_ctx_trim(), and with their chunks.
+ *
  * Return: 0; -VMMX_ERANGE past the size; -VMMX_EINVAL for a bad advice;
- * errors of a move that failed (the data stays intact where it was).
+ * -VMMX_ENOMEM when the read-mostly mark could not be changed (nothing
+ * changed); errors of a move that failed (the data stays intact where it
+ * was).
  *
  * Context: any thread; takes the buffer's mutex; may block and call the
  * driver when moves are made.

@@ -768,6 +768,26 @@ static void poll_pending(struct vmmx_alloc *a)
 	}
 }
 
+/*
+ * A freed block's memory is no longer its tensor's: the read-mostly promise
+ * made for it (vmmx_advise) ends, or a later tensor's writes would be lost
+ * when its chunks move back to host memory.  Costs nothing for segments
+ * never advised.
+ */
+static void unmark(struct vmmx_alloc *a, const struct blk *b)
+{
+	struct vmmx_buf *buf = b->seg->buf;
+
+	if (!__atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&buf->lock);
+	if (vmmx__read_mostly_advise(buf, b->ptr - buf->base, b->size, false))
+		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR,
+			   "vmmx_alloc_free(%p): the block stays marked read-mostly: %s",
+			   (void *)b->ptr, vmmx_last_error());
+	pthread_mutex_unlock(&buf->lock);
+}
+
 VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 {
 	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
@@ -787,6 +807,7 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 				  "vmmx_alloc_free(%p): not an address this allocator returned, "
 				  "or freed already", ptr);
 	}
+	unmark(a, b);
 	a->st.frees++;
 	a->st.active_blocks--;
 	a->st.allocated_bytes -= b->size;

@@ -247,7 +247,7 @@ static int make_chunk(struct vmmx_buf *buf, size_t off, size_t size, struct vmmx
 			*hit = false;
 			if (vmmx__charge(ctx, loc, size)) {
 				/* Cached handles too big to reuse still count: free them. */
-				if (!evicted && vmmx__cache_evict(ctx, loc, size)) {
+				if (!evicted && vmmx__make_room(ctx, loc, size)) {
 					evicted = true;
 					continue;
 				}
@@ -258,7 +258,7 @@ static int make_chunk(struct vmmx_buf *buf, size_t off, size_t size, struct vmmx
 			if (err == -VMMX_ENOMEM) {
 				vmmx__uncharge(ctx, loc, size);
 				*why = VMMX__WHY_OOM;
-				if (!evicted && vmmx__cache_evict(ctx, loc, size)) {
+				if (!evicted && vmmx__make_room(ctx, loc, size)) {
 					evicted = true;
 					continue;
 				}
@@ -719,6 +719,14 @@ static int cut_bounce(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct 
 	return err;
 }
 
+/* A chunk of a table about to be retired gives its host copy to the cache. */
+static void drop_shadow(struct vmmx_ctx *ctx, const struct vmmx__chunk *c)
+{
+	struct vmmx__chunk tmp = *c;
+
+	vmmx__shadow_drop(ctx, &tmp, false);
+}
+
 /*
  * Shrink: chunks that start at or past the new size are unmapped; the one
  * the size cuts through is replaced by a handle of its kept part, so the
@@ -763,6 +771,8 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 
 		nc = old->c[keep - 1];
 		nc.size = size - nc.off;
+		/* A copy of the whole chunk is no copy of the kept part. */
+		nc.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
 		err = cut_prepare(buf, &old->c[keep - 1], &nc);
 		if (err == -VMMX_ENOMEM) {
 			vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
@@ -827,6 +837,7 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 	 * the old table is retired: it may be freed any time after that. */
 	for (j = old->n; j > keep; j--) {
 		vmmx__policy_chunk_event(buf, &old->c[j - 1], VMMX_POLICY_EV_RELEASED);
+		drop_shadow(ctx, &old->c[j - 1]);
 		if (bounced && j == cut_idx + 1)
 			continue; /* cut_bounce() gave it back */
 		vmmx__cache_put(ctx, old->c[j - 1].loc, old->c[j - 1].handle, old->c[j - 1].size);
@@ -835,6 +846,7 @@ static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
 		const struct vmmx__chunk *c = &old->c[keep - 1];
 
 		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
+		drop_shadow(ctx, c);
 		if (!bounced)
 			vmmx__cache_put(ctx, c->loc, c->handle, c->size);
 		vmmx__policy_chunk_event(buf, &nc, VMMX_POLICY_EV_PLACED);
@@ -899,6 +911,7 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 		const struct vmmx__chunk *c = &t->c[j - 1];
 
 		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
+		drop_shadow(ctx, c);
 		if (vmmx__unmap_or_defer(ctx, (void *)(buf->base + c->off), c->size)) {
 			/* Released even though the unmap was deferred: the driver
 			 * frees the memory when its last mapping goes. */

@@ -7,7 +7,9 @@
  *
  * Cached handles stay charged against the limits (a limit caps what libvmmx
  * holds, cache included) and are counted as room by vmmx__room(), since
- * reusing one needs no new memory.  VMMX_CACHE_LIMIT bounds the total;
+ * reusing one needs no new memory.  The host copies of read-mostly chunks
+ * (shadow.c) count the same way: vmmx__make_room() releases them when the
+ * cache alone cannot make room.  VMMX_CACHE_LIMIT bounds the total;
  * VMMX_DEVICE_PREALLOC fills the device's share up front and raises the
  * bound by that much.  vmmx_ctx_trim() and vmmx_ctx_destroy() release.
  *
@@ -100,10 +102,19 @@ int vmmx__handle_get(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t size, vmm
 			}
 			vmmx__uncharge(ctx, loc, size);
 		}
-		if (err != -VMMX_ENOMEM || !vmmx__cache_evict(ctx, loc, size))
+		if (err != -VMMX_ENOMEM || !vmmx__make_room(ctx, loc, size))
 			break;
 	}
 	return err;
+}
+
+uint64_t vmmx__make_room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
+{
+	uint64_t freed = vmmx__cache_evict(ctx, loc, bytes);
+
+	if (freed < bytes && vmm_loc_is_host(loc))
+		freed += vmmx__shadow_reclaim(ctx, bytes - freed);
+	return freed;
 }
 
 uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)

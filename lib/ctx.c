@@ -350,16 +350,21 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 
 VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes)
 {
-	uint64_t total;
+	uint64_t total, cached;
 
 	vmmx__clear_last_error();
 	if (!ctx)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_ctx_trim: ctx is NULL");
 	if (vmmx__inherited(ctx))
 		return vmmx__fail_inherited(ctx, "vmmx_ctx_trim");
-	total = __atomic_load_n(&ctx->cache_total, __ATOMIC_RELAXED);
-	if (total > keep_bytes)
-		vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, total - keep_bytes);
+	/* Cached handles first, then the host copies of read-mostly chunks. */
+	cached = __atomic_load_n(&ctx->cache_total, __ATOMIC_RELAXED);
+	total = cached + __atomic_load_n(&ctx->shadow_bytes, __ATOMIC_RELAXED);
+	if (total > keep_bytes && cached)
+		vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 },
+				  total - keep_bytes < cached ? total - keep_bytes : cached);
+	if (total > keep_bytes && total - keep_bytes > cached)
+		vmmx__shadow_reclaim(ctx, total - keep_bytes - cached);
 	vmmx__deferred_retry(ctx);
 	return 0;
 }
@@ -450,6 +455,10 @@ uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
 	/* Cached handles are held (and charged) already: reusing them needs
 	 * neither limit nor free memory. */
 	cached = __atomic_load_n(&ctx->cache_bytes[k], __ATOMIC_RELAXED);
+	/* So are the host copies of read-mostly chunks, which vmmx__make_room()
+	 * releases for a new handle. */
+	if (k == VMMX__HOST_SLOT)
+		cached += __atomic_load_n(&ctx->shadow_bytes, __ATOMIC_RELAXED);
 	lim = ctx->limit[k] > held ? ctx->limit[k] - held : 0;
 	lim = lim > UINT64_MAX - cached ? UINT64_MAX : lim + cached;
 	if (snap && snap->have[k]) {

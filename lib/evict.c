@@ -200,7 +200,7 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_advise: buf is NULL");
 	if (vmmx__inherited(buf->ctx))
 		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_advise");
-	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_WILL_NEED)
+	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_NOT_READ_MOSTLY)
 		return vmmx__fail(&buf->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_buf_advise: advice %d is none of enum vmmx_advice", advice);
 	pol = buf->policy;
@@ -211,6 +211,14 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
 		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ERANGE,
 				  "vmmx_buf_advise: range [%zu, +%zu) goes past the size %zu", off, len,
 				  size);
+	}
+	if (advice == VMMX_ADVISE_READ_MOSTLY || advice == VMMX_ADVISE_NOT_READ_MOSTLY) {
+		int err = vmmx__read_mostly_advise(buf, off, len, advice == VMMX_ADVISE_READ_MOSTLY);
+
+		if (err) {
+			pthread_mutex_unlock(&buf->lock);
+			return err;
+		}
 	}
 	if (HAS(pol, advise))
 		pol->ops->advise(pol->state, buf->id, off, len, advice);

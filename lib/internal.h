@@ -306,6 +306,8 @@ struct vmmx__counters {
 	uint64_t migrated_bytes;
 	uint64_t evictions;
 	uint64_t promotions;
+	uint64_t copies_saved;          /* moves to host that mapped a kept copy */
+	uint64_t copy_bytes_saved;
 };
 
 /* A released handle kept for reuse (cache.c). */
@@ -344,6 +346,7 @@ struct vmmx_ctx {
 	uint64_t cache_bytes[VMMX__NSLOTS]; /* atomic reads, writes under cache_lock */
 	uint64_t cache_total;           /* atomic reads, writes under cache_lock */
 	uint64_t cache_limit;           /* read-only after create */
+	uint64_t shadow_bytes;          /* host copies kept by read-mostly chunks: atomic */
 
 	int host_access;                /* enum vmmx_host_access: read-only after create */
 	pthread_mutex_t reg_lock;       /* protects @regs */
@@ -481,6 +484,9 @@ void vmmx__cache_put(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, 
 /* Release cached handles at @loc's slot (or every slot if @loc.kind is NONE)
  * until @bytes are freed or none is left; returns bytes released. */
 uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
+/* Free @bytes at @loc for a new handle: cached handles, then (host memory)
+ * the host copies of read-mostly chunks (shadow.c).  Returns bytes freed. */
+uint64_t vmmx__make_room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes);
 /*
  * A handle of exactly @size at @loc: a cached one, else a new one (charged),
  * giving cached handles back once when the limit or the driver refuses.
@@ -509,6 +515,24 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol);
 /* Move the chunks of [off, off+len) to @to; buf->lock held.  *moved_p: bytes moved. */
 int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
 			 vmm_stream_t s, size_t *moved_p);
+
+/* ---- read-mostly chunks and their host copies (shadow.c) ---- */
+
+/* Whether @c keeps a host copy. */
+#define VMMX__HAS_SHADOW(c) ((c)->shadow_loc.kind != VMMX_LOC_NONE)
+/* Keep @h, the host handle at @loc that @nc had before it moved to a device,
+ * as @nc's host copy. */
+void vmmx__shadow_keep(struct vmmx_ctx *ctx, struct vmmx__chunk *nc, struct vmmx_loc loc,
+		       vmm_handle_t h);
+/* Forget @c's host copy; its handle goes to the cache (@release false) or
+ * back to the driver.  Returns the bytes it held (0: none). */
+size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release);
+/* VMMX_ADVISE_READ_MOSTLY (@on) or VMMX_ADVISE_NOT_READ_MOSTLY on
+ * [off, off+len): publishes a new table when a chunk changes; buf->lock held. */
+int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool on);
+/* Release host copies, buffer by buffer, until @bytes are freed; buffers
+ * another thread holds (or the caller does) are skipped.  No ctx->lock held. */
+uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes);
 
 /* ---- trace (trace.c) ---- */
 
@@ -586,6 +610,10 @@ struct vmmx__chunk {
 	struct vmmx_loc loc;
 	vmm_handle_t handle;
 	bool cpu;                       /* the CPU is granted access (host chunks only) */
+	bool read_mostly;               /* advised VMMX_ADVISE_READ_MOSTLY (shadow.c) */
+	struct vmmx_loc shadow_loc;     /* NONE, or where @shadow lives (host memory) */
+	vmm_handle_t shadow;            /* a read-mostly chunk on a device: its host copy,
+					 * unmapped, kept from when it was promoted */
 };
 
 /*
@@ -617,6 +645,8 @@ struct vmmx_buf {
 	uint64_t id;                    /* read-only: unique in the context */
 	pthread_mutex_t lock;           /* serialises writers */
 	struct vmmx__table *table;      /* RCU; written under @lock */
+	bool read_mostly;               /* a chunk was ever marked read-mostly (shadow.c):
+					 * written under @lock, read atomically */
 };
 
 /*

@@ -18,6 +18,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/trace.c \
 	%D%/host.c \
 	%D%/migrate.c \
+	%D%/shadow.c \
 	%D%/evict.c \
 	%D%/copy.c \
 	%D%/fork.c \

@@ -11,6 +11,10 @@
  * to the cache.  Every step that fails undoes that chunk's earlier steps, so
  * a chunk is always either where it was, intact, or moved, intact.
  *
+ * A read-mostly chunk (shadow.c) leaving host memory for a device keeps its
+ * old handle instead of giving it to the cache; moving back to that host
+ * location maps it again (remap_shadow) before any batch is prepared.
+ *
  * Speed: chunks move in batches (up to MIGRATE_BATCH bytes) through two
  * staging slots.  While batch k's copies run, batch k+1's handles are made
  * and mapped; batch k is switched over while batch k+1 copies.  Access is
@@ -132,6 +136,11 @@ struct mig {
 	 */
 	bool stage_src;
 };
+
+static bool same_loc(struct vmmx_loc a, struct vmmx_loc b)
+{
+	return a.kind == b.kind && a.id == b.id;
+}
 
 static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, size_t size)
 {
@@ -261,7 +270,8 @@ static void prepare(struct mig *g, struct batch *b)
 		const struct vmmx__chunk *c = &g->t->c[g->next];
 		struct move *m;
 
-		if (c->loc.kind == g->to.kind && c->loc.id == g->to.id) {
+		/* There already, or moved by remap_shadows(). */
+		if (same_loc(g->nt->c[g->next].loc, g->to)) {
 			g->next++;
 			continue;
 		}
@@ -341,6 +351,15 @@ static void launch(struct mig *g, struct batch *b)
 		g->err = err;
 }
 
+
+/* Count a chunk moved (@nc: as it is now) and tell the policy. */
+static void moved_one(struct mig *g, const struct vmmx__chunk *nc)
+{
+	vmmx__policy_chunk_event(g->buf, nc, VMMX_POLICY_EV_MOVED);
+	g->moved += nc->size;
+	__atomic_fetch_add(&g->ctx->ctr.migrations, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&g->ctx->ctr.migrated_bytes, nc->size, __ATOMIC_RELAXED);
+}
 
 /* Switch a copied batch over: unmap old, map new, grant per run of chunks. */
 static void finish(struct mig *g, struct batch *b)
@@ -422,15 +441,57 @@ account:
 
 		if (!b->m[i].moved)
 			continue;
-		give_back(ctx, c->loc, c->handle, c->size);
 		nc->loc = g->to;
 		nc->handle = b->m[i].nh;
 		nc->cpu = vmmx__cpu_grant(ctx, g->to, true);
-		vmmx__policy_chunk_event(g->buf, nc, VMMX_POLICY_EV_MOVED);
-		g->moved += c->size;
-		__atomic_fetch_add(&ctx->ctr.migrations, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&ctx->ctr.migrated_bytes, c->size, __ATOMIC_RELAXED);
+		/* A read-mostly chunk leaving host memory for a device keeps
+		 * its host handle; one arriving in host memory (at another
+		 * location than its copy) has no use for its copy any more. */
+		if (c->read_mostly && vmm_loc_is_host(c->loc) && !vmm_loc_is_host(g->to))
+			vmmx__shadow_keep(ctx, nc, c->loc, c->handle);
+		else
+			give_back(ctx, c->loc, c->handle, c->size);
+		if (vmm_loc_is_host(g->to))
+			vmmx__shadow_drop(ctx, nc, false);
+		moved_one(g, nc);
 	}
+}
+
+/*
+ * A read-mostly chunk going back to the host location of its copy: the
+ * copy is mapped again in place of the device handle, which goes to the
+ * cache; no copy, no new handle.  0, or the error after putting the chunk
+ * back as it was.
+ */
+static int remap_shadow(struct mig *g, size_t i)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	const struct vmmx__chunk *c = &g->t->c[i];
+	struct vmmx__chunk back = *c;
+	void *va = (void *)(g->buf->base + c->off);
+	int err;
+
+	back.loc = c->shadow_loc;
+	back.handle = c->shadow;
+	back.cpu = vmmx__cpu_grant(ctx, back.loc, true);
+	back.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
+	back.shadow = 0;
+	err = vmm_unmap(ctx->vmm, va, c->size);
+	if (err)
+		return err;
+	err = vmmx__chunk_remap(ctx, va, &back);
+	if (err) {
+		if (!restore(ctx, va, c))
+			lost(g, c);
+		return err;
+	}
+	give_back(ctx, c->loc, c->handle, c->size);
+	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.copies_saved, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.copy_bytes_saved, c->size, __ATOMIC_RELAXED);
+	g->nt->c[i] = back;
+	moved_one(g, &g->nt->c[i]);
+	return 0;
 }
 
 /* The range's chunks: [*first, *end) of @t covering [off, off + len). */
@@ -459,25 +520,41 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	*moved_p = 0;
 	chunk_range(t, off, len, &first, &g.end);
 	g.next = first;
-	for (size_t i = first; i < g.end; i++) {
-		if (t->c[i].size > g.slot_bytes)
-			g.slot_bytes = t->c[i].size;
-		if (t->c[i].loc.kind != to.kind || t->c[i].loc.id != to.id)
+	for (size_t i = first; i < g.end; i++)
+		if (!same_loc(t->c[i].loc, to))
 			maxn++;
-	}
 	if (!maxn)
 		return 0;
-	g.slot_bytes = g.slot_bytes > MIGRATE_BATCH ? g.slot_bytes : MIGRATE_BATCH;
 	g.nt = vmmx__table_dup(t);
+	if (!g.nt)
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_migrate: out of memory");
+	/* Read-mostly chunks with a copy where they go: mapped back, not copied. */
+	for (size_t i = first; i < g.end && !g.err && g.stage_src; i++)
+		if (VMMX__HAS_SHADOW(&t->c[i]) && same_loc(t->c[i].shadow_loc, to))
+			g.err = remap_shadow(&g, i);
+	/* What is left to copy. */
+	maxn = 0;
+	for (size_t i = first; i < g.end; i++) {
+		if (same_loc(g.nt->c[i].loc, to))
+			continue;
+		maxn++;
+		if (t->c[i].size > g.slot_bytes)
+			g.slot_bytes = t->c[i].size;
+	}
+	if (!maxn || g.err) {
+		err = g.err;
+		goto out_publish;
+	}
+	g.slot_bytes = g.slot_bytes > MIGRATE_BATCH ? g.slot_bytes : MIGRATE_BATCH;
 	b[0].m = calloc(maxn, sizeof(struct move));
 	b[1].m = calloc(maxn, sizeof(struct move));
-	if (!g.nt || !b[0].m || !b[1].m) {
+	if (!b[0].m || !b[1].m) {
 		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_migrate: out of memory");
-		goto out_free;
+		goto out_publish;
 	}
 	err = vmm_reserve(ctx->vmm, 2 * g.slot_bytes, ctx->gran, &stage);
 	if (err)
-		goto out_free;
+		goto out_publish;
 	b[0].stage = stage;
 	b[1].stage = (char *)stage + g.slot_bytes;
 
@@ -512,12 +589,12 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	}
 	err = g.err;
 	vmmx__unreserve_or_defer(ctx, stage, 2 * g.slot_bytes);
+out_publish:
 	if (g.moved) {
 		vmmx__table_publish(buf, g.nt);
 		g.nt = NULL;
 	}
 	*moved_p = g.moved;
-out_free:
 	free(g.nt);
 	free(b[0].m);
 	free(b[1].m);

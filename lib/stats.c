@@ -71,6 +71,9 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->migrated_bytes = LOAD(ctx->ctr.migrated_bytes);
 	out->evictions = LOAD(ctx->ctr.evictions);
 	out->promotions = LOAD(ctx->ctr.promotions);
+	out->shadow_bytes = LOAD(ctx->shadow_bytes);
+	out->copies_saved = LOAD(ctx->ctr.copies_saved);
+	out->copy_bytes_saved = LOAD(ctx->ctr.copy_bytes_saved);
 	out->registrations = LOAD(ctx->reg_count);
 	out->registered_bytes = LOAD(ctx->reg_bytes);
 	out->host_access = (enum vmmx_host_access)ctx->host_access;
@@ -147,6 +150,7 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(deferred); U(copies); U(cache_hits); U(cache_misses); U(cache_bytes);
 	U(cache_released); U(registrations); U(registered_bytes);
 	U(migrations); U(migrated_bytes); U(evictions); U(promotions);
+	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");

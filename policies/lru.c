@@ -159,6 +159,8 @@ static void lru_advise(void *state, uint64_t buf_id, size_t off, size_t len, int
 
 		if (e->buf_id != buf_id || e->off >= off + len || e->off + e->size <= off)
 			continue;
+		if (advice == VMMX_ADVISE_NOT_READ_MOSTLY)
+			continue; /* how it is written, not when it is used */
 		if (advice == VMMX_ADVISE_COLD) {
 			e->stamp = 0;
 			e->want = 0;

@@ -52,6 +52,7 @@ vmmx_c_tests = \
 	%D%/gpu/fallback_kernel \
 	%D%/lib/host \
 	%D%/lib/migrate \
+	%D%/lib/readmostly \
 	%D%/policies/lru \
 	%D%/gpu/migrate_kernel \
 	%D%/gpu/headroom \
@@ -121,6 +122,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_host_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_migrate_LDADD = $(TEST_LDADD)
 %C%_lib_migrate_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_readmostly_LDADD = $(TEST_LDADD)
+%C%_lib_readmostly_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_alloc_LDADD = $(TEST_LDADD)
 %C%_lib_alloc_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_prefetch_LDADD = $(TEST_LDADD)

@@ -32,7 +32,7 @@ int main(void)
 #if !defined(__x86_64__) || !defined(__LP64__)
 	skip_all("the literals are the x86-64 LP64 layout");
 #endif
-	plan(171);
+	plan(175);
 
 	/* struct vmmx_config */
 	STRUCT(vmmx_config, 144);
@@ -56,7 +56,7 @@ int main(void)
 	MEMBER(vmmx_config, trace, 136, 8);
 
 	/* struct vmmx_stats */
-	STRUCT(vmmx_stats, 840);
+	STRUCT(vmmx_stats, 864);
 	MEMBER(vmmx_stats, size, 0, 8);
 	MEMBER(vmmx_stats, version, 8, 4);
 	MEMBER(vmmx_stats, buffers, 12, 4);
@@ -93,6 +93,10 @@ int main(void)
 	MEMBER(vmmx_stats, dev_chunks, 456, 128);
 	MEMBER(vmmx_stats, dev_held, 584, 128);
 	MEMBER(vmmx_stats, dev_placed, 712, 128);
+	/* version 3: read-mostly chunks */
+	MEMBER(vmmx_stats, shadow_bytes, 840, 8);
+	MEMBER(vmmx_stats, copies_saved, 848, 8);
+	MEMBER(vmmx_stats, copy_bytes_saved, 856, 8);
 
 	/* struct vmmx_ctx_info */
 	STRUCT(vmmx_ctx_info, 408);
@@ -245,7 +249,10 @@ int main(void)
 	is_int(3, VMMX_OP_RELEASE, "VMMX_OP_RELEASE is 3");
 	is_int(12, VMMX_OP_COUNT, "VMMX_OP_COUNT is 12 (the length of vmmx_stats.driver_calls)");
 
-	is_int(2, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 2");
+	is_int(3, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 3");
+	ok(VMMX_ADVISE_HOT == 1 && VMMX_ADVISE_COLD == 2 && VMMX_ADVISE_READ_MOSTLY == 3 &&
+		   VMMX_ADVISE_WILL_NEED == 4 && VMMX_ADVISE_NOT_READ_MOSTLY == 5,
+	   "enum vmmx_advice: HOT 1 to NOT_READ_MOSTLY 5");
 	ok(VMMX_OP_MAP == 4 && VMMX_OP_UNMAP == 5 && VMMX_OP_SET_ACCESS == 6 && VMMX_OP_COPY == 7 &&
 		   VMMX_OP_MEMSET == 8 && VMMX_OP_SYNC == 9 && VMMX_OP_REGISTER == 10 &&
 		   VMMX_OP_UNREGISTER == 11,

@@ -199,7 +199,8 @@ static void spill_to_peer(void)
 	ok(ci.loc.kind == VMMX_LOC_DEVICE && ci.loc.id == 1 && ci.base == p + 4 * MiB,
 	   "vmmx_lookup: the chunk is on device 1 (ordinal in loc.id)");
 	st = test_stats(ctx);
-	ok(st.version == 2 && st.device_count == 2, "vmmx_stats: version 2, 2 devices");
+	ok(st.version == VMMX_STATS_VERSION && st.device_count == 2,
+	   "vmmx_stats: this version, 2 devices");
 	ok(st.dev_bytes[0] == 4 * MiB && st.dev_bytes[1] == 4 * MiB && st.device_bytes == 8 * MiB,
 	   "vmmx_stats: dev_bytes per device and their sum device_bytes");
 	ok(st.dev_chunks[0] == 1 && st.dev_chunks[1] == 1 && st.dev_placed[1] == 1 &&

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shadow.c - read-mostly chunks keep their host copy.
+ *
+ * A chunk advised VMMX_ADVISE_READ_MOSTLY that moves from host memory to a
+ * device keeps its old host handle, unmapped, as its "shadow": the data as
+ * it was when promoted.  Moving it back to that host location then maps the
+ * shadow again under the chunk's address, with no copy and no new handle
+ * (migrate.c).  libvmmx cannot see writes, so the advice is the caller's
+ * promise that the range is not written while on the device;
+ * VMMX_ADVISE_NOT_READ_MOSTLY withdraws it and drops the copies.
+ *
+ * A shadow is host memory held: charged against VMMX_HOST_LIMIT like a
+ * cached handle, counted as room by vmmx__room() like one, and released
+ * when host memory is short (vmmx__make_room), on vmmx_ctx_trim(), or when
+ * its chunk is shrunk away or destroyed (buf.c).
+ *
+ * Locking: shadows live in the chunk table, so they change under the
+ * buffer's mutex with a new table published.  Reclaiming them for another
+ * buffer's grow takes buffer locks with trylock only (the caller holds one).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "internal.h"
+
+void vmmx__shadow_keep(struct vmmx_ctx *ctx, struct vmmx__chunk *nc, struct vmmx_loc loc,
+		       vmm_handle_t h)
+{
+	nc->shadow = h;
+	nc->shadow_loc = loc;
+	__atomic_fetch_add(&ctx->shadow_bytes, nc->size, __ATOMIC_RELAXED);
+}
+
+size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release)
+{
+	if (!VMMX__HAS_SHADOW(c))
+		return 0;
+	if (release)
+		vmmx__release_or_defer(ctx, c->shadow, c->shadow_loc, c->size);
+	else
+		vmmx__cache_put(ctx, c->shadow_loc, c->shadow, c->size);
+	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
+	c->shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
+	c->shadow = 0;
+	return c->size;
+}
+
+enum rm_op {
+	RM_SET,         /* flag the chunks wholly inside the range */
+	RM_UNSET,       /* unflag the chunks the range touches, copies to the cache */
+	RM_RECLAIM,     /* release the copies of the chunks the range touches */
+};
+
+/* Whether @op changes @c; [off, end) is the range, widened to the mapped end. */
+static bool changes(const struct vmmx__chunk *c, size_t off, size_t end, enum rm_op op)
+{
+	switch (op) {
+	case RM_SET:
+		return !c->read_mostly && c->off >= off && c->off + c->size <= end;
+	case RM_UNSET:
+		return c->read_mostly || VMMX__HAS_SHADOW(c);
+	default:
+		return VMMX__HAS_SHADOW(c);
+	}
+}
+
+/*
+ * Apply @op to the chunks of [off, off+len) (len may run past the end):
+ * a new table when any chunk changes.  buf->lock held.  0, or -VMMX_ENOMEM
+ * (nothing changed).  *@freed_p: bytes of copies dropped.
+ */
+static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op,
+		   uint64_t *freed_p)
+{
+	const struct vmmx__table *t = buf->table;
+	struct vmmx__table *nt;
+	size_t first, last, end, i;
+
+	*freed_p = 0;
+	if (!len || off >= t->mapped)
+		return 0;
+	/* A range to the logical end covers the last chunk's rounding too. */
+	end = len >= t->size - off ? t->mapped : off + len;
+	first = vmmx__table_find(t, off);
+	last = vmmx__table_find(t, end - 1) + 1;
+	for (i = first; i < last && !changes(&t->c[i], off, end, op); i++)
+		;
+	if (i == last)
+		return 0;
+	nt = vmmx__table_dup(t);
+	if (!nt)
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_advise: out of memory");
+	for (; i < last; i++) {
+		struct vmmx__chunk *c = &nt->c[i];
+
+		if (!changes(c, off, end, op))
+			continue;
+		if (op == RM_SET) {
+			c->read_mostly = true;
+			continue;
+		}
+		if (op == RM_UNSET)
+			c->read_mostly = false;
+		/* Nothing maps a shadow and readers never use one: it may go
+		 * before the old table is retired. */
+		*freed_p += vmmx__shadow_drop(buf->ctx, c, op == RM_RECLAIM);
+	}
+	if (op == RM_SET)
+		__atomic_store_n(&buf->read_mostly, true, __ATOMIC_RELAXED);
+	vmmx__table_publish(buf, nt);
+	return 0;
+}
+
+int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool on)
+{
+	uint64_t freed;
+
+	return rewrite(buf, off, len, on ? RM_SET : RM_UNSET, &freed);
+}
+
+uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes)
+{
+	uint64_t freed = 0;
+
+	/* Index by index in the live list: buffers made or destroyed meanwhile
+	 * may be missed or seen twice, which costs nothing here. */
+	for (size_t i = 0; freed < bytes && __atomic_load_n(&ctx->shadow_bytes, __ATOMIC_RELAXED);
+	     i++) {
+		struct vmmx_buf *buf;
+		uint64_t got;
+
+		/* Under ctx->lock the buffer cannot be destroyed; its own lock
+		 * is only tried (lock order: buf->lock is outer). */
+		pthread_mutex_lock(&ctx->lock);
+		if (i >= ctx->bufs->n) {
+			pthread_mutex_unlock(&ctx->lock);
+			break;
+		}
+		buf = ctx->bufs->bufs[i];
+		if (pthread_mutex_trylock(&buf->lock))
+			buf = NULL;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!buf)
+			continue;
+		if (!rewrite(buf, 0, SIZE_MAX, RM_RECLAIM, &got))
+			freed += got;
+		pthread_mutex_unlock(&buf->lock);
+	}
+	return freed;
+}
