@@ -137,6 +137,8 @@ struct mig_row {
 	uint64_t chunk;
 	int warm;		/* the cache holds the chunks (an untimed round trip filled it) */
 	int gpu_only;		/* VMMX_HOST_CPU_ACCESS=placed: moved chunks granted to the GPU only */
+	int read_mostly;	/* advised VMMX_ADVISE_READ_MOSTLY: d->h maps the kept host copy */
+	uint64_t copies_saved;	/* during the timed round trips, from vmmx_stats */
 	size_t nchunks;		/* chunks in the buffer */
 	double d2h, h2d;	/* seconds per vmmx_buf_migrate of the whole range */
 	uint64_t cache_hits;	/* during the timed round trips */
@@ -183,7 +185,7 @@ struct bench {
 	char copy_why[256];
 	struct stream_row streams[3];
 	size_t nstreams;
-	struct mig_row mig[MAX_CHUNKS * 2 + 1];
+	struct mig_row mig[MAX_CHUNKS * 2 + 2];
 	size_t nmig;
 	struct mig_base pcie, uvm;
 	struct target targets[8 + MAX_CHUNKS * 2 + 1];
@@ -1828,7 +1830,14 @@ static void mig_figures(struct bench *B, struct mig_row *r, double *d, double *h
 	r->cache_hits = st1->cache_hits - st0->cache_hits;
 	r->migrations = st1->migrations - st0->migrations;
 	r->migrated_bytes = st1->migrated_bytes - st0->migrated_bytes;
-	if (r->warm && r->cache_hits != 2ull * n * r->nchunks)
+	r->copies_saved = st1->copies_saved - st0->copies_saved;
+	if (r->read_mostly && r->copies_saved != (uint64_t)n * r->nchunks)
+		fprintf(stderr,
+			PROG ": warning: migrate: read-mostly: %llu copies saved in %u round trips of "
+			     "%zu chunks\n",
+			(unsigned long long)r->copies_saved, n, r->nchunks);
+	/* Read-mostly: d->h takes no handle (it maps the kept one). */
+	if (r->warm && r->cache_hits != (r->read_mostly ? 1ull : 2ull) * n * r->nchunks)
 		fprintf(stderr,
 			PROG ": warning: migrate: %s chunks, warm: %llu cache hits in %u round "
 			     "trips of %zu chunks\n",
@@ -1836,6 +1845,22 @@ static void mig_figures(struct bench *B, struct mig_row *r, double *d, double *h
 			r->nchunks);
 	if (!r->warm && r->cache_hits)
 		fprintf(stderr, PROG ": warning: migrate: cache hits with the cache off\n");
+}
+
+/* A read-mostly row's advice over the whole buffer (its chunks are on the device:
+ * the untimed h->d keeps the host copies the timed d->h map back); 0 or -1. */
+static int mig_read_mostly(struct bench *B, struct mig_row *r, struct vmmx_buf *buf)
+{
+	int err;
+
+	if (!r->read_mostly)
+		return 0;
+	err = vmmx_buf_advise(buf, 0, B->o.migrate_size, VMMX_ADVISE_READ_MOSTLY);
+	if (err) {
+		vfail(B, "migrate: vmmx_buf_advise", err);
+		return why_vmmx(WHY(r));
+	}
+	return 0;
 }
 
 /*
@@ -1847,7 +1872,8 @@ static void mig_figures(struct bench *B, struct mig_row *r, double *d, double *h
  * --reps timed round trips.  The pattern written before is checked on the
  * host side after the first move and on the device at the end.
  */
-static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, struct mig_row *r)
+static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, int read_mostly,
+			 struct mig_row *r)
 {
 	uint64_t S = B->o.migrate_size, bad = 0;
 	unsigned int n = B->o.reps;
@@ -1858,15 +1884,16 @@ static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, struct mig_r
 	double *d = calloc(n, sizeof(*d)), *h = calloc(n, sizeof(*h));
 	char a[32], c[32];
 
-	*r = (struct mig_row){.chunk = chunk, .warm = warm, .d2h = NAN, .h2d = NAN};
-	note(B, "migrate: %s in %s chunks, cache %s, %u round trips",
+	*r = (struct mig_row){.chunk = chunk, .warm = warm, .read_mostly = read_mostly,
+			      .d2h = NAN, .h2d = NAN};
+	note(B, "migrate: %s in %s chunks, cache %s%s, %u round trips",
 	     tool_fmt_size(S, a, sizeof(a)), tool_fmt_size(chunk, c, sizeof(c)),
-	     warm ? "warm" : "cold", n);
+	     warm ? "warm" : "cold", read_mostly ? ", read-mostly" : "", n);
 	if (B->kwhy) {
 		snprintf(r->why, sizeof(r->why), "%s", B->kwhy);
 	} else if (!d || !h) {
 		why_oom(B, WHY(r), "migrate");
-	} else if (!mig_setup(B, r, &e, &ctx, &buf) &&
+	} else if (!mig_setup(B, r, &e, &ctx, &buf) && !mig_read_mostly(B, r, buf) &&
 		   !mig_round_trips(B, r, ctx, buf, &e, d, h, &st0)) {
 		vmmx_stats_get(ctx, &st1);
 		if (gpu_engine_verify(&e, GPU_WL_READ, vmmx_buf_ptr(buf), S, &bad))
@@ -1894,21 +1921,30 @@ static void section_migrate(struct bench *B)
 	B->nmig = 0;
 	for (int c = 0; c < B->o.nmchunks; c++)
 		for (int warm = 1; warm >= 0; warm--)
-			migrate_vmmx(B, B->o.mchunks[c], warm, &B->mig[B->nmig++]);
+			migrate_vmmx(B, B->o.mchunks[c], warm, 0, &B->mig[B->nmig++]);
 	/* The first chunk size again, warm, with the chunks moved to host granted
 	 * to the GPU only (VMMX_HOST_CPU_ACCESS=placed): granting the CPU is most
 	 * of the cost of mapping host memory. */
 	if (B->o.nmchunks) {
 		mkctx_gpu_only = 1;
-		migrate_vmmx(B, B->o.mchunks[0], 1, &B->mig[B->nmig]);
+		migrate_vmmx(B, B->o.mchunks[0], 1, 0, &B->mig[B->nmig]);
 		B->mig[B->nmig++].gpu_only = 1;
 		mkctx_gpu_only = 0;
+		/* And warm again with the range advised read-mostly: d->h maps the
+		 * host copies kept since h->d, copying nothing. */
+		migrate_vmmx(B, B->o.mchunks[0], 1, 1, &B->mig[B->nmig++]);
 	}
 }
 
 static const char *mig_label(const struct mig_row *r)
 {
-	return r->gpu_only ? "warm-gpu" : r->warm ? "warm" : "cold";
+	return r->read_mostly ? "read-mostly" : r->gpu_only ? "warm-gpu" : r->warm ? "warm" : "cold";
+}
+
+/* A warm row of the default settings: the one the target judges. */
+static int mig_plain(const struct mig_row *r)
+{
+	return r->warm && !r->gpu_only && !r->read_mostly;
 }
 
 /* min(d->h, h->d) of migrate / PCIe copy: both directions must reach the target. */
@@ -2037,7 +2073,7 @@ static void targets_migrate(struct bench *B)
 	double bv = NAN;
 
 	for (size_t i = 0; i < B->nmig && !best; i++)
-		if (B->mig[i].warm && !B->mig[i].gpu_only && B->mig[i].chunk == B->o.mchunks[0]) {
+		if (mig_plain(&B->mig[i]) && B->mig[i].chunk == B->o.mchunks[0]) {
 			best = &B->mig[i];
 			bv = mig_ratio(B, best);
 		}
@@ -2307,6 +2343,7 @@ static void doc_mig_run(struct bench *B, struct rep *arr, const struct mig_row *
 	rep_bytes(o, "cache_hits", r->cache_hits);
 	rep_bytes(o, "migrations", r->migrations);
 	rep_bytes(o, "migrated_bytes", r->migrated_bytes);
+	rep_bytes(o, "copies_saved", r->copies_saved);
 	rep_str(o, "why", r->why);
 	if (!isfinite(r->d2h) || !isfinite(r->h2d))
 		rep_table_only(rep_strf(o, "status", "not measured: %s", r->why[0] ? r->why : "failed"));
@@ -2330,7 +2367,8 @@ static void doc_migrate(struct bench *B, struct rep *doc)
 	for (size_t i = 0; i < B->nmig; i++) {
 		double v = mig_ratio(B, &B->mig[i]);
 
-		if (isfinite(v) && (!best || v > bv)) {
+		/* Read-mostly d->h copies nothing: no measure of a migration's speed. */
+		if (isfinite(v) && !B->mig[i].read_mostly && (!best || v > bv)) {
 			best = &B->mig[i];
 			bv = v;
 		}
@@ -2497,6 +2535,26 @@ static void print_grow(struct bench *B, const struct rep *doc)
 	       isfinite(B->grow_realloc) ? tool_fmt_size(B->grow_realloc_peak, e, sizeof(e)) : "-");
 }
 
+/* What read-mostly saved: its d->h against the warm row's of the same chunk size. */
+static void print_read_mostly(const struct bench *B)
+{
+	const struct mig_row *rm = NULL, *w = NULL;
+	char a[32], x[24];
+
+	for (size_t i = 0; i < B->nmig; i++)
+		if (B->mig[i].read_mostly)
+			rm = &B->mig[i];
+	for (size_t i = 0; rm && i < B->nmig; i++)
+		if (mig_plain(&B->mig[i]) && B->mig[i].chunk == rm->chunk)
+			w = &B->mig[i];
+	if (!rm || !w || !isfinite(rm->d2h) || !isfinite(w->d2h))
+		return;
+	printf("read-mostly, %s chunks: d->h %.2f ms against %.2f ms copied (%s faster), "
+	       "%llu chunk copies saved\n",
+	       tool_fmt_size(rm->chunk, a, sizeof(a)), rm->d2h * 1e3, w->d2h * 1e3,
+	       ratio(w->d2h, rm->d2h, x, sizeof(x)), (unsigned long long)rm->copies_saved);
+}
+
 static void print_migrate(struct bench *B, const struct rep *doc)
 {
 	static const struct rep_view v = {COLS(mig_cols), .span = "status", .nkeys = 2};
@@ -2519,8 +2577,10 @@ static void print_migrate(struct bench *B, const struct rep *doc)
 	}
 	printf("(warm-gpu: warm, with VMMX_HOST_CPU_ACCESS=placed: chunks moved to host granted "
 	       "to the GPU\n only; the other rows use the default, all: the CPU is granted every "
-	       "host chunk)\n");
+	       "host chunk;\n read-mostly: warm, advised VMMX_ADVISE_READ_MOSTLY: h->d keeps the "
+	       "host copy, d->h maps it\n again without copying)\n");
 	table(rep_get(doc, "migrate"), "runs", &v);
+	print_read_mostly(B);
 }
 
 static void print_tables(struct bench *B, const struct rep *doc)

@@ -26,9 +26,9 @@ grep -q '^device  *2 MiB  *grow, cache miss (create+map+access)  *[0-9]' "$tmp/t
 check $? "ops: per location and chunk size, through the library"
 grep -q '^total: vmmx [0-9.]* us, realloc [0-9.]* us, speedup [0-9.]*x' "$tmp/table"
 check $? "grow: totals and speedup against realloc"
-[ "$(sed -n '/^== targets/,$p' "$tmp/table" | grep -c 'n/a')" -eq 12 ] &&
+[ "$(sed -n '/^== targets/,$p' "$tmp/table" | grep -c 'n/a')" -eq 13 ] &&
 	! grep -q 'PASS\|MISS' "$tmp/table"
-check $? "the 12 targets are printed and not judged on the sim"
+check $? "the 13 targets are printed and not judged on the sim"
 grep -q '^8 MiB  *warm  *2  *[0-9.]*  *[0-9.]*x' "$tmp/table" &&
 	grep -q '^2 MiB  *cold  *8  *[0-9.]*  *[0-9.]*x' "$tmp/table" &&
 	grep -q '^UVM prefetch  *not measured: sim backend' "$tmp/table" &&
@@ -57,14 +57,14 @@ pycheck "--json: copy: four cases beside their baseline" "$tmp/json" \
 	'len(d["copy"]) == 4 and all(c["vmmx_gbps"] > 0 and c["baseline_gbps"] > 0 and c["ratio"] > 0 for c in d["copy"])'
 pycheck "--json: stream: device, host, device-first past the limit, data checked" "$tmp/json" \
 	'len(d["stream"]) == 3 and all(s["vmmx_s"] > 0 and s["baseline_s"] > 0 and s["why"] == "" for s in d["stream"]) and d["stream"][2]["size"] == 12*'$M' and d["stream"][2]["device_bytes"] == 8*'$M' and d["stream"][2]["host_bytes"] == 4*'$M
-pycheck "--json: 12 targets, verdict sim" "$tmp/json" \
-	'len(d["targets"]) == 12 and all(t["verdict"] == "sim" for t in d["targets"]) and d["targets"][0]["threshold"] == 0.98 and d["targets"][6]["threshold"] == 0.8 and d["targets"][6]["value"] > 0'
+pycheck "--json: 13 targets, verdict sim" "$tmp/json" \
+	'len(d["targets"]) == 13 and all(t["verdict"] == "sim" for t in d["targets"]) and d["targets"][0]["threshold"] == 0.98 and d["targets"][6]["threshold"] == 0.8 and d["targets"][6]["value"] > 0'
 pycheck "--json: migrate: 16 MiB, PCIe copy stand-in both ways, no UVM on the sim" "$tmp/json" \
 	'd["migrate"]["size"] == 16*'$M' and d["migrate"]["reps"] == 2 and d["migrate"]["chunks"] == [8*'$M', 2*'$M'] and d["migrate"]["pcie"]["d2h_gbps"] > 0 and d["migrate"]["pcie"]["h2d_gbps"] > 0 and d["migrate"]["pcie"]["why"] == "" and d["migrate"]["uvm"]["d2h_gbps"] is None and "sim" in d["migrate"]["uvm"]["why"]'
-pycheck "--json: migrate: 8 and 2 MiB chunks, warm and cold, then 8 MiB warm with GPU-only access to moved chunks, positive bandwidths, ratios" "$tmp/json" \
-	'[(x["chunk"], x["cache"], x["chunks"]) for x in d["migrate"]["runs"]] == [(8*'$M', "warm", 2), (8*'$M', "cold", 2), (2*'$M', "warm", 8), (2*'$M', "cold", 8), (8*'$M', "warm-gpu", 2)] and all(x["d2h_gbps"] > 0 and x["h2d_gbps"] > 0 and x["d2h_vs_pcie"] > 0 and x["h2d_vs_pcie"] > 0 and x["ratio"] == min(x["d2h_vs_pcie"], x["h2d_vs_pcie"]) and x["d2h_vs_uvm"] is None and x["why"] == "" for x in d["migrate"]["runs"])'
-pycheck "--json: migrate: every chunk moved each way, the warm cache hit every time" "$tmp/json" \
-	'all(x["migrated_bytes"] == 2*2*16*'$M' and x["migrations"] == 2*2*x["chunks"] and x["cache_hits"] == (2*2*x["chunks"] if x["cache"] != "cold" else 0) for x in d["migrate"]["runs"]) and d["migrate"]["best"]["ratio"] == max(x["ratio"] for x in d["migrate"]["runs"])'
+pycheck "--json: migrate: 8 and 2 MiB chunks, warm and cold, then 8 MiB warm with GPU-only access to moved chunks and read-mostly, positive bandwidths, ratios" "$tmp/json" \
+	'[(x["chunk"], x["cache"], x["chunks"]) for x in d["migrate"]["runs"]] == [(8*'$M', "warm", 2), (8*'$M', "cold", 2), (2*'$M', "warm", 8), (2*'$M', "cold", 8), (8*'$M', "warm-gpu", 2), (8*'$M', "read-mostly", 2)] and all(x["d2h_gbps"] > 0 and x["h2d_gbps"] > 0 and x["d2h_vs_pcie"] > 0 and x["h2d_vs_pcie"] > 0 and x["ratio"] == min(x["d2h_vs_pcie"], x["h2d_vs_pcie"]) and x["d2h_vs_uvm"] is None and x["why"] == "" for x in d["migrate"]["runs"])'
+pycheck "--json: migrate: every chunk moved each way, the warm cache hit every time (read-mostly: h->d only), read-mostly saved every d->h copy, best among the copying runs" "$tmp/json" \
+	'all(x["migrated_bytes"] == 2*2*16*'$M' and x["migrations"] == 2*2*x["chunks"] and x["cache_hits"] == {"cold": 0, "read-mostly": 2*x["chunks"]}.get(x["cache"], 2*2*x["chunks"]) and x["copies_saved"] == (2*x["chunks"] if x["cache"] == "read-mostly" else 0) for x in d["migrate"]["runs"]) and d["migrate"]["best"]["ratio"] == max(x["ratio"] for x in d["migrate"]["runs"] if x["cache"] != "read-mostly")'
 
 
 "$bench" -q --only grow,doubling --reps 2 --json >"$tmp/only" 2>"$tmp/err"
@@ -83,7 +83,7 @@ fi
 "$bench" -q --only migrate --migrate-size 8MiB --migrate-chunk 4MiB --reps 2 --json >"$tmp/mig" 2>"$tmp/err"
 check $? "--only migrate --migrate-size --migrate-chunk exits 0"
 pycheck "--only migrate: that section, its runs and its targets" "$tmp/mig" \
-	'"migrate" in d and "ops" not in d and "stream" not in d and len(d["targets"]) == 4 and [(x["chunk"], x["cache"], x["chunks"]) for x in d["migrate"]["runs"]] == [(4*'$M', "warm", 2), (4*'$M', "cold", 2), (4*'$M', "warm-gpu", 2)]'
+	'"migrate" in d and "ops" not in d and "stream" not in d and len(d["targets"]) == 5 and [(x["chunk"], x["cache"], x["chunks"]) for x in d["migrate"]["runs"]] == [(4*'$M', "warm", 2), (4*'$M', "cold", 2), (4*'$M', "warm-gpu", 2), (4*'$M', "read-mostly", 2)]'
 "$bench" -q --only ops --chunk-sizes 2MiB --locations host --reps 2 >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && [ "$(grep -c '^host  *2 MiB' "$tmp/out")" -eq 4 ] && ! grep -q '^device ' "$tmp/out"
 check $? "--chunk-sizes and --locations select the ops rows"
