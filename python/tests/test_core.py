@@ -149,6 +149,32 @@ def test_prefetch_errors(vmmx_configured):
     assert v.lookup(ctypes.addressof(x)) is None
 
 
+def test_read_mostly_comes_back_to_host_without_a_copy(vmmx_configured):
+    v = vmmx_configured
+    p = v.malloc(16 * MiB)
+    ctx = v.context(0)
+    try:
+        data = bytes(range(256)) * (16 * MiB // 256)
+        v.prefetch(p, 16 * MiB, to=v.HOST)
+        _copy_in(ctx, p, data)
+        v.advise(p, 16 * MiB, v.ADVISE_READ_MOSTLY)
+        before = v.context_stats(0)
+        v.prefetch(p, 16 * MiB)
+        kept = v.context_stats(0)["shadow_bytes"]
+        assert kept >= 4 * MiB  # the 4 MiB chunks wholly inside the block
+        v.prefetch(p, 16 * MiB, to=v.HOST)
+        after = v.context_stats(0)
+        assert after["copies_saved"] - before["copies_saved"] == kept // (4 * MiB)
+        assert after["copy_bytes_saved"] - before["copy_bytes_saved"] == kept
+        assert after["shadow_bytes"] == 0
+        assert _copy_out(ctx, p, 16 * MiB) == data
+        v.advise(p, 16 * MiB, v.ADVISE_NOT_READ_MOSTLY)
+        v.prefetch(p, 16 * MiB)
+        assert v.context_stats(0)["shadow_bytes"] == 0
+    finally:
+        v.free(p)
+
+
 def test_fallback_to_host_is_visible(vmmx_configured):
     v = vmmx_configured
     ptrs = [v.malloc(24 * MiB) for _ in range(4)]  # 96 MiB past a 64 MiB device limit

@@ -23,7 +23,7 @@ __all__ = [
     "VmmxError", "Loc", "DEVICE", "HOST", "library", "library_path", "version",
     "configure", "allocator", "alloc_stats", "context_stats", "empty_cache",
     "prefetch", "advise", "lookup", "residency", "owns_segment", "parse_size", "ADVISE_HOT",
-    "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED",
+    "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY",
 ]
 
 # enum vmmx_error (vmmx.h)
@@ -31,6 +31,7 @@ EINVAL, ENOENT, ENOMEM, EFAULT, EBUSY = 22, 2, 12, 14, 16
 
 LOC_NONE, LOC_DEVICE, LOC_HOST, LOC_HOST_NUMA = 0, 1, 2, 3
 ADVISE_HOT, ADVISE_COLD, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED = 1, 2, 3, 4
+ADVISE_NOT_READ_MOSTLY = 5
 
 
 class VmmxError(RuntimeError):
