@@ -134,6 +134,58 @@ def test_offload_inference_matches_native_and_sees_changed_weights(home):
     assert st["from_host"] == 0, st
 
 
+PARTIAL = """
+    import torch, vmmx, vmmx.torch
+    MODE = {mode!r}
+    if MODE:
+        vmmx.torch.enable(device_limit="640MiB")
+    torch.manual_seed(0)
+
+    class Two(torch.nn.Module):  # one unit of two parameters: 32 MiB and 8 MiB
+        def __init__(self):
+            super().__init__()
+            self.big = torch.nn.Parameter(torch.randn(4096, 4096) * 4096 ** -0.5)
+            self.small = torch.nn.Parameter(torch.randn(1024, 4096) * 1024 ** -0.5)
+
+        def forward(self, x):
+            h = torch.relu(x @ self.big)
+            return x + h[:, :1024] @ self.small
+
+    # 20 x 40 MiB of bf16 weights: 800 MiB, past the 640 MiB cap
+    model = torch.nn.Sequential(*[Two() for _ in range(20)]).to("cuda", torch.bfloat16)
+    off = vmmx.torch.offload(model, lookahead=2, headroom="64MiB") if MODE else None
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    with torch.no_grad():
+        a = model(x).float().pow(2).sum().item()
+        b = model(x).float().pow(2).sum().item()
+        for m in model:
+            m.big.mul_(1.5)
+            m.small.mul_(0.5)                     # a resident part changed too
+        c = model(x).float().pow(2).sum().item()
+    print("OUT", a, b, c)
+    if off:
+        print("STATS", off.stats())
+        print("SMALL", sum(vmmx.residency(m.small.data_ptr(), m.small.nbytes)[1] for m in model))
+"""
+
+
+@pytest.mark.gpu
+def test_offload_streams_part_of_a_unit_when_that_streams_fewer_bytes():
+    native = run(PARTIAL.format(mode=None))
+    ours = run(PARTIAL.format(mode="pool"))
+    want = [float(v) for v in native.split("OUT ")[1].split()[:3]]
+    got = [float(v) for v in ours.split("OUT ")[1].split()[:3]]
+    for w, g in zip(want, got):
+        assert abs(g - w) <= 1e-3 * max(1.0, abs(w)), (want, got)
+    st = eval(ours.split("STATS ")[1].splitlines()[0])
+    # 32 MiB slots: only the big parameters stream; the small ones stay on the GPU
+    assert st["slot_bytes"] == 32 << 20 and st["streamed"] > 0, st
+    assert st["streamed_bytes"] == st["streamed"] * (32 << 20), st
+    assert st["recopies"] > 0 and st["from_host"] == 0, st
+    assert int(ours.split("SMALL ")[1].split()[0]) == 0
+
+
 STRAY = """
     import torch, vmmx, vmmx.torch
     vmmx.torch.enable(device_limit="640MiB")

@@ -31,7 +31,6 @@ Two ways in (``mode=``):
     CUDA is initialised.
 """
 import threading
-import warnings
 
 import torch
 
@@ -272,6 +271,26 @@ def _align(n, a=256):
     return (n + a - 1) // a * a
 
 
+def _part(u, piece):
+    """The parameters of unit u a slot of ``piece`` bytes holds, the largest first,
+    in u's order."""
+    take, used = set(), 0
+    for i in sorted(range(len(u.params)), key=lambda i: -u.params[i][3]):
+        if used + _align(u.params[i][3]) <= piece:
+            take.add(i)
+            used += _align(u.params[i][3])
+    return [t for i, t in enumerate(u.params) if i in take]
+
+
+def _prefixes(u):
+    """The slot sizes unit u's largest parameters fill, one more each time."""
+    out, used = [], 0
+    for n in sorted((t[3] for t in u.params), reverse=True):
+        used += _align(n)
+        out.append(used)
+    return out
+
+
 class Offloader:
     """Streams the parameters that do not fit through a few device slots.
 
@@ -281,11 +300,14 @@ class Offloader:
     is.  At setup the units that do not fit in the device budget (the cap,
     less the rest of the memory in use, ``headroom`` and the slots) are
     chosen evenly spread over the execution order and moved to host memory
-    once; the others are moved to the GPU.  Each pass, a streamed unit's
-    parameters are copied on a side stream into one of ``lookahead`` (at
-    least 2) device buffers, the slots, ahead of its turn, the unit runs on views of that slot (its
-    parameters' ``.data`` are swapped in by the pre-hook and back by the
-    post-hook), and the slot takes the next unit's copy once the unit's
+    once; the others are moved to the GPU.  A slot's room is streamed bytes
+    too, so a unit need not stream whole: the slot size is the one that
+    streams the fewest bytes in all (``_piece``), and a streamed unit streams
+    the largest of its parameters that fill it, the rest staying on the GPU.
+    Each pass, a streamed unit's parameters are copied on a side stream into
+    one of ``lookahead`` (at least 2) device buffers, the slots, ahead of its
+    turn, the unit runs on views of that slot (its parameters' ``.data`` are
+    swapped in by the pre-hook and back by the post-hook), and the slot takes the next unit's copy once the unit's
     kernels are done: the GPU orders all of it with events, the CPU never
     waits.  Copies run while the resident units between two streamed ones
     compute.  A parameter changed in place between passes (an optimizer
@@ -380,38 +402,43 @@ class Offloader:
         if room is not None:
             room -= sum(host for _, _, host in strays)  # they come to the GPU below
         movable = [u for u in self.units if not u.container]
-        slot_bytes = max(u.slot_need for u in movable) if movable else 0
-        budget = None if room is None else room - self.headroom - self.nslots * slot_bytes
-        self.streamed = []
-        if movable and budget is not None and budget < total:
-            deficit = total - max(0, budget)
-            quota, mov = 0.0, sum(u.nbytes for u in movable)
+        self.streamed, kept = [], []
+        if movable and room is not None and total > room - self.headroom:
+            piece, deficit = self._piece(movable, total, room)
+            part = {id(u): _part(u, piece) for u in movable}
+            size = {id(u): sum(n for _, _, _, n in part[id(u)]) for u in movable}
+            got = lambda: sum(size[id(w)] for w in self.streamed)  # noqa: E731
+            quota, mov = 0.0, sum(size.values())
             for u in movable:  # spread evenly, in proportion to bytes
-                quota += deficit * u.nbytes / mov
-                if quota >= u.nbytes / 2 and sum(w.nbytes for w in self.streamed) < deficit:
-                    u.streamed = True
+                quota += deficit * size[id(u)] / mov
+                if size[id(u)] and quota >= size[id(u)] / 2 and got() < deficit:
                     self.streamed.append(u)
-                    quota -= u.nbytes
+                    quota -= size[id(u)]
             for u in reversed(movable):  # rounding left some: the last ones
-                if sum(w.nbytes for w in self.streamed) >= deficit:
+                if got() >= deficit:
                     break
-                if not u.streamed:
-                    u.streamed = True
+                if size[id(u)] and u not in self.streamed:
                     self.streamed.append(u)
             self.streamed.sort(key=lambda w: w.index)
+            for u in self.streamed:  # the parameters past the piece stay on the GPU
+                mine = {id(t[0]) for t in part[id(u)]}
+                kept += [t for t in u.params if id(t[0]) not in mine]
+                u.params, u.streamed = part[id(u)], True
+                u.nbytes = size[id(u)]
+                u.slot_need = sum(_align(n) for _, _, _, n in u.params)
+            for t in kept if self.stepper is not None else ():
+                self.stepper.unit.pop(id(t[0]), None)  # stepped in place, as resident
+        slot_bytes = max((u.slot_need for u in self.streamed), default=0)
         for u in self.streamed:
             self._make_home(u)
         if self.home_kind == "pinned" and self.streamed:
             empty_cache()  # the streamed parameters' old segments: device room for the rest
-        for u in self.units:
-            if u.streamed:
-                continue
-            for p, d, ptr, n in u.params:
-                try:
-                    _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
-                except _v.VmmxError as e:
-                    if e.code != _v.ENOMEM:
-                        raise
+        for p, d, ptr, n in [t for u in self.units if not u.streamed for t in u.params] + kept:
+            try:
+                _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
+            except _v.VmmxError as e:
+                if e.code != _v.ENOMEM:
+                    raise
         self.strays_moved = 0
         for ptr, n, host in strays:
             try:
@@ -422,6 +449,21 @@ class Offloader:
                     raise
         self.slots = [_slot(slot_bytes, self.device)
                       for _ in range(min(self.nslots, len(self.streamed)))]
+
+    def _piece(self, movable, total, room):
+        """The slot size that streams the fewest bytes, and the bytes to stream.
+
+        Each slot costs device room, so it is streamed bytes too: a unit need
+        not stream whole.  For each size a unit's largest parameters can fill
+        (``_part``), smallest first, the deficit is what does not fit beside
+        the headroom and the slots; the first size whose parts cover it wins,
+        else the largest (stream all that can be)."""
+        sizes = sorted({c for u in movable for c in _prefixes(u)})
+        for c in sizes:
+            deficit = total - (room - self.headroom - self.nslots * c)
+            if sum(sum(n for _, _, _, n in _part(u, c)) for u in movable) >= deficit:
+                return c, deficit
+        return sizes[-1], total - (room - self.headroom - self.nslots * sizes[-1])
 
     def _strays(self):
         """Tensors in use outside the units that lie partly in host memory, as
