@@ -530,7 +530,7 @@ size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool relea
 /* VMMX_ADVISE_READ_MOSTLY (@on) or VMMX_ADVISE_NOT_READ_MOSTLY on
  * [off, off+len): publishes a new table when a chunk changes; buf->lock held. */
 int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool on);
-/* Release host copies, buffer by buffer, until @bytes are freed; buffers
+/* Release host copies, chunk by chunk, until @bytes are freed; buffers
  * another thread holds (or the caller does) are skipped.  No ctx->lock held. */
 uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes);
 

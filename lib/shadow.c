@@ -68,10 +68,11 @@ static bool changes(const struct vmmx__chunk *c, size_t off, size_t end, enum rm
 
 /*
  * Apply @op to the chunks of [off, off+len) (len may run past the end):
- * a new table when any chunk changes.  buf->lock held.  0, or -VMMX_ENOMEM
- * (nothing changed).  *@freed_p: bytes of copies dropped.
+ * a new table when any chunk changes.  RM_RECLAIM stops once @want bytes
+ * are dropped.  buf->lock held.  0, or -VMMX_ENOMEM (nothing changed).
+ * *@freed_p: bytes of copies dropped.
  */
-static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op,
+static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op, uint64_t want,
 		   uint64_t *freed_p)
 {
 	const struct vmmx__table *t = buf->table;
@@ -91,8 +92,9 @@ static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op,
 		return 0;
 	nt = vmmx__table_dup(t);
 	if (!nt)
-		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_advise: out of memory");
-	for (; i < last; i++) {
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ENOMEM,
+				  "read-mostly chunks: no memory for a new chunk table");
+	for (; i < last && *freed_p < want; i++) {
 		struct vmmx__chunk *c = &nt->c[i];
 
 		if (!changes(c, off, end, op))
@@ -117,7 +119,7 @@ int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool 
 {
 	uint64_t freed;
 
-	return rewrite(buf, off, len, on ? RM_SET : RM_UNSET, &freed);
+	return rewrite(buf, off, len, on ? RM_SET : RM_UNSET, UINT64_MAX, &freed);
 }
 
 uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes)
@@ -144,7 +146,7 @@ uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes)
 		pthread_mutex_unlock(&ctx->lock);
 		if (!buf)
 			continue;
-		if (!rewrite(buf, 0, SIZE_MAX, RM_RECLAIM, &got))
+		if (!rewrite(buf, 0, SIZE_MAX, RM_RECLAIM, bytes - freed, &got))
 			freed += got;
 		pthread_mutex_unlock(&buf->lock);
 	}
