@@ -22,11 +22,6 @@
 
 #include "internal.h"
 
-static bool same_loc(struct vmmx_loc a, struct vmmx_loc b)
-{
-	return a.kind == b.kind && a.id == b.id;
-}
-
 /*
  * What a run is, for one rule: a host chunk granted to the GPU only
  * (VMMX_HOST_CPU_ACCESS=placed or none) may be copied only to or from
@@ -43,7 +38,7 @@ enum run_kind {
 
 static bool same_run(const struct vmmx__chunk *a, const struct vmmx__chunk *b)
 {
-	return same_loc(a->loc, b->loc) && a->cpu == b->cpu;
+	return vmmx__same_loc(a->loc, b->loc) && a->cpu == b->cpu;
 }
 
 static int gpu_only_fail(struct vmmx_ctx *ctx, const char *fn, const char *side, uintptr_t addr)

@@ -682,6 +682,13 @@ int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct v
 int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c);
 /* vmmx__chunk_remap() tried a few times: to put a chunk back after a failed step. */
 int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c);
+
+/* Whether @a and @b are the same location (kind and id). */
+static inline bool vmmx__same_loc(struct vmmx_loc a, struct vmmx_loc b)
+{
+	return a.kind == b.kind && a.id == b.id;
+}
+
 /* Whether a chunk placed at @loc by a grow (@moved false) or moved there by a
  * migration (@moved true) is granted to the CPU (VMMX_HOST_CPU_ACCESS). */
 static inline bool vmmx__cpu_grant(const struct vmmx_ctx *ctx, struct vmmx_loc loc, bool moved)

@@ -137,11 +137,6 @@ struct mig {
 	bool stage_src;
 };
 
-static bool same_loc(struct vmmx_loc a, struct vmmx_loc b)
-{
-	return a.kind == b.kind && a.id == b.id;
-}
-
 static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, size_t size)
 {
 	vmmx__cache_put(ctx, loc, h, size);
@@ -270,8 +265,8 @@ static void prepare(struct mig *g, struct batch *b)
 		const struct vmmx__chunk *c = &g->t->c[g->next];
 		struct move *m;
 
-		/* There already, or moved by remap_shadows(). */
-		if (same_loc(g->nt->c[g->next].loc, g->to)) {
+		/* There already, or moved by remap_shadow(). */
+		if (vmmx__same_loc(g->nt->c[g->next].loc, g->to)) {
 			g->next++;
 			continue;
 		}
@@ -521,7 +516,7 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	chunk_range(t, off, len, &first, &g.end);
 	g.next = first;
 	for (size_t i = first; i < g.end; i++)
-		if (!same_loc(t->c[i].loc, to))
+		if (!vmmx__same_loc(t->c[i].loc, to))
 			maxn++;
 	if (!maxn)
 		return 0;
@@ -530,12 +525,12 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_migrate: out of memory");
 	/* Read-mostly chunks with a copy where they go: mapped back, not copied. */
 	for (size_t i = first; i < g.end && !g.err && g.stage_src; i++)
-		if (VMMX__HAS_SHADOW(&t->c[i]) && same_loc(t->c[i].shadow_loc, to))
+		if (VMMX__HAS_SHADOW(&t->c[i]) && vmmx__same_loc(t->c[i].shadow_loc, to))
 			g.err = remap_shadow(&g, i);
 	/* What is left to copy. */
 	maxn = 0;
 	for (size_t i = first; i < g.end; i++) {
-		if (same_loc(g.nt->c[i].loc, to))
+		if (vmmx__same_loc(g.nt->c[i].loc, to))
 			continue;
 		maxn++;
 		if (t->c[i].size > g.slot_bytes)
