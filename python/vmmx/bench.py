@@ -23,7 +23,9 @@ once per process), all from the same run:
                the bytes that do not fit: the working set past the cap less
                the headroom, or native's peak past the cap if that is more
 ``--alloc`` adds the allocation microbenchmark: PyTorch's mixed-size pattern,
-microseconds per alloc+free, native against libvmmx (both modes).
+microseconds per alloc+free, native against libvmmx (both modes); each column
+runs in ``--alloc-procs`` processes, interleaved, of 5 timed rounds each, and
+the median of all its rounds is compared.
 
 Output: a table, ``--json FILE``, ``--plot FILE.png`` (matplotlib).  Never
 uses managed memory.
@@ -403,17 +405,58 @@ def _alloc_bench(torch, out, spec):
     for s in sizes:  # warm the caches
         torch.empty(s, dtype=torch.uint8, device="cuda")
     n = spec.get("iters", 20000)
-    live = []
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for i in range(n):
-        live.append(torch.empty(sizes[i % len(sizes)], dtype=torch.uint8, device="cuda"))
-        if len(live) > 6:
-            del live[(i * 7) % len(live)]
-    del live
-    torch.cuda.synchronize()
-    out["us_per_alloc_free"] = (time.perf_counter() - t0) / n * 1e6
+    rounds = []
+    for _ in range(spec.get("rounds", 5)):
+        live = []
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(n):
+            live.append(torch.empty(sizes[i % len(sizes)], dtype=torch.uint8, device="cuda"))
+            if len(live) > 6:
+                del live[(i * 7) % len(live)]
+        del live
+        torch.cuda.synchronize()
+        rounds.append((time.perf_counter() - t0) / n * 1e6)
+    out["us_rounds"] = rounds
+    out["us_per_alloc_free"] = _median(rounds)
     return out
+
+
+def _median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def alloc_bench(base, procs, timeout, results):
+    """The allocation microbenchmark: each column in ``procs`` processes of its own,
+    interleaved (native, pool, allocator, native, ...) so that a machine's drift
+    reaches every column alike; each process times several rounds.  Prints the
+    median over every round of a column, its spread, and the ratio to native."""
+    cols = ("native", "alloc-pool", "alloc-allocator")
+    got = {c: [] for c in cols}
+    errors = {}
+    for _ in range(procs):
+        for col in cols:
+            r = run_child(dict(base, workload="alloc", column=col, ratio=0), timeout)
+            results["runs"].append(r)
+            if r.get("us_rounds"):
+                got[col] += r["us_rounds"]
+            else:
+                errors[col] = f"{r.get('error')}: {r.get('detail', '')}"
+    print(f"# allocation microbenchmark (torch.empty + del, mixed sizes), us per alloc+free: "
+          f"median of {procs} processes per column, interleaved")
+    nat = _median(got["native"]) if got["native"] else None
+    summary = {}
+    for col in cols:
+        if not got[col]:
+            print(f"  {col:16s} {errors.get(col)}")
+            continue
+        med = _median(got[col])
+        rel = f"  {med / nat:.2f}x native" if nat else ""
+        print(f"  {col:16s} {med:8.2f}  (rounds {min(got[col]):.2f} to {max(got[col]):.2f}){rel}")
+        summary[col] = dict(us=med, min=min(got[col]), max=max(got[col]), rounds=len(got[col]),
+                            ratio=med / nat if nat else None)
+    results["alloc"] = summary
 
 
 # ---------------------------------------------------------------- parent side
@@ -456,6 +499,8 @@ def main(argv=None):
     ap.add_argument("--headroom", default="1GiB",
                     help="device memory kept for activations by offload and manual (1GiB)")
     ap.add_argument("--alloc", action="store_true", help="add the allocation microbenchmark")
+    ap.add_argument("--alloc-procs", type=int, default=3,
+                    help="processes per column of the allocation microbenchmark (3)")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--json", help="write every result to this file")
     ap.add_argument("--plot", help="write a bar chart (PNG) to this file")
@@ -497,13 +542,7 @@ def main(argv=None):
                 results["runs"].append(fl)
             print_row(wl, ratio, batch, row, cols)
     if a.alloc:
-        print("# allocation microbenchmark (torch.empty + del, mixed sizes), us per alloc+free")
-        for col in ("native", "alloc-pool", "alloc-allocator"):
-            r = run_child(dict(base, workload="alloc", column=col, ratio=0), a.timeout)
-            results["runs"].append(r)
-            us = r.get("us_per_alloc_free")
-            print(f"  {col:16s} {us:8.2f}" if us else f"  {col:16s} {r.get('error')}: "
-                  f"{r.get('detail', '')}")
+        alloc_bench(base, a.alloc_procs, a.timeout, results)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

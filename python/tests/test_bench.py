@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+"""vmmx-torch-bench's parent side, which needs no GPU and no torch: the floor
+model, the table, the JSON, and the allocation microbenchmark's interleaving
+and medians.  The children (one process per column, which need torch and a
+GPU) are replaced by a function that answers as they would."""
+import contextlib
+import io
+import json
+import os
+import tempfile
+
+from vmmx import bench
+
+GiB = 1 << 30
+
+
+def _fake(calls, native_ms=10.0, peak=0, us=None):
+    """A stand-in for run_child: records each spec, answers like a child."""
+    us = us or {}
+
+    def run_child(spec, timeout):
+        calls.append(spec)
+        col, wl = spec["column"], spec["workload"]
+        if wl == "bandwidth":
+            return dict(h2d_gbs=50.0, total_memory=80 * GiB, device_name="fake GPU",
+                        torch="0")
+        if wl == "alloc":
+            n = sum(1 for c in calls if c["workload"] == "alloc" and c["column"] == col)
+            rounds = us.get(col)
+            if rounds is None:
+                return dict(spec, error="failed", detail="no such column here")
+            return dict(spec, us_rounds=[r + n for r in rounds])  # drifts with each process
+        ws = int(spec["ratio"] * spec["cap"])
+        if col == "capped" and spec["ratio"] > 1:
+            return dict(spec, error="OOM", detail="CUDA out of memory")
+        ms = {"native": native_ms, "vmmx": 600.0, "offload": 12.0}.get(col, 20.0)
+        return dict(spec, ms=ms, working_set_bytes=ws, peak_allocated_bytes=peak)
+
+    return run_child
+
+
+def _main(argv, fake):
+    saved = bench.run_child
+    bench.run_child = fake
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            assert bench.main(argv) == 0
+    finally:
+        bench.run_child = saved
+    return out.getvalue()
+
+
+def _floor(results, wl, ratio):
+    return next(r for r in results["runs"] if r["column"] == "floor" and
+                r["workload"] == wl and r["ratio"] == ratio)
+
+
+def test_parse_size():
+    assert bench.parse_size("8GiB") == 8 * GiB
+    assert bench.parse_size("512MiB") == 512 << 20
+    assert bench.parse_size("1.5G") == 3 * GiB // 2
+    assert bench.parse_size(4096) == 4096
+
+
+def test_floor_model_and_table():
+    calls = []
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.json")
+        text = _main(["--workload", "infer,train", "--ratios", "0.5,1.5", "--columns",
+                      "native,capped,offload,floor", "--json", path], _fake(calls))
+        with open(path) as f:
+            results = json.load(f)
+    # one process per measured column and row, the bandwidth first; floor is computed
+    assert calls[0]["workload"] == "bandwidth"
+    assert [(c["workload"], c["ratio"], c["column"]) for c in calls[1:]] == [
+        (wl, r, col) for wl in ("infer", "train") for r in (0.5, 1.5)
+        for col in ("native", "capped", "offload")]
+    assert {c["batch"] for c in calls[1:] if c["workload"] == "infer"} == {4}
+    assert {c["batch"] for c in calls[1:] if c["workload"] == "train"} == {1}
+    # fits: the floor is native's time
+    assert _floor(results, "infer", 0.5)["ms"] == 10.0
+    assert _floor(results, "infer", 0.5)["spilled_bytes"] == 0
+    # 1.5x an 8 GiB cap with 1 GiB of headroom: 12 - 7 = 5 GiB over 50 GB/s
+    fl = _floor(results, "infer", 1.5)
+    assert fl["spilled_bytes"] == 5 * GiB
+    assert abs(fl["ms"] - 5 * GiB / 50e9 * 1e3) < 1e-9
+    # training moves what does not fit out and back
+    assert abs(_floor(results, "train", 1.5)["ms"] - 2 * fl["ms"]) < 1e-9
+    assert results["machine"]["device_name"] == "fake GPU"
+    assert "pinned H2D 50.0 GB/s" in text
+    assert "capped OOM" in text
+    assert "offload 12.0 ms 1.20x" in text
+
+
+def test_floor_counts_activations_past_the_cap():
+    calls = []
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.json")
+        _main(["--workload", "infer", "--ratios", "1.125", "--columns", "native,floor",
+               "--json", path], _fake(calls, peak=11 * GiB))
+        with open(path) as f:
+            fl = _floor(json.load(f), "infer", 1.125)
+    assert fl["spilled_bytes"] == 3 * GiB  # native's peak past the cap, more than 9 - 7
+
+
+def test_alloc_interleaved_medians():
+    calls = []
+    us = {"native": [2.0, 2.1, 2.2, 2.3, 2.4], "alloc-pool": [3.0, 3.1, 3.2, 3.3, 3.4],
+          "alloc-allocator": [4.0, 4.0, 4.0, 4.0, 4.0]}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.json")
+        text = _main(["--workload", "infer", "--ratios", "0.5", "--columns", "native",
+                      "--alloc", "--alloc-procs", "3", "--json", path], _fake(calls, us=us))
+        with open(path) as f:
+            results = json.load(f)
+    order = [c["column"] for c in calls if c["workload"] == "alloc"]
+    assert order == ["native", "alloc-pool", "alloc-allocator"] * 3
+    a = results["alloc"]
+    # each process drifts by +1, +2, +3: 15 rounds, median of native 2.2 + 2 = 4.2
+    assert a["native"]["rounds"] == 15
+    assert abs(a["native"]["us"] - 4.2) < 1e-9
+    assert abs(a["alloc-pool"]["us"] - 5.2) < 1e-9
+    assert abs(a["alloc-pool"]["ratio"] - 5.2 / 4.2) < 1e-9
+    assert abs(a["alloc-allocator"]["min"] - 5.0) < 1e-9
+    assert abs(a["alloc-allocator"]["max"] - 7.0) < 1e-9
+    assert "alloc-pool           5.20" in text and "1.24x native" in text
+
+
+def test_alloc_failure_is_reported():
+    calls = []
+    us = {"native": [2.0], "alloc-pool": [3.0]}
+    text = _main(["--workload", "infer", "--ratios", "0.5", "--columns", "native",
+                  "--alloc", "--alloc-procs", "1"], _fake(calls, us=us))
+    assert "alloc-allocator  failed: no such column here" in text
+
+
+def test_median():
+    assert bench._median([3, 1, 2]) == 2
+    assert bench._median([4, 1, 2, 3]) == 2.5
