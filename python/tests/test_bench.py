@@ -9,6 +9,8 @@ import json
 import os
 import tempfile
 
+import pytest
+
 from vmmx import bench
 
 GiB = 1 << 30
@@ -140,3 +142,14 @@ def test_alloc_failure_is_reported():
 def test_median():
     assert bench._median([3, 1, 2]) == 2
     assert bench._median([4, 1, 2, 3]) == 2.5
+
+
+def test_plot_is_written():
+    pytest.importorskip("matplotlib", reason="python3-matplotlib is not installed")
+    calls = []
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "bench.png")
+        _main(["--workload", "matmul", "--ratios", "0.5,1.5", "--columns",
+               "native,capped,offload,floor", "--plot", path], _fake(calls))
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"

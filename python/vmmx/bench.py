@@ -593,6 +593,9 @@ def plot(results, cols, path):
             if r and r.get("ms"):
                 xs.append(g + k * w)
                 ys.append(r["ms"])
+            elif r and r.get("error"):  # a bar that is missing says why (OOM, timeout)
+                ax.text(g + k * w, 0.02, r["error"].split(" ")[0], rotation=90, ha="center",
+                        va="bottom", fontsize=7, transform=ax.get_xaxis_transform())
         ax.bar(xs, ys, w, label=c)
     ax.set_xticks([g + 0.4 - w / 2 for g in range(len(groups))])
     ax.set_xticklabels([f"{wl}\nx{ratio:g}" for wl, ratio in groups])
