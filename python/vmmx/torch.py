@@ -653,6 +653,12 @@ class Offloader:
 
 
 _MIN_STATE = 1 << 20  # optimizer state tensors smaller than this stay where they are
+# A slot's write-back and the copy of its next owner's state into it go in pieces of
+# this size, each copy in waiting only for the write-back of the piece it overwrites:
+# the two directions of the link then run at once instead of one after the other
+# (H200: 55 GB/s each way alone, 50.6 each at once).  32 MiB is 0.6 ms of the link
+# against a few microseconds of call and event per piece.
+_PIECE = 32 << 20
 
 
 class _Stepper:
@@ -673,7 +679,9 @@ class _Stepper:
     order, to pinned host memory.  From then on that state is copied into
     one of ``lookahead`` (at least 2) device slots on a side stream ahead of
     its parameter's turn, stepped there, and copied back on another stream,
-    so both directions of the link work while backward computes.
+    so both directions of the link work while backward computes.  The copy
+    back and the next owner's copy in go piece by piece (``_PIECE``), so that
+    a slot is refilled while it is still being written back.
     """
 
     def __init__(self, off, model, optimizer):
@@ -802,7 +810,9 @@ class _Stepper:
             self.slots = [_slot(slot_bytes, d) for _ in range(min(self.nslots, len(self.streamed)))]
             self.owner = [None] * len(self.slots)
             self.ready = [torch.cuda.Event() for _ in self.slots]
-            self.free = [torch.cuda.Event() for _ in self.slots]
+            # one event per piece of a slot: that piece's last write-back is done
+            self.free = [[torch.cuda.Event() for _ in range(-(-slot_bytes // _PIECE))]
+                         for _ in self.slots]
             self.wb = {id(p): torch.cuda.Event() for p in self.streamed}
             self._fill(None)
         torch.cuda.synchronize(d)
@@ -838,9 +848,10 @@ class _Stepper:
             with torch.cuda.stream(s):
                 s.wait_event(done)
                 if k is not None:
-                    for (_, _, cpu), view in zip(self.homes[id(p)], self._views(p, k)):
-                        cpu.copy_(view, non_blocking=True)  # D2H: a copy engine
-                    self.free[k].record(s)
+                    for j, parts in self._pieces(p, k):
+                        for home, part in parts:
+                            home.copy_(part, non_blocking=True)  # D2H: a copy engine
+                        self.free[k][j].record(s)
                     self.wb[id(p)].record(s)
                     self.counters["state_writebacks"] += 1
                 if in_slot:
@@ -877,6 +888,21 @@ class _Stepper:
             off = _align(off + h.nbytes)
         return out
 
+    def _pieces(self, p, k):
+        """p's state in slot k cut where the slot's pieces end: [(piece, [(bytes of the
+        home in pinned memory, the same bytes of the slot)])], pieces in order."""
+        slot, out, off = self.slots[k], {}, 0
+        for _, h, cpu in self.homes[id(p)]:
+            flat = cpu.view(-1).view(torch.uint8)
+            a = 0
+            while a < h.nbytes:
+                j = (off + a) // _PIECE
+                b = min(h.nbytes, (j + 1) * _PIECE - off)
+                out.setdefault(j, []).append((flat[a:b], slot[off + a:off + b]))
+                a = b
+            off = _align(off + h.nbytes)
+        return sorted(out.items(), key=lambda jp: jp[0])
+
     def _copy(self, p, k):
         """Queue the copy of p's state into slot k on the side stream."""
         prev = self.owner[k]
@@ -884,10 +910,13 @@ class _Stepper:
             self.slot_of.pop(id(prev), None)
         self.owner[k], self.slot_of[id(p)] = p, k
         with torch.cuda.stream(self.h2d):
-            self.h2d.wait_event(self.free[k])     # the slot's last step and write-back
             self.h2d.wait_event(self.wb[id(p)])   # p's own last write-back
-            for (_, _, cpu), view in zip(self.homes[id(p)], self._views(p, k)):
-                view.copy_(cpu, non_blocking=True)  # H2D: a copy engine
+            for j, parts in self._pieces(p, k):
+                # the piece's last write-back (its step came before): a piece this owner
+                # does not reach keeps the event of the last owner that wrote it back
+                self.h2d.wait_event(self.free[k][j])
+                for home, part in parts:
+                    part.copy_(home, non_blocking=True)  # H2D: a copy engine
             self.ready[k].record(self.h2d)
         self.counters["state_copies"] += 1
 
