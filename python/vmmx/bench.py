@@ -24,8 +24,8 @@ once per process), all from the same run:
                the headroom, or native's peak past the cap if that is more
 ``--alloc`` adds the allocation microbenchmark: PyTorch's mixed-size pattern,
 microseconds per alloc+free, native against libvmmx (both modes); each column
-runs in ``--alloc-procs`` processes, interleaved, of 5 timed rounds each, and
-the median of all its rounds is compared.
+runs in ``--alloc-procs`` processes, interleaved, of 5 timed rounds each; the
+median of all its rounds and its fastest round are each compared with native's.
 
 Output: a table, ``--json FILE``, ``--plot FILE.png`` (matplotlib).  Never
 uses managed memory.

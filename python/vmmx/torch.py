@@ -881,18 +881,23 @@ class _Stepper:
         p.grad = None
         self.counters["steps"] += 1
 
-    def _views(self, p, k):
-        out, off = [], 0
-        for _, h, _ in self.homes[id(p)]:
-            out.append(self.slots[k][off:off + h.nbytes].view(h.dtype).view(h.shape))
+    def _layout(self, p):
+        """(home, pinned CPU tensor, offset in a slot) for each of p's state tensors."""
+        off = 0
+        for _, h, cpu in self.homes[id(p)]:
+            yield h, cpu, off
             off = _align(off + h.nbytes)
-        return out
+
+    def _views(self, p, k):
+        return [self.slots[k][off:off + h.nbytes].view(h.dtype).view(h.shape)
+                for h, _, off in self._layout(p)]
 
     def _pieces(self, p, k):
         """p's state in slot k cut where the slot's pieces end: [(piece, [(bytes of the
-        home in pinned memory, the same bytes of the slot)])], pieces in order."""
-        slot, out, off = self.slots[k], {}, 0
-        for _, h, cpu in self.homes[id(p)]:
+        home in pinned memory, the same bytes of the slot)])], pieces in order (the
+        layout's offsets only grow)."""
+        slot, out = self.slots[k], {}
+        for h, cpu, off in self._layout(p):
             flat = cpu.view(-1).view(torch.uint8)
             a = 0
             while a < h.nbytes:
@@ -900,8 +905,7 @@ class _Stepper:
                 b = min(h.nbytes, (j + 1) * _PIECE - off)
                 out.setdefault(j, []).append((flat[a:b], slot[off + a:off + b]))
                 a = b
-            off = _align(off + h.nbytes)
-        return sorted(out.items(), key=lambda jp: jp[0])
+        return list(out.items())
 
     def _copy(self, p, k):
         """Queue the copy of p's state into slot k on the side stream."""
