@@ -139,11 +139,6 @@ def test_alloc_failure_is_reported():
     assert "alloc-allocator  failed: no such column here" in text
 
 
-def test_median():
-    assert bench._median([3, 1, 2]) == 2
-    assert bench._median([4, 1, 2, 3]) == 2.5
-
-
 def test_plot_is_written():
     pytest.importorskip("matplotlib", reason="python3-matplotlib is not installed")
     calls = []

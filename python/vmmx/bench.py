@@ -33,6 +33,7 @@ uses managed memory.
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -418,13 +419,8 @@ def _alloc_bench(torch, out, spec):
         torch.cuda.synchronize()
         rounds.append((time.perf_counter() - t0) / n * 1e6)
     out["us_rounds"] = rounds
-    out["us_per_alloc_free"] = _median(rounds)
+    out["us_per_alloc_free"] = statistics.median(rounds)
     return out
-
-
-def _median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
 
 def alloc_bench(base, procs, timeout, results):
@@ -455,8 +451,8 @@ def alloc_bench(base, procs, timeout, results):
         if not got[col]:
             print(f"  {col:16s} {errors.get(col)}")
             continue
-        med, lo, hi = _median(got[col]), min(got[col]), max(got[col])
-        ratio = med / _median(nat) if nat else None
+        med, lo, hi = statistics.median(got[col]), min(got[col]), max(got[col])
+        ratio = med / statistics.median(nat) if nat else None
         ratio_min = lo / min(nat) if nat else None
         rel = f"{ratio:5.2f}x" if nat else "    -"
         rel_min = f"{ratio_min:5.2f}x" if nat else "    -"
