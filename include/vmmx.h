@@ -195,7 +195,7 @@ enum vmmx_host_access {
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
-#define VMMX_STATS_VERSION 3
+#define VMMX_STATS_VERSION 4
 
 /** VMMX_STATS_DEVICES - devices described one by one in struct vmmx_stats. */
 #define VMMX_STATS_DEVICES 16
@@ -253,6 +253,11 @@ struct vmmx_stats {
 	uint64_t copies_saved;        /**< chunk moves to host memory that mapped a kept copy
 				           instead of copying */
 	uint64_t copy_bytes_saved;    /**< bytes those moves did not copy */
+	/* version 4: what shrinks keep, and moves that waited for nobody */
+	uint64_t slack_bytes;         /**< bytes mapped past buffers' sizes: the tails of chunks
+				           that shrinks cut through, until vmmx_buf_trim() */
+	uint64_t moves_busy;          /**< policy moves skipped because a libvmmx copy or
+				           memset was using the buffer */
 };
 
 /**
@@ -415,27 +420,26 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
  * location's memory: a grow that fits one location is one handle) or the
  * policy's own bound.
  *
- * Shrinking gives memory back: when it returns, the buffer maps at most
- * round_up(@size, VMMX_CHUNK_SIZE) bytes.  Chunks past the new size are
- * unmapped and go to the context's chunk cache (VMMX_CACHE_LIMIT) or back
- * to the driver; a chunk the new size cuts through is replaced by a handle
- * of its kept part on the same location, its bytes copied within that
- * location.  When the location cannot hold both handles at once (at its
- * limit, or the driver is out of memory) the kept bytes go through ordinary
- * host memory while the old handle is given back; if the location then
- * refuses the new handle, the kept part lands in a host chunk (data intact,
- * logged).  Only when not even that host memory can be had does the cut
- * chunk stay whole.
+ * Shrinking never takes away a byte below the new size, even for a
+ * moment: kernels, copies and CPU accesses of the kept range may run on
+ * during it.  Chunks that lie wholly past the new size are unmapped and go
+ * to the context's chunk cache (VMMX_CACHE_LIMIT) or back to the driver.
+ * A chunk the new size cuts through stays whole and mapped: its tail past
+ * the new size is slack, still charged to its location
+ * (vmmx_stats.slack_bytes), used again by a later grow, and given back by
+ * vmmx_buf_trim() or vmmx_buf_destroy().  Copies and memsets through
+ * libvmmx (vmmx_memcpy(), vmmx_memset()) that run past the new size when
+ * the shrink starts finish first.  A chunk past the size that the driver
+ * fails to unmap stays mapped as slack too (logged): a shrink loses no data
+ * and fails only when the library is out of memory.
  *
  * Data below min(old size, new size) is kept; new bytes are undefined.
  *
  * A failed resize leaves the buffer exactly as it was (size, placement and
- * data) and leaks nothing.  (The one exception: a driver call that fails
- * while a failed shrink is being undone truncates the buffer to what is
- * still mapped, logged at error level.)
+ * data) and leaks nothing.
  *
- * Resizing while a kernel or copy uses the affected range is the caller's
- * race: finish that work first (vmmx_sync()).
+ * Growing or shrinking while a kernel or copy uses the range past the new
+ * size is the caller's race.
  *
  * Return: 0; -VMMX_ERANGE when @size exceeds the capacity; -VMMX_ENOMEM when
  * no location the policy allows has room (limits, device memory);
@@ -445,6 +449,39 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
  * serialised) and waits for an RCU grace period; may block; calls the driver.
  */
 VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size);
+
+/**
+ * vmmx_buf_trim() - give back what shrinks kept mapped past the size.
+ * @buf: buffer.
+ *
+ * vmmx_buf_resize() keeps the chunk its new size cuts through whole, so as
+ * never to unmap bytes the caller may still use.  This replaces that chunk
+ * by a handle of just its kept part: a new handle is made on the chunk's
+ * location, the kept bytes are copied into it, and it is mapped in the old
+ * one's place.  When the location cannot hold both handles at once (at its
+ * limit), the kept part goes through a host chunk instead and is migrated
+ * home once the old handle is gone (if another thread took that room
+ * meanwhile, it stays in host memory, intact, logged).  **The kept
+ * bytes of the cut chunk are unmapped for that moment**: call it only when
+ * no kernel, copy or CPU access uses them (vmmx_sync() first).  libvmmx's
+ * own copies and memsets are waited for.  Chunks wholly past the size that
+ * a shrink could not unmap are unmapped too.
+ *
+ * The old handle goes only once the new one is mapped in its place; if
+ * that fails, the old one is mapped back (and failing that, the new one
+ * again), so a failed trim leaves the buffer as it was, data included.
+ *
+ * Return: 0, also when there was nothing to give back; -VMMX_EINVAL for a
+ * NULL @buf; -VMMX_ENOMEM when no location has room for the kept part (the
+ * chunk stays whole); -VMMX_EDRIVER or -VMMX_EFAULTINJ when a driver call
+ * failed (the chunk stays whole).  (The one exception: when both handles
+ * fail to map again, four tries each, the buffer is truncated to the
+ * chunk's start, logged at error level.)
+ *
+ * Context: any thread; takes the buffer's mutex and waits for libvmmx calls
+ * using the buffer; may block; calls the driver.
+ */
+VMMX_API int vmmx_buf_trim(struct vmmx_buf *buf);
 
 /**
  * vmmx_buf_ptr() - address of a buffer.

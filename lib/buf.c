@@ -15,17 +15,25 @@
  * chunk_min.  The driver's cost is per handle, so few large handles make
  * growth cheap; chunk_min is the resolution of placement.
  *
- * Handles map whole (cuMemMap takes offset 0 only), so a shrink that cuts
- * through a chunk replaces it by a handle of the kept part (a copy within
- * the chunk's location): after a shrink the buffer maps nothing past its
- * size.  The table's @mapped can exceed @size only after a shrink that
- * failed twice over (see shrink()).
+ * Handles map whole (cuMemMap takes offset 0 only), and replacing a handle
+ * unmaps its whole range for a moment.  So a shrink never replaces the
+ * chunk its new size cuts through: that chunk stays whole, its tail past the
+ * size is slack (table->mapped > table->size), and no byte below the new
+ * size is ever unmapped by a resize.  vmmx_buf_trim(), which the caller
+ * calls when nothing uses the kept bytes, replaces the cut chunk by a
+ * handle of its kept part.
+ *
+ * Writers that unmap chunks below the size wait for libvmmx calls that use
+ * the buffer's memory (vmmx__buf_pin()); moves the library starts itself
+ * skip a buffer in use instead (evict.c).
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -567,15 +575,13 @@ int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk
 }
 
 /*
- * The chunk a shrink cuts through gives back what lies past the new size:
- * handles map whole (cuMemMap's offset must be 0) and cannot be cut, so a
- * handle of just the kept part @nc->size is made at the chunk's location and
- * the kept bytes are copied into it (a copy within one location) through a
- * staging address.  Nothing the buffer shows changes here; swap_handle()
- * then puts the new handle in place.  0 with @nc->handle set; -VMMX_ENOMEM,
- * unlogged, when the location cannot hold both handles at once (its limit,
- * or the driver's memory: cut_bounce() is for that); or another error after
- * undoing this step.
+ * The chunk a trim cuts through gives back what lies past the size: handles
+ * map whole (cuMemMap's offset must be 0) and cannot be cut, so a handle of
+ * just the kept part @nc->size is made at @nc->loc and the kept bytes are
+ * copied into it through a staging address.  Nothing the buffer shows
+ * changes here; swap_handle() then puts the new handle in place.  0 with
+ * @nc->handle set; -VMMX_ENOMEM, unlogged, when @nc->loc has no room for the
+ * kept part beside the old handle; or another error after undoing this step.
  */
 static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct vmmx__chunk *nc)
 {
@@ -583,7 +589,7 @@ static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct
 	void *stage;
 	int err;
 
-	err = vmmx__handle_get(ctx, c->loc, nc->size, &nc->handle);
+	err = vmmx__handle_get(ctx, nc->loc, nc->size, &nc->handle);
 	if (err)
 		return err;
 	err = vmm_reserve(ctx->vmm, nc->size, ctx->gran, &stage);
@@ -592,7 +598,9 @@ static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct
 	err = vmm_map(ctx->vmm, stage, nc->size, nc->handle);
 	if (err)
 		goto err_reserve;
-	err = vmmx__chunk_set_access(ctx, stage, nc->size, c->loc, false);
+	/* The staging side lies in one location and the source in another at
+	 * most: the copy never spans a change of location on either side. */
+	err = vmmx__chunk_set_access(ctx, stage, nc->size, nc->loc, false);
 	if (!err)
 		err = vmm_copy(ctx->vmm, stage, (void *)(buf->base + c->off), nc->size);
 	/* The handle keeps its memory (and now the data) without this mapping. */
@@ -600,7 +608,7 @@ static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct
 		/* A range still holding a mapping must not be freed yet. */
 		vmmx__defer(ctx, VMMX_OP_UNRESERVE, stage, nc->size, 0, (struct vmmx_loc){ 0 });
 		if (err)
-			vmmx__release_or_defer(ctx, nc->handle, c->loc, nc->size);
+			vmmx__release_or_defer(ctx, nc->handle, nc->loc, nc->size);
 		return err;
 	}
 	vmmx__unreserve_or_defer(ctx, stage, nc->size);
@@ -611,13 +619,16 @@ static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct
 err_reserve:
 	vmmx__unreserve_or_defer(ctx, stage, nc->size);
 err_handle:
-	vmmx__cache_put(ctx, c->loc, nc->handle, nc->size);
+	vmmx__cache_put(ctx, nc->loc, nc->handle, nc->size);
 	return err;
 }
 
 /*
- * Put @to at @from's address in its place.  On failure @from is mapped back;
- * *@lost says that failed too and the address is unmapped (logged).
+ * Put @to at @from's address in its place.  Both handles hold the kept
+ * bytes, so until one of them is mapped there again nothing is lost: on
+ * failure @from is mapped back, and if that fails too, @to is tried again.
+ * 0 when @to is in place; an error when @from is back in place; *@lost when
+ * neither could be mapped (the address is unmapped, logged).
  */
 static int swap_handle(struct vmmx_buf *buf, const struct vmmx__chunk *from,
 		       const struct vmmx__chunk *to, bool *lost)
@@ -633,89 +644,14 @@ static int swap_handle(struct vmmx_buf *buf, const struct vmmx__chunk *from,
 	err = vmmx__chunk_remap(ctx, va, to);
 	if (!err)
 		return 0;
-	if (vmmx__chunk_restore(ctx, va, from)) {
-		*lost = true;
-		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
-			   "vmmx_buf_resize: the chunk at offset %zu could not be mapped back after a failed shrink; its address is unmapped",
-			   from->off);
-	}
-	return err;
-}
-
-/*
- * The cut chunk's kept part when its location cannot hold the old and the
- * new handle at once (a full device, a buffer at VMMX_DEVICE_LIMIT): the
- * kept bytes wait in ordinary host memory while the old handle is given
- * back, then go into the new handle.  Once the old handle is gone there is
- * no way back: if the new handle fails (another thread or process took the
- * memory, a driver call failed), the kept part goes to a host chunk
- * instead, as a fallback would; *@lost is set only if that fails too.
- * 0 with @nc filled in (its location may have changed); -VMMX_ENOMEM when
- * not even the host bounce could be had (nothing changed).
- */
-static int cut_bounce(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct vmmx__chunk *nc,
-		      bool *lost)
-{
-	struct vmmx_ctx *ctx = buf->ctx;
-	void *va = (void *)(buf->base + c->off);
-	void *tmp = malloc(nc->size);
-	int err;
-
-	*lost = false;
-	/* The bounce is a driver copy to ordinary host memory, which must not
-	 * read a host chunk granted to the GPU only (see lib/copy.c). */
-	if (vmm_loc_is_host(c->loc) && !c->cpu) {
-		free(tmp);
-		return -VMMX_ENOMEM;
-	}
-	if (!tmp)
-		return -VMMX_ENOMEM;
-	err = vmm_copy(ctx->vmm, tmp, va, nc->size);
-	if (!err)
-		err = vmm_unmap(ctx->vmm, va, c->size);
-	if (err) {
-		free(tmp);
+	if (!vmmx__chunk_restore(ctx, va, from))
 		return err;
-	}
-	/* Released, not cached: a cached handle would stay charged. */
-	vmmx__release_or_defer(ctx, c->handle, c->loc, c->size);
-	/* Two tries on the location, then two in host memory: the old handle
-	 * is gone, so a transient failure (an injected one, a driver resource)
-	 * must not lose the kept bytes. */
-	for (int tries = 0; tries < 4; tries++) {
-		char name[32];
-
-		if (tries == 2) {
-			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
-				   "vmmx_buf_resize: %s failed to take back the kept part of the chunk at offset %zu (%s); it goes to host memory",
-				   vmmx_loc_name(nc->loc, name, sizeof(name)), c->off,
-				   vmmx_strerror(err));
-			nc->loc = (struct vmmx_loc){ VMMX_LOC_HOST, 0 };
-			nc->cpu = vmmx__cpu_grant(ctx, nc->loc, true);
-		}
-		err = vmmx__handle_get(ctx, nc->loc, nc->size, &nc->handle);
-		if (err)
-			continue;
-		err = vmmx__chunk_remap(ctx, va, nc);
-		if (err) { /* nothing stays mapped */
-			vmmx__cache_put(ctx, nc->loc, nc->handle, nc->size);
-			continue;
-		}
-		err = vmm_copy(ctx->vmm, va, tmp, nc->size);
-		if (!err)
-			break;
-		if (vmmx__unmap_or_defer(ctx, va, nc->size))
-			vmmx__release_or_defer(ctx, nc->handle, nc->loc, nc->size);
-		else
-			vmmx__cache_put(ctx, nc->loc, nc->handle, nc->size);
-	}
-	free(tmp);
-	if (err) {
-		*lost = true;
-		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
-			   "vmmx_buf_resize: the kept part of the chunk at offset %zu was lost after its old handle was given back (%s)",
-			   c->off, vmmx_strerror(err));
-	}
+	if (!vmmx__chunk_restore(ctx, va, to))
+		return 0;
+	*lost = true;
+	vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
+		   "vmmx_buf_trim: neither the old nor the new handle of the chunk at offset %zu could be mapped again (%s); its address is unmapped",
+		   from->off, vmmx_strerror(err));
 	return err;
 }
 
@@ -728,131 +664,227 @@ static void drop_shadow(struct vmmx_ctx *ctx, const struct vmmx__chunk *c)
 }
 
 /*
- * Shrink: chunks that start at or past the new size are unmapped; the one
- * the size cuts through is replaced by a handle of its kept part, so the
- * buffer holds no memory past round_up(size, chunk_min).  Steps, each undone
- * in reverse when a later one fails: unmap the chunks past the size, from
- * the end; copy the cut chunk's kept part into its new handle; swap the cut
- * chunk's handle.  When the driver has no memory even for the kept part, the
- * cut chunk stays whole (logged at info level) and the shrink succeeds: the
- * caller asked to give memory back, which failing would not do.
+ * Unmap the chunks of @old that lie wholly at or past @size, from the end,
+ * and write into @t (room for old->n chunks) the table that stays: @size,
+ * and every chunk still mapped.  No byte below @size is touched.  An unmap
+ * that fails (after VMMX__TRIES tries) stops the walk: that chunk and those
+ * before it stay mapped past the size, as slack that a later trim, grow or
+ * destroy deals with; nothing is lost, so it is no error (logged).  The
+ * unmapped chunks' handles go to the cache.
  */
-static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
+static void drop_past(struct vmmx_buf *buf, const struct vmmx__table *old, size_t size,
+		      struct vmmx__table *t, const char *fn)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
-	struct vmmx__chunk nc = { 0 };
-	struct vmmx__table *t;
-	size_t keep = old->n, j, cut_idx;
-	bool cut, lost = false, bounced = false;
-	int err = 0;
+	size_t keep = old->n, j;
 
 	while (keep > 0 && old->c[keep - 1].off >= size)
 		keep--;
-	cut = keep && old->c[keep - 1].off + old->c[keep - 1].size > size;
-	cut_idx = keep - 1;
-	/* Room for every chunk: a failed restore may keep more than @keep. */
-	t = vmmx__table_alloc(old->n);
-	if (!t)
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_resize: out of memory");
-	memcpy(t->c, old->c, keep * sizeof(old->c[0]));
-	t->n = keep;
-	t->size = size;
-	t->mapped = keep ? old->c[keep - 1].off + old->c[keep - 1].size : 0;
-
 	for (j = old->n; j > keep; j--) {
 		const struct vmmx__chunk *c = &old->c[j - 1];
+		int err = vmmx__unmap_tries(ctx, (void *)(buf->base + c->off), c->size);
 
-		err = vmm_unmap(ctx->vmm, (void *)(buf->base + c->off), c->size);
-		if (err)
-			break;
-	}
-	if (!err && cut) {
-		char a[32];
-
-		nc = old->c[keep - 1];
-		nc.size = size - nc.off;
-		/* A copy of the whole chunk is no copy of the kept part. */
-		nc.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
-		err = cut_prepare(buf, &old->c[keep - 1], &nc);
-		if (err == -VMMX_ENOMEM) {
-			vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
-				   "vmmx_buf_resize: no room for a second %s handle beside the chunk at offset %zu; its kept part goes through host memory",
-				   vmmx__fmt_size(nc.size, a, sizeof(a)), nc.off);
+		if (err) {
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
+				   "%s: the chunk at offset %zu could not be unmapped (%s); it stays mapped past the size %zu",
+				   fn, c->off, vmmx_strerror(err), size);
 			vmmx__clear_last_error();
-			err = cut_bounce(buf, &old->c[keep - 1], &nc, &lost);
-			bounced = !err || lost; /* the old handle is gone */
-			if (err == -VMMX_ENOMEM && !lost) {
-				/* Not even the bounce: keep the chunk whole. */
-				vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
-					   "vmmx_buf_resize: no host memory to bounce %s through; the chunk at offset %zu stays whole",
-					   vmmx__fmt_size(nc.size, a, sizeof(a)), nc.off);
-				vmmx__clear_last_error();
-				cut = false;
-				err = 0;
-			} else if (!err) {
-				t->c[keep - 1] = nc;
-			}
-		} else if (!err) {
-			err = swap_handle(buf, &old->c[keep - 1], &nc, &lost);
-			if (err)
-				vmmx__cache_put(ctx, nc.loc, nc.handle, nc.size);
-			else
-				t->c[keep - 1] = nc;
+			break;
 		}
-		if (!err && cut)
-			t->mapped = size;
 	}
-	if (err) {
-		size_t failed_at = j;
-
-		/* Map back what was unmapped, in reverse order again, so the
-		 * buffer is exactly as it was. */
-		if (lost)
-			j = keep - 1;
-		else
-			for (; j < old->n; j++)
-				if (vmmx__chunk_restore(ctx, (void *)(buf->base + old->c[j].off),
-							&old->c[j]))
-					break;
-		if (j == old->n) {
-			free(t);
-			return err;
-		}
-		/* The driver failed again while restoring: chunks [j, n) are no
-		 * longer mapped.  Keep the table true to what is mapped, release
-		 * the rest, and say so loudly; this is the one case where a failed
-		 * resize cannot leave the buffer as it was. */
-		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
-			   "vmmx_buf_resize: shrink failed at chunk %zu and restoring chunk %zu failed too; buffer truncated to %zu bytes",
-			   failed_at ? failed_at - 1 : 0, j, old->c[j].off);
-		memcpy(t->c, old->c, j * sizeof(old->c[0]));
-		t->n = j;
-		t->mapped = old->c[j].off;
-		t->size = old->size < t->mapped ? old->size : t->mapped;
-		keep = j;
-		cut = false;
-	}
+	memcpy(t->c, old->c, j * sizeof(old->c[0]));
+	t->n = j;
+	t->size = size;
+	t->mapped = j ? old->c[j - 1].off + old->c[j - 1].size : 0;
 	/* Past the point of no return: the handles go to the cache, or are
 	 * released (a failed release is queued, not reported).  Done before
 	 * the old table is retired: it may be freed any time after that. */
-	for (j = old->n; j > keep; j--) {
-		vmmx__policy_chunk_event(buf, &old->c[j - 1], VMMX_POLICY_EV_RELEASED);
-		drop_shadow(ctx, &old->c[j - 1]);
-		if (bounced && j == cut_idx + 1)
-			continue; /* cut_bounce() gave it back */
-		vmmx__cache_put(ctx, old->c[j - 1].loc, old->c[j - 1].handle, old->c[j - 1].size);
-	}
-	if (cut) {
-		const struct vmmx__chunk *c = &old->c[keep - 1];
+	for (size_t k = old->n; k > j; k--) {
+		const struct vmmx__chunk *c = &old->c[k - 1];
 
 		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
 		drop_shadow(ctx, c);
-		if (!bounced)
-			vmmx__cache_put(ctx, c->loc, c->handle, c->size);
-		vmmx__policy_chunk_event(buf, &nc, VMMX_POLICY_EV_PLACED);
+		vmmx__cache_put(ctx, c->loc, c->handle, c->size);
 	}
+}
+
+/*
+ * Shrink: the chunks that lie wholly past the new size are unmapped and go
+ * to the cache; the chunk the new size cuts through stays whole and mapped,
+ * so no byte below the new size is ever unmapped, even for a moment (a
+ * kernel or a copy may be reading it).  Its tail past the size is slack:
+ * still mapped and charged, used again by a grow, given back by
+ * vmmx_buf_trim() (which the caller calls when nothing uses the kept bytes)
+ * or by the destroy.  Nothing here can lose data: past the table's memory,
+ * the only driver calls are unmaps of chunks past the size.
+ */
+static int shrink(struct vmmx_buf *buf, struct vmmx__table *old, size_t size)
+{
+	struct vmmx__table *t = vmmx__table_alloc(old->n);
+
+	if (!t)
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ENOMEM,
+				  "vmmx_buf_resize: out of memory");
+	drop_past(buf, old, size, t, "vmmx_buf_resize");
 	vmmx__table_publish(buf, t);
-	return err;
+	return 0;
+}
+
+/*
+ * Trim: what shrink kept past the size goes.  Chunks wholly past it are
+ * unmapped; the cut chunk is replaced by a handle of its kept part, on its
+ * own location when that has room for both handles at once, else in host
+ * memory, from where a migration takes it home once the old handle is gone.  The old handle is given
+ * back only once the new one is mapped in its place: at every step one
+ * handle holding the kept bytes is mapped or can be mapped again, so a
+ * failure leaves the cut chunk as it was.
+ */
+static int trim(struct vmmx_buf *buf, struct vmmx__table *old, bool *moved_host)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	struct vmmx__table *t = vmmx__table_alloc(old->n);
+	struct vmmx__chunk nc;
+	const struct vmmx__chunk *c;
+	struct vmmx_loc home;
+	size_t moved = 0;
+	bool lost = false;
+	int err;
+
+	if (!t)
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_trim: out of memory");
+	drop_past(buf, old, old->size, t, "vmmx_buf_trim");
+	if (t->mapped == t->size) {
+		vmmx__table_publish(buf, t);
+		return 0;
+	}
+	if (t->mapped != old->mapped) {
+		/* Publish what was dropped before the cut can fail. */
+		vmmx__table_publish(buf, t);
+		old = t;
+		t = vmmx__table_alloc(old->n);
+		if (!t)
+			return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+					  "vmmx_buf_trim: out of memory");
+	}
+	c = &old->c[old->n - 1];
+	nc = *c;
+	nc.size = old->size - c->off;
+	/* A copy of the whole chunk is no copy of the kept part. */
+	nc.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
+	err = cut_prepare(buf, c, &nc);
+	if (err == -VMMX_ENOMEM && !vmm_loc_is_host(c->loc)) {
+		char a[32];
+
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+			   "vmmx_buf_trim: no room for a second %s handle beside the chunk at offset %zu; its kept part goes to host memory",
+			   vmmx__fmt_size(nc.size, a, sizeof(a)), nc.off);
+		vmmx__clear_last_error();
+		nc.loc = (struct vmmx_loc){ VMMX_LOC_HOST, 0 };
+		nc.cpu = vmmx__cpu_grant(ctx, nc.loc, true);
+		err = cut_prepare(buf, c, &nc);
+	}
+	if (err == -VMMX_ENOMEM)
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+				 "vmmx_buf_trim: no room anywhere for the %zu kept bytes of the chunk at offset %zu; it stays whole",
+				 nc.size, c->off);
+	if (!err) {
+		err = swap_handle(buf, c, &nc, &lost);
+		if (err && !lost)
+			vmmx__cache_put(ctx, nc.loc, nc.handle, nc.size);
+	}
+	if (err && !lost) {
+		free(t);
+		return err;
+	}
+	memcpy(t->c, old->c, old->n * sizeof(old->c[0]));
+	t->n = old->n;
+	t->size = old->size;
+	if (lost) {
+		/* Neither handle could be mapped: keep the table true to what
+		 * is mapped, and keep both handles' memory off the books. */
+		vmmx__release_or_defer(ctx, nc.handle, nc.loc, nc.size);
+		t->n--;
+		t->size = t->mapped = c->off;
+	} else {
+		t->c[t->n - 1] = nc;
+		t->mapped = old->size;
+		*moved_host = !vmmx__same_loc(nc.loc, c->loc);
+	}
+	vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
+	drop_shadow(ctx, c);
+	home = c->loc;
+	vmmx__cache_put(ctx, c->loc, c->handle, c->size);
+	if (!lost)
+		vmmx__policy_chunk_event(buf, &nc, VMMX_POLICY_EV_PLACED);
+	vmmx__table_publish(buf, t);
+	if (lost || !*moved_host)
+		return err;
+	/* The old handle is gone, so its location has room for the kept part
+	 * now: it goes home by an ordinary migration, which never loses a
+	 * chunk.  If another thread took the room meanwhile, it stays in host
+	 * memory, intact (a fallback, as a grow would make). */
+	err = vmmx__migrate_locked(buf, nc.off, nc.size, home, 0, &moved);
+	if (err || !moved) {
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+			   "vmmx_buf_trim: the kept part of the chunk at offset %zu stays in host memory%s%s",
+			   nc.off, err ? ": " : "", err ? vmmx_last_error() : "");
+		vmmx__clear_last_error();
+		return 0;
+	}
+	*moved_host = false;
+	return 0;
+}
+
+/*
+ * Writers that unmap chunks a caller may still use through libvmmx
+ * (shrink, trim, migrations) first make the buffer "moving" and wait until
+ * no libvmmx call pins it (vmmx__buf_pin(), taken by copies and memsets
+ * around their driver calls), or give up (vmmx__buf_quiesce(wait=false),
+ * for moves the library starts itself).  A pin and a quiesce each store
+ * their own flag, then read the other's, both sequentially consistent: at
+ * least one of the two sees the other, so a copy never runs over a chunk
+ * being unmapped.
+ */
+bool vmmx__buf_pin(struct vmmx_buf *buf)
+{
+	__atomic_fetch_add(&buf->users, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&buf->moving, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_fetch_sub(&buf->users, 1, __ATOMIC_RELEASE);
+	return false;
+}
+
+void vmmx__buf_unpin(struct vmmx_buf *buf)
+{
+	__atomic_fetch_sub(&buf->users, 1, __ATOMIC_RELEASE);
+}
+
+/* Wait until no call pins @buf; each round yields, then sleeps (a copy may take long). */
+static void wait_unpinned(struct vmmx_buf *buf)
+{
+	for (unsigned int i = 0; __atomic_load_n(&buf->users, __ATOMIC_SEQ_CST); i++)
+		if (i < 64)
+			sched_yield();
+		else
+			usleep(50);
+}
+
+bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait)
+{
+	__atomic_store_n(&buf->moving, true, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&buf->users, __ATOMIC_SEQ_CST))
+		return true;
+	if (!wait) {
+		__atomic_store_n(&buf->moving, false, __ATOMIC_RELEASE);
+		return false;
+	}
+	wait_unpinned(buf);
+	return true;
+}
+
+void vmmx__buf_unquiesce(struct vmmx_buf *buf)
+{
+	__atomic_store_n(&buf->moving, false, __ATOMIC_RELEASE);
 }
 
 VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
@@ -878,17 +910,53 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 	pthread_mutex_lock(&buf->lock);
 	old = buf->table;
 	old_size = old->size;
-	if (size == old->size)
+	if (size == old->size) {
 		err = 0;
-	else if (size > old->size)
+	} else if (size > old->size) {
 		err = grow(buf, old, size);
-	else
+	} else {
+		/* Copies still running past the new size finish first. */
+		vmmx__buf_quiesce(buf, true);
 		err = shrink(buf, old, size);
+		vmmx__buf_unquiesce(buf);
+	}
 	pthread_mutex_unlock(&buf->lock);
 	/* Room freed: a policy may want to promote chunks (no lock held now). */
 	if (!err && size < old_size)
 		vmmx__policy_rebalance(ctx, buf->policy);
 	__atomic_fetch_add(err ? &ctx->ctr.resize_failures : &ctx->ctr.resizes, 1, __ATOMIC_RELAXED);
+	return err;
+}
+
+VMMX_API int vmmx_buf_trim(struct vmmx_buf *buf)
+{
+	struct vmmx_ctx *ctx;
+	size_t before, after;
+	bool moved_host = false;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!buf)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_trim: buf is NULL");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_trim");
+	ctx = buf->ctx;
+	vmmx__deferred_retry(ctx);
+	pthread_mutex_lock(&buf->lock);
+	before = buf->table->mapped;
+	if (before == buf->table->size) {
+		pthread_mutex_unlock(&buf->lock);
+		return 0;
+	}
+	vmmx__buf_quiesce(buf, true);
+	err = trim(buf, buf->table, &moved_host);
+	after = buf->table->mapped;
+	vmmx__buf_unquiesce(buf);
+	pthread_mutex_unlock(&buf->lock);
+	/* Room freed, or a kept part landed in host memory: the policy may
+	 * want to move chunks (no lock held now). */
+	if (moved_host || after < before)
+		vmmx__policy_rebalance(ctx, buf->policy);
 	return err;
 }
 
@@ -906,6 +974,8 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 		return;
 	}
 	vmmx__ctx_remove_buf(ctx, buf); /* waits for readers */
+	/* No call can find the buffer now; one that pinned it before finishes. */
+	wait_unpinned(buf);
 	t = buf->table;
 	for (size_t j = t->n; j > 0; j--) {
 		const struct vmmx__chunk *c = &t->c[j - 1];

@@ -308,6 +308,7 @@ struct vmmx__counters {
 	uint64_t promotions;
 	uint64_t copies_saved;          /* moves to host that mapped a kept copy */
 	uint64_t copy_bytes_saved;
+	uint64_t moves_busy;            /* policy moves skipped: a pinned buffer (evict.c) */
 };
 
 /* A released handle kept for reuse (cache.c). */
@@ -647,7 +648,25 @@ struct vmmx_buf {
 	struct vmmx__table *table;      /* RCU; written under @lock */
 	bool read_mostly;               /* a chunk was ever marked read-mostly (shadow.c):
 					 * written under @lock, read atomically */
+	unsigned int users;             /* libvmmx calls using its memory now (pins); atomic */
+	bool moving;                    /* a writer is about to unmap chunks below the size:
+					 * written under @lock, read atomically */
 };
+
+/*
+ * Pins: a libvmmx call that uses a buffer's memory (a copy, a memset) pins
+ * it from before it reads the table until its driver call returned; a
+ * writer that unmaps chunks below the size (shrink, trim, migration)
+ * quiesces it first.  vmmx__buf_pin() returns false, pinning nothing, while
+ * the buffer is moving: the caller drops its other pins, waits and looks
+ * again.  vmmx__buf_quiesce() needs @buf->lock; with @wait it waits for the
+ * pins to go, without it returns false (quiescing nothing) if any is held.
+ * vmmx__buf_unquiesce() ends it.  Lock-free; quiesce may spin.
+ */
+bool vmmx__buf_pin(struct vmmx_buf *buf);
+void vmmx__buf_unpin(struct vmmx_buf *buf);
+bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait);
+void vmmx__buf_unquiesce(struct vmmx_buf *buf);
 
 /*
  * Index of the chunk holding offset @off of @t (off < t->mapped), by binary

@@ -28,6 +28,7 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 		const struct vmmx__table *t = rcu_dereference(l->bufs[i]->table);
 
 		out->reserved_bytes += l->bufs[i]->capacity;
+		out->slack_bytes += t->mapped - t->size;
 		for (size_t j = 0; j < t->n; j++) {
 			if (vmm_loc_is_host(t->c[j].loc)) {
 				out->host_bytes += t->c[j].size;
@@ -74,6 +75,7 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->shadow_bytes = LOAD(ctx->shadow_bytes);
 	out->copies_saved = LOAD(ctx->ctr.copies_saved);
 	out->copy_bytes_saved = LOAD(ctx->ctr.copy_bytes_saved);
+	out->moves_busy = LOAD(ctx->ctr.moves_busy);
 	out->registrations = LOAD(ctx->reg_count);
 	out->registered_bytes = LOAD(ctx->reg_bytes);
 	out->host_access = (enum vmmx_host_access)ctx->host_access;
@@ -150,7 +152,7 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(deferred); U(copies); U(cache_hits); U(cache_misses); U(cache_bytes);
 	U(cache_released); U(registrations); U(registered_bytes);
 	U(migrations); U(migrated_bytes); U(evictions); U(promotions);
-	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved);
+	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved); U(slack_bytes); U(moves_busy);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");

@@ -59,6 +59,7 @@ vmmx_c_tests = \
 	%D%/lib/foreign \
 	%D%/lib/fork \
 	%D%/lib/undo \
+	%D%/lib/shrink_pairs \
 	%D%/lib/longrun \
 	%D%/lib/alloc \
 	%D%/lib/prefetch \
@@ -137,6 +138,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_longrun_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_undo_LDADD = $(TEST_LDADD)
 %C%_lib_undo_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_shrink_pairs_LDADD = $(TEST_LDADD)
+%C%_lib_shrink_pairs_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_fork_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_foreign_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_CPPFLAGS = $(TEST_CPPFLAGS)

@@ -1016,8 +1016,9 @@ out:
 
 /*
  * A device buffer of --shrink-size in one handle (default settings), filled
- * with the pattern, shrunk to a part of it, --reps times: the shrink copies
- * the kept part into a new handle on the device and gives the rest back.
+ * with the pattern, shrunk to a part of it and trimmed, --reps times: the
+ * shrink keeps the cut chunk whole, the trim copies the kept part into a
+ * new handle on the device and gives the rest back; both are timed.
  * The kept part is checked once per size; the device bytes mapped after the
  * shrink must be the kept size.
  */
@@ -1052,6 +1053,8 @@ static void shrink_one(struct bench *B, uint64_t S, uint64_t kept, struct shrink
 			goto fail_g;
 		t0 = gpu_now();
 		err = vmmx_buf_resize(buf, kept);
+		if (!err)
+			err = vmmx_buf_trim(buf);
 		t[i] = gpu_now() - t0;
 		if (err)
 			break;
@@ -1076,7 +1079,7 @@ static void shrink_one(struct bench *B, uint64_t S, uint64_t kept, struct shrink
 		err = vmmx_buf_resize(buf, 0);
 	}
 	if (err) {
-		vfail(B, "shrink: vmmx_buf_resize", err);
+		vfail(B, "shrink: vmmx_buf_resize or vmmx_buf_trim", err);
 		goto fail_v;
 	}
 	r->secs = gpu_median(t, n);

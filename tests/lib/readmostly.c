@@ -216,8 +216,10 @@ static void release(void)
 
 	vmmx_buf_advise(buf, 0, 16 * MiB, VMMX_ADVISE_READ_MOSTLY);
 	move_all(buf, DEV);
-	/* A cut through chunk 1: chunk 0 keeps its copy, the rest have none. */
+	/* A cut through chunk 1, trimmed: chunk 0 keeps its copy, the rest have none. */
 	is_err(0, vmmx_buf_resize(buf, 6 * MiB), "shrunk to 6 MiB through chunk 1");
+	is_uint(8 * MiB, test_stats(ctx).shadow_bytes, "the cut chunk stays whole, with its copy");
+	is_err(0, vmmx_buf_trim(buf), "vmmx_buf_trim replaces the cut chunk");
 	is_uint(4 * MiB, test_stats(ctx).shadow_bytes, "only chunk 0's copy is left");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
 	move_all(buf, HOST);
@@ -380,7 +382,7 @@ static void fault_sweep(void)
 
 int main(void)
 {
-	plan(24 + 30 + 19 + 11 + 3 + 2 * NSWEEP);
+	plan(24 + 30 + 21 + 11 + 3 + 2 * NSWEEP);
 	round_trip();
 	marking();
 	release();

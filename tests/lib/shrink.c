@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * shrink.c - the defaults a user meets first: a shrink gives memory back
- * (the chunk it cuts through is replaced by a handle of the kept part, on
- * the same location, or through host memory at a limit), the device keeps
+ * shrink.c - the defaults a user meets first: a shrink gives back the
+ * chunks past the new size and keeps the chunk it cuts through whole (no
+ * byte below the size is unmapped), vmmx_buf_trim() then replaces that
+ * chunk by a handle of the kept part (on the same location, or through host
+ * memory and back at a limit), the device keeps
  * a headroom free for the CUDA runtime, a grow is one handle, and chunks
  * moved to host are granted to the GPU only unless asked.
  *
@@ -37,8 +39,9 @@ static long chunks(struct vmmx_buf *buf, size_t *dev, size_t *host)
 }
 
 /*
- * The issue's scenario: a device-first buffer fills the sim device in one
- * chunk; a shrink to 2 MiB must hand the memory back, so that a device
+ * A device-first buffer fills the sim device in one chunk; a shrink to
+ * 2 MiB keeps that chunk whole (slack, still charged: a device buffer
+ * cannot grow yet), and a trim hands the memory back, so that the device
  * buffer can grow by 16 MiB afterwards.
  */
 static void fill_then_shrink(void)
@@ -56,14 +59,27 @@ static void fill_then_shrink(void)
 	is_err(0, test_fill(ctx, vmmx_buf_ptr(a), 0, 64 * MiB, 9), "test_fill");
 
 	is_err(0, vmmx_buf_resize(a, 2 * MiB), "vmmx_buf_resize shrinks to 2 MiB");
+	is_uint(2 * MiB, vmmx_buf_size(a), "vmmx_buf_size: 2 MiB");
 	is_int(1, chunks(a, &dev, &host), "vmmx_buf_chunks: one chunk after the shrink");
-	is_uint(2 * MiB, dev, "vmmx_buf_chunks: the cut chunk was replaced by a 2 MiB handle");
+	is_uint(64 * MiB, dev, "vmmx_buf_chunks: the cut chunk stays whole");
+	vmmx_stats_get(ctx, &st);
+	is_uint(62 * MiB, st.slack_bytes, "vmmx_stats_get: 62 MiB of slack past the size");
 	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(a), 0, 2 * MiB, 9),
 		"vmmx_buf_resize: the kept 2 MiB are intact");
+	is_err(0, vmmx_buf_create(ctx, 16 * MiB, "device", &b), "vmmx_buf_create device");
+	is_err(-VMMX_ENOMEM, vmmx_buf_resize(b, 16 * MiB),
+	       "vmmx_buf_resize: the slack is still charged: no room for a device buffer");
+
+	is_err(0, vmmx_buf_trim(a), "vmmx_buf_trim");
+	is_int(1, chunks(a, &dev, &host), "vmmx_buf_chunks: one chunk after the trim");
+	is_uint(2 * MiB, dev, "vmmx_buf_chunks: the cut chunk was replaced by a 2 MiB handle");
+	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(a), 0, 2 * MiB, 9),
+		"vmmx_buf_trim: the kept 2 MiB are intact");
 	vmmx_stats_get(ctx, &st);
 	is_uint(2 * MiB, st.device_bytes, "vmmx_stats_get: 2 MiB mapped on the device");
+	is_uint(0, st.slack_bytes, "vmmx_stats_get: no slack left");
+	is_err(0, vmmx_buf_trim(a), "vmmx_buf_trim again: nothing to do");
 
-	is_err(0, vmmx_buf_create(ctx, 16 * MiB, "device", &b), "vmmx_buf_create device");
 	is_err(0, vmmx_buf_resize(b, 16 * MiB),
 	       "vmmx_buf_resize: a device buffer grows by 16 MiB into what the shrink gave back");
 	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(a), 0, 2 * MiB, 9),
@@ -75,8 +91,8 @@ static void fill_then_shrink(void)
 
 /*
  * At VMMX_DEVICE_LIMIT the device cannot hold the old and the new handle at
- * once: the kept part goes through host memory, and the limit holds.
- * Runs on any backend.
+ * once: a trim takes the kept part through a host chunk and migrates it
+ * home, and the limit holds.  Runs on any backend.
  */
 static void shrink_at_limit(void)
 {
@@ -93,12 +109,16 @@ static void shrink_at_limit(void)
 	is_err(0, test_fill(ctx, vmmx_buf_ptr(a), 0, 32 * MiB, 3), "test_fill");
 	is_err(0, vmmx_buf_resize(a, 6 * MiB), "vmmx_buf_resize to 6 MiB at the limit");
 	is_int(1, chunks(a, &dev, &host), "vmmx_buf_chunks: one chunk after the shrink");
+	is_uint(32 * MiB, dev, "vmmx_buf_chunks: the cut chunk stays whole");
+	is_err(0, vmmx_buf_trim(a), "vmmx_buf_trim at the limit");
+	is_int(1, chunks(a, &dev, &host), "vmmx_buf_chunks: one chunk after the trim");
 	is_uint(6 * MiB, dev, "vmmx_buf_chunks: 6 MiB on the device, the rest given back");
+	is_uint(0, host, "vmmx_buf_chunks: none left in host memory");
 	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(a), 0, 6 * MiB, 3),
 		"the kept 6 MiB are intact after going through host memory");
 	vmmx_stats_get(ctx, &st);
 	vmmx_ctx_query(ctx, &ci);
-	ok(st.device_bytes == 6 * MiB && ci.device_limit == 32 * MiB,
+	ok(st.device_bytes == 6 * MiB && st.host_bytes == 0 && ci.device_limit == 32 * MiB,
 	   "vmmx_stats_get: 6 MiB mapped on the device (%llu)", (unsigned long long)st.device_bytes);
 	is_err(0, vmmx_buf_resize(a, 32 * MiB), "vmmx_buf_resize grows back to the limit");
 	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(a), 0, 6 * MiB, 3), "data intact");
@@ -131,10 +151,19 @@ static void cut_each_location(void)
 		       pol[p]);
 		vmmx_stats_get(ctx, &st1);
 		is_int(2, chunks(a, &dev, &host), "%s: still two chunks", pol[p]);
+		is_uint(40 * MiB, dev + host, "%s: the cut chunk stays whole", pol[p]);
+		is_uint(st0.driver_calls[VMMX_OP_COPY], st1.driver_calls[VMMX_OP_COPY],
+			"%s: the shrink copied nothing", pol[p]);
+		is_uint(st0.driver_calls[VMMX_OP_UNMAP], st1.driver_calls[VMMX_OP_UNMAP],
+			"%s: the shrink unmapped nothing", pol[p]);
+		is_uint(10 * MiB, st1.slack_bytes, "%s: 10 MiB of slack", pol[p]);
+		is_err(0, vmmx_buf_trim(a), "%s: vmmx_buf_trim", pol[p]);
+		vmmx_stats_get(ctx, &st0);
+		is_int(2, chunks(a, &dev, &host), "%s: two chunks after the trim", pol[p]);
 		is_uint(30 * MiB, dev + host, "%s: 30 MiB mapped, none past the size", pol[p]);
-		is_uint(30 * MiB, p ? st1.host_bytes : st1.device_bytes,
+		is_uint(30 * MiB, p ? st0.host_bytes : st0.device_bytes,
 			"%s: vmmx_stats_get agrees", pol[p]);
-		ok(st1.driver_calls[VMMX_OP_COPY] > st0.driver_calls[VMMX_OP_COPY],
+		ok(st0.driver_calls[VMMX_OP_COPY] > st1.driver_calls[VMMX_OP_COPY],
 		   "%s: the kept part was copied by the driver, within its location", pol[p]);
 		is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(a), 0, 30 * MiB, 5),
 			"%s: data below the new size intact", pol[p]);
@@ -276,13 +305,13 @@ static void cpu_access_modes(void)
 int main(void)
 {
 	if (test_on_sim()) {
-		plan(100);
+		plan(125);
 		fill_then_shrink();
 		headroom_defaults();
 		one_handle_per_grow();
 		cpu_access_modes();
 	} else {
-		plan(39);
+		plan(55);
 	}
 	shrink_at_limit();
 	cut_each_location();

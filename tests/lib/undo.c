@@ -7,13 +7,15 @@
  *    back left "chunk ... could not be restored; its address is unmapped"
  *    (each map call of a two-chunk move is failed twice in a row in turn);
  *  - a shrink: a failed unmap followed by a failed map back left "shrink
- *    failed ... and restoring chunk ... failed too; buffer truncated" (each
- *    unmap of a four-chunk shrink is failed in turn, and the two maps after);
+ *    failed ... and restoring chunk ... failed too; buffer truncated".  A
+ *    shrink now unmaps only chunks past the new size and restores nothing:
+ *    an unmap that fails every try leaves its chunk mapped as slack (each
+ *    unmap of a four-chunk shrink is failed in turn, every try);
  *  - a grant that fails and the unmap after it too: the new handle stayed
  *    mapped (its unmap deferred), so mapping the old one back failed with
  *    "range overlaps the mapping" and the chunk was lost, and a later grow
  *    at that address failed the same way (each grant and each unmap of a
- *    shrink that cuts a chunk is failed in turn, in pairs).
+ *    trim that cuts a chunk is failed in turn, in pairs).
  */
 #include "config.h"
 
@@ -42,21 +44,28 @@ static void shrink_undo(void)
 		    test_fill(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, (uint32_t)nth))
 			bail("setup: %s", vmmx_last_error());
 		test_log_clear();
-		vmm_fault_arm(v, VMMX_OP_UNMAP, (uint64_t)nth, 0);
-		vmm_fault_arm_n(v, VMMX_OP_MAP, 1, 2, 0);
-		err = vmmx_buf_resize(buf, 0);
+		/* Every try of the nth unmap (from the end) fails. */
+		vmm_fault_arm_n(v, VMMX_OP_UNMAP, (uint64_t)nth, VMMX__TRIES, 0);
+		err = vmmx_buf_resize(buf, 2 * MiB);
 		vmm_fault_disarm_all(v);
-		is_err(-VMMX_EFAULTINJ, err, "unmap %d of a shrink and then 2 maps back failed", nth);
-		ok(!strstr(test_log(), "truncated"), "unmap %d: the buffer was not truncated", nth);
-		is_uint(8 * MiB, vmmx_buf_size(buf), "unmap %d: the size is as it was", nth);
-		is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, (uint32_t)nth),
-			"unmap %d: every byte is right", nth);
+		is_err(0, err, "unmap %d of a shrink failed every try: the shrink still succeeds", nth);
+		like(test_log(), "could not be unmapped", "unmap %d: logged", nth);
+		is_uint(2 * MiB, vmmx_buf_size(buf), "unmap %d: the size is the new one", nth);
+		is_uint((size_t)(4 - nth) * 2 * MiB, test_stats(ctx).slack_bytes,
+			"unmap %d: that chunk and those before it stay mapped as slack", nth);
+		is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, 2 * MiB, (uint32_t)nth),
+			"unmap %d: every byte below the size is right", nth);
+		is_err(0, vmmx_buf_trim(buf), "unmap %d: vmmx_buf_trim unmaps them", nth);
+		is_uint(0, test_stats(ctx).slack_bytes, "unmap %d: no slack left", nth);
+		is_err(0, vmmx_buf_resize(buf, 8 * MiB), "unmap %d: the buffer grows back", nth);
+		is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, 2 * MiB, (uint32_t)nth),
+			"unmap %d: and keeps its first 2 MiB", nth);
 		vmmx_buf_destroy(buf);
 		vmmx_ctx_destroy(ctx);
 	}
 }
 
-/* One pair: the @na-th grant and the @nu-th unmap of a shrink that cuts fail. */
+/* One pair: the @na-th grant and the @nu-th unmap of a trim that cuts fail. */
 static void grant_unmap_pair(int na, int nu)
 {
 	struct vmmx_ctx *ctx = test_ctx(NULL);
@@ -69,19 +78,20 @@ static void grant_unmap_pair(int na, int nu)
 	if (vmmx_buf_create(ctx, 8 * MiB, NULL, &buf) || vmmx_buf_resize(buf, 8 * MiB) ||
 	    test_fill(ctx, vmmx_buf_ptr(buf), 0, 8 * MiB, seed))
 		bail("setup: %s", vmmx_last_error());
+	if (vmmx_buf_resize(buf, 4 * MiB))
+		bail("shrink: %s", vmmx_last_error());
 	test_log_clear();
 	vmm_fault_arm(v, VMMX_OP_SET_ACCESS, (uint64_t)na, 0);
 	vmm_fault_arm(v, VMMX_OP_UNMAP, (uint64_t)nu, 0);
-	err = vmmx_buf_resize(buf, 4 * MiB);
+	err = vmmx_buf_trim(buf);
 	vmm_fault_disarm_all(v);
-	want = err ? 8 * MiB : 4 * MiB;
+	want = 4 * MiB;
 	ok(err == 0 || err == -VMMX_EFAULTINJ,
-	   "grant %d and unmap %d of a cutting shrink failed: 0 or the fault (%d)", na, nu, err);
+	   "grant %d and unmap %d of a cutting trim failed: 0 or the fault (%d)", na, nu, err);
 	ok(!strstr(test_log(), "truncated") && !strstr(test_log(), "could not be mapped back") &&
 	       !strstr(test_log(), "was lost"),
 	   "grant %d, unmap %d: no chunk lost (%s)", na, nu, test_log());
-	is_uint(want, vmmx_buf_size(buf), "grant %d, unmap %d: the size is the old or the new one",
-		na, nu);
+	is_uint(want, vmmx_buf_size(buf), "grant %d, unmap %d: the size is unchanged", na, nu);
 	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(buf), 0, want, seed),
 		"grant %d, unmap %d: every byte kept is right", na, nu);
 	/* Nothing left mapped where the buffer has no chunk: growing back works. */
@@ -95,7 +105,7 @@ int main(void)
 {
 	static const char *const vars[] = { "VMMX_CHUNK_MAX=2MiB", NULL };
 
-	plan(TRIES * 4 + SHRINK_TRIES * 4 + PAIRS * PAIRS * 5);
+	plan(TRIES * 4 + SHRINK_TRIES * 9 + PAIRS * PAIRS * 5);
 	shrink_undo();
 	for (int na = 1; na <= PAIRS; na++)
 		for (int nu = 1; nu <= PAIRS; nu++)
