@@ -15,6 +15,7 @@ import textwrap
 import pytest
 
 import vmmx
+from vmmx import bench
 
 MiB = 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -299,3 +300,112 @@ def test_configure_takes_sizes_as_ints_and_text():
     """)
     assert out == 48 * MiB
 
+
+# -- vmmx.bench (the command line's sizes)
+
+
+@pytest.mark.parametrize("value, exc", [
+    ("1GiB\x00", ValueError), ("-1G", ValueError), ("-5", ValueError), ("lots", ValueError),
+    ("infG", ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_bench_parse_size_refuses(value, exc):
+    with pytest.raises(exc) as e:
+        bench.parse_size(value)
+    assert str(e.value).startswith("vmmx.bench.parse_size: s "), str(e.value)
+
+
+# -- vmmx.torch and vmmx.cupy: their checks come before any call into the framework,
+# so they run without a GPU; where torch or CuPy is missing, a stand-in module with
+# only the names the checks use takes its place (in a child process, so that
+# test_torch.py and test_cupy.py still see the real ones or none).
+
+FRAMEWORKS = r'''
+import json, sys, types
+try:
+    import torch
+    fake_torch = False
+except ImportError:
+    fake_torch = True
+    torch = types.ModuleType("torch")
+
+    class device:  # torch.device's parsing: "cuda", "cuda:N", "cpu"
+        def __init__(self, s):
+            if not isinstance(s, str):
+                raise TypeError("device")
+            t, _, i = s.partition(":")
+            if t not in ("cuda", "cpu") or (i and not i.isdigit()):
+                raise RuntimeError(f"Invalid device string: '{s}'")
+            self.type, self.index = t, int(i) if i else None
+
+    class Stream:
+        pass
+
+    torch.device = device
+    torch.cuda = types.SimpleNamespace(Stream=Stream)
+    sys.modules["torch"] = torch
+try:
+    import cupy
+except ImportError:
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(Device=type("Device", (), {"id": 0}))
+    sys.modules["cupy"] = cupy
+import vmmx.torch, vmmx.cupy
+
+out = []
+def case(call, **kw):
+    try:
+        call(**kw)
+        out.append(None)
+    except Exception as e:
+        out.append([type(e).__name__, str(e)])
+
+T = vmmx.torch
+for kw in CASES:
+    f = {"enable": T.enable, "stats": T.stats, "prefetch": lambda **k: T.prefetch([], **k),
+         "offload": lambda **k: T.offload(None, **k),
+         "Offloader": lambda **k: T.Offloader(None, **k),
+         "cupy.enable": vmmx.cupy.enable, "cupy.stats": vmmx.cupy.stats}[kw.pop("f")]
+    case(f, **kw)
+print(json.dumps(out))
+'''
+
+FRAMEWORK_CASES = [
+    # (function, keyword arguments, exception, the message's start)
+    ("enable", dict(device_limit=1.5), "TypeError", "vmmx.torch.enable: device_limit must"),
+    ("enable", dict(host_limit=-1), "ValueError", "vmmx.torch.enable: host_limit -1"),
+    ("enable", dict(policy="host\x00junk"), "ValueError", "vmmx.torch.enable: policy contains"),
+    ("enable", dict(sim_device_mem=2.5), "TypeError", "vmmx.torch.enable: sim_device_mem must"),
+    ("enable", dict(devices=[0, 2 ** 40]), "ValueError", "vmmx.torch.enable: devices[1] "),
+    ("enable", dict(devices=[True]), "TypeError", "vmmx.torch.enable: devices[0] must"),
+    ("enable", dict(devices=["cpu"]), "ValueError", "vmmx.torch.enable: devices[0] 'cpu' is not"),
+    ("enable", dict(devices=["cuda:0\x00"]), "ValueError",
+     "vmmx.torch.enable: devices[0] contains"),
+    ("enable", dict(devices=3), "TypeError", "vmmx.torch.enable: devices must be a list"),
+    ("enable", dict(force="no"), "TypeError", "vmmx.torch.enable: force must be a bool"),
+    ("stats", dict(device=True), "TypeError", "vmmx.torch.stats: device must be an int"),
+    ("stats", dict(device=2 ** 40), "ValueError", "vmmx.torch.stats: device 1099511627776"),
+    ("stats", dict(device=1.0), "TypeError", "vmmx.torch.stats: device must be an int"),
+    ("prefetch", dict(to="cuda"), "ValueError", "vmmx.torch.prefetch: to 'cuda' is not one"),
+    ("prefetch", dict(to=None), "TypeError", "vmmx.torch.prefetch: to must be a str"),
+    ("prefetch", dict(stream=7), "TypeError", "vmmx.torch.prefetch: stream must be None or"),
+    ("prefetch", dict(stream="s"), "TypeError", "vmmx.torch.prefetch: stream must be None or"),
+    ("prefetch", dict(owned_only="yes"), "TypeError", "vmmx.torch.prefetch: owned_only must"),
+    ("offload", dict(lookahead=2.5), "TypeError", "vmmx.torch.offload: lookahead must be an int"),
+    ("offload", dict(lookahead=-1), "ValueError", "vmmx.torch.offload: lookahead -1 is negative"),
+    ("offload", dict(headroom=0.5), "TypeError", "vmmx.torch.offload: headroom must"),
+    ("offload", dict(headroom="1GiB\x00"), "ValueError", "vmmx.torch.offload: headroom contains"),
+    ("offload", dict(backward=2), "ValueError", "vmmx.torch.offload: backward must be a bool"),
+    ("Offloader", dict(lookahead=True), "TypeError", "vmmx.torch.offload: lookahead must"),
+    ("cupy.enable", dict(device_limit=1.5), "TypeError", "vmmx.cupy.enable: device_limit must"),
+    ("cupy.enable", dict(devices=[-1]), "ValueError", "vmmx.cupy.enable: devices[0] -1 is"),
+    ("cupy.enable", dict(devices=0), "TypeError", "vmmx.cupy.enable: devices must be a list"),
+    ("cupy.stats", dict(device="0"), "TypeError", "vmmx.cupy.stats: device must be an int"),
+    ("cupy.stats", dict(device=2 ** 31), "ValueError", "vmmx.cupy.stats: device 2147483648"),
+]
+
+
+def test_torch_and_cupy_check_their_arguments_first():
+    cases = [dict(kw, f=f) for f, kw, _, _ in FRAMEWORK_CASES]
+    out = child(f"CASES = {cases!r}\n" + FRAMEWORKS)
+    assert len(out) == len(FRAMEWORK_CASES)
+    for (f, kw, exc, start), got in zip(FRAMEWORK_CASES, out):
+        assert got is not None and got[0] == exc and got[1].startswith(start), (f, kw, got)
