@@ -12,12 +12,38 @@ Frameworks: ``vmmx.torch`` installs libvmmx under PyTorch's allocations,
 ``vmmx.cupy`` under CuPy's.  Both use the process-wide allocator of each
 device (``vmmx_alloc_global``); :func:`configure` sets its VMMX_* settings
 before it is made.
+
+Arguments are checked before they reach the library (ctypes would cut a
+float, wrap a size past SIZE_MAX, keep only the low bits of a device index
+and stop a string at a NUL byte, all silently).  A wrong type raises
+TypeError, a value out of range ValueError, each naming the function and the
+argument (``vmmx.malloc: size must be an int, not float``):
+
+- sizes (``size``, ``nbytes``): int from 0 to SIZE_MAX; anything with
+  ``__index__`` (numpy integers) counts as an int, but bool does not, and
+  neither does float, not even ``2.0``: sizes are exact bytes, so the caller
+  rounds.  Where text is taken too (:func:`configure`, :func:`parse_size`,
+  headroom), "8GiB" or "50%" in libvmmx's grammar;
+- device indices: int from 0 to INT_MAX (the library says whether the
+  device exists);
+- addresses (``ptr``): int from 0 to UINTPTR_MAX, or a ctypes.c_void_p;
+  None (NULL) only for :func:`free`;
+- streams: None (no stream), an int CUstream handle, a ctypes.c_void_p, or a
+  stream object carrying its handle: ``.cuda_stream`` (torch.cuda.Stream),
+  ``.ptr`` (cupy.cuda.Stream) or ``._as_parameter_``;
+- text (policy specs, setting values, sizes as text): str without NUL bytes;
+- advice: an int in C's int range (the library refuses unknown advice);
+- flags: bool, or an int 0 or 1.
+
+A refused call changes nothing: the checks run before any call into libvmmx.
 """
 import ctypes
 import ctypes.util
 import json
 import os
 import threading
+
+from . import _args
 
 __all__ = [
     "VmmxError", "Loc", "DEVICE", "HOST", "library", "library_path", "version",
@@ -58,7 +84,7 @@ class Loc(ctypes.Structure):
 
 def DEVICE(i=0):
     """The location of GPU ``i``."""
-    return Loc(LOC_DEVICE, i)
+    return Loc(LOC_DEVICE, _args.device("vmmx.DEVICE", "i", i))
 
 
 HOST = Loc(LOC_HOST, 0)
@@ -167,14 +193,13 @@ def version():
 
 def parse_size(v, total=0):
     """Bytes of a size: an int, or text in libvmmx's grammar ("8GiB", "512M",
-    "50%" of ``total``).  Raises VmmxError (EINVAL) naming a bad value."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        if v < 0:
-            raise VmmxError("vmmx.parse_size", EINVAL, "bad size", f"{v}: negative")
-        return v
+    "50%" of ``total``).  Raises TypeError or ValueError for a value that is
+    neither (a float, a negative int, text with a NUL byte), VmmxError
+    (EINVAL) naming text the library does not read as a size."""
+    v = _args.size_or_text("vmmx.parse_size", "v", v)
+    total = _args.size("vmmx.parse_size", "total", total, _args.U64_MAX, "UINT64_MAX")
     if not isinstance(v, str):
-        raise VmmxError("vmmx.parse_size", EINVAL, "bad size",
-                        f"{v!r}: an int or a string such as '8GiB'")
+        return v
     out = ctypes.c_uint64()
     err = library().vmmx_parse_size(v.encode(), total, ctypes.byref(out))
     if err:
@@ -183,10 +208,34 @@ def parse_size(v, total=0):
     return out.value
 
 
-def _size(v):
-    if v is None or isinstance(v, str):
-        return v
-    return str(int(v))
+# The settings configure() takes as sizes (int or text); the others are text (or ints,
+# written in decimal), which the library reads and judges when the allocator is made.
+_SIZE_SETTINGS = frozenset((
+    "device_limit", "host_limit", "device_headroom", "headroom", "chunk_size", "chunk_max",
+    "cache_limit", "device_prealloc", "sim_device_mem", "sim_host_mem"))
+
+
+def _setting(fn, name, v):
+    if not isinstance(name, str) or not name or \
+            not all(c.isascii() and (c.isalnum() or c == "_") for c in name):
+        raise ValueError(f"{fn}: setting name {name!r} is not a VMMX_ name "
+                         "(letters, digits and _, without the prefix)")
+    if v is None:
+        return None
+    if name.lower() in _SIZE_SETTINGS:
+        return str(_args.size_or_text(fn, name, v))
+    if isinstance(v, str):
+        return _args.text(fn, name, v)
+    if isinstance(v, float) or not hasattr(v, "__index__"):
+        raise TypeError(f"{fn}: {name} must be a str or an int, not {type(v).__name__}")
+    return str(int(v))  # bool included: a 0/1 setting such as sim_pageable
+
+
+def _config_entries(fn, settings):
+    """The "VMMX_NAME=value" entries of configure()'s settings (None: unset), each
+    value checked first; fn names the public function in the errors."""
+    vals = {k: _setting(fn, k, v) for k, v in settings.items()}
+    return [f"VMMX_{k.upper()}={v}".encode() for k, v in vals.items() if v is not None]
 
 
 def configure(policy=None, device_limit=None, host_limit=None, device_headroom=None,
@@ -196,33 +245,41 @@ def configure(policy=None, device_limit=None, host_limit=None, device_headroom=N
 
     Each argument is the VMMX_* variable of the same name (sizes as ints in
     bytes or as text: "8GiB", "50%"); ``more`` takes other VMMX_ names
-    without the prefix (``sim_device_mem="2GiB"``).  They override the
-    environment.  Raises VmmxError (EBUSY) once an allocator exists.
+    without the prefix (``sim_device_mem="2GiB"``), as text or ints.  They
+    override the environment.  Raises TypeError or ValueError for a value
+    that is neither a size nor text (a float, a negative int, text with a NUL
+    byte: see the package's help), keeping the earlier settings; VmmxError
+    (EBUSY) once an allocator exists.  The library reads the text when the
+    allocator is made, and refuses bad text then (VmmxError, ECONFIG).
     """
-    vals = dict(policy=policy, device_limit=_size(device_limit), host_limit=_size(host_limit),
-                device_headroom=_size(device_headroom), chunk_size=_size(chunk_size),
-                chunk_max=_size(chunk_max), cache_limit=_size(cache_limit), log=log,
-                trace=trace, backend=backend)
-    vals.update({k: _size(v) for k, v in more.items()})
-    entries = [f"VMMX_{k.upper()}={v}".encode() for k, v in vals.items() if v is not None]
+    settings = dict(policy=policy, device_limit=device_limit, host_limit=host_limit,
+                    device_headroom=device_headroom, chunk_size=chunk_size,
+                    chunk_max=chunk_max, cache_limit=cache_limit, log=log, trace=trace,
+                    backend=backend)
+    settings.update(more)
+    # every value checked before the library sees any: a refused call keeps the old settings
+    entries = _config_entries("vmmx.configure", settings)
     arr = (c_char_p * (len(entries) + 1))(*entries, None)
     _check("vmmx_alloc_global_config", library().vmmx_alloc_global_config(arr))
 
 
 def allocator(device=0):
     """The process-wide allocator of a device (made on first use), as an address."""
+    device = _args.device("vmmx.allocator", "device", device)
     a = c_void_p()
-    _check("vmmx_alloc_global", library().vmmx_alloc_global(int(device), ctypes.byref(a)))
+    _check("vmmx_alloc_global", library().vmmx_alloc_global(device, ctypes.byref(a)))
     return a.value
 
 
 def context(device=0):
     """The context under the process-wide allocator of a device, as an address."""
+    device = _args.device("vmmx.context", "device", device)
     return library().vmmx_alloc_ctx(allocator(device))
 
 
 def alloc_stats(device=0):
     """The process-wide allocator's statistics (struct vmmx_alloc_stats) as a dict."""
+    device = _args.device("vmmx.alloc_stats", "device", device)
     st = AllocStats(size=ctypes.sizeof(AllocStats))
     _check("vmmx_alloc_stats", library().vmmx_alloc_stats(allocator(device), ctypes.byref(st)))
     return st.as_dict()
@@ -230,6 +287,7 @@ def alloc_stats(device=0):
 
 def context_stats(device=0):
     """The context's statistics (vmmx_stats_json) as a dict."""
+    device = _args.device("vmmx.context_stats", "device", device)
     lib, ctx, size = library(), context(device), 1 << 16
     while True:
         buf, need = ctypes.create_string_buffer(size), c_size_t()
@@ -243,40 +301,65 @@ def context_stats(device=0):
 
 def empty_cache(device=0):
     """Give the process-wide allocator's idle segments back to libvmmx."""
+    device = _args.device("vmmx.empty_cache", "device", device)
     _check("vmmx_alloc_empty_cache", library().vmmx_alloc_empty_cache(allocator(device)))
 
 
 def malloc(size, stream=None, device=0):
-    """Raw memory from the process-wide allocator (tests, tools): an address."""
+    """Raw memory from the process-wide allocator (tests, tools): an address.
+
+    ``stream``: None, a CUstream handle or a stream object (see the package's
+    help); the block is reused first on that stream.
+    """
+    fn = "vmmx.malloc"
+    size, stream = _args.size(fn, "size", size), _args.stream(fn, "stream", stream)
+    device = _args.device(fn, "device", device)
     p = c_void_p()
-    _check("vmmx_alloc_malloc", library().vmmx_alloc_malloc(allocator(device), int(size),
+    _check("vmmx_alloc_malloc", library().vmmx_alloc_malloc(allocator(device), size,
                                                              stream, ctypes.byref(p)))
     return p.value
 
 
 def free(ptr, stream=None, device=0):
-    """Give memory from :func:`malloc` back."""
+    """Give memory from :func:`malloc` back (None: nothing to do)."""
+    fn = "vmmx.free"
+    ptr, stream = _args.pointer(fn, "ptr", ptr, null=True), _args.stream(fn, "stream", stream)
+    device = _args.device(fn, "device", device)
     _check("vmmx_alloc_free", library().vmmx_alloc_free(allocator(device), ptr, stream))
 
 
 def prefetch(ptr, nbytes, to=None, stream=None, device=0):
     """Move the chunks under [ptr, ptr + nbytes) to ``to`` (default: the GPU).
 
-    ``stream``: a CUstream (int) whose queued work uses the range; the move
-    waits for it.  Blocks until the data moved; see vmmx_prefetch().
+    ``to``: a :class:`Loc` (``HOST``, ``DEVICE(i)``).  ``stream``: None, a
+    CUstream handle or a stream object (``.cuda_stream``, ``.ptr``,
+    ``._as_parameter_``) whose queued work uses the range; the move waits for
+    it.  Blocks until the data moved; see vmmx_prefetch().
     """
+    fn = "vmmx.prefetch"
+    ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
+    stream, device = _args.stream(fn, "stream", stream), _args.device(fn, "device", device)
+    if to is not None and not isinstance(to, Loc):
+        raise TypeError(f"{fn}: to must be a vmmx.Loc (vmmx.HOST, vmmx.DEVICE(i)) or None, "
+                        f"not {type(to).__name__}")
     loc = DEVICE(device) if to is None else to
-    _check("vmmx_prefetch", library().vmmx_prefetch(context(device), ptr, int(nbytes), loc,
+    _check("vmmx_prefetch", library().vmmx_prefetch(context(device), ptr, nbytes, loc,
                                                      stream))
 
 
 def advise(ptr, nbytes, advice, device=0):
-    """vmmx_advise(): tell the buffers' policies how the range is used."""
-    _check("vmmx_advise", library().vmmx_advise(context(device), ptr, int(nbytes), int(advice)))
+    """vmmx_advise(): tell the buffers' policies how the range is used (``advice``:
+    an ADVISE_* constant)."""
+    fn = "vmmx.advise"
+    ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
+    advice, device = _args.c_int(fn, "advice", advice), _args.device(fn, "device", device)
+    _check("vmmx_advise", library().vmmx_advise(context(device), ptr, nbytes, advice))
 
 
 def lookup(ptr, device=0):
     """The chunk holding ``ptr``: dict(base, size, loc, buf), or None if in no buffer."""
+    fn = "vmmx.lookup"
+    ptr, device = _args.pointer(fn, "ptr", ptr), _args.device(fn, "device", device)
     info = ChunkInfo()
     err = library().vmmx_lookup(context(device), ptr, ctypes.byref(info))
     if err in (-ENOENT, -EFAULT):
@@ -293,7 +376,13 @@ def runs(ptr, nbytes, device=0):
     The driver must see a copy over libvmmx memory one such piece at a time: one
     whose range runs from device chunks into host chunks crashes it (PLATFORM.md).
     """
-    out, p, end = [], ptr, ptr + int(nbytes)
+    fn = "vmmx.runs"
+    ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
+    device = _args.device(fn, "device", device)
+    if ptr + nbytes > _args.UINTPTR_MAX + 1:
+        raise ValueError(f"{fn}: nbytes {nbytes} from ptr {ptr:#x} runs past the end of "
+                         "the address space")
+    out, p, end = [], ptr, ptr + nbytes
     while p < end:
         info = lookup(p, device)
         loc = info["loc"] if info else None
@@ -312,12 +401,15 @@ def residency(ptr, nbytes, device=0):
 
     The range must lie in one buffer (one allocation); None if it is in none.
     """
+    fn = "vmmx.residency"
+    ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
+    device = _args.device(fn, "device", device)
     info, r, lib = ChunkInfo(), Residency(), library()
     if lib.vmmx_lookup(context(device), ptr, ctypes.byref(info)):
         return None
     base = lib.vmmx_buf_ptr(info.buf)
     _check("vmmx_buf_residency",
-           lib.vmmx_buf_residency(info.buf, ptr - base, int(nbytes), ctypes.byref(r)))
+           lib.vmmx_buf_residency(info.buf, ptr - base, nbytes, ctypes.byref(r)))
     return r.device, r.host
 
 
@@ -329,6 +421,9 @@ def owns_segment(ptr, nbytes, device=0):
     may be left over: PyTorch's caching allocator splits a block only when
     more than that would remain, so nothing else can live in such a tail.
     """
+    fn = "vmmx.owns_segment"
+    ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
+    device = _args.device(fn, "device", device)
     info = ChunkInfo()
     lib = library()
     if lib.vmmx_lookup(context(device), ptr, ctypes.byref(info)):

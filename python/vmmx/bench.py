@@ -38,17 +38,34 @@ import subprocess
 import sys
 import time
 
+from . import _args
+
 GiB = 1 << 30
 MiB = 1 << 20
 COLUMNS = ["native", "capped", "expandable", "vmmx", "offload", "manual", "floor"]
 
 
 def parse_size(s):
-    s = str(s).strip()
-    for suf, mul in (("GiB", GiB), ("MiB", MiB), ("G", GiB), ("M", MiB)):
-        if s.endswith(suf):
-            return int(float(s[:-len(suf)]) * mul)
-    return int(s)
+    """Bytes of --cap or --headroom: an int, or text: a number, fractions allowed
+    ("1.5GiB"), then GiB, MiB, G, M or nothing (bytes).  ValueError for text that
+    is not such a size or a negative one, TypeError for anything else (a float:
+    the command line gives text)."""
+    fn = "vmmx.bench.parse_size"
+    if not isinstance(s, str):
+        return _args.size(fn, "s", s)
+    t = _args.text(fn, "s", s).strip()
+    mul = 1
+    for suf, m in (("GiB", GiB), ("MiB", MiB), ("G", GiB), ("M", MiB)):
+        if t.endswith(suf):
+            t, mul = t[:-len(suf)], m
+            break
+    try:
+        n = int(t) * mul if mul == 1 else int(float(t) * mul)
+    except (ValueError, OverflowError):  # not a number; inf
+        raise ValueError(f"{fn}: s {s!r} is not a size (examples: 8GiB, 1.5G, 512M)") from None
+    if n < 0:
+        raise ValueError(f"{fn}: s {s!r} is negative")
+    return n
 
 
 # ---------------------------------------------------------------- models (child side)

@@ -17,10 +17,18 @@ import ctypes
 import cupy
 
 import vmmx as _v
+from vmmx import _args
 
 __all__ = ["enable", "disable", "stats"]
 
 _state = {"allocator": None, "previous": None}
+
+
+def _index(fn, name, device):
+    """A device index from an int or a cupy.cuda.Device, checked."""
+    if isinstance(device, cupy.cuda.Device):
+        device = device.id
+    return _args.device(fn, name, device)
 
 
 def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None,
@@ -29,9 +37,20 @@ def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None
 
     Settings as in vmmx.configure().  ``devices``: the process-wide
     allocators to make now, so that a bad setting raises here (default: the
-    current device).  Raises VmmxError when called twice or when a setting is
-    refused.
+    current device): ints or cupy.cuda.Device.  Raises VmmxError when called
+    twice or when a setting is refused; TypeError or ValueError, before
+    anything is done, for an argument of the wrong type or out of range (the
+    rules are in the vmmx package's help).
     """
+    fn = "vmmx.cupy.enable"
+    _v._config_entries(fn, dict(policy=policy, device_limit=device_limit,
+                                host_limit=host_limit, device_headroom=device_headroom,
+                                **settings))
+    if devices is not None:
+        if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
+            raise TypeError(f"{fn}: devices must be a list of devices, not "
+                            f"{type(devices).__name__}")
+        devices = [_index(fn, f"devices[{i}]", d) for i, d in enumerate(devices)]
     if _state["allocator"] is not None:
         raise _v.VmmxError("vmmx.cupy.enable", _v.EBUSY, "already enabled", "")
     _v.configure(policy=policy, device_limit=device_limit, host_limit=host_limit,
@@ -58,5 +77,5 @@ def disable():
 
 def stats(device=None):
     """libvmmx's allocator and context statistics of a device (default: the current one)."""
-    d = cupy.cuda.Device().id if device is None else int(device)
+    d = cupy.cuda.Device().id if device is None else _index("vmmx.cupy.stats", "device", device)
     return {"allocator": _v.alloc_stats(d), "context": _v.context_stats(d)}

@@ -35,11 +35,22 @@ import threading
 import torch
 
 import vmmx as _v
+from vmmx import _args
 
 __all__ = ["enable", "is_enabled", "stats", "empty_cache", "prefetch", "offload", "Offloader"]
 
 _state = {"mode": None, "pools": {}, "plug": None, "devices": []}
 _lock = threading.Lock()
+
+
+def _device_list(fn, devices):
+    """The indices of ``devices`` (None: None), checked, before anything is done."""
+    if devices is None:
+        return None
+    if isinstance(devices, (str, bytes, torch.device)) or not hasattr(devices, "__iter__"):
+        raise TypeError(f"{fn}: devices must be a list of devices, not "
+                        f"{type(devices).__name__}")
+    return [_index(d, fn, f"devices[{i}]") for i, d in enumerate(devices)]
 
 
 def _devices(devices):
@@ -49,19 +60,29 @@ def _devices(devices):
                            "torch.cuda.device_count() is 0")
     if devices is None:
         return list(range(n))
-    out = [_index(d) for d in devices]
+    out = list(devices)
     for d in out:
         if not 0 <= d < n:
             raise _v.VmmxError("vmmx.torch.enable", _v.EINVAL, "no such device", f"cuda:{d}")
     return out
 
 
-def _index(device):
+def _index(device, fn="vmmx.torch.stats", name="device"):
+    """A CUDA device's index from None (the current one), an int, "cuda:N" or a
+    torch.device of type cuda."""
     if device is None:
         return torch.cuda.current_device()
-    if isinstance(device, int):
-        return device
-    return torch.device(device).index or 0
+    if isinstance(device, (str, torch.device)):
+        if isinstance(device, str):
+            _args.text(fn, name, device)
+        try:
+            dev = torch.device(device)
+        except RuntimeError as e:
+            raise ValueError(f"{fn}: {name} {device!r} is not a device: {e}") from None
+        if dev.type != "cuda":
+            raise ValueError(f"{fn}: {name} {device!r} is not a CUDA device")
+        return dev.index or 0
+    return _args.device(fn, name, device)
 
 
 def _native_bytes(devices):
@@ -101,13 +122,21 @@ def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None
     process-wide allocators, as the environment would; sizes are ints
     (bytes) or text ("8GiB", "50%").  ``mode`` is ``"pool"`` or
     ``"allocator"`` (see the module's help).  ``devices``: the GPUs to route
-    (default all).
+    (default all): ints, "cuda:N" or torch.device.  Arguments of the wrong
+    type or out of range raise TypeError or ValueError before anything is
+    done (the rules are in the vmmx package's help).
 
     Raises VmmxError when a setting is refused (with libvmmx's message), when
     it is too late (PyTorch already holds CUDA memory; ``force=True`` lets
     the pool mode go on, leaving what exists where it is), or when called
     twice.
     """
+    fn = "vmmx.torch.enable"
+    # every argument checked before anything is done (settings again by configure())
+    _v._config_entries(fn, dict(policy=policy, device_limit=device_limit,
+                                host_limit=host_limit, device_headroom=device_headroom,
+                                **settings))
+    devices, force = _device_list(fn, devices), _args.flag(fn, "force", force)
     with _lock:
         if _state["mode"]:
             raise _v.VmmxError("vmmx.torch.enable", _v.EBUSY, "already enabled",
@@ -161,7 +190,7 @@ def stats(device=None):
     by reason, migrations, evictions, bytes held per location); and in the
     pool mode ``torch``, PyTorch's allocated and reserved bytes.
     """
-    d = _index(device)
+    d = _index(device, "vmmx.torch.stats", "device")
     out = {"mode": _state["mode"], "device": d, "allocator": _v.alloc_stats(d),
            "context": _v.context_stats(d)}
     if _state["mode"] == "pool":
@@ -225,8 +254,16 @@ def prefetch(obj, to="device", stream=None, owned_only=True):
     moved.  ``owned_only`` (default) moves only tensors that fill a libvmmx
     buffer of their own (large ones: see vmmx.owns_segment); others share
     chunks with live tensors that kernels may be using.  Memory not from
-    libvmmx is skipped.  Returns the bytes asked for.
+    libvmmx is skipped.  Returns the bytes asked for.  ``stream``: None or a
+    torch.cuda.Stream (torch.cuda.ExternalStream wraps a raw handle).
     """
+    fn = "vmmx.torch.prefetch"
+    _args.choice(fn, "to", to, ("device", "host"))
+    owned_only = _args.flag(fn, "owned_only", owned_only)
+    if stream is not None and not isinstance(stream, torch.cuda.Stream):
+        raise TypeError(f"{fn}: stream must be None or a torch.cuda.Stream "
+                        f"(torch.cuda.ExternalStream(handle) for a raw one), "
+                        f"not {type(stream).__name__}")
     total, waited = 0, set()
     for d, ptr, n in _ranges(obj, owned_only):
         loc = _v.DEVICE(d) if to == "device" else _v.HOST
@@ -316,6 +353,7 @@ class Offloader:
 
     def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx",
                  optimizer=None):
+        lookahead, headroom, backward = _offload_args(lookahead, headroom, backward)
         if home not in ("vmmx", "pinned"):
             raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad home",
                                f"{home!r}: use 'vmmx' or 'pinned'")
@@ -323,7 +361,7 @@ class Offloader:
             raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad optimizer",
                                f"{type(optimizer).__name__} is not a torch.optim.Optimizer")
         self.home_kind = home
-        self.nslots = max(2, int(lookahead))
+        self.nslots = max(2, lookahead)
         self.closed, self.handles = False, []
         self.lock = threading.RLock()
         self.phase, self.training = "fwd", False
@@ -974,6 +1012,15 @@ class _Stepper:
         self.handles = []
 
 
+def _offload_args(lookahead, headroom, backward):
+    """offload()'s scalar arguments, checked: (lookahead, headroom, backward)."""
+    fn = "vmmx.torch.offload"
+    lookahead = _args.integer(fn, "lookahead", lookahead, 0, _args.INT_MAX, hi_name="INT_MAX")
+    if headroom is not None:
+        headroom = _args.size_or_text(fn, "headroom", headroom)
+    return lookahead, headroom, _args.flag(fn, "backward", backward)
+
+
 def _slot_size(size, total, room, nslots):
     """(slot bytes, bytes of state to stream): the slot size, among the sizes of the
     parameters' state, that streams the fewest bytes.  Only state no larger than the
@@ -1103,6 +1150,8 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optim
     (at least 2) device slots ahead of their turn, overlapping the resident
     units' compute (see :class:`Offloader`).  ``headroom``: device memory left
     for activations (bytes or text such as "1GiB"; default 1/8 of the cap).
+    ``lookahead``: an int; ``backward``: a bool (TypeError or ValueError
+    otherwise, as the vmmx package's help says).
     ``backward``: also stream in backward order, through full backward hooks
     (PyTorch refuses those on a module whose output is then modified in place,
     e.g. by ``ReLU(inplace=True)``: pass False there; backward then reads
@@ -1128,6 +1177,7 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optim
     save it.  The first step measures the activations; the state is placed
     before the second.
     """
+    _offload_args(lookahead, headroom, backward)  # before anything else
     if not _state["mode"]:
         raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "libvmmx is not enabled",
                            "call vmmx.torch.enable() before the model is made")
