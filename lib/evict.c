@@ -5,6 +5,14 @@
  * its first choice full, rebalance() after advice or freed room), and
  * making those moves with the migration machinery.
  *
+ * Moves started here are the library's, not the caller's, so they must not
+ * pull memory from under work the caller still has running: before the
+ * first move of a batch the whole device is synchronised (vmm_sync: every
+ * kernel and copy queued so far has finished; a failed wait cancels the
+ * batch), and a buffer that a libvmmx copy or memset is using right now
+ * (pinned, buf.c) is skipped rather than waited for.  Work another thread
+ * launches while the move runs is not seen: docs say so.
+ *
  * Locking: a move needs its buffer's mutex.  The buffer the caller already
  * holds (a grow evicting its own chunks) is used as is; any other buffer is
  * taken with trylock when the caller holds a buffer lock (two growing
@@ -49,7 +57,7 @@ bool vmmx__policy_can_evict(const struct vmmx__policy *pol)
 
 /* Make one move; @held is the buffer whose lock the caller holds (or NULL). */
 static int do_move(struct vmmx_ctx *ctx, struct vmmx__policy *pol, struct vmmx_buf *held,
-		   const struct vmmx_policy_move *mv, bool may_block, size_t *moved)
+		   const struct vmmx_policy_move *mv, bool may_block, bool *synced, size_t *moved)
 {
 	struct vmmx__buflist *l;
 	struct vmmx_buf *buf = NULL;
@@ -92,8 +100,21 @@ static int do_move(struct vmmx_ctx *ctx, struct vmmx__policy *pol, struct vmmx_b
 	if (t->n && mv->offset < t->mapped) {
 		i = vmmx__table_find(t, mv->offset);
 		if (t->c[i].off == mv->offset &&
-		    (t->c[i].loc.kind != mv->to.kind || t->c[i].loc.id != mv->to.id))
-			err = vmmx__migrate_locked(buf, t->c[i].off, t->c[i].size, mv->to, 0, moved);
+		    (t->c[i].loc.kind != mv->to.kind || t->c[i].loc.id != mv->to.id)) {
+			/* Queued work first (once per batch); then only a
+			 * buffer no libvmmx call is using. */
+			if (!*synced) {
+				err = vmm_sync(ctx->vmm);
+				*synced = !err;
+			}
+			if (*synced && vmmx__buf_quiesce(buf, false)) {
+				err = vmmx__migrate_locked(buf, t->c[i].off, t->c[i].size, mv->to,
+							   0, moved);
+				vmmx__buf_unquiesce(buf);
+			} else if (*synced) {
+				__atomic_fetch_add(&ctx->ctr.moves_busy, 1, __ATOMIC_RELAXED);
+			}
+		}
 	}
 	if (buf != held)
 		pthread_mutex_unlock(&buf->lock);
@@ -106,10 +127,11 @@ static uint64_t do_moves(struct vmmx_ctx *ctx, struct vmmx__policy *pol, struct 
 			 int *err_p)
 {
 	uint64_t total = 0;
+	bool synced = false;
 
 	for (size_t i = 0; i < n; i++) {
 		size_t moved;
-		int err = do_move(ctx, pol, held, &mv[i], may_block, &moved);
+		int err = do_move(ctx, pol, held, &mv[i], may_block, &synced, &moved);
 
 		/* Moves are the policy's optimisations: room taken meanwhile by
 		 * another thread (-VMMX_ENOMEM) is no error of the caller's. */

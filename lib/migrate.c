@@ -24,8 +24,11 @@
  *
  * Locking: the buffer's mutex for the whole call (resizes and other
  * migrations of that buffer wait); the table is published once at the end.
- * Kernels must not use the range while it moves: that is the caller's race,
- * ordered with vmmx_buf_migrate_on() and a stream.
+ * Copies and memsets through libvmmx that use the buffer finish first (the
+ * buffer is quiesced, buf.c).  Kernels must not use the range while it
+ * moves: that is the caller's race, ordered with vmmx_buf_migrate_on() and a
+ * stream.  Moves the library starts itself (evict.c) wait for the whole
+ * device first.
  */
 #include "config.h"
 
@@ -635,8 +638,12 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	}
 	/* Work queued on the caller's stream comes first. */
 	err = st ? vmm_stream_sync(ctx->vmm, s) : 0;
-	if (!err)
+	if (!err) {
+		/* and copies and memsets of other threads through libvmmx */
+		vmmx__buf_quiesce(buf, true);
 		err = vmmx__migrate_locked(buf, off, len, to, s, &moved);
+		vmmx__buf_unquiesce(buf);
+	}
 	pthread_mutex_unlock(&buf->lock);
 	if (moved_p)
 		*moved_p = moved;
