@@ -1543,8 +1543,11 @@ int main(int argc, char **argv)
 	struct run *R = &run;
 	struct rep *doc = rep_new();
 	double hbm = NAN, pcie = NAN;
-	int rc = parse_opts(argc, argv, &R->o);
+	int rc;
 
+	/* The results are the tool's point: an unwritable stdout is a failure (exit 1). */
+	tool_close_stdout_at_exit(PROG);
+	rc = parse_opts(argc, argv, &R->o);
 	if (rc) {
 		rep_free(doc);
 		return rc < 0 ? 0 : rc;

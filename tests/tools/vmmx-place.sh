@@ -124,6 +124,17 @@ fi
 [ $? -eq 1 ] && grep -q 'no/such/dir/out.png' "$tmp/err"
 check $? "--plot into a missing directory: exit 1, the file named"
 
+# Results that cannot be written are a failure.
+if [ -c /dev/full ]; then
+	"$place" -q -s 4MiB -p device-first -b none -n 1 --warmup 0 >/dev/full 2>"$tmp/err"
+	st=$?
+	[ $st -eq 1 ] && grep -q '^vmmx-place: write error on standard output: No space left on device' "$tmp/err"
+	check $? "stdout on /dev/full: exit 1, the write error said"
+	[ $st -eq 1 ] || echo "# exit status $st"
+else
+	skip "no /dev/full"
+fi
+
 usage_error "$place" "a size outside the grammar" '"4gib"' --size 4gib
 usage_error "$place" "a zero size" 'bad size "0"' --size 8MiB,0
 usage_error "$place" "a size not a multiple of 64 KiB" 'not a multiple of 64 KiB' --size 100KiB
