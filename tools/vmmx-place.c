@@ -336,6 +336,9 @@ static int check_opts(struct opts *o, int iters_set, int base_set, int win_opt)
 		fprintf(stderr, PROG ": --plot does not apply to the window workload\n");
 		return 2;
 	}
+	/* Now, not after minutes of measurement. */
+	if (o->plot && rep_plot_check(o->plot, PROG))
+		return 2;
 	if (o->window) {
 		if (!iters_set)
 			o->iters = 4;
