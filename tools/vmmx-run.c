@@ -16,7 +16,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +170,67 @@ __attribute__((noreturn)) static void refused_by_lib(const char *msg)
 		bad(opt, val ? val : "", msg);
 	fprintf(stderr, "vmmx-run: %s\n", msg);
 	exit(2);
+}
+
+/*
+ * --report-file and a file name in VMMX_RUN_REPORT: absolute (the program
+ * may change directories before it exits and writes the report), and
+ * writable now.  An existing file is opened for appending and left as it
+ * is; a new one is created and removed again.  NULL: fine, else why not.
+ */
+static const char *report_path(const char *name, char *path, size_t len)
+{
+	char cwd[PATH_MAX];
+	int fd;
+
+	if (name[0] == '/') {
+		if ((size_t)snprintf(path, len, "%s", name) >= len)
+			return strerror(ENAMETOOLONG);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return strerror(errno);
+		if ((size_t)snprintf(path, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", name) >= len)
+			return strerror(ENAMETOOLONG);
+	}
+	/* O_NONBLOCK: a FIFO without a reader answers ENXIO instead of hanging here. */
+	fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd < 0)
+		return strerror(errno);
+	close(fd);
+	return NULL;
+}
+
+/* Where the report goes: --report-file, else --report, else VMMX_RUN_REPORT as given. */
+static void report_opt(int report, const char *file)
+{
+	const char *env = getenv("VMMX_RUN_REPORT"), *why;
+	char path[PATH_MAX];
+
+	if (file) {
+		if (!*file)
+			bad("--report-file", file, "expected a file name");
+		why = report_path(file, path, sizeof(path));
+		if (why) {
+			char msg[PATH_MAX + 256];
+
+			snprintf(msg, sizeof(msg), "cannot write %s: %s", path, why);
+			bad("--report-file", file, msg);
+		}
+		set("VMMX_RUN_REPORT", path);
+	} else if (report) {
+		set("VMMX_RUN_REPORT", "1");
+	} else if (env && *env && strcmp(env, "0") && strcmp(env, "1") && strcmp(env, "stderr")) {
+		/* The interposer's own reading (preload/state.c): anything else is a file. */
+		why = report_path(env, path, sizeof(path));
+		if (why)
+			refuse("VMMX_RUN_REPORT", "cannot write %s: %s", path, why);
+		set("VMMX_RUN_REPORT", path);
+	}
 }
 
 /* The devices the program's backend has, and in words for messages. */
@@ -410,7 +473,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	const char *report_file = NULL;
+	int c, report = 0;
 
 	/* '+': options end at the program's name, so its own options are left alone. */
 	while ((c = getopt_long(argc, argv, "+p:l:H:m:rt:v:h", opts, NULL)) != -1) {
@@ -433,12 +497,10 @@ int main(int argc, char **argv)
 			set("VMMX_RUN_MEMINFO", optarg);
 			break;
 		case 'r':
-			set("VMMX_RUN_REPORT", "1");
+			report = 1;
 			break;
 		case OPT_REPORT_FILE:
-			if (!*optarg)
-				bad("--report-file", optarg, "expected a file name");
-			set("VMMX_RUN_REPORT", optarg);
+			report_file = optarg;
 			break;
 		case 't':
 			if (!*optarg)
@@ -465,6 +527,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	report_opt(report, report_file);
 	check_config();
 	preload();
 	execvp(argv[optind], argv + optind);

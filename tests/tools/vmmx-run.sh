@@ -3,9 +3,11 @@
 # vmmx-run's checks of its options and of the VMMX_* environment, against
 # the devices the program's backend has (the sim's VMMX_SIM_DEVICES here;
 # only the grammar where the cuda backend has no driver), each error once,
-# naming the option or the variable (exit 2).
+# naming the option or the variable (exit 2); and --report-file: a path
+# made absolute before the program starts, "0" and "1" as file names, an
+# unwritable file refused up front, a failure at exit said on stderr.
 # tests/preload/run.sh has the rest of vmmx-run (the program run unchanged,
-# --meminfo, --report, --trace).
+# --meminfo, --report's contents, --trace).
 run="$top_builddir/tools/vmmx-run"
 client="$top_builddir/tests/preload/client"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-run-sh.XXXXXX") || exit 1
@@ -19,8 +21,11 @@ export LD_LIBRARY_PATH VMMX_RUN_PRELOAD
 # Under AddressSanitizer the interposer cannot be preloaded into programs
 # that are not instrumented (tests/preload/env.sh says why): the checks,
 # which end before the program starts, run with an empty file preloaded
-# instead (ld.so ignores it, with a line on stderr).
+# instead (ld.so ignores it, with a line on stderr), and the tests of the
+# report the interposer writes are skipped.
+asan=
 if ldd "$VMMX_RUN_PRELOAD" 2>/dev/null | grep -q libasan; then
+	asan="the interposer does not run under AddressSanitizer"
 	: >"$tmp/empty.so"
 	VMMX_RUN_PRELOAD="$tmp/empty.so"
 fi
@@ -107,6 +112,62 @@ else
 		'VMMX_DEVICE="16" (environment): libvmmx handles devices 0 to 15'
 	VMMX_BACKEND=cuda refused "cuda without a driver: --device-limit 1:1XB" "--device-limit '1:1XB': expected a size" \
 		--device-limit 1:1XB
+fi
+
+# ---- --report-file ----
+mkdir "$tmp/cwd" "$tmp/cwd/sub"
+cd "$tmp/cwd" || exit 1
+ok_run "--report-file rep.txt" "VMMX_RUN_REPORT=$tmp/cwd/rep.txt\$" --report-file rep.txt
+ok_run "--report-file 0" "VMMX_RUN_REPORT=$tmp/cwd/0\$" --report-file 0
+ok_run "--report-file 1" "VMMX_RUN_REPORT=$tmp/cwd/1\$" --report-file 1
+ok_run "--report then --report-file" "VMMX_RUN_REPORT=$tmp/cwd/r2\$" --report --report-file r2
+VMMX_RUN_REPORT=sub/env.txt ok_run "VMMX_RUN_REPORT=sub/env.txt" "VMMX_RUN_REPORT=$tmp/cwd/sub/env.txt\$"
+test ! -e rep.txt && test ! -e 0 && test ! -e 1 && test ! -e sub/env.txt
+check $? "the checks leave no file behind"
+refused "--report-file in a missing directory" "--report-file 'no/such/r.txt': cannot write $tmp/cwd/no/such/r.txt: No such file or directory" \
+	--report-file no/such/r.txt
+refused "--report-file a directory" "--report-file 'sub': cannot write $tmp/cwd/sub: Is a directory" \
+	--report-file sub
+VMMX_RUN_REPORT=sub refused "VMMX_RUN_REPORT a directory" \
+	"VMMX_RUN_REPORT=\"sub\" (environment): cannot write $tmp/cwd/sub: Is a directory"
+refused "--report-file ''" "--report-file '': expected a file name" --report-file ''
+
+if [ -n "$asan" ]; then
+	for i in 1 2 3 4 5; do skip "the report at exit: $asan"; done
+else
+	VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
+	export VMMX_SIM_DEVICE_MEM VMMX_HOST_LIMIT
+	set -- --policy device-first --device-limit 256MiB --headroom 0
+	# The program changes directories before it exits; the report stays where it was asked.
+	"$run" "$@" --report-file rep.txt -- sh -c 'cd sub && exec "$0" spill' "$client" \
+		>"$tmp/out" 2>"$tmp/err"
+	[ $? -eq 0 ] && grep -q '^vmmx-run report' rep.txt && test ! -e sub/rep.txt &&
+		! grep -q 'vmmx-run report' "$tmp/err"
+	check $? "--report-file rep.txt: written in vmmx-run's directory, not the program's"
+	"$run" "$@" --report-file 0 -- "$client" spill >"$tmp/out" 2>"$tmp/err" &&
+		"$run" "$@" --report-file 1 -- "$client" spill >"$tmp/out" 2>>"$tmp/err"
+	[ $? -eq 0 ] && grep -q '^vmmx-run report' 0 && grep -q '^vmmx-run report' 1 &&
+		! grep -q 'vmmx-run report' "$tmp/err"
+	check $? "--report-file 0 and 1 are files named 0 and 1"
+	mkdir gone
+	"$run" "$@" --report-file gone/r.txt -- sh -c 'rm -r gone && exec "$0" spill' "$client" \
+		>"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 0 ] && grep -q "^vmmx-run: cannot append the report to $tmp/cwd/gone/r.txt: No such file or directory; it goes to standard error instead" "$tmp/err" &&
+		grep -q '^vmmx-run report' "$tmp/err"
+	check $? "a report file that cannot be opened at exit: said on stderr, the report there"
+	sed 's/^/# /' "$tmp/err"
+	if [ -c /dev/full ]; then
+		"$run" "$@" --report-file /dev/full -- "$client" spill >"$tmp/out" 2>"$tmp/err"
+		grep -q '^vmmx-run: writing the report to /dev/full failed: No space left on device' "$tmp/err"
+		check $? "a report that cannot be written at exit (/dev/full): said on stderr"
+		sed 's/^/# /' "$tmp/err"
+	else
+		skip "no /dev/full"
+	fi
+	"$run" "$@" --report -- "$client" spill >"$tmp/out" 2>"$tmp/err"
+	grep -q '^vmmx-run report' "$tmp/err" && ! grep -q '^vmmx-run: ' "$tmp/err"
+	check $? "--report: on stderr, and nothing else from vmmx-run"
 fi
 
 echo "1..$n"
