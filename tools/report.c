@@ -656,8 +656,9 @@ int rep_plot_check(const char *path, const char *prog)
 	/* vmmx-plot's own rule (python/vmmx/plot.py): the format is the extension. */
 	if (!dot || strchr(dot, '/') ||
 	    (strcasecmp(dot, ".png") && strcasecmp(dot, ".svg") && strcasecmp(dot, ".pdf"))) {
-		fprintf(stderr, "%s: --plot %s: expected a file name ending in .png, .svg or .pdf\n",
-			prog, path);
+		fprintf(stderr,
+			"%s: --plot %s: expected a file name ending in .png, .svg or .pdf\n", prog,
+			path);
 		return -1;
 	}
 	/* O_NONBLOCK: a FIFO without a reader answers ENXIO instead of hanging here. */

@@ -99,7 +99,7 @@ static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
 	return err;
 }
 
-/* A usage error, named as the other tools name theirs (tools/opts.c): the usage on stderr, status 2. */
+/* A usage error, named as tools/opts.c names the other tools': the usage on stderr, status 2. */
 static int usage_error(const char *what, const char *arg, const char *after)
 {
 	fprintf(stderr, "vmmx-demo: %s%s%s\n", what, arg, after);

@@ -395,7 +395,7 @@ static void check_config(void)
 	cfg.device = 0;
 	/* The context's own default policy stays out of it: the policy is checked below. */
 	cfg.policy = "host";
-	/* Messages come once, from here: the library's log is read (VMMX_LOG is checked) but not shown. */
+	/* Messages come once, from here: libvmmx's log is read (VMMX_LOG is checked), not shown. */
 	cfg.log_fn = log_none;
 	if (strcmp(backend, "sim")) {
 		/*
