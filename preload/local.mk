@@ -22,4 +22,8 @@ noinst_LTLIBRARIES += %D%/libresolve.la
 bin_PROGRAMS += tools/vmmx-run
 tools_vmmx_run_SOURCES = tools/vmmx-run.c
 tools_vmmx_run_CPPFLAGS = $(AM_CPPFLAGS) -DVMMX_PRELOAD_LIB='"$(libdir)/libvmmx-preload.so"'
-tools_vmmx_run_LDADD = lib/libvmmx.la
+# The driver door (vmm/cudaload.h), to count the devices its checks are made against.
+tools_vmmx_run_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) $(PTHREAD_LIBS)
+if HAVE_CUDA
+tools_vmmx_run_CPPFLAGS += $(CUDA_CPPFLAGS)
+endif

@@ -24,6 +24,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,8 +401,12 @@ static void report(void)
 	enter();
 	if (path && strcmp(path, "1") && strcmp(path, "stderr")) {
 		out = fopen(path, "a");
-		if (!out)
+		if (!out) {
+			/* vmmx-run checked it could write there; say so rather than move quietly. */
+			fprintf(stderr, "vmmx-run: cannot append the report to %s: %s; it goes to "
+					"standard error instead\n", path, strerror(errno));
 			out = stderr;
+		}
 	}
 	for (int k = 0; k < VMMXP_NKINDS; k++)
 		total += __atomic_load_n(&n_alloc[k], __ATOMIC_RELAXED);
@@ -455,7 +460,13 @@ static void report(void)
 			(unsigned long long)top[i].ptr, top[i].device, kind_name(top[i].kind), b2);
 	}
 	pthread_mutex_unlock(&top_lock);
-	if (out != stderr)
-		fclose(out);
+	if (out != stderr) {
+		int failed = ferror(out), closed = fclose(out);
+
+		/* A full disk shows at the flush: the report is lost, say so. */
+		if (closed || failed)
+			fprintf(stderr, "vmmx-run: writing the report to %s failed: %s\n", path,
+				closed ? strerror(errno) : "write error");
+	}
 	leave();
 }

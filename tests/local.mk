@@ -230,6 +230,9 @@ endif
 # The tools on sim (shell), and vmmx-plot (skipped without matplotlib).
 TESTS += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plot.sh
 EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plot.sh
+# vmmx-demo; vmmx-run's checks and --report-file (the interposer's own tests are tests/preload/).
+TESTS += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
+EXTRA_DIST += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
 
 # vmmx.h must compile as C++ and as strict C99.
 %C%_api_cxx_SOURCES = %D%/api/cxx.cc

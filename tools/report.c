@@ -14,11 +14,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -644,6 +646,34 @@ static int run_plotter(const char *json, const char *path)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
+}
+
+int rep_plot_check(const char *path, const char *prog)
+{
+	const char *dot = strrchr(path, '.');
+	int fd;
+
+	/* vmmx-plot's own rule (python/vmmx/plot.py): the format is the extension. */
+	if (!dot || strchr(dot, '/') ||
+	    (strcasecmp(dot, ".png") && strcasecmp(dot, ".svg") && strcasecmp(dot, ".pdf"))) {
+		fprintf(stderr,
+			"%s: --plot %s: expected a file name ending in .png, .svg or .pdf\n", prog,
+			path);
+		return -1;
+	}
+	/* O_NONBLOCK: a FIFO without a reader answers ENXIO instead of hanging here. */
+	fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "%s: --plot %s: cannot write: %s\n", prog, path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 int rep_plot(const struct rep *doc, const char *path, const char *prog)

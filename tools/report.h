@@ -208,6 +208,16 @@ void rep_point(struct rep *series, double x, double y);
  */
 int rep_plot(const struct rep *doc, const char *path, const char *prog);
 
+/**
+ * rep_plot_check() - whether rep_plot() could write @path, asked before the
+ * measurement that feeds it rather than after: the name ends in .png, .svg
+ * or .pdf (any case), and the file can be opened for writing.  An existing
+ * file is opened without truncation and left as it is; a new one is created
+ * and removed again.
+ * Return: 0; -1 after "PROG: --plot PATH: why" on stderr.
+ */
+int rep_plot_check(const char *path, const char *prog);
+
 /** rep_json_str() - @s as a JSON string literal, quotes included. */
 void rep_json_str(FILE *f, const char *s);
 

@@ -2679,6 +2679,8 @@ int main(int argc, char **argv)
 	struct rep *doc;
 	int rc, err;
 
+	/* The results are the tool's point: an unwritable stdout is a failure (exit 1). */
+	tool_close_stdout_at_exit(PROG);
 	rc = parse_opts(argc, argv, &B->o);
 	if (rc)
 		return rc < 0 ? 0 : rc;

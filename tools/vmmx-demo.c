@@ -8,10 +8,13 @@
  * GPU it says why and runs on the simulated backend, with a banner: libvmmx
  * itself never falls back silently, this program does so on purpose.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vmmx.h"
 
@@ -34,6 +37,28 @@ static const char *fmt(uint64_t b, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%llu MiB", (unsigned long long)(b / MiB));
 	return buf;
+}
+
+/*
+ * At exit, as coreutils' close_stdout: output that could not be written
+ * (>/dev/full, a full disk) is a failure, not exit status 0.  A stdout
+ * closed before with nothing left to write (EBADF) is none.
+ */
+static void close_stdout(void)
+{
+	int pending = __fpending(stdout) != 0, failed = ferror(stdout), closed;
+
+	errno = 0;
+	closed = fclose(stdout);
+	if (!closed && !failed)
+		return;
+	if (closed && !failed && errno == EBADF && !pending)
+		return;
+	if (closed && errno)
+		fprintf(stderr, "vmmx-demo: write error on standard output: %s\n", strerror(errno));
+	else
+		fprintf(stderr, "vmmx-demo: write error on standard output\n");
+	_exit(1);
 }
 
 static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
@@ -74,27 +99,42 @@ static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
 	return err;
 }
 
-/* The options: 0, -1 after --help, 2 after a usage error. */
+/* A usage error, named as tools/opts.c names the other tools': the usage on stderr, status 2. */
+static int usage_error(const char *what, const char *arg, const char *after)
+{
+	fprintf(stderr, "vmmx-demo: %s%s%s\n", what, arg, after);
+	usage(stderr);
+	return 2;
+}
+
+/* The options: 0, -1 after --help, 2 after a usage error (the option named). */
 static int parse_args(int argc, char **argv, uint64_t *target, unsigned long *steps)
 {
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		const char *a = argv[i];
+		char *end;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
 			return -1;
-		} else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
+		}
+		if (strcmp(a, "--size") && strcmp(a, "--steps"))
+			return a[0] == '-' ? usage_error("unknown option ", a, "")
+					   : usage_error("unexpected argument \"", a, "\"");
+		if (i + 1 == argc)
+			return usage_error("", a, " needs an argument");
+		if (!strcmp(a, "--size")) {
 			if (vmmx_parse_size(argv[++i], 0, target) || !*target) {
 				fprintf(stderr, "vmmx-demo: --size %s: expected a size such as 512MiB or 2GiB\n", argv[i]);
 				return 2;
 			}
-		} else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-			*steps = strtoul(argv[++i], NULL, 10);
-			if (*steps < 1 || *steps > 64) {
-				fprintf(stderr, "vmmx-demo: --steps: expected 1 to 64\n");
+		} else {
+			*steps = strtoul(argv[++i], &end, 10);
+			if (!*argv[i] || *end || *steps < 1 || *steps > 64) {
+				fprintf(stderr, "vmmx-demo: --steps %s: expected a whole number from 1 to 64\n",
+					argv[i]);
 				return 2;
 			}
-		} else {
-			usage(stderr);
-			return 2;
 		}
 	}
 	return 0;
@@ -221,8 +261,11 @@ int main(int argc, char **argv)
 	struct vmmx_buf *buf;
 	uint64_t target = 0, cap;
 	unsigned long steps = 4;
-	int sim, rc = parse_args(argc, argv, &target, &steps);
+	int sim, rc;
 
+	/* First, so that it runs last: after everything printed. */
+	atexit(close_stdout);
+	rc = parse_args(argc, argv, &target, &steps);
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (open_ctx(&ctx, &sim))

@@ -336,6 +336,9 @@ static int check_opts(struct opts *o, int iters_set, int base_set, int win_opt)
 		fprintf(stderr, PROG ": --plot does not apply to the window workload\n");
 		return 2;
 	}
+	/* Now, not after minutes of measurement. */
+	if (o->plot && rep_plot_check(o->plot, PROG))
+		return 2;
 	if (o->window) {
 		if (!iters_set)
 			o->iters = 4;
@@ -1543,8 +1546,11 @@ int main(int argc, char **argv)
 	struct run *R = &run;
 	struct rep *doc = rep_new();
 	double hbm = NAN, pcie = NAN;
-	int rc = parse_opts(argc, argv, &R->o);
+	int rc;
 
+	/* The results are the tool's point: an unwritable stdout is a failure (exit 1). */
+	tool_close_stdout_at_exit(PROG);
+	rc = parse_opts(argc, argv, &R->o);
 	if (rc) {
 		rep_free(doc);
 		return rc < 0 ? 0 : rc;

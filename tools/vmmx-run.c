@@ -3,22 +3,32 @@
  * vmmx-run - run a program with its CUDA allocations served by libvmmx:
  * GPU memory first, pinned host memory when the GPU is full or at a limit.
  *
- * It validates its options with libvmmx's own grammar (vmmx_parse_size, the
- * policy loader), turns them into the VMMX_* variables the library reads,
- * puts libvmmx-preload.so in front of LD_PRELOAD and execs the program.  It
- * never touches CUDA itself.  Exit status: the program's; 2 for a bad
- * option; 127 when the program cannot be run (as a shell says).
+ * It validates its options and the VMMX_* environment the program will
+ * see, turns the options into the VMMX_* variables the library reads, puts
+ * libvmmx-preload.so in front of LD_PRELOAD and execs the program.  The
+ * check is libvmmx's own (a context and the policy made on the sim
+ * backend, with as many devices as the program's backend has), so what
+ * passes here is what the library will accept; of CUDA it only asks the
+ * driver how many devices there are (cuInit, cuDeviceGetCount: no context,
+ * no memory).  Exit status: the program's; 2 for a bad option or setting;
+ * 127 when the program cannot be run (as a shell says).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "vmmx.h"
+#ifdef VMMX_HAVE_CUDA
+#include "vmm/cudaload.h"
+#endif
 
 #ifndef VMMX_PRELOAD_LIB
 #define VMMX_PRELOAD_LIB "libvmmx-preload.so"
@@ -32,6 +42,11 @@
  */
 #define RUN_DEFAULT_POLICY "device-first:reserve=64MiB"
 
+/* Devices libvmmx handles (VMMX_STATS_DEVICES: one slot per device ordinal). */
+#define RUN_MAX_DEVICES VMMX_STATS_DEVICES
+/* The most devices the sim backend takes through VMMX_SIM_DEVICES (lib/config.c). */
+#define RUN_SIM_MAX_DEVICES 8
+
 static void usage(FILE *f)
 {
 	fputs("usage: vmmx-run [OPTIONS] [--] PROGRAM [ARGS...]\n"
@@ -40,7 +55,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -p, --policy SPEC        placement policy (VMMX_POLICY; default\n"
 	      "                           " RUN_DEFAULT_POLICY ")\n"
-	      "  -l, --device-limit SIZE  most device memory libvmmx takes (VMMX_DEVICE_LIMIT)\n"
+	      "  -l, --device-limit SIZE  most device memory libvmmx takes, on each device or\n"
+	      "                           per device (0:8GiB,1:4GiB) (VMMX_DEVICE_LIMIT)\n"
 	      "  -H, --headroom SIZE      device memory left free for the CUDA runtime and\n"
 	      "                           libraries (VMMX_DEVICE_HEADROOM; default 1 GiB)\n"
 	      "      --host-limit SIZE    most host memory libvmmx pins (VMMX_HOST_LIMIT)\n"
@@ -54,11 +70,12 @@ static void usage(FILE *f)
 	      "  -h, --help               this text\n"
 	      "\n"
 	      "SIZE: bytes, K/M/G/T or KiB/MiB/GiB/TiB (powers of 1024), KB/MB/GB/TB (powers of\n"
-	      "1000), or N% of the device (of host memory for --host-limit).  See vmmx-run(1).\n",
+	      "1000), or N% of the device (of host memory for --host-limit).  The VMMX_*\n"
+	      "environment is checked like the options.  See vmmx-run(1).\n",
 	      f);
 }
 
-static void bad(const char *opt, const char *val, const char *why)
+__attribute__((noreturn)) static void bad(const char *opt, const char *val, const char *why)
 {
 	fprintf(stderr, "vmmx-run: %s '%s': %s\n", opt, val, why);
 	fputs("Try 'vmmx-run --help'.\n", stderr);
@@ -73,59 +90,345 @@ static void set(const char *name, const char *value)
 	}
 }
 
-static void size_opt(const char *opt, const char *var, const char *val)
-{
-	uint64_t v;
+/*
+ * The variables set from options, with the option that set them: a bad
+ * value is reported under the name the user typed.  Anything else came
+ * from the environment.
+ */
+static struct {
+	const char *var, *opt;
+} from_opt[16];
+static int nfrom_opt;
 
-	/* Only the grammar is checked here: a percentage resolves when the device is known. */
-	if (vmmx_parse_size(val, 100, &v))
-		bad(opt, val,
-		    "not a size: bytes (4096), K/M/G/T or KiB/MiB/GiB/TiB (powers of 1024), "
-		    "KB/MB/GB/TB (powers of 1000), or N%");
+static void set_opt(const char *opt, const char *var, const char *val)
+{
+	int i;
+
+	for (i = 0; i < nfrom_opt && strcmp(from_opt[i].var, var); i++)
+		;
+	if (i == nfrom_opt && nfrom_opt < (int)(sizeof(from_opt) / sizeof(from_opt[0])))
+		nfrom_opt++;
+	from_opt[i].var = var;
+	from_opt[i].opt = opt;
 	set(var, val);
 }
 
-/*
- * Load the policy on the sim backend: a bad name or argument fails here, not
- * in the program.  NULL: VMMX_POLICY from the environment, else the default.
- */
-static void policy_opt(const char *val)
+static const char *opt_of(const char *var, size_t len)
 {
+	for (int i = 0; i < nfrom_opt; i++)
+		if (strlen(from_opt[i].var) == len && !strncmp(from_opt[i].var, var, len))
+			return from_opt[i].opt;
+	return NULL;
+}
+
+/* A bad setting, by its option or its variable, with its value and why; exit 2. */
+__attribute__((format(printf, 2, 3), noreturn)) static void refuse(const char *var,
+								   const char *fmt, ...)
+{
+	const char *opt = opt_of(var, strlen(var));
+	const char *val = getenv(var);
+	char why[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (opt)
+		bad(opt, val ? val : "", why);
+	fprintf(stderr, "vmmx-run: %s=\"%s\" (environment): %s\n", var, val ? val : "", why);
+	exit(2);
+}
+
+/*
+ * libvmmx refused the configuration with @msg.  Its messages about one
+ * variable start with the variable's name, most as VMMX_X="value" (where
+ * it came from): ... or VMMX_X="value": ...; say them under the option when
+ * an option set the variable.
+ */
+__attribute__((noreturn)) static void refused_by_lib(const char *msg)
+{
+	size_t len = strspn(msg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+	const char *opt, *val, *rest;
+	char var[128], prefix[4400];
+
+	if (len <= 5 || strncmp(msg, "VMMX_", 5) || len >= sizeof(var)) {
+		fprintf(stderr, "vmmx-run: the configuration is not valid: %s\n", msg);
+		exit(2);
+	}
+	snprintf(var, sizeof(var), "%.*s", (int)len, msg);
+	val = getenv(var);
+	snprintf(prefix, sizeof(prefix), "%s=\"%s\"", var, val ? val : "");
+	if (!strncmp(msg, prefix, strlen(prefix))) {
+		rest = msg + strlen(prefix);
+		if (!strncmp(rest, ": ", 2))
+			refuse(var, "%s", rest + 2);
+		if (!strncmp(rest, " (", 2) && (rest = strstr(rest, "): ")))
+			refuse(var, "%s", rest + 3);
+	}
+	opt = opt_of(var, len);
+	if (opt)
+		bad(opt, val ? val : "", msg);
+	fprintf(stderr, "vmmx-run: %s\n", msg);
+	exit(2);
+}
+
+/*
+ * --report-file and a file name in VMMX_RUN_REPORT: absolute (the program
+ * may change directories before it exits and writes the report), and
+ * writable now.  An existing file is opened for appending and left as it
+ * is; a new one is created and removed again.  NULL: fine, else why not.
+ */
+static const char *report_path(const char *name, char *path, size_t len)
+{
+	char cwd[PATH_MAX];
+	int fd;
+
+	if (name[0] == '/') {
+		if ((size_t)snprintf(path, len, "%s", name) >= len)
+			return strerror(ENAMETOOLONG);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return strerror(errno);
+		if ((size_t)snprintf(path, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", name) >= len)
+			return strerror(ENAMETOOLONG);
+	}
+	/* O_NONBLOCK: a FIFO without a reader answers ENXIO instead of hanging here. */
+	fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			unlink(path);
+	}
+	if (fd < 0)
+		return strerror(errno);
+	close(fd);
+	return NULL;
+}
+
+/* Where the report goes: --report-file, else --report, else VMMX_RUN_REPORT as given. */
+static void report_opt(int report, const char *file)
+{
+	const char *env = getenv("VMMX_RUN_REPORT"), *why;
+	char path[PATH_MAX];
+
+	if (file) {
+		if (!*file)
+			bad("--report-file", file, "expected a file name");
+		why = report_path(file, path, sizeof(path));
+		if (why) {
+			char msg[PATH_MAX + 256];
+
+			snprintf(msg, sizeof(msg), "cannot write %s: %s", path, why);
+			bad("--report-file", file, msg);
+		}
+		set("VMMX_RUN_REPORT", path);
+	} else if (report) {
+		set("VMMX_RUN_REPORT", "1");
+	} else if (env && *env && strcmp(env, "0") && strcmp(env, "1") && strcmp(env, "stderr")) {
+		/* The interposer's own reading (preload/state.c): anything else is a file. */
+		why = report_path(env, path, sizeof(path));
+		if (why)
+			refuse("VMMX_RUN_REPORT", "cannot write %s: %s", path, why);
+		set("VMMX_RUN_REPORT", path);
+	}
+}
+
+/* The devices the program's backend has, and in words for messages. */
+struct devices {
+	int n;	       /* 0: unknown (no driver, no device: only the grammar is checked) */
+	char what[192]; /* "the sim backend has 2 devices, 0 to 1 (VMMX_SIM_DEVICES=2)" */
+};
+
+static void log_none(void *arg, enum vmmx_log_level level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	(void)msg;
+}
+
+/* One variable alone through libvmmx's grammar: a sim context of its own, no environment. */
+static void check_alone(const char *var)
+{
+	const char *vars[2] = {NULL, NULL};
+	struct vmmx_config cfg;
+	struct vmmx_ctx *ctx;
+	char entry[512];
+
+	snprintf(entry, sizeof(entry), "%s=%s", var, getenv(var));
+	vars[0] = entry;
+	vmmx_config_init(&cfg);
+	cfg.flags = VMMX_CONFIG_NO_ENV;
+	cfg.backend = "sim";
+	cfg.policy = "host";
+	cfg.log_fn = log_none;
+	cfg.vars = vars;
+	if (vmmx_ctx_create(&cfg, &ctx))
+		refused_by_lib(vmmx_last_error());
+	vmmx_ctx_destroy(ctx);
+}
+
+#ifdef VMMX_HAVE_CUDA
+/* The CUDA devices visible to the program (CUDA_VISIBLE_DEVICES applies); 0: unknown. */
+static int cuda_count(void)
+{
+	const struct vmm_cuda_api *api;
+	char why[256];
+	int n = 0;
+
+	if (vmm_cuda_load(VMM_CUDA_CORE, &api, why, sizeof(why)))
+		return 0;
+	if (api->cuInit(0) != CUDA_SUCCESS || api->cuDeviceGetCount(&n) != CUDA_SUCCESS)
+		return 0;
+	return n > 0 ? n : 0;
+}
+#endif
+
+static void count_devices(const char *backend, struct devices *d)
+{
+	const char *s;
+
+	d->n = 0;
+	d->what[0] = '\0';
+	if (!strcmp(backend, "sim")) {
+		s = getenv("VMMX_SIM_DEVICES");
+		if (s)
+			check_alone("VMMX_SIM_DEVICES");
+		d->n = s ? atoi(s) : 1;
+		snprintf(d->what, sizeof(d->what), "the sim backend has %d device%s, 0 to %d (%s%s)",
+			 d->n, d->n == 1 ? "" : "s", d->n - 1, s ? "VMMX_SIM_DEVICES=" : "",
+			 s ? s : "VMMX_SIM_DEVICES unset");
+		return;
+	}
+#ifdef VMMX_HAVE_CUDA
+	d->n = cuda_count();
+	s = getenv("CUDA_VISIBLE_DEVICES");
+	snprintf(d->what, sizeof(d->what), "the cuda backend sees %d device%s, 0 to %d%s%s%s",
+		 d->n, d->n == 1 ? "" : "s", d->n - 1, s ? " (CUDA_VISIBLE_DEVICES=" : "", s ? s : "",
+		 s ? ")" : "");
+#endif
+}
+
+/* The first "N:SIZE" item of a per-device setting whose ordinal N is @n or more; -1: none. */
+static long ordinal_past(const char *val, int n)
+{
+	const char *p = val;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		const char *colon = memchr(p, ':', len);
+
+		/* Anything else is the grammar's to judge. */
+		if (colon && colon > p && strspn(p, "0123456789") == (size_t)(colon - p)) {
+			long d = strtol(p, NULL, 10);
+
+			if (d >= n)
+				return d;
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	return -1;
+}
+
+/*
+ * VMMX_DEVICE and the ordinals of the per-device settings, against the
+ * devices @d (libvmmx's most when unknown).  VMMX_DEVICE is checked here
+ * alone: the interposer replaces it by each allocation's device, and the
+ * sim context of the check runs on device 0.
+ */
+static void check_ordinals(const struct devices *d)
+{
+	static const char *const per_dev[] = {"VMMX_DEVICE_LIMIT", "VMMX_DEVICE_HEADROOM",
+					      "VMMX_HEADROOM"};
+	int n = d->n ? d->n : RUN_MAX_DEVICES;
+	const char *s = getenv("VMMX_DEVICE");
+
+	if (s && (!*s || strspn(s, "0123456789") != strlen(s)))
+		refuse("VMMX_DEVICE", "expected a device ordinal (0, 1, ...)");
+	if (s && (strlen(s) > 9 || atoi(s) >= n)) {
+		if (d->n)
+			refuse("VMMX_DEVICE", "no device %s: %s", s, d->what);
+		refuse("VMMX_DEVICE", "libvmmx handles devices 0 to %d", n - 1);
+	}
+	for (size_t i = 0; i < sizeof(per_dev) / sizeof(per_dev[0]); i++) {
+		long o;
+
+		s = getenv(per_dev[i]);
+		if (!s || (o = ordinal_past(s, n)) < 0)
+			continue;
+		if (d->n)
+			refuse(per_dev[i], "names device %ld, but %s", o, d->what);
+		refuse(per_dev[i], "names device %ld; libvmmx handles devices 0 to %d", o, n - 1);
+	}
+}
+
+/*
+ * Check the configuration the program will run with: every VMMX_* setting
+ * (the options are in the environment by now) and the policy, on a sim
+ * context with the program's number of devices.  The policy is
+ * VMMX_POLICY (--policy is there by now), else the default, which is then
+ * set.
+ */
+static void check_config(void)
+{
+	const char *policy = getenv("VMMX_POLICY");
+	const char *backend = getenv("VMMX_BACKEND");
+	const char *vars[2] = {NULL, NULL};
 	struct vmmx_config cfg;
 	struct vmmx_ctx *ctx;
 	struct vmmx_alloc *a;
-	char *trace = getenv("VMMX_TRACE");
+	struct devices d;
+	char ndev[48];
 	int err;
 
-	if (!val && getenv("VMMX_POLICY"))
-		return;
-	if (!val)
-		val = RUN_DEFAULT_POLICY;
-	/* The check must not write to the program's trace. */
-	trace = trace ? strdup(trace) : NULL;
-	unsetenv("VMMX_TRACE");
+	/* The program's backend: libvmmx's default is cuda. */
+	if (!backend)
+		backend = "cuda";
+	if (strcmp(backend, "cuda") && strcmp(backend, "sim"))
+		refuse("VMMX_BACKEND", "expected cuda or sim");
+	count_devices(backend, &d);
+	check_ordinals(&d);
+
 	vmmx_config_init(&cfg);
 	cfg.backend = "sim";
-	cfg.log = "none";
-	err = vmmx_ctx_create(&cfg, &ctx);
-	if (err) {
-		fprintf(stderr, "vmmx-run: the configuration is not valid: %s\n", vmmx_last_error());
-		exit(2);
+	cfg.device = 0;
+	/* The context's own default policy stays out of it: the policy is checked below. */
+	cfg.policy = "host";
+	/* Messages come once, from here: libvmmx's log is read (VMMX_LOG is checked), not shown. */
+	cfg.log_fn = log_none;
+	if (strcmp(backend, "sim")) {
+		/*
+		 * As many simulated devices as the cuda backend has (VMMX_SIM_DEVICES
+		 * is still checked alone: libvmmx reads it whatever the backend).
+		 * Unknown: as many as the sim takes, so that only the grammar is judged.
+		 */
+		int n = d.n && d.n < RUN_SIM_MAX_DEVICES ? d.n : RUN_SIM_MAX_DEVICES;
+
+		if (getenv("VMMX_SIM_DEVICES"))
+			check_alone("VMMX_SIM_DEVICES");
+		snprintf(ndev, sizeof(ndev), "VMMX_SIM_DEVICES=%d", n);
+		vars[0] = ndev;
+		cfg.vars = vars;
 	}
-	err = vmmx_alloc_create(ctx, val, &a);
+	err = vmmx_ctx_create(&cfg, &ctx);
+	if (err)
+		refused_by_lib(vmmx_last_error());
+
+	if (!policy) {
+		policy = RUN_DEFAULT_POLICY;
+		set("VMMX_POLICY", policy);
+	}
+	err = vmmx_alloc_create(ctx, policy, &a);
 	if (err) {
-		char why[512];
+		char why[1024];
 
 		snprintf(why, sizeof(why), "%s", vmmx_last_error());
 		vmmx_ctx_destroy(ctx);
-		bad("--policy", val, why);
+		refuse("VMMX_POLICY", "%s", why);
 	}
 	vmmx_alloc_destroy(a);
 	vmmx_ctx_destroy(ctx);
-	if (trace)
-		set("VMMX_TRACE", trace);
-	free(trace);
-	set("VMMX_POLICY", val);
 }
 
 static void preload(void)
@@ -170,23 +473,23 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *policy = NULL;
-	int c;
+	const char *report_file = NULL;
+	int c, report = 0;
 
 	/* '+': options end at the program's name, so its own options are left alone. */
 	while ((c = getopt_long(argc, argv, "+p:l:H:m:rt:v:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			policy = optarg;
+			set_opt("--policy", "VMMX_POLICY", optarg);
 			break;
 		case 'l':
-			size_opt("--device-limit", "VMMX_DEVICE_LIMIT", optarg);
+			set_opt("--device-limit", "VMMX_DEVICE_LIMIT", optarg);
 			break;
 		case 'H':
-			size_opt("--headroom", "VMMX_DEVICE_HEADROOM", optarg);
+			set_opt("--headroom", "VMMX_DEVICE_HEADROOM", optarg);
 			break;
 		case OPT_HOST_LIMIT:
-			size_opt("--host-limit", "VMMX_HOST_LIMIT", optarg);
+			set_opt("--host-limit", "VMMX_HOST_LIMIT", optarg);
 			break;
 		case 'm':
 			if (strcmp(optarg, "device") && strcmp(optarg, "device+host"))
@@ -194,24 +497,22 @@ int main(int argc, char **argv)
 			set("VMMX_RUN_MEMINFO", optarg);
 			break;
 		case 'r':
-			set("VMMX_RUN_REPORT", "1");
+			report = 1;
 			break;
 		case OPT_REPORT_FILE:
-			if (!*optarg)
-				bad("--report-file", optarg, "expected a file name");
-			set("VMMX_RUN_REPORT", optarg);
+			report_file = optarg;
 			break;
 		case 't':
 			if (!*optarg)
 				bad("--trace", optarg, "expected a file name");
-			set("VMMX_TRACE", optarg);
+			set_opt("--trace", "VMMX_TRACE", optarg);
 			break;
 		case 'v':
 			if (strcmp(optarg, "none") && strcmp(optarg, "error") &&
 			    strcmp(optarg, "warn") && strcmp(optarg, "info") &&
 			    strcmp(optarg, "debug"))
 				bad("--log", optarg, "expected none, error, warn, info or debug");
-			set("VMMX_LOG", optarg);
+			set_opt("--log", "VMMX_LOG", optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -226,8 +527,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* Checked after the sizes, so that the policy's context sees them. */
-	policy_opt(policy);
+	report_opt(report, report_file);
+	check_config();
 	preload();
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "vmmx-run: %s: %s\n", argv[optind], strerror(errno));

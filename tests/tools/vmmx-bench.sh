@@ -88,6 +88,21 @@ pycheck "--only migrate: that section, its runs and its targets" "$tmp/mig" \
 [ $? -eq 0 ] && [ "$(grep -c '^host  *2 MiB' "$tmp/out")" -eq 4 ] && ! grep -q '^device ' "$tmp/out"
 check $? "--chunk-sizes and --locations select the ops rows"
 
+# Results that cannot be written are a failure.
+if [ -c /dev/full ]; then
+	"$bench" -q --only shrink --reps 1 >/dev/full 2>"$tmp/err"
+	st=$?
+	[ $st -eq 1 ] && grep -q '^vmmx-bench: write error on standard output: No space left on device' "$tmp/err"
+	check $? "stdout on /dev/full: exit 1, the write error said"
+	[ $st -eq 1 ] || echo "# exit status $st"
+	"$bench" -q --only shrink --reps 1 --json >/dev/full 2>"$tmp/err"
+	[ $? -eq 1 ] && grep -q '^vmmx-bench: write error on standard output' "$tmp/err"
+	check $? "--json on /dev/full: exit 1"
+else
+	skip "no /dev/full"
+	skip "no /dev/full"
+fi
+
 usage_error "$bench" "an unknown section" 'bogus' --only grow,bogus
 usage_error "$bench" "a chunk size off the granularity" 'not a multiple of the granularity' --chunk-sizes 3MiB
 usage_error "$bench" "a bad size" '"1.5GiB"' --grow-max 1.5GiB

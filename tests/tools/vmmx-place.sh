@@ -120,9 +120,35 @@ else
 	png_ok "$tmp/out.png"
 	check $? "--plot writes a compressed PNG (under 100 KB) through vmmx-plot"
 fi
-"$place" -q -s 4MiB -n 1 --plot "$tmp/no/such/dir/out.png" >"$tmp/out" 2>"$tmp/err"
-[ $? -eq 1 ] && grep -q 'no/such/dir/out.png' "$tmp/err"
-check $? "--plot into a missing directory: exit 1, the file named"
+# The plot's file is checked before anything is measured.
+"$place" -s 4MiB -n 1 --plot "$tmp/no/such/dir/out.png" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "^vmmx-place: --plot $tmp/no/such/dir/out.png: cannot write: No such file or directory" "$tmp/err" &&
+	test ! -s "$tmp/out" && ! grep -q '^vmmx-place: \[' "$tmp/err"
+check $? "--plot into a missing directory: exit 2 before measuring, the file named"
+"$place" -s 4MiB -n 1 --plot "$tmp" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "^vmmx-place: --plot $tmp: expected a file name ending in .png, .svg or .pdf" "$tmp/err" &&
+	test ! -s "$tmp/out"
+check $? "--plot without a chart extension: exit 2 before measuring"
+mkdir "$tmp/adir.png"
+"$place" -s 4MiB -n 1 --plot "$tmp/adir.png" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "^vmmx-place: --plot $tmp/adir.png: cannot write: Is a directory" "$tmp/err" &&
+	test ! -s "$tmp/out"
+check $? "--plot onto a directory: exit 2 before measuring"
+# A run that fails after the check (no such backend) leaves no file behind.
+VMMX_BACKEND=bogus "$place" -q -s 4MiB -n 1 --plot "$tmp/new.svg" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'VMMX_BACKEND' "$tmp/err" && test ! -e "$tmp/new.svg"
+check $? "--plot's check leaves no empty file behind"
+
+# Results that cannot be written are a failure.
+if [ -c /dev/full ]; then
+	"$place" -q -s 4MiB -p device-first -b none -n 1 --warmup 0 >/dev/full 2>"$tmp/err"
+	st=$?
+	[ $st -eq 1 ] && grep -q '^vmmx-place: write error on standard output: No space left on device' "$tmp/err"
+	check $? "stdout on /dev/full: exit 1, the write error said"
+	[ $st -eq 1 ] || echo "# exit status $st"
+else
+	skip "no /dev/full"
+fi
 
 usage_error "$place" "a size outside the grammar" '"4gib"' --size 4gib
 usage_error "$place" "a zero size" 'bad size "0"' --size 8MiB,0
