@@ -62,6 +62,7 @@ vmmx_c_tests = \
 	%D%/lib/longrun \
 	%D%/lib/alloc \
 	%D%/lib/prefetch \
+	%D%/lib/copy_range \
 	%D%/vmm/event \
 	%D%/gpu/peer_spill
 
@@ -98,6 +99,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_concurrency_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_memcpy_LDADD = $(TEST_LDADD)
 %C%_lib_memcpy_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_copy_range_LDADD = $(TEST_LDADD)
+%C%_lib_copy_range_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_lookup_LDADD = $(TEST_LDADD)
 %C%_lib_lookup_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_info_LDADD = $(TEST_LDADD)
