@@ -719,7 +719,9 @@ static inline size_t vmmx__round_down(size_t x, size_t a)
 }
 
 /* Copy @s into @out as the content of a JSON string (quotes, backslashes and
- * control bytes escaped); truncates rather than overflow. */
+ * control bytes escaped, bytes that are not well-formed UTF-8 as \u00XX, so
+ * the result is valid UTF-8); truncates rather than overflow, never inside a
+ * sequence or an escape. */
 void vmmx__json_escape(char *out, size_t len, const char *s);
 
 /* Format a byte count for humans ("1.5 GiB") into @buf. */

@@ -63,6 +63,7 @@ vmmx_c_tests = \
 	%D%/lib/alloc \
 	%D%/lib/prefetch \
 	%D%/lib/copy_range \
+	%D%/lib/log \
 	%D%/vmm/event \
 	%D%/gpu/peer_spill
 
@@ -101,6 +102,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_memcpy_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_copy_range_LDADD = $(TEST_LDADD)
 %C%_lib_copy_range_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_log_LDADD = $(TEST_LDADD)
+%C%_lib_log_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_lookup_LDADD = $(TEST_LDADD)
 %C%_lib_lookup_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_info_LDADD = $(TEST_LDADD)
