@@ -66,6 +66,7 @@ vmmx_c_tests = \
 	%D%/lib/log \
 	%D%/lib/trace_open \
 	%D%/vmm/sim_world \
+	%D%/lib/numa \
 	%D%/vmm/event \
 	%D%/gpu/peer_spill
 
@@ -110,6 +111,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_trace_open_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_vmm_sim_world_LDADD = $(TEST_LDADD)
 %C%_vmm_sim_world_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_numa_LDADD = $(TEST_LDADD)
+%C%_lib_numa_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_lookup_LDADD = $(TEST_LDADD)
 %C%_lib_lookup_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_info_LDADD = $(TEST_LDADD)

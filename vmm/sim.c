@@ -276,6 +276,13 @@ static const char *kind_name(enum vmmx_loc_kind k)
 }
 
 /*
+ * The emulated machine has one host NUMA node, node 0, holding all of its
+ * pinned host memory: HOST_NUMA with another id is a node that does not
+ * exist, refused as the cuda backend refuses one the kernel does not list.
+ */
+#define SIM_NUMA_NODES 1
+
+/*
  * The capacity counter of a location: a valid device, HOST (id ignored, as
  * vmmx.h says) or HOST_NUMA node 0, the only node the sim has.
  */
@@ -289,7 +296,7 @@ static int loc_pool(struct sim *s, struct vmmx_loc loc, uint64_t **used_p, uint6
 		*cap_p = s->dev_cap;
 		return 0;
 	case VMMX_LOC_HOST_NUMA:
-		if (loc.id != 0)
+		if (loc.id < 0 || loc.id >= SIM_NUMA_NODES)
 			return -VMMX_EINVAL;
 		/* fall through */
 	case VMMX_LOC_HOST:
@@ -530,6 +537,10 @@ static int sim_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, ui
 	pthread_mutex_lock(&world.lock);
 	if (loc_pool(s, loc, &used, &cap)) {
 		pthread_mutex_unlock(&world.lock);
+		if (loc.kind == VMMX_LOC_HOST_NUMA)
+			return fail(s, -VMMX_EINVAL,
+				    "mem_info(host-numa:%d): no such NUMA node (the sim has %d, 0 to %d)",
+				    loc.id, SIM_NUMA_NODES, SIM_NUMA_NODES - 1);
 		return fail(s, -VMMX_EINVAL, "mem_info(%s:%d): unknown location",
 			    kind_name(loc.kind), loc.id);
 	}
@@ -929,7 +940,8 @@ static int sim_set_access(struct vmm *v, void *va, size_t size, const struct vmm
 			if (prot & PROT_WRITE)
 				set_w |= bit;
 		} else if (who.kind == VMMX_LOC_HOST ||
-			   (who.kind == VMMX_LOC_HOST_NUMA && who.id == 0)) {
+			   (who.kind == VMMX_LOC_HOST_NUMA && who.id >= 0 &&
+			    who.id < SIM_NUMA_NODES)) {
 			cpu_prot = prot;
 		} else {
 			return fail(s, -VMMX_EINVAL, "set_access(%p, %zu): unknown accessor %s:%d",
