@@ -151,7 +151,8 @@ struct vmmx_config {
 	const char *backend;       /**< VMMX_BACKEND: "cuda" or "sim" */
 	int device;                /**< VMMX_DEVICE: device ordinal, -1 unset */
 	const char *policy;        /**< VMMX_POLICY: "name" or "name:key=val,..." */
-	const char *chunk_size;    /**< VMMX_CHUNK_SIZE: smallest chunk (placement resolution) */
+	const char *chunk_size;    /**< VMMX_CHUNK_SIZE: smallest chunk (placement resolution),
+				        at most 1 TiB */
 	const char *chunk_max;     /**< VMMX_CHUNK_MAX: largest chunk */
 	const char *device_limit;  /**< VMMX_DEVICE_LIMIT: cap on device bytes held, on each
 				        device ("8GiB"), or per ordinal ("0:8GiB,1:4GiB") */
@@ -165,7 +166,9 @@ struct vmmx_config {
 					  on each device or per ordinal, as @device_limit */
 	const char *cache_limit;   /**< VMMX_CACHE_LIMIT: most bytes of released chunks kept */
 	const char *device_prealloc; /**< VMMX_DEVICE_PREALLOC: device memory taken up front */
-	const char *trace;         /**< VMMX_TRACE: file to append placement decisions to */
+	const char *trace;         /**< VMMX_TRACE: file to append placement decisions to (a
+				        regular file, a character device, or a FIFO with a
+				        reader already: never waited for) */
 };
 
 /** enum vmmx_op - driver operations, as counted in stats and failed by the fault layer. */
