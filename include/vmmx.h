@@ -151,7 +151,8 @@ struct vmmx_config {
 	const char *backend;       /**< VMMX_BACKEND: "cuda" or "sim" */
 	int device;                /**< VMMX_DEVICE: device ordinal, -1 unset */
 	const char *policy;        /**< VMMX_POLICY: "name" or "name:key=val,..." */
-	const char *chunk_size;    /**< VMMX_CHUNK_SIZE: smallest chunk (placement resolution) */
+	const char *chunk_size;    /**< VMMX_CHUNK_SIZE: smallest chunk (placement resolution),
+				        at most 1 TiB */
 	const char *chunk_max;     /**< VMMX_CHUNK_MAX: largest chunk */
 	const char *device_limit;  /**< VMMX_DEVICE_LIMIT: cap on device bytes held, on each
 				        device ("8GiB"), or per ordinal ("0:8GiB,1:4GiB") */
@@ -165,7 +166,9 @@ struct vmmx_config {
 					  on each device or per ordinal, as @device_limit */
 	const char *cache_limit;   /**< VMMX_CACHE_LIMIT: most bytes of released chunks kept */
 	const char *device_prealloc; /**< VMMX_DEVICE_PREALLOC: device memory taken up front */
-	const char *trace;         /**< VMMX_TRACE: file to append placement decisions to */
+	const char *trace;         /**< VMMX_TRACE: file to append placement decisions to (a
+				        regular file, a character device, or a FIFO with a
+				        reader already: never waited for) */
 };
 
 /** enum vmmx_op - driver operations, as counted in stats and failed by the fault layer. */
@@ -599,11 +602,16 @@ enum vmmx_advice {
  * handle, unmapped, with the data as it was; when it moves back to that
  * host location (vmmx_buf_migrate(), vmmx_prefetch(), a policy's eviction),
  * that handle is mapped again: no copy, no new pinned memory (counted in
- * &vmmx_stats.copies_saved).  libvmmx cannot see writes: the advice is the
- * caller's promise that nothing (kernels, vmmx_memcpy(), vmmx_memset())
- * writes the range while it is on a device.  %VMMX_ADVISE_NOT_READ_MOSTLY
+ * &vmmx_stats.copies_saved).  **libvmmx cannot see writes by kernels or by
+ * the CPU through the buffer's pointer: the advice is the caller's promise
+ * that nothing writes the range that way while it is on a device.  Such a
+ * write is LOST when the chunk moves back to host memory: its old host copy
+ * is mapped again.**  Writes through libvmmx's own API are seen:
+ * vmmx_memcpy() and vmmx_memset() into a marked chunk on a device drop its
+ * host copy before they write (the chunk stays marked, and the next move
+ * back copies the new bytes).  %VMMX_ADVISE_NOT_READ_MOSTLY
  * unmarks every chunk the range touches and drops their copies; give it
- * before writing.  The copies are host memory held, charged against
+ * before writing with kernels.  The copies are host memory held, charged against
  * VMMX_HOST_LIMIT (&vmmx_stats.shadow_bytes); libvmmx releases them when a
  * new host chunk needs the room, on vmmx_ctx_trim(), and with their chunks.
  *
@@ -782,12 +790,23 @@ VMMX_API int vmmx_buf_migrate_on(struct vmmx_buf *buf, size_t off, size_t len,
  * checked against the process's memory map.  The CPU never loads from or
  * stores to GPU memory.  The copy is complete when the call returns.
  *
+ * All or nothing for its checks: both ranges are split and every piece is
+ * classified and checked before the first byte is written, so a call that
+ * fails with -VMMX_EINVAL or -VMMX_EFAULT (a range past a buffer's size,
+ * unmapped or read-only memory, ...) has written nothing.  Only a driver
+ * error during the copy itself, after every check passed, may leave part of
+ * @dst written.  A read-mostly chunk (vmmx_buf_advise()) that the copy
+ * writes on a device loses its host copy first, so the bytes written are
+ * what moves back to host memory.
+ *
  * Return: 0; -VMMX_EFAULT when a range touches the unmapped tail of a
  * buffer, reserved address space with nothing mapped, or host memory that is
  * not mapped, not readable or (destination) not writable, with the reason in
- * vmmx_last_error(); -VMMX_EINVAL for overlapping ranges or NULL pointers;
- * -VMMX_ENODRIVER in a forked child (see the top of this file);
- * -VMMX_EDRIVER.
+ * vmmx_last_error(); -VMMX_EINVAL for overlapping ranges, a range that wraps
+ * around the end of the address space or NULL pointers; -VMMX_ENOMEM when
+ * the list of pieces or a read-mostly chunk's new table could not be
+ * allocated (nothing written); -VMMX_ENODRIVER in a forked child (see the
+ * top of this file); -VMMX_EDRIVER.
  *
  * Context: any thread; lock-free lookups (RCU read side); reads
  * /proc/self/maps for host memory outside the context's buffers; blocks
@@ -802,6 +821,13 @@ VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_
  *       classified as vmmx_memcpy() does.
  * @c: byte value.
  * @n: bytes.
+ *
+ * All or nothing for its checks, as vmmx_memcpy(): every piece of the range
+ * is checked before the first byte is set, so a refused call (-VMMX_EFAULT,
+ * or -VMMX_EINVAL for a range that wraps around the end of the address
+ * space) sets nothing; host memory outside the context's buffers is
+ * checked writable, to its end, before the CPU sets a byte of it.
+ * Read-mostly chunks written lose their host copy, as with vmmx_memcpy().
  *
  * Return: as vmmx_memcpy().
  *

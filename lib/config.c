@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,31 @@ static int parse_size_pct(const struct var *v, const char *val, struct vmmx__con
 }
 
 /*
+ * VMMX_CHUNK_SIZE: every chunk is at least this large, so a value no
+ * location can hold makes every grow fail (4TiB was accepted, and then
+ * every vmmx_buf_resize failed).  Refused above VMMX__CHUNK_SIZE_MAX,
+ * beyond any GPU's memory and a large share of any host's.
+ */
+#define VMMX__CHUNK_SIZE_MAX ((uint64_t)1 << 40)
+
+static int parse_chunk_size(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	struct vmmx__size_setting *s = (void *)((char *)conf + v->dest);
+	char max[32];
+	int err;
+
+	err = parse_size(v, val, conf);
+	if (err)
+		return err;
+	if (s->value > VMMX__CHUNK_SIZE_MAX)
+		return vmmx__fail(NULL, -VMMX_ECONFIG,
+				  "%s=\"%s\" (%s): larger than %s, the largest smallest chunk libvmmx takes (no location holds such a chunk: every grow would fail)",
+				  v->name, val, cur_src,
+				  vmmx__fmt_size(VMMX__CHUNK_SIZE_MAX, max, sizeof(max)));
+	return 0;
+}
+
+/*
  * A per-device size: items separated by ',', each "SIZE" (every device not
  * named) or "N:SIZE" (device ordinal N), SIZE a size or N% of that device's
  * memory.  At most one plain item, each ordinal once, no empty item.  The
@@ -239,7 +265,12 @@ static int parse_cpu_access(const struct var *v, const char *val, struct vmmx__c
 	return 0;
 }
 
-/* VMMX_FAULT=op:N[,op:N...]: fail the N-th call of op (tests and experiments). */
+/*
+ * VMMX_FAULT=op:N[,op:N...]: fail the N-th call of op (tests and experiments).
+ * The fault layer keeps one countdown per op, so an op given twice would
+ * keep only its last count: refused, as is a count past 2^64 - 1 (strtoull
+ * would saturate it silently).
+ */
 static int parse_fault(const struct var *v, const char *val, struct vmmx__conf *conf)
 {
 	const char *p = val;
@@ -256,9 +287,22 @@ static int parse_fault(const struct var *v, const char *val, struct vmmx__conf *
 		op = vmm_op_parse(p, (size_t)(colon - p));
 		if (op < 0 || colon[1] < '1' || colon[1] > '9')
 			return bad(v, cur_src, val);
+		errno = 0;
 		nth = strtoull(colon + 1, &end, 10);
 		if (*end && *end != ',')
 			return bad(v, cur_src, val);
+		if (errno == ERANGE)
+			return vmmx__fail(NULL, -VMMX_ECONFIG,
+					  "%s=\"%s\" (%s): the count of %s, \"%.*s\", is larger than %llu",
+					  v->name, val, cur_src, vmm_op_name((enum vmmx_op)op),
+					  (int)(end - colon - 1), colon + 1,
+					  (unsigned long long)UINT64_MAX);
+		for (int i = 0; i < n; i++)
+			if (conf->faults[i].op == op)
+				return vmmx__fail(NULL, -VMMX_ECONFIG,
+						  "%s=\"%s\" (%s): %s is given twice; the fault layer fails one call per op (give each op once)",
+						  v->name, val, cur_src,
+						  vmm_op_name((enum vmmx_op)op));
 		conf->faults[n].op = op;
 		conf->faults[n].nth = nth;
 		n++;
@@ -287,7 +331,8 @@ static const struct var vars[] = {
 	  "name[:key=value,...] with a name of a-z, 0-9, '-' and '_' (up to 63)", 0 },
 	{ "VMMX_POLICY_PATH", CFG(policy_path), parse_string, "a path shorter than 4096 bytes",
 	  CONF(policy_path) },
-	{ "VMMX_CHUNK_SIZE", CFG(chunk_size), parse_size, "a size: " SIZE_FORM, CONF(chunk_size) },
+	{ "VMMX_CHUNK_SIZE", CFG(chunk_size), parse_chunk_size, "a size up to 1TiB: " SIZE_FORM,
+	  CONF(chunk_size) },
 	{ "VMMX_CHUNK_MAX", CFG(chunk_max), parse_size, "a size: " SIZE_FORM, CONF(chunk_max) },
 	{ "VMMX_DEVICE_LIMIT", CFG(device_limit), parse_dev_size, DEV_FORM, CONF(device_limit) },
 	{ "VMMX_HOST_LIMIT", CFG(host_limit), parse_size_pct,
@@ -310,7 +355,8 @@ static const struct var vars[] = {
 	  CONF(host_cpu_access) },
 	{ "VMMX_FAULT", -1, parse_fault,
 	  "op:N[,op:N...] with op one of reserve, unreserve, create, release, map, unmap, "
-	  "set_access, copy, memset, sync and N >= 1",
+	  "set_access, copy, memset, sync, register, unregister, each op once, and N from 1 to "
+	  "2^64 - 1",
 	  0 },
 };
 

@@ -13,11 +13,21 @@
  * driver's copy engine, host memory must be mapped with the access the copy
  * needs, anything else is -VMMX_EFAULT with the reason.
  *
+ * Check first, then write: a call splits its whole range into pieces and
+ * checks every one (past a buffer's size, foreign memory the CPU may not
+ * write, ...) before the first byte moves, so a refused call writes
+ * nothing; a wrapping range is refused outright.  Writing a range used to
+ * go piece by piece and fail at the first bad one, after writing the
+ * pieces before it.
+ *
  * Lock-free: runs are computed inside an RCU read-side section; the driver
- * is called outside it, so a long copy never delays a grace period.
+ * is called outside it, so a long copy never delays a grace period.  Only a
+ * write into a buffer with read-mostly chunks takes that buffer's mutex,
+ * once, to drop the host copies it makes stale (shadow.c).
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -107,17 +117,23 @@ static int foreign_run(struct vmmx_ctx *ctx, uintptr_t addr, size_t len, bool wr
 enum run_use { USE_READ, USE_WRITE, USE_SET };
 
 /*
- * Length of the run that starts at @addr, at most @max, for @use.  Takes the RCU read side itself and calls the driver (to
- * classify foreign memory) outside it.  -VMMX_EFAULT when @addr lies in a
- * buffer past its size, or is foreign memory no copy may touch.
+ * Length of the run that starts at @addr, at most @max, for @use.  Takes the
+ * RCU read side itself and calls the driver (to classify foreign memory)
+ * outside it.  -VMMX_EFAULT when @addr lies in a buffer past its size, or is
+ * foreign memory no copy may touch.  *@buf_p: the buffer of @addr when it
+ * has read-mostly chunks and @use writes (its host copies must go), else
+ * NULL; valid while the caller's write to it may be made, so only as long as
+ * the caller keeps the buffer alive, which writing to it requires anyway.
  */
 static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use use,
-		  size_t *len_p, enum run_kind *kind, const char *fn, const char *side)
+		  size_t *len_p, enum run_kind *kind, struct vmmx_buf **buf_p, const char *fn,
+		  const char *side)
 {
 	bool write = use != USE_READ;
 	struct vmmx_buf *buf;
 	size_t len;
 
+	*buf_p = NULL;
 	urcu_bp_read_lock();
 	buf = vmmx__ctx_find_buf(ctx, addr);
 	if (!buf) {
@@ -158,84 +174,205 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use
 		if (end > t->size)
 			end = t->size;
 		len = end - off < max ? end - off : max;
-		/* A range running past the size faults, but only when it gets there. */
+		if (write && __atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED))
+			*buf_p = buf;
 	}
 	urcu_bp_read_unlock();
 	*len_p = len;
 	return 0;
 }
 
+/*
+ * A call's pieces, found and checked before any byte is written, so that a
+ * call that fails a check writes nothing: one driver call (or, for pageable
+ * memory under a memset, one memset()) per piece.  The first few live on
+ * the stack; a range of many runs grows an array.
+ */
+struct piece {
+	uintptr_t d, s;
+	size_t len;
+	bool cpu;                       /* memset: pageable memory the CPU sets */
+	struct vmmx_buf *rm;            /* the buffer written, if it has read-mostly chunks */
+};
+
+#define PLAN_INLINE 8
+
+struct plan {
+	struct piece *p;
+	size_t n, cap;
+	struct piece inl[PLAN_INLINE];
+};
+
+static void plan_init(struct plan *pl)
+{
+	pl->p = pl->inl;
+	pl->n = 0;
+	pl->cap = PLAN_INLINE;
+}
+
+static void plan_fini(struct plan *pl)
+{
+	if (pl->p != pl->inl)
+		free(pl->p);
+}
+
+static int plan_add(struct vmmx_ctx *ctx, struct plan *pl, struct piece pc, const char *fn)
+{
+	if (pl->n == pl->cap) {
+		size_t cap = pl->cap * 2;
+		struct piece *p = pl->p == pl->inl ? malloc(cap * sizeof(*p))
+						   : realloc(pl->p, cap * sizeof(*p));
+
+		if (!p)
+			return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+					  "%s: out of memory for the list of %zu pieces", fn,
+					  pl->n + 1);
+		if (pl->p == pl->inl)
+			memcpy(p, pl->inl, sizeof(pl->inl));
+		pl->p = p;
+		pl->cap = cap;
+	}
+	pl->p[pl->n++] = pc;
+	return 0;
+}
+
+/*
+ * Drop the host copies of the read-mostly chunks that @pl's pieces write
+ * (shadow.c), once every piece is checked and before any byte moves: a
+ * write through libvmmx's own API withdraws the promise for the chunks it
+ * writes, so that moving them back to host memory copies the new bytes
+ * instead of mapping the old copy again.  Consecutive pieces of one buffer
+ * are one call.
+ */
+static int plan_drop_copies(struct plan *pl)
+{
+	for (size_t i = 0; i < pl->n; i++) {
+		struct vmmx_buf *buf = pl->p[i].rm;
+		uintptr_t from = pl->p[i].d, to = from + pl->p[i].len;
+		int err;
+
+		if (!buf)
+			continue;
+		while (i + 1 < pl->n && pl->p[i + 1].rm == buf && pl->p[i + 1].d == to) {
+			i++;
+			to += pl->p[i].len;
+		}
+		err = vmmx__shadow_written(buf, from - buf->base, to - from);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_t n)
 {
 	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-	int err;
+	struct plan pl;
+	int err = 0;
 
 	vmmx__clear_last_error();
 	if (!ctx || ((!dst || !src) && n))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_memcpy: NULL argument");
 	if (vmmx__inherited(ctx))
 		return vmmx__fail_inherited(ctx, "vmmx_memcpy");
+	if (n > UINTPTR_MAX - d || n > UINTPTR_MAX - s)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_memcpy(%p, %p, %zu): the %s range wraps around the address space",
+				  dst, src, n, n > UINTPTR_MAX - d ? "destination" : "source");
 	if (n && ((d < s && s - d < n) || (s <= d && d - s < n)))
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_memcpy: ranges %p and %p of %zu bytes overlap", dst, src, n);
+	/* Every piece found and checked first: a call refused writes nothing. */
+	plan_init(&pl);
 	while (n) {
 		enum run_kind dk, sk;
+		struct vmmx_buf *db, *sb;
 		size_t dl, sl, piece;
 
-		err = run_at(ctx, d, n, USE_WRITE, &dl, &dk, "vmmx_memcpy", "destination");
+		err = run_at(ctx, d, n, USE_WRITE, &dl, &dk, &db, "vmmx_memcpy", "destination");
 		if (!err)
-			err = run_at(ctx, s, n, USE_READ, &sl, &sk, "vmmx_memcpy", "source");
+			err = run_at(ctx, s, n, USE_READ, &sl, &sk, &sb, "vmmx_memcpy", "source");
 		if (err)
-			return err;
-		if (dk == RUN_GPU_ONLY && sk != RUN_DEVICE)
-			return gpu_only_fail(ctx, "vmmx_memcpy", "destination", d);
-		if (sk == RUN_GPU_ONLY && dk != RUN_DEVICE)
-			return gpu_only_fail(ctx, "vmmx_memcpy", "source", s);
+			goto out;
+		if (dk == RUN_GPU_ONLY && sk != RUN_DEVICE) {
+			err = gpu_only_fail(ctx, "vmmx_memcpy", "destination", d);
+			goto out;
+		}
+		if (sk == RUN_GPU_ONLY && dk != RUN_DEVICE) {
+			err = gpu_only_fail(ctx, "vmmx_memcpy", "source", s);
+			goto out;
+		}
 		piece = dl < sl ? dl : sl;
-		err = vmm_copy(ctx->vmm, (void *)d, (const void *)s, piece);
+		err = plan_add(ctx, &pl, (struct piece){ .d = d, .s = s, .len = piece, .rm = db },
+			       "vmmx_memcpy");
 		if (err)
-			return err;
-		__atomic_fetch_add(&ctx->ctr.copies, 1, __ATOMIC_RELAXED);
+			goto out;
 		d += piece;
 		s += piece;
 		n -= piece;
 	}
-	return 0;
+	err = plan_drop_copies(&pl);
+	for (size_t i = 0; i < pl.n && !err; i++) {
+		err = vmm_copy(ctx->vmm, (void *)pl.p[i].d, (const void *)pl.p[i].s, pl.p[i].len);
+		if (!err)
+			__atomic_fetch_add(&ctx->ctr.copies, 1, __ATOMIC_RELAXED);
+	}
+out:
+	plan_fini(&pl);
+	return err;
 }
 
 VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n)
 {
 	uintptr_t d = (uintptr_t)dst;
-	int err;
+	struct plan pl;
+	int err = 0;
 
 	vmmx__clear_last_error();
 	if (!ctx || (!dst && n))
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_memset: NULL argument");
 	if (vmmx__inherited(ctx))
 		return vmmx__fail_inherited(ctx, "vmmx_memset");
+	if (n > UINTPTR_MAX - d)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_memset(%p, %zu): the range wraps around the address space",
+				  dst, n);
+	/* Every piece found and checked first: a call refused writes nothing. */
+	plan_init(&pl);
 	while (n) {
+		struct vmmx_buf *db;
 		enum run_kind k;
 		size_t len;
 
-		err = run_at(ctx, d, n, USE_SET, &len, &k, "vmmx_memset", "destination");
+		err = run_at(ctx, d, n, USE_SET, &len, &k, &db, "vmmx_memset", "destination");
 		if (err)
-			return err;
+			goto out;
 		/* Whether the driver's memset reaches such a chunk through the CPU is
 		 * not known: refused like a copy from host memory. */
-		if (k == RUN_GPU_ONLY)
-			return gpu_only_fail(ctx, "vmmx_memset", "destination", d);
+		if (k == RUN_GPU_ONLY) {
+			err = gpu_only_fail(ctx, "vmmx_memset", "destination", d);
+			goto out;
+		}
 		/* cuMemsetD8 refuses memory it does not know (CUDA_ERROR_INVALID_VALUE
 		 * on the H100); foreign_run checked that the CPU may write it. */
-		if (k == RUN_PAGEABLE)
-			memset((void *)d, c, len);
-		else
-			err = vmm_memset(ctx->vmm, (void *)d, c, len);
+		err = plan_add(ctx, &pl,
+			       (struct piece){ .d = d, .len = len, .cpu = k == RUN_PAGEABLE, .rm = db },
+			       "vmmx_memset");
 		if (err)
-			return err;
+			goto out;
 		d += len;
 		n -= len;
 	}
-	return 0;
+	err = plan_drop_copies(&pl);
+	for (size_t i = 0; i < pl.n && !err; i++) {
+		if (pl.p[i].cpu)
+			memset((void *)pl.p[i].d, c, pl.p[i].len);
+		else
+			err = vmm_memset(ctx->vmm, (void *)pl.p[i].d, c, pl.p[i].len);
+	}
+out:
+	plan_fini(&pl);
+	return err;
 }
 
 VMMX_API int vmmx_sync(struct vmmx_ctx *ctx)

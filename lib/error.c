@@ -40,15 +40,15 @@ static const struct {
 VMMX_API const char *vmmx_strerror(int err)
 {
 	static __thread char unknown[40];
+	/* The magnitude in a wider type: -INT_MIN does not fit an int. */
+	long long code = err < 0 ? -(long long)err : err;
 
 	if (err == 0)
 		return "success";
-	if (err < 0)
-		err = -err;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].code == err)
+		if (names[i].code == code)
 			return names[i].name;
-	snprintf(unknown, sizeof(unknown), "unknown error %d", err);
+	snprintf(unknown, sizeof(unknown), "unknown error %lld", code);
 	return unknown;
 }
 

@@ -531,6 +531,13 @@ size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool relea
 /* VMMX_ADVISE_READ_MOSTLY (@on) or VMMX_ADVISE_NOT_READ_MOSTLY on
  * [off, off+len): publishes a new table when a chunk changes; buf->lock held. */
 int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool on);
+/*
+ * [off, off+len) of @buf is about to be written through vmmx_memcpy or
+ * vmmx_memset: drop the host copies of the chunks it touches (to the cache),
+ * keeping their read-mostly mark.  Takes buf->lock.  0, or -VMMX_ENOMEM
+ * (nothing changed).
+ */
+int vmmx__shadow_written(struct vmmx_buf *buf, size_t off, size_t len);
 /* Release host copies, chunk by chunk, until @bytes are freed; buffers
  * another thread holds (or the caller does) are skipped.  No ctx->lock held. */
 uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes);
@@ -731,7 +738,9 @@ static inline size_t vmmx__round_down(size_t x, size_t a)
 }
 
 /* Copy @s into @out as the content of a JSON string (quotes, backslashes and
- * control bytes escaped); truncates rather than overflow. */
+ * control bytes escaped, bytes that are not well-formed UTF-8 as \u00XX, so
+ * the result is valid UTF-8); truncates rather than overflow, never inside a
+ * sequence or an escape. */
 void vmmx__json_escape(char *out, size_t len, const char *s);
 
 /* Format a byte count for humans ("1.5 GiB") into @buf. */

@@ -6,9 +6,13 @@
  * device keeps its old host handle, unmapped, as its "shadow": the data as
  * it was when promoted.  Moving it back to that host location then maps the
  * shadow again under the chunk's address, with no copy and no new handle
- * (migrate.c).  libvmmx cannot see writes, so the advice is the caller's
- * promise that the range is not written while on the device;
- * VMMX_ADVISE_NOT_READ_MOSTLY withdraws it and drops the copies.
+ * (migrate.c).  libvmmx cannot see writes by kernels or by the CPU, so the
+ * advice is the caller's promise that the range is not written that way
+ * while on the device; VMMX_ADVISE_NOT_READ_MOSTLY withdraws it and drops
+ * the copies.  Writes through libvmmx's own API (vmmx_memcpy, vmmx_memset)
+ * are seen: they drop the copies of the chunks they write before any byte
+ * moves (vmmx__shadow_written), so that the next move back copies the new
+ * bytes.  The chunks stay marked: a later promotion keeps a fresh copy.
  *
  * A shadow is host memory held: charged against VMMX_HOST_LIMIT like a
  * cached handle, counted as room by vmmx__room() like one, and released
@@ -51,6 +55,7 @@ enum rm_op {
 	RM_SET,         /* flag the chunks wholly inside the range */
 	RM_UNSET,       /* unflag the chunks the range touches, copies to the cache */
 	RM_RECLAIM,     /* release the copies of the chunks the range touches */
+	RM_WRITTEN,     /* the range is written: its chunks' copies to the cache */
 };
 
 /* Whether @op changes @c; [off, end) is the range, widened to the mapped end. */
@@ -107,6 +112,7 @@ static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op, 
 			c->read_mostly = false;
 		/* Nothing maps a shadow and readers never use one: it may go
 		 * before the old table is retired. */
+		/* RM_WRITTEN keeps the mark: only this copy is stale. */
 		*freed_p += vmmx__shadow_drop(buf->ctx, c, op == RM_RECLAIM);
 	}
 	if (op == RM_SET)
@@ -120,6 +126,24 @@ int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool 
 	uint64_t freed;
 
 	return rewrite(buf, off, len, on ? RM_SET : RM_UNSET, UINT64_MAX, &freed);
+}
+
+int vmmx__shadow_written(struct vmmx_buf *buf, size_t off, size_t len)
+{
+	uint64_t freed;
+	size_t size;
+	int err;
+
+	pthread_mutex_lock(&buf->lock);
+	/* The size may have changed since the caller looked: only what is left. */
+	size = buf->table->size;
+	if (off < size)
+		err = rewrite(buf, off, len < size - off ? len : size - off, RM_WRITTEN, UINT64_MAX,
+			      &freed);
+	else
+		err = 0;
+	pthread_mutex_unlock(&buf->lock);
+	return err;
 }
 
 uint64_t vmmx__shadow_reclaim(struct vmmx_ctx *ctx, uint64_t bytes)

@@ -7,12 +7,27 @@
  * descriptor opened with O_APPEND, so records from several threads (and
  * several processes) never interleave.  A failed write is dropped on
  * purpose: tracing never fails an allocation.
+ *
+ * Tracing never blocks either.  VMMX_TRACE may name a regular file (made
+ * if missing), a character device (/dev/null, a terminal) or a FIFO that a
+ * reader has open already; anything else is refused at vmmx_ctx_create.
+ * The descriptor is opened with O_NONBLOCK: opening a FIFO for writing
+ * otherwise waits for a reader, forever if none comes (vmmx_ctx_create
+ * hung); with it, a FIFO without a reader is refused at once (ENXIO).
+ * Writes stay non-blocking: a record the reader has no room for is dropped
+ * whole (a record is shorter than PIPE_BUF, so a pipe takes it all or
+ * nothing).  A reader that goes away makes writes fail with EPIPE, and
+ * SIGPIPE, which would kill the process, is blocked around the write and
+ * taken back if the write raised it.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,12 +35,38 @@
 
 int vmmx__trace_open(struct vmmx_ctx *ctx)
 {
-	if (!ctx->conf.trace[0])
+	const char *path = ctx->conf.trace;
+	const char *what;
+	struct stat st;
+	int fd, e;
+
+	if (!path[0])
 		return 0;
-	ctx->trace_fd = open(ctx->conf.trace, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (ctx->trace_fd < 0)
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+	if (fd < 0) {
+		e = errno;
+		if (e == ENXIO && !stat(path, &st) && S_ISFIFO(st.st_mode))
+			return vmmx__fail(&ctx->conf.log, -VMMX_ECONFIG,
+					  "VMMX_TRACE=\"%s\": a FIFO that no process has open for reading: start the reader first (libvmmx does not wait for one)",
+					  path);
 		return vmmx__fail(&ctx->conf.log, -VMMX_ECONFIG, "VMMX_TRACE=\"%s\": cannot open: %s",
-				  ctx->conf.trace, strerror(errno));
+				  path, strerror(e));
+	}
+	if (fstat(fd, &st)) {
+		e = errno;
+		close(fd);
+		return vmmx__fail(&ctx->conf.log, -VMMX_ECONFIG, "VMMX_TRACE=\"%s\": fstat: %s",
+				  path, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISCHR(st.st_mode)) {
+		what = S_ISSOCK(st.st_mode) ? "a socket" : S_ISBLK(st.st_mode) ? "a block device"
+										  : "not a file";
+		close(fd);
+		return vmmx__fail(&ctx->conf.log, -VMMX_ECONFIG,
+				  "VMMX_TRACE=\"%s\": %s; expected a regular file, a character device or a FIFO with a reader",
+				  path, what);
+	}
+	ctx->trace_fd = fd;
 	return 0;
 }
 
@@ -34,6 +75,31 @@ void vmmx__trace_close(struct vmmx_ctx *ctx)
 	if (ctx->trace_fd >= 0)
 		close(ctx->trace_fd);
 	ctx->trace_fd = -1;
+}
+
+/*
+ * One write(), never blocking, never raising SIGPIPE: the signal is blocked
+ * in this thread around it, and if the write raised it (EPIPE) and it was
+ * not pending before, it is taken back.  A failed write is dropped.
+ */
+static void trace_write(int fd, const char *line, size_t n)
+{
+	static const struct timespec now = { 0, 0 };
+	sigset_t pipe_set, old, pending;
+	bool was_pending;
+	ssize_t w;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old))
+		return;
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE) == 1;
+	w = write(fd, line, n);
+	if (w < 0 && errno == EPIPE && !was_pending)
+		while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec)
@@ -55,6 +121,6 @@ void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec)
 		     vmmx_loc_name(rec->chosen, chosen, sizeof(chosen)),
 		     rec->why != VMMX__WHY_OK ? "true" : "false", vmmx__why_name(rec->why),
 		     rec->cache_hit ? "true" : "false", tried);
-	if (n > 0 && (size_t)n < sizeof(line) && write(ctx->trace_fd, line, (size_t)n) < 0)
-		return; /* dropped on purpose: see the top of the file */
+	if (n > 0 && (size_t)n < sizeof(line))
+		trace_write(ctx->trace_fd, line, (size_t)n);
 }

@@ -72,6 +72,41 @@ static inline int policy_unknown(const struct vmmx_policy_host *host, const stru
 }
 
 /*
+ * numa=N names a host NUMA node that exists (the backend answers mem_info
+ * for it: the sim has node 0, the cuda backend the nodes the kernel lists
+ * with memory).  A node that does not exist used to be accepted, and every
+ * grow that reached it then failed.  0, or -VMMX_EINVAL after logging which
+ * node and which nodes there are (the first ones, found by asking up to 16
+ * past the last one found).
+ */
+static inline int policy_numa_check(const struct vmmx_policy_host *host, long node)
+{
+	char ids[64] = "";
+	size_t o = 0;
+	int count = 0;
+	uint64_t total;
+
+	if (!host->mem_info(host, (struct vmmx_loc){ VMMX_LOC_HOST_NUMA, (int)node }, NULL, &total))
+		return 0;
+	for (int n = 0, miss = 0; n < 1024 && miss < 16; n++) {
+		if (host->mem_info(host, (struct vmmx_loc){ VMMX_LOC_HOST_NUMA, n }, NULL, &total)) {
+			miss++;
+			continue;
+		}
+		miss = 0;
+		count++;
+		if (o < sizeof(ids) - 16)
+			o += (size_t)snprintf(ids + o, sizeof(ids) - o, "%s%d", o ? ", " : "", n);
+		else if (o < sizeof(ids) - 4)
+			o += (size_t)snprintf(ids + o, sizeof(ids) - o, ", ...");
+	}
+	host->log(host, VMMX_LOG_ERROR,
+		  "numa=%ld: host NUMA node %ld does not exist: this machine has %d host NUMA node%s%s%s%s",
+		  node, node, count, count == 1 ? "" : "s", count ? " (" : "", ids, count ? ")" : "");
+	return -VMMX_EINVAL;
+}
+
+/*
  * Parse arguments that may only be numa=N (host, device-first): the state
  * is the node plus one, 0 for plain HOST.  0 or -VMMX_EINVAL after logging.
  */
@@ -91,6 +126,8 @@ static inline int policy_numa_state(const struct vmmx_policy_host *host, const c
 		if (numa < 0)
 			return -VMMX_EINVAL;
 	}
+	if (numa >= 0 && policy_numa_check(host, numa))
+		return -VMMX_EINVAL;
 	*state_p = (void *)(intptr_t)(numa + 1);
 	return 0;
 }

@@ -5,7 +5,8 @@
  * memory.  The default policy, also compiled into libvmmx.
  *
  * Arguments:
- *   numa=N   fall back to host NUMA node N instead of any host memory;
+ *   numa=N   fall back to host NUMA node N instead of any host memory (a
+ *            node that does not exist is refused when the policy loads);
  *   peers=1  spill to the other GPUs before host memory: the context's GPU,
  *            then the others in ordinal order after it (N+1, N+2, ...,
  *            wrapping), then host.  Chunks on another GPU are mapped for the
@@ -84,6 +85,8 @@ static int df_init(const struct vmmx_policy_host *host, const char *args, void *
 		if (*dst < 0)
 			return -VMMX_EINVAL;
 	}
+	if (numa >= 0 && policy_numa_check(host, numa))
+		return -VMMX_EINVAL;
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -VMMX_ENOMEM;

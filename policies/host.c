@@ -3,7 +3,8 @@
  * host - every chunk in pinned host memory: the GPU reads it over the
  * interconnect, the CPU through the same address.
  *
- * Arguments: numa=N  put chunks on host NUMA node N (HOST_NUMA location).
+ * Arguments: numa=N  put chunks on host NUMA node N (HOST_NUMA location);
+ *            a node that does not exist is refused when the policy loads.
  */
 #include "policies/args.h"
 

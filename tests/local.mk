@@ -63,6 +63,11 @@ vmmx_c_tests = \
 	%D%/lib/longrun \
 	%D%/lib/alloc \
 	%D%/lib/prefetch \
+	%D%/lib/copy_range \
+	%D%/lib/log \
+	%D%/lib/trace_open \
+	%D%/vmm/sim_world \
+	%D%/lib/numa \
 	%D%/vmm/event \
 	%D%/gpu/peer_spill
 
@@ -99,6 +104,16 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_concurrency_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_memcpy_LDADD = $(TEST_LDADD)
 %C%_lib_memcpy_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_copy_range_LDADD = $(TEST_LDADD)
+%C%_lib_copy_range_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_log_LDADD = $(TEST_LDADD)
+%C%_lib_log_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_trace_open_LDADD = $(TEST_LDADD)
+%C%_lib_trace_open_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_vmm_sim_world_LDADD = $(TEST_LDADD)
+%C%_vmm_sim_world_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_numa_LDADD = $(TEST_LDADD)
+%C%_lib_numa_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_lookup_LDADD = $(TEST_LDADD)
 %C%_lib_lookup_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_info_LDADD = $(TEST_LDADD)

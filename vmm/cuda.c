@@ -535,6 +535,52 @@ static uint64_t host_available(struct vmm_cuda *c, uint64_t freeram)
 	return v;
 }
 
+/*
+ * Host NUMA nodes with memory, as the kernel lists them
+ * (/sys/devices/system/node/has_memory, "0-1,3"), read once per process:
+ * a bit per node id below 1024.  A kernel without NUMA has no such file:
+ * node 0 only.  HOST_NUMA memory on a node outside the list cannot be
+ * created, so mem_info refuses it, and a policy asked for such a node
+ * (host:numa=N) is refused when it loads instead of failing every grow.
+ */
+static uint64_t numa_mask[1024 / 64];
+static pthread_once_t numa_once = PTHREAD_ONCE_INIT;
+
+static void numa_read(void)
+{
+	FILE *f = fopen("/sys/devices/system/node/has_memory", "re");
+	long lo, hi;
+	int c = ',';
+
+	if (!f) {
+		numa_mask[0] = 1;
+		return;
+	}
+	while (c == ',' && fscanf(f, "%ld", &lo) == 1) {
+		hi = lo;
+		c = fgetc(f);
+		if (c == '-') {
+			if (fscanf(f, "%ld", &hi) != 1)
+				break;
+			c = fgetc(f);
+		}
+		for (long n = lo < 0 ? 0 : lo; n <= hi && n < 1024; n++)
+			numa_mask[n / 64] |= 1ull << (n % 64);
+	}
+	fclose(f);
+	/* An unreadable list is no reason to refuse the one node every machine has. */
+	for (size_t i = 0; i < sizeof(numa_mask) / sizeof(numa_mask[0]); i++)
+		if (numa_mask[i])
+			return;
+	numa_mask[0] = 1;
+}
+
+static bool numa_node_ok(int id)
+{
+	pthread_once(&numa_once, numa_read);
+	return id >= 0 && id < 1024 && (numa_mask[id / 64] >> (id % 64) & 1);
+}
+
 static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, uint64_t *total_p)
 {
 	struct vmm_cuda *c = to_cuda(v);
@@ -555,8 +601,15 @@ static int cuda_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, u
 		if (total_p)
 			*total_p = tot;
 		return 0;
-	case VMMX_LOC_HOST:
 	case VMMX_LOC_HOST_NUMA:
+		if (!numa_node_ok(loc.id)) {
+			vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+				    "cuda: mem_info(host-numa %d): no such NUMA node with memory (/sys/devices/system/node/has_memory)",
+				    loc.id);
+			return -VMMX_EINVAL;
+		}
+		/* fall through */
+	case VMMX_LOC_HOST:
 		/*
 		 * Pinned chunks come out of RAM, so RAM is what there is; the
 		 * driver has no query for it.  HOST_NUMA reports the whole

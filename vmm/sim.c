@@ -21,10 +21,12 @@
  *  - a host registration is a record of [ptr, ptr + len) and nothing more:
  *    memory outside reservations is plain host memory the copy engine uses
  *    as is, and unified addressing makes the device address the pointer
- *    itself.  The driver's rules are kept: no overlap with another
+ *    itself.  The driver's rules are kept, process-wide as the driver's
+ *    are (every instance's records count): no overlap with another
  *    registration (byte ranges: two buffers sharing a page register
  *    independently, as on the driver), memory that is mapped, never memory
- *    inside a reservation, and unregister by the exact base;
+ *    inside a reservation, and unregister by the exact base (on the
+ *    instance that registered it);
  *  - a stream is an id; copy_async copies at submission, through the same
  *    code and rules as copy, so stream_sync has nothing to wait for.  Ids
  *    are never reused, so a destroyed stream's id stays refused;
@@ -274,6 +276,13 @@ static const char *kind_name(enum vmmx_loc_kind k)
 }
 
 /*
+ * The emulated machine has one host NUMA node, node 0, holding all of its
+ * pinned host memory: HOST_NUMA with another id is a node that does not
+ * exist, refused as the cuda backend refuses one the kernel does not list.
+ */
+#define SIM_NUMA_NODES 1
+
+/*
  * The capacity counter of a location: a valid device, HOST (id ignored, as
  * vmmx.h says) or HOST_NUMA node 0, the only node the sim has.
  */
@@ -287,7 +296,7 @@ static int loc_pool(struct sim *s, struct vmmx_loc loc, uint64_t **used_p, uint6
 		*cap_p = s->dev_cap;
 		return 0;
 	case VMMX_LOC_HOST_NUMA:
-		if (loc.id != 0)
+		if (loc.id < 0 || loc.id >= SIM_NUMA_NODES)
 			return -VMMX_EINVAL;
 		/* fall through */
 	case VMMX_LOC_HOST:
@@ -528,6 +537,10 @@ static int sim_mem_info(struct vmm *v, struct vmmx_loc loc, uint64_t *free_p, ui
 	pthread_mutex_lock(&world.lock);
 	if (loc_pool(s, loc, &used, &cap)) {
 		pthread_mutex_unlock(&world.lock);
+		if (loc.kind == VMMX_LOC_HOST_NUMA)
+			return fail(s, -VMMX_EINVAL,
+				    "mem_info(host-numa:%d): no such NUMA node (the sim has %d, 0 to %d)",
+				    loc.id, SIM_NUMA_NODES, SIM_NUMA_NODES - 1);
 		return fail(s, -VMMX_EINVAL, "mem_info(%s:%d): unknown location",
 			    kind_name(loc.kind), loc.id);
 	}
@@ -927,7 +940,8 @@ static int sim_set_access(struct vmm *v, void *va, size_t size, const struct vmm
 			if (prot & PROT_WRITE)
 				set_w |= bit;
 		} else if (who.kind == VMMX_LOC_HOST ||
-			   (who.kind == VMMX_LOC_HOST_NUMA && who.id == 0)) {
+			   (who.kind == VMMX_LOC_HOST_NUMA && who.id >= 0 &&
+			    who.id < SIM_NUMA_NODES)) {
 			cpu_prot = prot;
 		} else {
 			return fail(s, -VMMX_EINVAL, "set_access(%p, %zu): unknown accessor %s:%d",
@@ -1316,10 +1330,31 @@ static bool host_mapped(uintptr_t a, size_t len)
 	return !msync((void *)lo, a + len - lo, MS_ASYNC);
 }
 
+/*
+ * The registration of any instance that overlaps [a, end), or NULL; its
+ * instance in *@owner_p.  The lock is held.
+ */
+static const struct sim_reg *world_reg_overlap(uintptr_t a, uintptr_t end,
+					       const struct sim **owner_p)
+{
+	for (const struct sim *o = world.all; o; o = o->world_next) {
+		size_t pos = reg_upper(o, a);
+
+		*owner_p = o;
+		if (pos && o->regs[pos - 1].base + o->regs[pos - 1].len > a)
+			return &o->regs[pos - 1];
+		if (pos < o->nregs && o->regs[pos].base < end)
+			return &o->regs[pos];
+	}
+	return NULL;
+}
+
 static int sim_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p)
 {
 	struct sim *s = to_sim(v);
-	uintptr_t a = (uintptr_t)ptr, end = a + len;
+	uintptr_t a = (uintptr_t)ptr, end = a + len, next;
+	const struct sim_reg *o;
+	const struct sim *owner;
 	size_t pos;
 	struct sim_reg *n;
 	int err;
@@ -1331,25 +1366,28 @@ static int sim_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p
 		return fail(s, -VMMX_EINVAL, "host_register(%p, %zu): range wraps", ptr, len);
 
 	pthread_mutex_lock(&world.lock);
-	/* the driver refuses memory its own VMM calls mapped: it is device-side already */
-	if (resv_find(s, a, &pos) || (pos < s->nresv && s->resv[pos]->base < end)) {
+	/*
+	 * The driver refuses memory its own VMM calls mapped: it is
+	 * device-side already.  Reservations and registrations are the
+	 * process's, as the real driver's are (one driver serves every
+	 * context): another instance's reservation or registration is in the
+	 * way as much as this one's (CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED).
+	 */
+	if (world_resv_find(a, &next) || next < end) {
 		err = fail(s, -VMMX_EINVAL,
 			   "host_register(%p, %zu): range lies in a reservation (VMM memory "
 			   "cannot be registered)", ptr, len);
 		goto out;
 	}
-	pos = reg_upper(s, a);
-	if ((pos && s->regs[pos - 1].base + s->regs[pos - 1].len > a) ||
-	    (pos < s->nregs && s->regs[pos].base < end)) {
-		const struct sim_reg *o = pos && s->regs[pos - 1].base + s->regs[pos - 1].len > a
-						  ? &s->regs[pos - 1]
-						  : &s->regs[pos];
-
+	o = world_reg_overlap(a, end, &owner);
+	if (o) {
 		err = fail(s, -VMMX_EEXIST,
-			   "host_register(%p, %zu): overlaps the registration %p (%zu bytes)", ptr,
-			   len, (void *)o->base, o->len);
+			   "host_register(%p, %zu): overlaps the registration %p (%zu bytes)%s", ptr,
+			   len, (void *)o->base, o->len,
+			   owner == s ? "" : " of another instance (registrations are the process's)");
 		goto out;
 	}
+	pos = reg_upper(s, a);
 	if (!host_mapped(a, len)) {
 		err = fail(s, -VMMX_EINVAL, "host_register(%p, %zu): range is not mapped memory",
 			   ptr, len);

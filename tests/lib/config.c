@@ -58,7 +58,7 @@ int main(void)
 	struct vmmx_ctx *ctx;
 	struct vmmx_buf *buf;
 
-	plan(87);
+	plan(97);
 	/* Start clean whatever the caller's environment holds, but the backend. */
 	snprintf(backend, sizeof(backend), "%s", test_backend());
 	for (char **e = environ; *e;) {
@@ -86,6 +86,12 @@ int main(void)
 	bad_env("VMMX_HOST_CPU_ACCESS", "yes", "placed, all or none");
 	bad_env("VMMX_FAULT", "create:0", "op:N");
 	bad_env("VMMX_FAULT", "explode:1", "op:N");
+	/* One countdown per op: a second count silently replaced the first. */
+	bad_env("VMMX_FAULT", "create:1,map:2,create:5", "create is given twice");
+	/* strtoull saturated an overflowing count silently. */
+	bad_env("VMMX_FAULT", "map:99999999999999999999", "is larger than 18446744073709551615");
+	/* Every grow failed with a smallest chunk no location holds. */
+	bad_env("VMMX_CHUNK_SIZE", "4TiB", "larger than 1 TiB");
 
 	setenv("VMMX_POLICY", "nope", 1);
 	is_err(-VMMX_ENOENT, env_ctx(&ctx), "vmmx_ctx_create: a VMMX_POLICY found nowhere");
@@ -213,6 +219,9 @@ int main(void)
 	is_err(-VMMX_EFAULTINJ, vmmx_buf_resize(buf, 2 * MiB), "the first create fails as VMMX_FAULT asked");
 	is_err(0, vmmx_buf_resize(buf, 2 * MiB), "the next one succeeds");
 	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(ctx);
+	setenv("VMMX_FAULT", "create:1,map:18446744073709551615", 1);
+	is_err(0, env_ctx(&ctx), "VMMX_FAULT: two ops, the largest count, accepted");
 	vmmx_ctx_destroy(ctx);
 	unsetenv("VMMX_FAULT");
 

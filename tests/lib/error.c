@@ -2,6 +2,7 @@
 /* error.c - vmmx_strerror() and vmmx_last_error(). */
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ int main(void)
 	pthread_t th;
 	int clean = 0;
 
-	plan(n * 2 + 9);
+	plan(n * 2 + 11);
 	for (size_t i = 0; i < n; i++) {
 		const char *s = vmmx_strerror(-codes[i]);
 
@@ -46,6 +47,9 @@ int main(void)
 	is_string("success", vmmx_strerror(0), "vmmx_strerror(0)");
 	like(vmmx_strerror(-12345), "unknown error 12345", "vmmx_strerror of an unknown code");
 	ok(vmmx_strerror(-1000000) != NULL, "vmmx_strerror never returns NULL");
+	/* -INT_MIN overflowed an int (UBSan); the magnitude is printed in full. */
+	is_string("unknown error 2147483648", vmmx_strerror(INT_MIN), "vmmx_strerror(INT_MIN)");
+	is_string("unknown error 2147483647", vmmx_strerror(INT_MAX), "vmmx_strerror(INT_MAX)");
 	ok(VMMX_EDRIVER >= 256 && VMMX_EINVAL < 256, "own codes from 256 up, errno codes below");
 
 	ctx = test_ctx(NULL);
