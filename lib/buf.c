@@ -914,11 +914,13 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 		err = 0;
 	} else if (size > old->size) {
 		err = grow(buf, old, size);
-	} else {
-		/* Copies still running past the new size finish first. */
+	} else if (old->n && old->c[old->n - 1].off >= size) {
+		/* Chunks go: copies still running past the new size finish first. */
 		vmmx__buf_quiesce(buf, true);
 		err = shrink(buf, old, size);
 		vmmx__buf_unquiesce(buf);
+	} else {
+		err = shrink(buf, old, size); /* nothing is unmapped */
 	}
 	pthread_mutex_unlock(&buf->lock);
 	/* Room freed: a policy may want to promote chunks (no lock held now). */

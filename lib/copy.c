@@ -21,14 +21,21 @@
  * pieces before it.
  *
  * Lock-free: runs are computed inside an RCU read-side section; the driver
- * is called outside it, so a long copy never delays a grace period.  Only a
+ * is called outside it, so a long copy never delays a grace period.  Each
+ * buffer a run lies in is pinned (buf.c) from before its table is read
+ * until the call's last driver call returned: a migration, trim or shrink
+ * of it waits for the pin (or, started by a policy, skips the buffer), so
+ * no chunk a copy uses is unmapped under it.  A buffer being moved makes
+ * the call drop every pin, wait, and plan again.  Only a
  * write into a buffer with read-mostly chunks takes that buffer's mutex,
  * once, to drop the host copies it makes stale (shadow.c).
  */
 #include "config.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -116,24 +123,30 @@ static int foreign_run(struct vmmx_ctx *ctx, uintptr_t addr, size_t len, bool wr
 /* What a run is found for: a copy's source or destination, or a memset. */
 enum run_use { USE_READ, USE_WRITE, USE_SET };
 
+/* run_at()'s answer for a buffer being moved: not an error, a wait. */
+#define RUN_BUSY 1
+
 /*
  * Length of the run that starts at @addr, at most @max, for @use.  Takes the
  * RCU read side itself and calls the driver (to classify foreign memory)
  * outside it.  -VMMX_EFAULT when @addr lies in a buffer past its size, or is
- * foreign memory no copy may touch.  *@buf_p: the buffer of @addr when it
- * has read-mostly chunks and @use writes (its host copies must go), else
- * NULL; valid while the caller's write to it may be made, so only as long as
- * the caller keeps the buffer alive, which writing to it requires anyway.
+ * foreign memory no copy may touch; RUN_BUSY, with nothing pinned, when
+ * @addr lies in a buffer that a writer is about to unmap chunks of (the
+ * caller drops its pins, waits and looks again).  *@pin_p: the buffer of
+ * @addr, pinned (buf.c) until the caller unpins it after its driver call,
+ * so that no migration or trim unmaps the run meanwhile; NULL for memory
+ * outside every buffer.  *@buf_p: that buffer again when it has read-mostly
+ * chunks and @use writes (its host copies must go), else NULL.
  */
 static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use use,
-		  size_t *len_p, enum run_kind *kind, struct vmmx_buf **buf_p, const char *fn,
-		  const char *side)
+		  size_t *len_p, enum run_kind *kind, struct vmmx_buf **pin_p,
+		  struct vmmx_buf **buf_p, const char *fn, const char *side)
 {
 	bool write = use != USE_READ;
 	struct vmmx_buf *buf;
 	size_t len;
 
-	*buf_p = NULL;
+	*buf_p = *pin_p = NULL;
 	urcu_bp_read_lock();
 	buf = vmmx__ctx_find_buf(ctx, addr);
 	if (!buf) {
@@ -144,13 +157,22 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use
 		urcu_bp_read_unlock();
 		return foreign_run(ctx, addr, len, write, len_p, kind, fn, side);
 	} else {
-		const struct vmmx__table *t = rcu_dereference(buf->table);
+		const struct vmmx__table *t;
 		size_t off = addr - buf->base, i, end;
 
+		/* Pinned before the table is read: a writer that marks the
+		 * buffer moving later waits for this pin, one that did so
+		 * earlier is seen here. */
+		if (!vmmx__buf_pin(buf)) {
+			urcu_bp_read_unlock();
+			return RUN_BUSY;
+		}
+		t = rcu_dereference(buf->table);
 		if (off >= t->size) {
 			size_t size = t->size;
 
 			urcu_bp_read_unlock();
+			vmmx__buf_unpin(buf);
 			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
 					  "%s: %s %p is in buffer %p at offset %zu, past its size %zu", fn,
 					  side, (void *)addr, (void *)buf->base, off, size);
@@ -176,6 +198,7 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use
 		len = end - off < max ? end - off : max;
 		if (write && __atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED))
 			*buf_p = buf;
+		*pin_p = buf;
 	}
 	urcu_bp_read_unlock();
 	*len_p = len;
@@ -193,6 +216,7 @@ struct piece {
 	size_t len;
 	bool cpu;                       /* memset: pageable memory the CPU sets */
 	struct vmmx_buf *rm;            /* the buffer written, if it has read-mostly chunks */
+	struct vmmx_buf *pin[2];        /* the buffers pinned for it (destination, source) */
 };
 
 #define PLAN_INLINE 8
@@ -210,12 +234,37 @@ static void plan_init(struct plan *pl)
 	pl->cap = PLAN_INLINE;
 }
 
+/* Unpin every buffer the plan's pieces pinned, and forget the pieces. */
+static void plan_unpin(struct plan *pl)
+{
+	for (size_t i = 0; i < pl->n; i++)
+		for (int k = 0; k < 2; k++)
+			if (pl->p[i].pin[k])
+				vmmx__buf_unpin(pl->p[i].pin[k]);
+	pl->n = 0;
+}
+
 static void plan_fini(struct plan *pl)
 {
+	plan_unpin(pl);
 	if (pl->p != pl->inl)
 		free(pl->p);
 }
 
+/*
+ * A buffer of the range is being moved: drop every pin, so that its writer
+ * can go on, and wait a moment before the caller plans again.
+ */
+static void plan_wait(struct plan *pl, unsigned int *round)
+{
+	plan_unpin(pl);
+	if ((*round)++ < 64)
+		sched_yield();
+	else
+		usleep(50);
+}
+
+/* Add @pc; on failure its pins are dropped. */
 static int plan_add(struct vmmx_ctx *ctx, struct plan *pl, struct piece pc, const char *fn)
 {
 	if (pl->n == pl->cap) {
@@ -223,10 +272,14 @@ static int plan_add(struct vmmx_ctx *ctx, struct plan *pl, struct piece pc, cons
 		struct piece *p = pl->p == pl->inl ? malloc(cap * sizeof(*p))
 						   : realloc(pl->p, cap * sizeof(*p));
 
-		if (!p)
+		if (!p) {
+			for (int k = 0; k < 2; k++)
+				if (pc.pin[k])
+					vmmx__buf_unpin(pc.pin[k]);
 			return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
 					  "%s: out of memory for the list of %zu pieces", fn,
 					  pl->n + 1);
+		}
 		if (pl->p == pl->inl)
 			memcpy(p, pl->inl, sizeof(pl->inl));
 		pl->p = p;
@@ -242,7 +295,9 @@ static int plan_add(struct vmmx_ctx *ctx, struct plan *pl, struct piece pc, cons
  * write through libvmmx's own API withdraws the promise for the chunks it
  * writes, so that moving them back to host memory copies the new bytes
  * instead of mapping the old copy again.  Consecutive pieces of one buffer
- * are one call.
+ * are one call.  RUN_BUSY when a buffer's mutex is held: its holder may be
+ * waiting for the pins this call holds, so the caller drops them and plans
+ * again.
  */
 static int plan_drop_copies(struct plan *pl)
 {
@@ -267,7 +322,9 @@ static int plan_drop_copies(struct plan *pl)
 VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_t n)
 {
 	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+	unsigned int round = 0;
 	struct plan pl;
+	size_t left;
 	int err = 0;
 
 	vmmx__clear_last_error();
@@ -282,16 +339,42 @@ VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_
 	if (n && ((d < s && s - d < n) || (s <= d && d - s < n)))
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_memcpy: ranges %p and %p of %zu bytes overlap", dst, src, n);
-	/* Every piece found and checked first: a call refused writes nothing. */
+	/* Every piece found and checked first: a call refused writes nothing.
+	 * The buffers stay pinned from the plan to the last write, so the
+	 * runs found stay where they were found. */
 	plan_init(&pl);
-	while (n) {
+again:
+	d = (uintptr_t)dst;
+	s = (uintptr_t)src;
+	left = n;
+	while (left) {
 		enum run_kind dk, sk;
-		struct vmmx_buf *db, *sb;
+		struct vmmx_buf *db, *sb, *dpin, *spin;
 		size_t dl, sl, piece;
 
-		err = run_at(ctx, d, n, USE_WRITE, &dl, &dk, &db, "vmmx_memcpy", "destination");
-		if (!err)
-			err = run_at(ctx, s, n, USE_READ, &sl, &sk, &sb, "vmmx_memcpy", "source");
+		err = run_at(ctx, d, left, USE_WRITE, &dl, &dk, &dpin, &db, "vmmx_memcpy",
+			     "destination");
+		if (err == RUN_BUSY) {
+			plan_wait(&pl, &round);
+			goto again;
+		}
+		if (err)
+			goto out;
+		err = run_at(ctx, s, left, USE_READ, &sl, &sk, &spin, &sb, "vmmx_memcpy", "source");
+		if (err) {
+			if (dpin)
+				vmmx__buf_unpin(dpin);
+			if (err == RUN_BUSY) {
+				plan_wait(&pl, &round);
+				goto again;
+			}
+			goto out;
+		}
+		piece = dl < sl ? dl : sl;
+		err = plan_add(ctx, &pl,
+			       (struct piece){ .d = d, .s = s, .len = piece, .rm = db,
+					       .pin = { dpin, spin } },
+			       "vmmx_memcpy");
 		if (err)
 			goto out;
 		if (dk == RUN_GPU_ONLY && sk != RUN_DEVICE) {
@@ -302,16 +385,15 @@ VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_
 			err = gpu_only_fail(ctx, "vmmx_memcpy", "source", s);
 			goto out;
 		}
-		piece = dl < sl ? dl : sl;
-		err = plan_add(ctx, &pl, (struct piece){ .d = d, .s = s, .len = piece, .rm = db },
-			       "vmmx_memcpy");
-		if (err)
-			goto out;
 		d += piece;
 		s += piece;
-		n -= piece;
+		left -= piece;
 	}
 	err = plan_drop_copies(&pl);
+	if (err == RUN_BUSY) {
+		plan_wait(&pl, &round);
+		goto again;
+	}
 	for (size_t i = 0; i < pl.n && !err; i++) {
 		err = vmm_copy(ctx->vmm, (void *)pl.p[i].d, (const void *)pl.p[i].s, pl.p[i].len);
 		if (!err)
@@ -325,7 +407,9 @@ out:
 VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n)
 {
 	uintptr_t d = (uintptr_t)dst;
+	unsigned int round = 0;
 	struct plan pl;
+	size_t left;
 	int err = 0;
 
 	vmmx__clear_last_error();
@@ -337,14 +421,31 @@ VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_memset(%p, %zu): the range wraps around the address space",
 				  dst, n);
-	/* Every piece found and checked first: a call refused writes nothing. */
+	/* Every piece found and checked first, its buffer pinned to the last
+	 * write: a call refused writes nothing. */
 	plan_init(&pl);
-	while (n) {
-		struct vmmx_buf *db;
+again:
+	d = (uintptr_t)dst;
+	left = n;
+	while (left) {
+		struct vmmx_buf *db, *dpin;
 		enum run_kind k;
 		size_t len;
 
-		err = run_at(ctx, d, n, USE_SET, &len, &k, &db, "vmmx_memset", "destination");
+		err = run_at(ctx, d, left, USE_SET, &len, &k, &dpin, &db, "vmmx_memset",
+			     "destination");
+		if (err == RUN_BUSY) {
+			plan_wait(&pl, &round);
+			goto again;
+		}
+		if (err)
+			goto out;
+		/* cuMemsetD8 refuses memory it does not know (CUDA_ERROR_INVALID_VALUE
+		 * on the H100); foreign_run checked that the CPU may write it. */
+		err = plan_add(ctx, &pl,
+			       (struct piece){ .d = d, .len = len, .cpu = k == RUN_PAGEABLE, .rm = db,
+					       .pin = { dpin, NULL } },
+			       "vmmx_memset");
 		if (err)
 			goto out;
 		/* Whether the driver's memset reaches such a chunk through the CPU is
@@ -353,17 +454,14 @@ VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n)
 			err = gpu_only_fail(ctx, "vmmx_memset", "destination", d);
 			goto out;
 		}
-		/* cuMemsetD8 refuses memory it does not know (CUDA_ERROR_INVALID_VALUE
-		 * on the H100); foreign_run checked that the CPU may write it. */
-		err = plan_add(ctx, &pl,
-			       (struct piece){ .d = d, .len = len, .cpu = k == RUN_PAGEABLE, .rm = db },
-			       "vmmx_memset");
-		if (err)
-			goto out;
 		d += len;
-		n -= len;
+		left -= len;
 	}
 	err = plan_drop_copies(&pl);
+	if (err == RUN_BUSY) {
+		plan_wait(&pl, &round);
+		goto again;
+	}
 	for (size_t i = 0; i < pl.n && !err; i++) {
 		if (pl.p[i].cpu)
 			memset((void *)pl.p[i].d, c, pl.p[i].len);

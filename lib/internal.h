@@ -534,7 +534,8 @@ int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool 
 /*
  * [off, off+len) of @buf is about to be written through vmmx_memcpy or
  * vmmx_memset: drop the host copies of the chunks it touches (to the cache),
- * keeping their read-mostly mark.  Takes buf->lock.  0, or -VMMX_ENOMEM
+ * keeping their read-mostly mark.  Tries buf->lock, never waits for it (the
+ * caller holds pins on @buf): 1 when it is held.  0, or -VMMX_ENOMEM
  * (nothing changed).
  */
 int vmmx__shadow_written(struct vmmx_buf *buf, size_t off, size_t len);

@@ -134,7 +134,10 @@ int vmmx__shadow_written(struct vmmx_buf *buf, size_t off, size_t len)
 	size_t size;
 	int err;
 
-	pthread_mutex_lock(&buf->lock);
+	/* Tried, never waited for: the caller holds pins on this buffer, and
+	 * the holder of its mutex may be a writer waiting for them. */
+	if (pthread_mutex_trylock(&buf->lock))
+		return 1;
 	/* The size may have changed since the caller looked: only what is left. */
 	size = buf->table->size;
 	if (off < size)

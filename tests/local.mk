@@ -55,10 +55,12 @@ vmmx_c_tests = \
 	%D%/lib/readmostly \
 	%D%/policies/lru \
 	%D%/gpu/migrate_kernel \
+	%D%/gpu/kept_range_kernel \
 	%D%/gpu/headroom \
 	%D%/lib/foreign \
 	%D%/lib/fork \
 	%D%/lib/undo \
+	%D%/lib/kept_range \
 	%D%/lib/shrink_pairs \
 	%D%/lib/longrun \
 	%D%/lib/alloc \
@@ -153,6 +155,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_longrun_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_undo_LDADD = $(TEST_LDADD)
 %C%_lib_undo_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_kept_range_LDADD = $(TEST_LDADD)
+%C%_lib_kept_range_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_shrink_pairs_LDADD = $(TEST_LDADD)
 %C%_lib_shrink_pairs_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_fork_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -218,6 +222,9 @@ check_LTLIBRARIES += \
 %C%_gpu_migrate_kernel_SOURCES = %D%/gpu/migrate_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
 %C%_gpu_migrate_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_migrate_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
+%C%_gpu_kept_range_kernel_SOURCES = %D%/gpu/kept_range_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
+%C%_gpu_kept_range_kernel_LDADD = $(TEST_LDADD)
+%C%_gpu_kept_range_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_SOURCES = %D%/gpu/fallback_kernel.c
 %C%_gpu_headroom_SOURCES = %D%/gpu/headroom.c
 %C%_gpu_peer_spill_SOURCES = %D%/gpu/peer_spill.c %D%/gpu/hash.h %D%/gpu/check.h
@@ -231,6 +238,7 @@ EXTRA_DIST += %D%/gpu/kernels.cu
 if HAVE_NVCC
 nodist_%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
 nodist_%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
+nodist_%C%_gpu_kept_range_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
 nodist_%C%_gpu_fallback_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
 nodist_%C%_gpu_headroom_SOURCES = %D%/gpu/kernels_fatbin.h
 nodist_%C%_gpu_peer_spill_SOURCES = %D%/gpu/kernels_fatbin.h
