@@ -1037,17 +1037,19 @@ struct vmmx_policy_info {
  * VMMX_POLICY_PATH directories, of the build tree's policies (when the
  * library runs uninstalled from it) and of $(pkglibdir)/policies, sorted by
  * file name within a directory, then the built-ins.  Each file is checked as
- * the loader checks it (owner and permissions of the file and its directory,
- * dlopen, vmmx_policy_entry, ABI major, table size, mandatory callbacks,
- * name) and closed again; no policy's init is called.  A spec "NAME" loads
- * the first usable entry named NAME.
+ * the loader checks it (owner and permissions of the file and of every
+ * directory and symbolic link on its path from /, dlopen of the descriptor
+ * checked, vmmx_policy_entry, ABI major, table size, mandatory callbacks,
+ * name: include/vmmx/policy.h) and closed again; no policy's init is called.
+ * A spec "NAME" loads the first usable entry named NAME.
  *
  * Return: 0; -VMMX_EINVAL for a NULL @ctx or @count_p, or a NULL @out with
  * @max > 0; -VMMX_ENOMEM.
  *
- * Context: any thread; takes no lock; dlopens (and runs the constructors
- * of) each policy file; may block on the file system; does not call the
- * driver.
+ * Context: any thread; takes no context lock, only the loader's own
+ * (process-wide, around each dlopen and dlclose); dlopens (and runs the
+ * constructors of) each policy file; may block on the file system; does not
+ * call the driver.
  */
 VMMX_API int vmmx_policy_list(struct vmmx_ctx *ctx, struct vmmx_policy_info *out, size_t max,
 			      size_t *count_p);

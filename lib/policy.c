@@ -8,12 +8,16 @@
  * tree's policies when this library runs uninstalled from it, then
  * $(pkglibdir)/policies; the first file vmmx_policy_<name>.so there that
  * passes every check is loaded.  Checks, each refusal explained at info
- * level and collected for the error message: the file and its directory
- * are owned by root or by us and writable by nobody else; dlopen
- * (RTLD_NOW | RTLD_LOCAL) succeeds; vmmx_policy_entry exists and returns a
- * table whose major ABI matches, whose size covers the mandatory members,
- * whose mandatory callbacks are set and whose name is the one asked for.
- * The built-in policies (device-first, device, host) answer when no file
+ * level and collected for the error message: the path, walked from / one
+ * component at a time, passes only through directories owned by root or by
+ * us and writable by nobody else unless sticky, and through symbolic links
+ * owned by root or by us; the file is a regular file (not a link) owned by
+ * root or by us and writable by nobody else (open_checked()); dlopen
+ * (RTLD_NOW | RTLD_LOCAL) of the descriptor that walk opened, through
+ * /proc/self/fd, succeeds (plugin_dlopen()); vmmx_policy_entry exists and
+ * returns a table whose major ABI matches, whose size covers the mandatory
+ * members, whose mandatory callbacks are set and whose name is the one
+ * asked for.  The built-in policies (device-first, device, host) answer when no file
  * does, so libvmmx works with no plugin directory.  vmmx__policy_scan walks
  * the same directories with the same checks, without calling init, for
  * vmmx_policy_list (info.c).
@@ -186,13 +190,34 @@ static void refuse(struct vmmx_ctx *ctx, struct refusals *r, const char *path, c
 		r->len = r->len + (size_t)n < sizeof(r->text) ? r->len + (size_t)n : sizeof(r->text) - 1;
 }
 
-/* Owned by root or by us, and writable by no one else. */
+/* Owned by root or by us: the effective user, whose rights a plugin gets. */
+static bool owner_trusted(const struct stat *st)
+{
+	return st->st_uid == 0 || st->st_uid == geteuid();
+}
+
+/* The plugin file: owned by root or by us, and writable by no one else. */
 static const char *unsafe(const struct stat *st)
 {
-	if (st->st_uid != 0 && st->st_uid != geteuid())
+	if (!owner_trusted(st))
 		return "owned by another user";
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
 		return "writable by group or others";
+	return NULL;
+}
+
+/*
+ * A directory on the way to it: owned by root or by us, and writable by no
+ * one else unless sticky.  In a sticky directory (/tmp) others may add
+ * entries but cannot rename or remove ours, and an entry of theirs is
+ * refused by its owner when the walk reaches it.
+ */
+static const char *unsafe_dir(const struct stat *st)
+{
+	if (!owner_trusted(st))
+		return "owned by another user";
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+		return "writable by group or others and not sticky";
 	return NULL;
 }
 
@@ -226,50 +251,402 @@ static const char *check_ops(const struct vmmx_policy_ops *ops, const char *name
 /* check_file()'s answer for a file that does not exist: not a refusal. */
 static const char not_found[] = "no such file";
 
+/* ---- the plugin files this process loaded ---- */
+
+/*
+ * A plugin is loaded through /proc/self/fd/N, N a descriptor of the file
+ * that was checked.  But glibc's dlopen() first looks the name it is given
+ * up among the names of the objects loaded, aliases included (the name of
+ * every dlopen that found the file already loaded), and answers with that
+ * object without opening anything; and a descriptor's number is reused once
+ * closed.  So "/proc/self/fd/N" must name no loaded object unless N is still
+ * open on that object's file.  Each plugin file loaded (device and inode)
+ * has one entry here with a descriptor of its own; every load of that file
+ * goes through that descriptor's name, so no second name is ever added; and
+ * the descriptor is closed only when no loaded object carries its name any
+ * more (dlopen(RTLD_NOLOAD) says so: another user of the object, or
+ * -z nodelete, keeps it and the entry after our last dlclose).
+ *
+ * plugin_lock is innermost: nothing of ours is taken under it (glibc's
+ * loader lock is, and the plugins' ELF constructors and destructors run
+ * under it; a plugin never calls libvmmx).  A context that
+ * fork.c abandons in a child dlcloses without coming here; its entries then
+ * keep their descriptors in that child, which is harmless.
+ */
+struct plugin_file {
+	struct plugin_file *next;
+	dev_t dev;
+	ino_t ino;
+	int fd;                 /* O_PATH, on the file; its name is the one glibc knows */
+	void *dl;               /* what the last dlopen through it returned */
+	unsigned long refs;     /* handles of ours not closed yet */
+};
+
+static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct plugin_file *plugin_files; /* plugin_lock */
+
+static void plugin_lock_take(void)
+{
+	pthread_mutex_lock(&plugin_lock);
+}
+
+static void plugin_lock_drop(void)
+{
+	pthread_mutex_unlock(&plugin_lock);
+}
+
+/*
+ * A fork while another thread loads or unloads a plugin must leave the
+ * child's plugin_lock free and the list whole.  Registered when the library
+ * is loaded, so before fork.c's handlers (first context creation): prepare
+ * handlers run in the reverse order of registration, so this lock is taken
+ * after every ctx->lock, the order a load nests them in.
+ */
+__attribute__((constructor)) static void plugin_atfork(void)
+{
+	/* Fails only without memory; a fork during a load could then leave the
+	 * child unable to load a plugin, nothing worse. */
+	(void)pthread_atfork(plugin_lock_take, plugin_lock_drop, plugin_lock_drop);
+}
+
+static void fd_name(char *name, size_t len, int fd)
+{
+	snprintf(name, len, "/proc/self/fd/%d", fd);
+}
+
+/* Drop @*pp, closing its descriptor, unless a loaded object still carries its name. */
+static void plugin_forget(struct plugin_file **pp)
+{
+	struct plugin_file *f = *pp;
+	char name[32];
+	void *still;
+
+	fd_name(name, sizeof(name), f->fd);
+	still = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+	if (still) {
+		dlclose(still);
+		return;
+	}
+	(void)dlerror();
+	*pp = f->next;
+	close(f->fd);
+	free(f);
+}
+
+/*
+ * dlopen the file open at @fd (checked, with @st its fstat) through
+ * /proc/self/fd; the handle, or NULL with the reason in @why.  Without /proc
+ * (or with something else mounted there) the file is refused: loading it by
+ * its path would load whatever that path names by then.
+ */
+static void *plugin_dlopen(int fd, const struct stat *st, char *why, size_t whylen)
+{
+	struct plugin_file *f, **pp;
+	struct stat pst;
+	char name[32];
+	const char *err;
+	size_t nl;
+	void *dl;
+
+	pthread_mutex_lock(&plugin_lock);
+	for (pp = &plugin_files; (f = *pp); pp = &f->next)
+		if (f->dev == st->st_dev && f->ino == st->st_ino)
+			break;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f) {
+			snprintf(why, whylen, "out of memory");
+			goto err_unlock;
+		}
+		f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (f->fd < 0) {
+			snprintf(why, whylen, "cannot duplicate its descriptor: %s",
+				 strerror(errno));
+			free(f);
+			goto err_unlock;
+		}
+		f->dev = st->st_dev;
+		f->ino = st->st_ino;
+		f->next = plugin_files;
+		plugin_files = f;
+		pp = &plugin_files;
+	}
+	fd_name(name, sizeof(name), f->fd);
+	if (stat(name, &pst)) {
+		snprintf(why, whylen, "cannot load it through %s (is /proc mounted?): %s", name,
+			 strerror(errno));
+		goto err_forget;
+	}
+	if (pst.st_dev != st->st_dev || pst.st_ino != st->st_ino) {
+		snprintf(why, whylen, "cannot load it through %s: not that file (is /proc procfs?)",
+			 name);
+		goto err_forget;
+	}
+	(void)dlerror();
+	dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		/* Said of the file, not of its /proc/self/fd name. */
+		err = dlerror();
+		nl = strlen(name);
+		if (err && !strncmp(err, name, nl) && !strncmp(err + nl, ": ", 2))
+			err += nl + 2;
+		snprintf(why, whylen, "dlopen: %s", err ? err : "failed");
+		goto err_forget;
+	}
+	f->dl = dl;
+	f->refs++;
+	pthread_mutex_unlock(&plugin_lock);
+	return dl;
+
+err_forget:
+	if (!f->refs)
+		plugin_forget(pp);
+err_unlock:
+	pthread_mutex_unlock(&plugin_lock);
+	return NULL;
+}
+
+/* dlclose a handle plugin_dlopen() returned. */
+static void plugin_dlclose(void *dl)
+{
+	struct plugin_file *f, **pp;
+
+	pthread_mutex_lock(&plugin_lock);
+	for (pp = &plugin_files; (f = *pp); pp = &f->next)
+		if (f->refs && f->dl == dl)
+			break;
+	dlclose(dl);
+	if (f && !--f->refs)
+		plugin_forget(pp);
+	pthread_mutex_unlock(&plugin_lock);
+}
+
+/* ---- the walk to a plugin file ---- */
+
+/* Symbolic links followed in one path: the kernel's own limit. */
+#define MAX_LINKS 40
+
+/* @at = @at + "/" + @name, or its parent for "..": 0, or -1 when too long. */
+static int at_step(char *at, size_t atlen, const char *name)
+{
+	size_t l = strlen(at);
+	char *slash;
+
+	if (!strcmp(name, "..")) {
+		slash = strrchr(at, '/');
+		if (slash == at)
+			at[1] = '\0';
+		else
+			*slash = '\0';
+		return 0;
+	}
+	if (snprintf(at + l, atlen - l, "%s%s", l > 1 ? "/" : "", name) >= (int)(atlen - l))
+		return -1;
+	return 0;
+}
+
+/* The reason a component of the walk is refused, in @why. */
+static void walk_refusal(char *why, size_t whylen, const char *what, const char *at,
+			 const struct stat *st, const char *bad)
+{
+	if (!owner_trusted(st))
+		snprintf(why, whylen, "%s %.200s owned by another user (uid %u)", what, at,
+			 (unsigned int)st->st_uid);
+	else
+		snprintf(why, whylen, "%s %.200s %s", what, at, bad);
+}
+
+/* Open "/" as the walk's start, checked; -1 with the reason in @why. */
+static int walk_root(char *at, char *why, size_t whylen)
+{
+	struct stat st;
+	const char *bad;
+	int fd;
+
+	strcpy(at, "/");
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		snprintf(why, whylen, "directory / cannot be examined: %s", strerror(errno));
+		goto err_close;
+	}
+	if ((bad = unsafe_dir(&st))) {
+		walk_refusal(why, whylen, "directory", "/", &st, bad);
+		goto err_close;
+	}
+	return fd;
+
+err_close:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/*
+ * Open the plugin file @path as it may be loaded: the path is walked from /
+ * one component at a time (openat, O_PATH | O_NOFOLLOW), each step from the
+ * directory the step before checked, so that what is checked is what is
+ * loaded, whatever is renamed or relinked meanwhile:
+ *  - every directory passed through, / included, is owned by root or by us
+ *    and is not writable by group or others unless sticky;
+ *  - a symbolic link on the way is owned by root or by us (its directory is
+ *    checked, so only they can change it) and its target is walked the same
+ *    way, from / when absolute; MAX_LINKS of them at most;
+ *  - the file itself is not a symbolic link, is a regular file, owned by
+ *    root or by us and writable by no one else.
+ * Returns an O_PATH descriptor of the file with *st its fstat, or -1 with
+ * *bad_p the reason (in @why or static; a component that fails is named by
+ * its path, links resolved), or not_found when a component does not exist.
+ */
+static int open_checked(const char *path, struct stat *st, const char **bad_p, char *why,
+			size_t whylen)
+{
+	char at[PATH_MAX], rest[PATH_MAX], link[PATH_MAX], name[NAME_MAX + 1];
+	int dirfd, fd = -1, links = 0, err;
+	const char *bad;
+	char *p = rest;
+	struct stat cst;
+	size_t len;
+	ssize_t n;
+
+	*bad_p = why;
+	if (path[0] != '/' || strlen(path) >= sizeof(rest)) {
+		*bad_p = "not an absolute path shorter than PATH_MAX";
+		return -1;
+	}
+	strcpy(rest, path);
+	dirfd = walk_root(at, why, whylen);
+	if (dirfd < 0)
+		return -1;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		len = strcspn(p, "/");
+		if (len > NAME_MAX) {
+			snprintf(why, whylen, "a component of %.200s is longer than NAME_MAX", at);
+			goto err_close;
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		p += len;
+		if (!p[strspn(p, "/")])
+			break; /* the file */
+		if (!strcmp(name, "."))
+			continue;
+		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		err = fd < 0 || fstat(fd, &cst) ? errno : 0;
+		if (at_step(at, sizeof(at), name)) {
+			snprintf(why, whylen, "a path in %.200s is longer than PATH_MAX", path);
+			goto err_close;
+		}
+		if (err == ENOENT) {
+			*bad_p = not_found;
+			goto err_close;
+		}
+		if (err) {
+			snprintf(why, whylen, "%.200s cannot be examined: %s", at, strerror(err));
+			goto err_close;
+		}
+		if (S_ISLNK(cst.st_mode)) {
+			if (!owner_trusted(&cst)) {
+				walk_refusal(why, whylen, "symbolic link", at, &cst, NULL);
+				goto err_close;
+			}
+			if (++links > MAX_LINKS) {
+				snprintf(why, whylen, "%.200s: more than %d symbolic links", at,
+					 MAX_LINKS);
+				goto err_close;
+			}
+			n = readlinkat(fd, "", link, sizeof(link));
+			if (n <= 0 || (size_t)n >= sizeof(link) ||
+			    (size_t)n + strlen(p) >= sizeof(rest)) {
+				snprintf(why, whylen, "symbolic link %.200s cannot be followed: %s",
+					 at, n < 0 ? strerror(errno) : n ? "too long" : "empty");
+				goto err_close;
+			}
+			close(fd);
+			fd = -1;
+			/* The target, then what was left after the link (p starts with '/'). */
+			memmove(rest + n, p, strlen(p) + 1);
+			memcpy(rest, link, (size_t)n);
+			p = rest;
+			at_step(at, sizeof(at), "..");
+			if (rest[0] == '/') {
+				close(dirfd);
+				dirfd = walk_root(at, why, whylen);
+				if (dirfd < 0)
+					return -1;
+			}
+			continue;
+		}
+		if (!S_ISDIR(cst.st_mode)) {
+			snprintf(why, whylen, "%.200s is not a directory", at);
+			goto err_close;
+		}
+		if ((bad = unsafe_dir(&cst))) {
+			walk_refusal(why, whylen, "directory", at, &cst, bad);
+			goto err_close;
+		}
+		close(dirfd);
+		dirfd = fd;
+		fd = -1;
+	}
+	fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		*bad_p = not_found;
+		goto err_close;
+	}
+	if (fd < 0 || fstat(fd, st)) {
+		snprintf(why, whylen, "cannot be examined: %s", strerror(errno));
+		goto err_close;
+	}
+	if (S_ISLNK(st->st_mode)) {
+		*bad_p = "a symbolic link (the plugin file itself is never followed)";
+		goto err_close;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		*bad_p = "not a regular file";
+		goto err_close;
+	}
+	if ((bad = unsafe(st))) {
+		snprintf(why, whylen, "file %s", bad);
+		goto err_close;
+	}
+	close(dirfd);
+	return fd;
+
+err_close:
+	if (fd >= 0)
+		close(fd);
+	close(dirfd);
+	return -1;
+}
+
 /*
  * Every check of one file, shared by the loader and vmmx__policy_scan (which
  * lists what could load without loading it): NULL when the file is
  * acceptable, else the reason (in @why or static), or not_found.  Whatever
  * the answer, *dl_p is the dlopen handle when dlopen got that far (the
- * caller closes it) and *ops_p the table vmmx_policy_entry returned, if any.
- * Never calls the policy's init.
+ * caller closes it with plugin_dlclose) and *ops_p the table
+ * vmmx_policy_entry returned, if any.  Never calls the policy's init.
  */
-static const char *check_file(const char *dir, const char *path, const char *name, size_t len,
-			      void **dl_p, const struct vmmx_policy_ops **ops_p, char *why,
-			      size_t whylen)
+static const char *check_file(const char *path, const char *name, size_t len, void **dl_p,
+			      const struct vmmx_policy_ops **ops_p, char *why, size_t whylen)
 {
 	vmmx_policy_entry_fn *entry;
-	struct stat st, dst;
 	const char *bad;
+	struct stat st;
 	int fd;
 
 	*dl_p = NULL;
 	*ops_p = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return not_found;
-		snprintf(why, whylen, "cannot open: %s", strerror(errno));
-		return why;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return "not a regular file";
-	}
+	fd = open_checked(path, &st, &bad, why, whylen);
+	if (fd < 0)
+		return bad;
+	/* The descriptor checked is what is loaded; open until dlopen returns. */
+	*dl_p = plugin_dlopen(fd, &st, why, whylen);
 	close(fd);
-	if ((bad = unsafe(&st))) {
-		snprintf(why, whylen, "file %s", bad);
+	if (!*dl_p)
 		return why;
-	}
-	if (stat(dir, &dst) || (bad = unsafe(&dst))) {
-		snprintf(why, whylen, "directory %s %s", dir, bad ? bad : "cannot be examined");
-		return why;
-	}
-	*dl_p = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!*dl_p) {
-		snprintf(why, whylen, "dlopen: %s", dlerror());
-		return why;
-	}
 	*(void **)&entry = dlsym(*dl_p, "vmmx_policy_entry");
 	if (!entry)
 		return "no vmmx_policy_entry symbol";
@@ -278,20 +655,20 @@ static const char *check_file(const char *dir, const char *path, const char *nam
 }
 
 /* Try one file; 0 with *dl_p and *ops_p set, or -1 after recording why not. */
-static int try_file(struct vmmx_ctx *ctx, struct refusals *r, const char *dir, const char *path,
-		    const char *name, size_t len, void **dl_p, const struct vmmx_policy_ops **ops_p)
+static int try_file(struct vmmx_ctx *ctx, struct refusals *r, const char *path, const char *name,
+		    size_t len, void **dl_p, const struct vmmx_policy_ops **ops_p)
 {
 	const struct vmmx_policy_ops *ops;
 	const char *bad;
 	char why[384];
 	void *dl;
 
-	bad = check_file(dir, path, name, len, &dl, &ops, why, sizeof(why));
+	bad = check_file(path, name, len, &dl, &ops, why, sizeof(why));
 	if (bad) {
 		if (bad != not_found)
 			refuse(ctx, r, path, "%s", bad);
 		if (dl)
-			dlclose(dl);
+			plugin_dlclose(dl);
 		return -1;
 	}
 	vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "policy loader: loaded %s (ABI %u.%u)", path,
@@ -313,7 +690,7 @@ static int try_dir(struct vmmx_ctx *ctx, struct refusals *r, const char *dir, co
 		refuse(ctx, r, dir, "path too long");
 		return -1;
 	}
-	if (try_file(ctx, r, dir, file, name, len, dl_p, ops_p))
+	if (try_file(ctx, r, file, name, len, dl_p, ops_p))
 		return -1;
 	n = snprintf(where, wherelen, "%s", file);
 	if (n < 0 || (size_t)n >= wherelen) /* a long path is shown by its end */
@@ -515,7 +892,7 @@ static int scan_dir(struct vmmx_ctx *ctx, void *arg, const char *dir, const char
 				   dir, file, "path too long");
 			goto next;
 		}
-		why_not = check_file(dir, path, name, len, &dl, &ops, why, sizeof(why));
+		why_not = check_file(path, name, len, &dl, &ops, why, sizeof(why));
 		if (why_not == not_found) /* gone since scandir saw it */
 			goto next;
 		if (why_not)
@@ -526,7 +903,7 @@ static int scan_dir(struct vmmx_ctx *ctx, void *arg, const char *dir, const char
 		};
 		ret = s->fn(s->arg, &f);
 		if (dl)
-			dlclose(dl);
+			plugin_dlclose(dl);
 next:
 		free(list[i]);
 	}
@@ -618,7 +995,7 @@ int vmmx__policy_get(struct vmmx_ctx *ctx, const char *spec, struct vmmx__policy
 
 err_dl:
 	if (pol->dl)
-		dlclose(pol->dl);
+		plugin_dlclose(pol->dl);
 err_free:
 	pthread_mutex_unlock(&ctx->lock);
 	free(pol);
@@ -646,7 +1023,7 @@ void vmmx__policy_put(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
 	urcu_bp_synchronize_rcu();
 	pol->ops->fini(pol->state);
 	if (pol->dl)
-		dlclose(pol->dl);
+		plugin_dlclose(pol->dl);
 	free(pol);
 }
 

@@ -46,6 +46,7 @@ vmmx_c_tests = \
 	%D%/lib/place_mt \
 	%D%/lib/devices \
 	%D%/policies/loader \
+	%D%/policies/loader_path \
 	%D%/policies/shipped \
 	%D%/policies/example \
 	%D%/gpu/mixed_kernel \
@@ -132,6 +133,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_devices_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_loader_LDADD = $(TEST_LDADD)
 %C%_policies_loader_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_policies_loader_path_LDADD = $(TEST_LDADD)
+%C%_policies_loader_path_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_shipped_LDADD = $(TEST_LDADD)
 %C%_policies_shipped_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_example_LDADD = $(TEST_LDADD)
@@ -178,6 +181,7 @@ check_LTLIBRARIES += \
 	%D%/policies/vmmx_policy_fake_name.la \
 	%D%/policies/vmmx_policy_fake_null.la \
 	%D%/policies/vmmx_policy_fake_initfail.la \
+	%D%/policies/vmmx_policy_fake_impostor.la \
 	%D%/policies/vmmx_policy_coinflip.la
 %C%_policies_vmmx_policy_fake_ok_la_SOURCES = %D%/policies/fake.c
 %C%_policies_vmmx_policy_fake_ok_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_OK
@@ -211,6 +215,10 @@ check_LTLIBRARIES += \
 %C%_policies_vmmx_policy_fake_initfail_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_INITFAIL
 %C%_policies_vmmx_policy_fake_initfail_la_CFLAGS = $(TEST_POLICY_CFLAGS)
 %C%_policies_vmmx_policy_fake_initfail_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
+%C%_policies_vmmx_policy_fake_impostor_la_SOURCES = %D%/policies/fake.c
+%C%_policies_vmmx_policy_fake_impostor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_IMPOSTOR
+%C%_policies_vmmx_policy_fake_impostor_la_CFLAGS = $(TEST_POLICY_CFLAGS)
+%C%_policies_vmmx_policy_fake_impostor_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
 %C%_policies_vmmx_policy_coinflip_la_SOURCES = docs/examples/coinflip.c
 %C%_policies_vmmx_policy_coinflip_la_CFLAGS = $(TEST_POLICY_CFLAGS)
 %C%_policies_vmmx_policy_coinflip_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)

@@ -3,10 +3,34 @@
  * vmmx/policy.h - the placement-policy plugin ABI of libvmmx.
  *
  * A policy is a shared object named vmmx_policy_<name>.so that exports one
- * function, vmmx_policy_entry().  libvmmx loads it with
- * dlopen(RTLD_NOW | RTLD_LOCAL) from the directories of VMMX_POLICY_PATH,
- * then from $(pkglibdir)/policies, calls the entry point with the ABI
- * version it speaks, and checks the ops table the policy returns:
+ * function, vmmx_policy_entry().  libvmmx looks for it in the directories
+ * of VMMX_POLICY_PATH, then in $(pkglibdir)/policies, and loads the first
+ * file that passes every check.  Before anything of the file runs, its path
+ * is walked from / one component at a time, nothing followed implicitly:
+ *
+ *  - every directory passed through, / included and those reached through
+ *    a symbolic link, must be owned by root or by the effective user and
+ *    must not be writable by group or others unless it is sticky (as /tmp);
+ *  - every symbolic link on the way must be owned by root or by the
+ *    effective user; its target is walked by the same rules (from / when
+ *    absolute), 40 links at most;
+ *  - the file must be a regular file, not a symbolic link, owned by root or
+ *    by the effective user and not writable by group or others.
+ *
+ * The file is then loaded from the descriptor that walk opened, with
+ * dlopen("/proc/self/fd/N", RTLD_NOW | RTLD_LOCAL), so renaming or
+ * relinking anything after the check cannot substitute another file.
+ * Without /proc mounted every plugin file is refused ("cannot load it
+ * through /proc/self/fd/N (is /proc mounted?)"): loading by path again
+ * would reopen the race; the built-in policies still work.  The dynamic
+ * linker therefore knows a plugin as /proc/self/fd/N (dladdr,
+ * dl_iterate_phdr, a debugger's list of libraries); libvmmx's logs,
+ * statistics ("source"), vmmx_ctx_query() and vmmx_policy_list() name the
+ * path searched.  A file
+ * that does not exist is skipped silently; any other failure refuses the
+ * file, is logged at info level naming the component that failed, and the
+ * search goes on.  libvmmx then calls the entry point with the ABI version
+ * it speaks, and checks the ops table the policy returns:
  *
  *  - the major numbers must match exactly;
  *  - @size must cover every mandatory member (up to and including @place);

@@ -13,6 +13,9 @@
  *   FAKE_NAME      ops->name differs from the file name
  *   FAKE_NULL      vmmx_policy_entry returns NULL
  *   FAKE_INITFAIL  init logs an error through host->log and refuses
+ *   FAKE_IMPOSTOR  FAKE_OK under the name fake_ok, but its init also counts
+ *                  "impostor": the loader tests install it where fake_ok
+ *                  must be refused and look for that counter
  *
  * Like a real plugin it includes only vmmx/policy.h and never links libvmmx.
  */
@@ -37,6 +40,8 @@
 #define FAKE_NAME_STR "fake_null"
 #elif defined(FAKE_INITFAIL)
 #define FAKE_NAME_STR "fake_initfail"
+#elif defined(FAKE_IMPOSTOR)
+#define FAKE_NAME_STR "fake_ok"
 #else
 #error "define one FAKE_<VARIANT>"
 #endif
@@ -61,6 +66,9 @@ static int fake_init(const struct vmmx_policy_host *host, const char *args, void
 	host->log(host, VMMX_LOG_ERROR, "fake_initfail refuses every instance (args \"%s\")", args);
 	return -VMMX_EINVAL;
 #else
+#ifdef FAKE_IMPOSTOR
+	host->counter_add(host, "impostor", 1);
+#endif
 	host->counter_add(host, "inits", 1);
 	*state_p = (void *)host;
 	return 0;
