@@ -1207,10 +1207,14 @@ VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, 
  * that stream; otherwise an event is recorded on @stream and the block
  * waits for it.
  *
- * Return: 0; -VMMX_EINVAL for a NULL @a or an address this allocator did
- * not return (or already freed: vmmx_last_error() says which);
- * -VMMX_EDRIVER when the event cannot be recorded (the block is then kept
- * out of use until vmmx_alloc_empty_cache()); -VMMX_ENODRIVER on the
+ * Return: 0; -VMMX_EINVAL for a NULL @a, an address this allocator did not
+ * return (or already freed: vmmx_last_error() says which), or a @stream
+ * the driver refuses as invalid (the sim: one it did not make; cuda
+ * reports most bad handles as -VMMX_EDRIVER, below): the memory then stays
+ * allocated and valid, to be freed again; -VMMX_EDRIVER (or another driver
+ * error, -VMMX_EFAULTINJ) when the event cannot be recorded otherwise: the
+ * block is taken all the same and kept out of use until
+ * vmmx_alloc_empty_cache(), so do not free it again; -VMMX_ENODRIVER on the
  * parent's allocator in a forked child (nothing is taken).
  *
  * Context: any thread; takes the allocator's mutex; does not block; calls

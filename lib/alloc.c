@@ -846,9 +846,23 @@ static void unmark(struct vmmx_alloc *a, const struct blk *b)
 	pthread_mutex_unlock(&buf->lock);
 }
 
+/* The live block at @p, left where it is; NULL if none. */
+static struct blk *ht_find(const struct vmmx_alloc *a, uintptr_t p)
+{
+	struct blk *b;
+
+	if (!a->ht_cap)
+		return NULL;
+	for (b = a->ht[ht_slot(a, p)]; b; b = b->hnext)
+		if (b->ptr == p)
+			return b;
+	return NULL;
+}
+
 VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 {
 	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
+	vmm_event_t ev = 0;
 	struct blk *b;
 	int err = 0;
 
@@ -860,13 +874,42 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 	if (!ptr)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	b = ht_remove(a, (uintptr_t)ptr);
+	b = ht_find(a, (uintptr_t)ptr);
 	if (!b) {
 		pthread_mutex_unlock(&a->lock);
 		return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_alloc_free(%p): not an address this allocator returned, "
 				  "or freed already", ptr);
 	}
+	/*
+	 * Freed on another stream: usable once that stream's work up to here
+	 * is done.  The event is recorded before the block is taken, so that a
+	 * stream the driver refuses (-VMMX_EINVAL: the caller's mistake, not
+	 * the device's) fails the call with the block still allocated and
+	 * valid.  Any other failure takes the block anyway, as the header
+	 * says: the caller will not free it again.
+	 */
+	if (st != b->seg->sp->stream) {
+		err = ev_get(a, &ev);
+		if (!err) {
+			err = vmm_event_record(a->ctx->vmm, ev, st);
+			if (err) {
+				ev_put(a, ev);
+				ev = 0;
+			}
+		}
+		if (err == -VMMX_EINVAL) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", vmmx_last_error());
+			pthread_mutex_unlock(&a->lock);
+			return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
+					  "vmmx_alloc_free(%p, stream %p): the driver refuses the "
+					  "stream (%s); the memory stays allocated",
+					  ptr, stream, why);
+		}
+	}
+	ht_remove(a, b->ptr);
 	unmark(a, b);
 	a->st.frees++;
 	a->st.active_blocks--;
@@ -876,20 +919,12 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 		make_free(a, b);
 		goto out;
 	}
-	/* Freed on another stream: usable once that stream's work up to here is done. */
 	a->st.cross_stream_frees++;
-	err = ev_get(a, &b->ev);
-	if (!err) {
-		err = vmm_event_record(a->ctx->vmm, b->ev, st);
-		if (err) {
-			ev_put(a, b->ev);
-			b->ev = 0;
-		}
-	}
 	/*
 	 * Without an event the block waits, pending, for empty_cache(), which
 	 * synchronises the device: never reused early, only late.
 	 */
+	b->ev = ev;
 	b->state = BLK_PENDING;
 	b->fprev = NULL;
 	b->fnext = a->pending;
