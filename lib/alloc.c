@@ -1226,7 +1226,8 @@ VMMX_API int vmmx_alloc_global(int device, struct vmmx_alloc **a_p)
 	 */
 	err = vmmx__atfork_install();
 	if (err)
-		return vmmx__fail(NULL, err, "vmmx_alloc_global: pthread_atfork failed (out of memory)");
+		return vmmx__fail(NULL, err,
+				  "vmmx_alloc_global: pthread_atfork failed (out of memory)");
 	pthread_mutex_lock(&global_lock);
 	a = global[device];
 	if (a)
