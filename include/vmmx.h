@@ -29,7 +29,11 @@
  * and set the message.  Only vmmx_buf_destroy(), vmmx_stream_destroy() and
  * vmmx_ctx_destroy() work there: they free the child's copy of the
  * host-side records without calling the driver or a policy's fini (on the
- * sim backend too, which stands for the driver).  A child may create
+ * sim backend too, which stands for the driver).  The framework allocators
+ * follow the same rule (see "Frameworks" below): every vmmx_alloc_*,
+ * vmmx_torch_* and vmmx_cupy_* call on an allocator the parent made fails
+ * at once ("allocator inherited from the parent process N"), and only
+ * vmmx_alloc_destroy() works there.  A child may create
  * contexts of its own where the backend allows it (sim; cuda refuses).  A
  * process created with a raw clone() system call bypasses the handlers and
  * is not covered.
@@ -1140,6 +1144,21 @@ VMMX_API int vmmx_parse_size(const char *s, uint64_t total, uint64_t *out);
  * from the VMMX_* environment (or vmmx_alloc_global_config()), placing
  * through VMMX_POLICY (default device-first).  They are never torn down: a
  * framework frees tensors during its own exit, after any destructor of ours.
+ *
+ * fork(): an allocator belongs to the process that made it, as its context
+ * does.  The atfork handlers hold every allocator's mutex and the
+ * process-wide lock across a fork, so a fork while other threads allocate
+ * deadlocks neither process.  In the child, every call on an allocator the
+ * parent made fails at once with -VMMX_ENODRIVER ("allocator inherited from
+ * the parent process N; CUDA cannot be used after fork"), before any lock
+ * or driver call: no address of the parent's is handed out, and the cache
+ * is not emptied.  vmmx_alloc_destroy() works: it frees the child's copy of
+ * the records, without the driver.  The process-wide allocators the parent
+ * made are inherited the same way: in the child vmmx_alloc_global() answers
+ * the parent's, vmmx_torch_alloc() and vmmx_cupy_malloc() return NULL with
+ * that message, the frees log it.  A device the parent made none for gets a
+ * new one where the backend allows a context in the child (sim; cuda
+ * refuses).
  */
 
 struct vmmx_alloc;
@@ -1193,7 +1212,8 @@ struct vmmx_alloc_stats {
  * Return: 0; -VMMX_EINVAL for a NULL argument or a malformed policy spec;
  * -VMMX_ENOENT / -VMMX_EPOLICY when the policy cannot be loaded (checked
  * here, so that a bad spec fails now and not at the first allocation);
- * -VMMX_ENOMEM.
+ * -VMMX_ENOMEM; -VMMX_ENODRIVER on a context the parent made, in a forked
+ * child.
  *
  * Context: any thread; takes the context's mutex; may block (a policy
  * plugin is loaded); does not call the driver.
@@ -1206,8 +1226,11 @@ VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct 
  *
  * Live allocations are released too, with a warning: their memory is gone.
  * Waits for the device first, so that no queued work uses what is released.
+ * In a forked child, on the parent's allocator: frees the child's copy of
+ * the records only (no driver call, no wait, no warning).
  *
- * Context: no other thread may use @a; blocks; calls the driver.
+ * Context: no other thread may use @a; blocks; calls the driver (not in a
+ * forked child).
  */
 VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a);
 
@@ -1228,7 +1251,9 @@ VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a);
  *
  * Return: 0; -VMMX_EINVAL for a NULL @a or @ptr_p; -VMMX_ENOMEM when no
  * location the policy allows has room even after idle segments were given
- * back (vmmx_last_error() says why for each); -VMMX_EDRIVER, -VMMX_EFAULTINJ.
+ * back (vmmx_last_error() says why for each); -VMMX_EDRIVER, -VMMX_EFAULTINJ;
+ * -VMMX_ENODRIVER on the parent's allocator in a forked child (@ptr_p is
+ * left alone, even for a @size of 0).
  *
  * Context: any thread; takes the allocator's mutex; a cache hit does not
  * block and calls no driver; a new segment calls the driver (reserve,
@@ -1247,10 +1272,15 @@ VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, 
  * that stream; otherwise an event is recorded on @stream and the block
  * waits for it.
  *
- * Return: 0; -VMMX_EINVAL for a NULL @a or an address this allocator did
- * not return (or already freed: vmmx_last_error() says which);
- * -VMMX_EDRIVER when the event cannot be recorded (the block is then kept
- * out of use until vmmx_alloc_empty_cache()).
+ * Return: 0; -VMMX_EINVAL for a NULL @a, an address this allocator did not
+ * return (or already freed: vmmx_last_error() says which), or a @stream
+ * the driver refuses as invalid (the sim: one it did not make; cuda
+ * reports most bad handles as -VMMX_EDRIVER, below): the memory then stays
+ * allocated and valid, to be freed again; -VMMX_EDRIVER (or another driver
+ * error, -VMMX_EFAULTINJ) when the event cannot be recorded otherwise: the
+ * block is taken all the same and kept out of use until
+ * vmmx_alloc_empty_cache(), so do not free it again; -VMMX_ENODRIVER on the
+ * parent's allocator in a forked child (nothing is taken).
  *
  * Context: any thread; takes the allocator's mutex; does not block; calls
  * the driver only for a free on another stream (event record).
@@ -1266,7 +1296,9 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream);
  * from there to the driver, see vmmx_ctx_trim()).
  *
  * Return: 0; -VMMX_EINVAL for a NULL @a; -VMMX_EDRIVER when waiting for the
- * device failed (nothing was released).
+ * device failed (nothing was released); -VMMX_ENODRIVER on the parent's
+ * allocator in a forked child (nothing is released: vmmx_alloc_destroy()
+ * frees the child's copy).
  *
  * Context: any thread; takes the allocator's mutex; blocks; calls the driver.
  */
@@ -1278,7 +1310,8 @@ VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a);
  * @st: out; set st->size first.
  *
  * Return: 0; -VMMX_EINVAL for a NULL argument or a @size too small for
- * @size and @version.
+ * @size and @version; -VMMX_ENODRIVER on the parent's allocator in a
+ * forked child.
  *
  * Context: any thread; takes the allocator's mutex for a walk over its
  * segments and blocks; lock-free residency reads; no driver call.
@@ -1321,6 +1354,9 @@ VMMX_API int vmmx_alloc_global_config(const char *const *vars);
  * @device) and an allocator with the context's default policy.  Both live
  * until the process ends.
  *
+ * In a forked child, a device's allocator the parent made is answered as
+ * it is: every call on it fails with -VMMX_ENODRIVER (see "fork()" above).
+ *
  * Return: 0; -VMMX_EINVAL for a NULL @a_p; -VMMX_ENODEV for a @device out of
  * range; what vmmx_ctx_create() returns (-VMMX_ECONFIG, -VMMX_ENODRIVER...),
  * each time it is asked again (nothing is cached after a failure).
@@ -1339,7 +1375,8 @@ VMMX_API int vmmx_alloc_global(int device, struct vmmx_alloc **a_p);
  * vmmx_alloc_malloc() on vmmx_alloc_global(@device).
  *
  * Return: the address; NULL on failure (PyTorch raises an out-of-memory
- * error; vmmx_last_error() in the same thread says why) or for size 0.
+ * error; vmmx_last_error() in the same thread says why: "allocator
+ * inherited from the parent process N" in a forked child) or for size 0.
  *
  * Context: as vmmx_alloc_malloc().
  */
@@ -1352,7 +1389,8 @@ VMMX_API void *vmmx_torch_alloc(ssize_t size, int device, void *stream);
  * @device: device ordinal it was allocated on.
  * @stream: the stream it was allocated on (PyTorch passes that one).
  *
- * Failures (an unknown pointer) are logged at error level.
+ * Failures (an unknown pointer, the parent's allocator in a forked child)
+ * are logged at error level.
  *
  * Context: as vmmx_alloc_free().
  */
@@ -1367,8 +1405,8 @@ VMMX_API void vmmx_torch_free(void *ptr, ssize_t size, int device, void *stream)
  * CuPy passes no stream: memory is ordered on the default stream (the
  * legacy one, which orders CuPy's blocking streams too).
  *
- * Return: the address; NULL on failure (CuPy raises OutOfMemoryError) or
- * for size 0.
+ * Return: the address; NULL on failure (CuPy raises OutOfMemoryError;
+ * vmmx_last_error() says why, as for vmmx_torch_alloc()) or for size 0.
  *
  * Context: as vmmx_alloc_malloc().
  */

@@ -42,7 +42,18 @@
  * vmmx_alloc after it and every segment and block.  It is held across
  * segment creation and destruction (driver calls), as PyTorch holds its own.
  * Buffers have their own locks, inner to a->lock.  The process-wide table is
- * written under global_lock and read with acquire loads.
+ * written under global_lock and read with acquire loads.  Every allocator is
+ * on a list (alloc_list_lock) so that the atfork handlers can take them all:
+ * global_lock, then alloc_list_lock, then each a->lock, all outer to the
+ * context list's lock and every context lock (internal.h).
+ *
+ * fork(): an allocator belongs to its context's process.  In a forked child
+ * every entry point on the parent's allocators fails at once with
+ * -VMMX_ENODRIVER (alloc_inherited(), checked before any lock or driver
+ * call): a cache hit would hand out memory the parent owns, and anything
+ * else calls the driver.  vmmx_alloc_destroy() frees the child's copy of the
+ * records only.  The atfork handlers (fork.c) hold every lock named above
+ * across the fork, so the child's copies are free and consistent.
  */
 #include "config.h"
 
@@ -116,6 +127,7 @@ struct vmmx_alloc {
 	struct vmmx_ctx *ctx;           /* read-only */
 	struct vmmx__policy *policy;    /* read-only: a reference, keeps the spec loaded */
 	int device;                     /* read-only */
+	struct vmmx_alloc *list_prev, *list_next; /* every allocator: alloc_list_lock */
 	pthread_mutex_t lock;
 	struct seg *segs;
 	struct spool **sps;             /* one per stream seen */
@@ -129,6 +141,50 @@ struct vmmx_alloc {
 	size_t nev;
 	struct vmmx_alloc_stats st;     /* counters; per-location bytes filled by stats() */
 };
+
+/* ---- every allocator, for the atfork handlers ---- */
+
+static pthread_mutex_t alloc_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vmmx_alloc *alloc_list; /* alloc_list_lock */
+
+static void alloc_list_add(struct vmmx_alloc *a)
+{
+	pthread_mutex_lock(&alloc_list_lock);
+	a->list_prev = NULL;
+	a->list_next = alloc_list;
+	if (alloc_list)
+		alloc_list->list_prev = a;
+	alloc_list = a;
+	pthread_mutex_unlock(&alloc_list_lock);
+}
+
+static void alloc_list_del(struct vmmx_alloc *a)
+{
+	pthread_mutex_lock(&alloc_list_lock);
+	if (a->list_prev)
+		a->list_prev->list_next = a->list_next;
+	else
+		alloc_list = a->list_next;
+	if (a->list_next)
+		a->list_next->list_prev = a->list_prev;
+	pthread_mutex_unlock(&alloc_list_lock);
+}
+
+/* Whether @a is the parent's (this is a forked child): see the top of the file. */
+static bool alloc_inherited(const struct vmmx_alloc *a)
+{
+	return vmmx__inherited(a->ctx);
+}
+
+/* Fail @fn on an inherited allocator: -VMMX_ENODRIVER naming both processes. */
+static int fail_inherited(const struct vmmx_alloc *a, const char *fn)
+{
+	return vmmx__fail(&a->ctx->conf.log, -VMMX_ENODRIVER,
+			  "%s: allocator inherited from the parent process %d; CUDA cannot be "
+			  "used after fork (this is process %d): only vmmx_alloc_destroy may be "
+			  "called on it here",
+			  fn, a->ctx->pid, __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED));
+}
 
 /* ---- events ---- */
 
@@ -664,6 +720,8 @@ VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, 
 	if (!a || !ptr_p)
 		return vmmx__fail(a ? &a->ctx->conf.log : NULL, -VMMX_EINVAL,
 				  "vmmx_alloc_malloc: %s is NULL", a ? "ptr_p" : "the allocator");
+	if (alloc_inherited(a))
+		return fail_inherited(a, "vmmx_alloc_malloc");
 	if (!size) {
 		*ptr_p = NULL;
 		return 0;
@@ -788,25 +846,70 @@ static void unmark(struct vmmx_alloc *a, const struct blk *b)
 	pthread_mutex_unlock(&buf->lock);
 }
 
+/* The live block at @p, left where it is; NULL if none. */
+static struct blk *ht_find(const struct vmmx_alloc *a, uintptr_t p)
+{
+	struct blk *b;
+
+	if (!a->ht_cap)
+		return NULL;
+	for (b = a->ht[ht_slot(a, p)]; b; b = b->hnext)
+		if (b->ptr == p)
+			return b;
+	return NULL;
+}
+
 VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 {
 	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
+	vmm_event_t ev = 0;
 	struct blk *b;
 	int err = 0;
 
 	vmmx__clear_last_error();
 	if (!a)
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_alloc_free: the allocator is NULL");
+	if (alloc_inherited(a))
+		return fail_inherited(a, "vmmx_alloc_free");
 	if (!ptr)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	b = ht_remove(a, (uintptr_t)ptr);
+	b = ht_find(a, (uintptr_t)ptr);
 	if (!b) {
 		pthread_mutex_unlock(&a->lock);
 		return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_alloc_free(%p): not an address this allocator returned, "
 				  "or freed already", ptr);
 	}
+	/*
+	 * Freed on another stream: usable once that stream's work up to here
+	 * is done.  The event is recorded before the block is taken, so that a
+	 * stream the driver refuses (-VMMX_EINVAL: the caller's mistake, not
+	 * the device's) fails the call with the block still allocated and
+	 * valid.  Any other failure takes the block anyway, as the header
+	 * says: the caller will not free it again.
+	 */
+	if (st != b->seg->sp->stream) {
+		err = ev_get(a, &ev);
+		if (!err) {
+			err = vmm_event_record(a->ctx->vmm, ev, st);
+			if (err) {
+				ev_put(a, ev);
+				ev = 0;
+			}
+		}
+		if (err == -VMMX_EINVAL) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", vmmx_last_error());
+			pthread_mutex_unlock(&a->lock);
+			return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
+					  "vmmx_alloc_free(%p, stream %p): the driver refuses the "
+					  "stream (%s); the memory stays allocated",
+					  ptr, stream, why);
+		}
+	}
+	ht_remove(a, b->ptr);
 	unmark(a, b);
 	a->st.frees++;
 	a->st.active_blocks--;
@@ -816,20 +919,12 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 		make_free(a, b);
 		goto out;
 	}
-	/* Freed on another stream: usable once that stream's work up to here is done. */
 	a->st.cross_stream_frees++;
-	err = ev_get(a, &b->ev);
-	if (!err) {
-		err = vmm_event_record(a->ctx->vmm, b->ev, st);
-		if (err) {
-			ev_put(a, b->ev);
-			b->ev = 0;
-		}
-	}
 	/*
 	 * Without an event the block waits, pending, for empty_cache(), which
 	 * synchronises the device: never reused early, only late.
 	 */
+	b->ev = ev;
 	b->state = BLK_PENDING;
 	b->fprev = NULL;
 	b->fnext = a->pending;
@@ -850,6 +945,8 @@ VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a)
 	if (!a)
 		return vmmx__fail(NULL, -VMMX_EINVAL,
 				  "vmmx_alloc_empty_cache: the allocator is NULL");
+	if (alloc_inherited(a))
+		return fail_inherited(a, "vmmx_alloc_empty_cache");
 	pthread_mutex_lock(&a->lock);
 	err = vmm_sync(a->ctx->vmm);
 	if (err) {
@@ -871,6 +968,39 @@ VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a)
 
 /* ---- life ---- */
 
+/*
+ * Destroy an inherited allocator (a forked child): free this process's copy
+ * of the records, call no driver (its events and segments are the
+ * parent's).  The segments' buffers are inherited too: vmmx_buf_destroy()
+ * frees their records only.  The policy reference is left to the context,
+ * whose destructor frees inherited policies whole without their fini.
+ */
+static void alloc_abandon(struct vmmx_alloc *a)
+{
+	struct seg *s, *next;
+	struct blk *b, *bn;
+
+	for (s = a->segs; s; s = next) {
+		next = s->next;
+		for (b = s->head; b; b = bn) {
+			bn = b->next;
+			free(b);
+		}
+		vmmx_buf_destroy(s->buf);
+		free(s);
+	}
+	for (b = a->spare; b; b = bn) {
+		bn = b->fnext;
+		free(b);
+	}
+	for (size_t i = 0; i < a->nsp; i++)
+		free(a->sps[i]);
+	free(a->sps);
+	free(a->ht);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
 VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct vmmx_alloc **a_p)
 {
 	struct vmmx_alloc *a;
@@ -880,6 +1010,8 @@ VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct 
 	if (!ctx || !a_p)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_alloc_create: %s is NULL",
 				  ctx ? "a_p" : "ctx");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_alloc_create");
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_alloc_create: out of memory");
@@ -902,6 +1034,7 @@ VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct 
 		goto err_policy;
 	}
 	a->st.device = a->device;
+	alloc_list_add(a);
 	*a_p = a;
 	return 0;
 
@@ -919,6 +1052,11 @@ VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a)
 
 	if (!a)
 		return;
+	alloc_list_del(a);
+	if (alloc_inherited(a)) {
+		alloc_abandon(a);
+		return;
+	}
 	if (a->st.active_blocks)
 		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_WARN,
 			   "vmmx_alloc_destroy: %llu allocations still live (%llu bytes): released",
@@ -963,6 +1101,8 @@ VMMX_API int vmmx_alloc_stats(struct vmmx_alloc *a, struct vmmx_alloc_stats *st)
 	if (!a || !st)
 		return vmmx__fail(a ? &a->ctx->conf.log : NULL, -VMMX_EINVAL,
 				  "vmmx_alloc_stats: NULL argument");
+	if (alloc_inherited(a))
+		return fail_inherited(a, "vmmx_alloc_stats");
 	if (st->size < offsetof(struct vmmx_alloc_stats, version) + sizeof(st->version))
 		return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_alloc_stats: size %zu is too small", st->size);
@@ -1013,6 +1153,7 @@ VMMX_API int vmmx_alloc_global_config(const char *const *vars)
 {
 	char **copy = NULL;
 	size_t n = 0;
+	int err;
 
 	vmmx__clear_last_error();
 	for (; vars && vars[n]; n++) {
@@ -1035,6 +1176,12 @@ VMMX_API int vmmx_alloc_global_config(const char *const *vars)
 		if (!copy)
 			return vmmx__fail(NULL, -VMMX_ENOMEM,
 					  "vmmx_alloc_global_config: out of memory");
+	}
+	err = vmmx__atfork_install();
+	if (err) {
+		vars_free(copy);
+		return vmmx__fail(NULL, err, "vmmx_alloc_global_config: pthread_atfork failed "
+					     "(out of memory)");
 	}
 	pthread_mutex_lock(&global_lock);
 	if (global_made) {
@@ -1072,6 +1219,15 @@ VMMX_API int vmmx_alloc_global(int device, struct vmmx_alloc **a_p)
 		return 0;
 	}
 	vmmx__clear_last_error();
+	/*
+	 * The atfork handlers hold global_lock across a fork: installed before
+	 * it is first taken (the first context would install them, but only
+	 * with global_lock held already).
+	 */
+	err = vmmx__atfork_install();
+	if (err)
+		return vmmx__fail(NULL, err,
+				  "vmmx_alloc_global: pthread_atfork failed (out of memory)");
 	pthread_mutex_lock(&global_lock);
 	a = global[device];
 	if (a)
@@ -1099,41 +1255,62 @@ err_unlock:
 	return err;
 }
 
-VMMX_API void *vmmx_torch_alloc(ssize_t size, int device, void *stream)
+/* vmmx_alloc_malloc() on the process-wide allocator of @device, for @fn; NULL on failure. */
+static void *global_malloc(const char *fn, size_t size, int device, void *stream)
 {
 	struct vmmx_alloc *a;
 	void *p;
 
-	if (size < 0) {
-		vmmx__clear_last_error();
-		vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_torch_alloc: negative size %zd", size);
-		return NULL;
-	}
 	if (vmmx_alloc_global(device, &a))
 		return NULL;
-	if (vmmx_alloc_malloc(a, (size_t)size, stream, &p)) {
-		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_INFO, "vmmx_torch_alloc(%zd, device %d): %s",
-			   size, device, vmmx_last_error());
+	if (alloc_inherited(a)) {
+		vmmx__clear_last_error();
+		fail_inherited(a, fn);
+		return NULL;
+	}
+	if (vmmx_alloc_malloc(a, size, stream, &p)) {
+		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_INFO, "%s(%zu, device %d): %s", fn, size,
+			   device, vmmx_last_error());
 		return NULL;
 	}
 	return p;
 }
 
-VMMX_API void vmmx_torch_free(void *ptr, ssize_t size, int device, void *stream)
+/* vmmx_alloc_free() on the process-wide allocator of @device, for @fn; failures logged. */
+static void global_free(const char *fn, void *ptr, int device, void *stream)
 {
 	struct vmmx_alloc *a;
 
-	(void)size;
 	if (!ptr)
 		return;
 	if (vmmx_alloc_global(device, &a)) {
-		vmmx__logf(NULL, VMMX_LOG_ERROR, "vmmx_torch_free(%p, device %d): %s", ptr, device,
+		vmmx__logf(NULL, VMMX_LOG_ERROR, "%s(%p, device %d): %s", fn, ptr, device,
 			   vmmx_last_error());
 		return;
 	}
-	if (vmmx_alloc_free(a, ptr, stream))
-		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR, "vmmx_torch_free: %s",
-			   vmmx_last_error());
+	if (alloc_inherited(a)) {
+		vmmx__clear_last_error();
+		fail_inherited(a, fn);
+	} else if (!vmmx_alloc_free(a, ptr, stream)) {
+		return;
+	}
+	vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR, "%s: %s", fn, vmmx_last_error());
+}
+
+VMMX_API void *vmmx_torch_alloc(ssize_t size, int device, void *stream)
+{
+	if (size < 0) {
+		vmmx__clear_last_error();
+		vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_torch_alloc: negative size %zd", size);
+		return NULL;
+	}
+	return global_malloc("vmmx_torch_alloc", (size_t)size, device, stream);
+}
+
+VMMX_API void vmmx_torch_free(void *ptr, ssize_t size, int device, void *stream)
+{
+	(void)size;
+	global_free("vmmx_torch_free", ptr, device, stream);
 }
 
 VMMX_API void *vmmx_cupy_malloc(void *param, size_t size, int device)
@@ -1144,11 +1321,29 @@ VMMX_API void *vmmx_cupy_malloc(void *param, size_t size, int device)
 		vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_cupy_malloc: %zu bytes is too many", size);
 		return NULL;
 	}
-	return vmmx_torch_alloc((ssize_t)size, device, NULL);
+	return global_malloc("vmmx_cupy_malloc", size, device, NULL);
 }
 
 VMMX_API void vmmx_cupy_free(void *param, void *ptr, int device)
 {
 	(void)param;
-	vmmx_torch_free(ptr, 0, device, NULL);
+	global_free("vmmx_cupy_free", ptr, device, NULL);
+}
+
+/* ---- fork ---- */
+
+void vmmx__alloc_atfork_prepare(void)
+{
+	pthread_mutex_lock(&global_lock);
+	pthread_mutex_lock(&alloc_list_lock);
+	for (struct vmmx_alloc *a = alloc_list; a; a = a->list_next)
+		pthread_mutex_lock(&a->lock);
+}
+
+void vmmx__alloc_atfork_release(void)
+{
+	for (struct vmmx_alloc *a = alloc_list; a; a = a->list_next)
+		pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&alloc_list_lock);
+	pthread_mutex_unlock(&global_lock);
 }

@@ -12,28 +12,51 @@
  * driver or a policy plugin (vmmx__ctx_abandon(), vmmx__buf_abandon()).
  * The sim backend is treated as the driver it emulates.
  *
- * A fork while other threads resize, look up or register must leave the
- * child's copies of libvmmx's locks free and its lists whole, and must not
- * deadlock the parent.  The handlers take, in this order:
- *   1. the context list's lock (ctx_list_lock);
- *   2. each context's ctx->lock, reg_lock, cache_lock (in that order, the
+ * The framework allocators (alloc.c) follow the same rule: in the child
+ * every vmmx_alloc_*, vmmx_torch_* and vmmx_cupy_* call on an allocator the
+ * parent made fails at once with -VMMX_ENODRIVER ("allocator inherited from
+ * the parent process N"), hands out no pointer and calls no driver;
+ * vmmx_alloc_destroy() frees the child's copy of its records only.  The
+ * process-wide allocators (vmmx_alloc_global()) are inherited like any
+ * other: the child's vmmx_alloc_global() answers the parent's, on which
+ * every call fails, and vmmx_torch_alloc() returns NULL saying so.  A
+ * device the parent made none for gets a new one where the backend allows
+ * a context in the child (sim; cuda refuses).
+ *
+ * A fork while other threads resize, look up, register or allocate must
+ * leave the child's copies of libvmmx's locks free and its lists whole,
+ * and must not deadlock the parent.  The handlers take, in this order:
+ *   1. the framework allocators' locks (vmmx__alloc_atfork_prepare()):
+ *      the process-wide allocators' lock (global_lock), the allocator
+ *      list's lock, then each allocator's a->lock;
+ *   2. the context list's lock (ctx_list_lock);
+ *   3. each context's ctx->lock, reg_lock, cache_lock (in that order, the
  *      order the library nests them in, never the reverse);
- *   3. urcu-bp's locks (urcu_bp_before_fork(), as its documentation asks of
+ *   4. urcu-bp's locks (urcu_bp_before_fork(), as its documentation asks of
  *      any fork without exec);
- *   4. the driver layer's process-wide lock (the sim's; vmm_atfork_*).
- * Why that order: ctx->lock may be held across a grace period (a buffer
- * list's fallback path), so RCU's locks come after the context locks; no
- * thread waits for the driver layer's lock inside an RCU read-side section
- * or while holding an RCU lock, and the driver layer takes no lock of ours,
- * so its lock may come last.  Buffer locks are not taken: a resize holds
- * one across many driver calls and grace periods, and an inherited buffer
- * is never locked in the child (its destructor frees the published table,
- * which RCU keeps whole at every instant).  The parent's handler releases
- * everything in reverse order; so does the child's, after resetting
- * urcu-bp (threads that did not survive the fork leave its registry).
+ *   5. the driver layer's process-wide lock (the sim's; vmm_atfork_*).
+ * Why that order: global_lock is held while a process-wide allocator's
+ * context is made (which takes ctx_list_lock and the context's locks), and
+ * a->lock across segment creation and release (buffer, context and RCU
+ * locks, grace periods, driver calls), so both come before everything of
+ * the contexts'; no thread holding a->lock waits for global_lock or the
+ * allocator list's lock.  ctx->lock may be held across a grace period (a
+ * buffer list's fallback path), so RCU's locks come after the context
+ * locks; no thread waits for the driver layer's lock inside an RCU
+ * read-side section or while holding an RCU lock, and the driver layer
+ * takes no lock of ours, so its lock may come last.  Buffer locks are not
+ * taken: a resize holds one across many driver calls and grace periods,
+ * and an inherited buffer is never locked in the child (its destructor
+ * frees the published table, which RCU keeps whole at every instant).  The
+ * parent's handler releases everything in reverse order; so does the
+ * child's, after resetting urcu-bp (threads that did not survive the fork
+ * leave its registry).  The handlers are installed when the first context
+ * is created or vmmx_alloc_global*() is first called, before global_lock is
+ * first taken.
  *
  * Locking: ctx_list_lock protects the list of live contexts; it is outer
- * to every other lock and held only for list edits and across a fork.
+ * to every lock of the contexts, inner to the allocators' (internal.h), and
+ * held only for list edits and across a fork.
  */
 #include "config.h"
 
@@ -51,6 +74,7 @@ int vmmx__pid;	       /* atomic: the process we run in */
 
 static void prepare(void)
 {
+	vmmx__alloc_atfork_prepare();
 	pthread_mutex_lock(&ctx_list_lock);
 	for (struct vmmx_ctx *c = ctx_list; c; c = c->list_next) {
 		pthread_mutex_lock(&c->lock);
@@ -76,6 +100,7 @@ static void parent(void)
 	vmm_atfork_parent();
 	urcu_bp_after_fork_parent();
 	release_ctx_locks();
+	vmmx__alloc_atfork_release();
 }
 
 static void child(void)
@@ -84,6 +109,7 @@ static void child(void)
 	urcu_bp_after_fork_child();
 	__atomic_store_n(&vmmx__pid, (int)getpid(), __ATOMIC_RELAXED);
 	release_ctx_locks();
+	vmmx__alloc_atfork_release();
 }
 
 static void atfork_init(void)
@@ -92,11 +118,18 @@ static void atfork_init(void)
 	atfork_err = pthread_atfork(prepare, parent, child) ? -VMMX_ENOMEM : 0;
 }
 
-int vmmx__ctx_list_add(struct vmmx_ctx *ctx)
+int vmmx__atfork_install(void)
 {
 	pthread_once(&atfork_once, atfork_init);
-	if (atfork_err)
-		return vmmx__fail(&ctx->conf.log, atfork_err,
+	return atfork_err;
+}
+
+int vmmx__ctx_list_add(struct vmmx_ctx *ctx)
+{
+	int err = vmmx__atfork_install();
+
+	if (err)
+		return vmmx__fail(&ctx->conf.log, err,
 				  "vmmx_ctx_create: pthread_atfork failed (out of memory)");
 	pthread_mutex_lock(&ctx_list_lock);
 	ctx->pid = __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED);

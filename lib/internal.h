@@ -4,10 +4,16 @@
  * names are vmmx__*, compiled with -fvisibility=hidden.
  *
  * Locking, from outer to inner:
+ *   alloc.c's global_lock (making a process-wide allocator and its context)
+ *   the allocator list's lock (alloc.c: list edits, and across a fork)
+ *   a->lock     (one framework allocator: held across segment creation and
+ *                release, so outer to every lock below)
  *   the context list's lock (fork.c: list edits, and across a fork)
  *   buf->lock   (a writer of one buffer: resize, destroy)
  *   ctx->lock   (the buffer list and the deferred-teardown list)
  *   ctx->reg_lock, then ctx->cache_lock (fork.c takes all three in this order)
+ * fork.c's prepare handler takes every one of them but buf->lock, in this
+ * order, then urcu-bp's locks and the driver layer's (fork.c says why).
  * Readers (lookup, residency, chunks, memcpy splitting, size) take neither:
  * they read RCU-published arrays inside urcu-bp read-side sections, and
  * writers free old arrays only after a grace period.
@@ -468,6 +474,12 @@ static inline bool vmmx__inherited(const struct vmmx_ctx *ctx)
 
 /* Fail @fn on an inherited context: -VMMX_ENODRIVER naming both processes. */
 int vmmx__fail_inherited(const struct vmmx_ctx *ctx, const char *fn);
+/* Install the atfork handlers (once); 0 or -VMMX_ENOMEM. */
+int vmmx__atfork_install(void);
+/* alloc.c: take every allocator lock before a fork (global_lock, the list's, each a->lock)... */
+void vmmx__alloc_atfork_prepare(void);
+/* ...and release them after it, in the parent and in the child. */
+void vmmx__alloc_atfork_release(void);
 /* Join the list the atfork handlers lock (installs them on first use); sets ctx->pid. */
 int vmmx__ctx_list_add(struct vmmx_ctx *ctx);
 void vmmx__ctx_list_del(struct vmmx_ctx *ctx);

@@ -25,8 +25,12 @@
  * Errors: out of room everywhere the policy allows is the out-of-memory
  * code of each API (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY),
  * and so is any other libvmmx failure of an allocation: programs and
- * frameworks know how to handle that one.  A free of an address inside an
- * allocation, or freed twice, is cudaErrorInvalidValue, as the runtime says.
+ * frameworks know how to handle that one.  The exception is a forked child
+ * allocating on the parent's allocator (-VMMX_ENODRIVER): CUDA cannot be
+ * used after fork, and the answer is the driver's own for that case
+ * (cudaErrorInitializationError, CUDA_ERROR_NOT_INITIALIZED), never one of
+ * the parent's addresses.  A free of an address inside an allocation, or
+ * freed twice, is cudaErrorInvalidValue, as the runtime says.
  */
 #include "config.h"
 
@@ -63,7 +67,9 @@ static void *stream_of(void *s, int ptsz)
 
 static int code_of(int err)
 {
-	return err == -VMMX_EINVAL ? CUDA_EINVAL : CUDA_ENOMEM;
+	if (err == -VMMX_EINVAL)
+		return CUDA_EINVAL;
+	return err == -VMMX_ENODRIVER ? CUDA_ENOTINIT : CUDA_ENOMEM;
 }
 
 /* ---- runtime ---- */

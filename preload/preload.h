@@ -26,6 +26,8 @@ typedef unsigned long long CUdeviceptr;
 #define CUDA_OK 0                       /* cudaSuccess, CUDA_SUCCESS */
 #define CUDA_EINVAL 1                   /* cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE */
 #define CUDA_ENOMEM 2                   /* cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY */
+#define CUDA_ENOTINIT 3                 /* cudaErrorInitializationError,
+					 * CUDA_ERROR_NOT_INITIALIZED: CUDA after fork */
 #define CUDA_ENOTFOUND 500              /* CUDA_ERROR_NOT_FOUND */
 #define CU_GET_PROC_ADDRESS_PER_THREAD 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
 #define CU_STREAM_LEGACY_ ((void *)0x1)

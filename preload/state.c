@@ -21,6 +21,20 @@
  * spilled allocations (report only) is under top_lock.  A thread inside
  * libvmmx or the report marks itself (depth, thread-local), so that the
  * substitutions in resolve.c step aside for libvmmx's own driver lookups.
+ *
+ * fork(): a forked child keeps allocs[], the parent's allocators, on which
+ * libvmmx fails every call at once (-VMMX_ENODRIVER: CUDA cannot be used
+ * after fork); the hooks answer the driver's code for that, never a
+ * parent's address, and the first such failure is printed once.  libvmmx's
+ * own atfork handlers keep its locks from being inherited held; ours are
+ * reset in the child (after_fork_child()) rather than taken before the
+ * fork: make_lock is held across vmmx_alloc_global(), which waits for
+ * libvmmx's lock, and pthread_atfork() runs prepare handlers in reverse
+ * order of installation, which we do not control (libvmmx installs its
+ * handlers when its first context is made), so taking make_lock in a
+ * prepare handler could deadlock the fork.  The child has one thread; what
+ * make_lock guards is consistent at every instant (allocs[] is published
+ * with one atomic store; the rest are flags).
  */
 #include "config.h"
 
@@ -58,6 +72,9 @@ static pthread_mutex_t top_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct spilled top[TOP_SPILLED];        /* top_lock; descending host bytes */
 static uint64_t peak_device[MAX_DEVICES], peak_host[MAX_DEVICES]; /* top_lock */
 
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int fork_said;                          /* atomic: the forked child's failure printed */
+
 static int report_on = -1;                     /* -1 unread; 0/1 after the first read */
 static int meminfo_total = -1;                 /* VMMX_RUN_MEMINFO=device+host */
 
@@ -91,6 +108,21 @@ static int env_flag(int *cache, const char *name, const char *yes)
 
 static void report(void);
 
+/* The child's copies of our locks may be held by threads that did not survive the fork. */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&make_lock, NULL);
+	pthread_mutex_init(&top_lock, NULL);
+}
+
+static void atfork_init(void)
+{
+	/* Without the handler a fork during a first allocation could hang the child. */
+	if (pthread_atfork(NULL, NULL, after_fork_child))
+		fprintf(stderr, "vmmx-run: pthread_atfork failed; a program that forks while "
+				"it allocates may hang in the child\n");
+}
+
 /* The allocator of @device, made on first use; NULL: pass through (disabled or failed). */
 static struct vmmx_alloc *alloc_of(int device)
 {
@@ -102,6 +134,7 @@ static struct vmmx_alloc *alloc_of(int device)
 	a = __atomic_load_n(&allocs[device], __ATOMIC_ACQUIRE);
 	if (a || __atomic_load_n(&disabled, __ATOMIC_RELAXED))
 		return a;
+	pthread_once(&atfork_once, atfork_init); /* before make_lock is first taken */
 	pthread_mutex_lock(&make_lock);
 	if (!disabled && !allocs[device]) {
 		enter();
@@ -257,6 +290,11 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	if (!a)
 		return VMMXP_PASS;
 	err = vmmx_alloc_malloc(a, size, stream, &p);
+	if (err == -VMMX_ENODRIVER && !__atomic_exchange_n(&fork_said, 1, __ATOMIC_RELAXED))
+		fprintf(stderr,
+			"vmmx-run: process %d: allocations fail here with CUDA's initialization "
+			"error: %s\n",
+			(int)getpid(), vmmx_last_error());
 	if (err) {
 		count(&n_fail, 1);
 		if (getenv("VMMX_LOG"))

@@ -65,6 +65,8 @@ vmmx_c_tests = \
 	%D%/lib/shrink_pairs \
 	%D%/lib/longrun \
 	%D%/lib/alloc \
+	%D%/lib/alloc_fork \
+	%D%/lib/alloc_badstream \
 	%D%/lib/prefetch \
 	%D%/lib/copy_range \
 	%D%/lib/log \
@@ -146,7 +148,11 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_readmostly_LDADD = $(TEST_LDADD)
 %C%_lib_readmostly_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_alloc_LDADD = $(TEST_LDADD)
+%C%_lib_alloc_fork_LDADD = $(TEST_LDADD)
+%C%_lib_alloc_badstream_LDADD = $(TEST_LDADD)
 %C%_lib_alloc_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_alloc_fork_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_alloc_badstream_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_prefetch_LDADD = $(TEST_LDADD)
 %C%_lib_prefetch_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_vmm_event_LDADD = $(TEST_LDADD)

@@ -8,7 +8,9 @@
  * sentinels); foreign frees; stream-ordered frees; cudaMemGetInfo; the
  * spill past the device limit; memsets over spilled memory, split where the
  * driver would refuse them; IPC refused with its message; two devices and
- * 8 threads; a forked child.
+ * 8 threads; a forked child; forks while threads allocate, each child's
+ * cudaMalloc and cuMemAlloc refused (CUDA's initialization error) within a
+ * watchdog, no child hung on a lock and none given a parent's address.
  *
  * The environment (hooks.sh): 2 sim devices of 1 GiB, a 256 MiB device
  * limit, no headroom, a 1 GiB host limit.
@@ -20,11 +22,14 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/preload/fakecuda.h"
@@ -673,6 +678,106 @@ static void test_fork(void)
 	ok(WIFEXITED(st) && WEXITSTATUS(st) == 7, "a forked child that does not touch CUDA exits normally");
 }
 
+/* ---- forks while other threads allocate ---- */
+
+#define FORKS		20
+#define FORK_THREADS	4
+#define CHILD_TIMEOUT_S 5   /* the child's alarm(); the parent kills it 2 s later */
+#define CUDA_NOT_INIT	3   /* cudaErrorInitializationError, CUDA_ERROR_NOT_INITIALIZED */
+
+static int fork_stop;        /* atomic */
+static int fork_errors;      /* atomic: failures in the parent's threads */
+
+/* cudaMalloc/cudaFree in a loop, sizes from small blocks to huge segments. */
+static void *fork_worker(void *arg)
+{
+	static const size_t sizes[] = { 512, 64 * 1024, 3 * MiB, 12 * MiB };
+	unsigned int id = (unsigned int)(uintptr_t)arg;
+
+	cudaSetDevice(0);
+	for (unsigned int i = 0; !__atomic_load_n(&fork_stop, __ATOMIC_RELAXED); i++) {
+		void *p = NULL;
+
+		if (cudaMalloc(&p, sizes[(i + id) % 4]) || !p) {
+			__atomic_fetch_add(&fork_errors, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (cudaFree(p))
+			__atomic_fetch_add(&fork_errors, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* The child: an exit status with one bit per failed expectation; SIGALRM if it hangs. */
+static void fork_child(void)
+{
+	void *sentinel = (void *)&fork_stop, *p = sentinel;
+	unsigned long real0 = fake_calls(FAKE_cudaMalloc) + fake_calls(FAKE_cuMemAlloc);
+	unsigned long long d = 7;
+	int st = 0, err;
+
+	alarm(CHILD_TIMEOUT_S);
+	err = cudaMalloc(&p, MiB);
+	if (err != CUDA_NOT_INIT)
+		st |= 1;
+	if (p != sentinel)
+		st |= 2;
+	err = cuMemAlloc_v2(&d, MiB);
+	if (err != CUDA_NOT_INIT)
+		st |= 4;
+	if (d != 7)
+		st |= 8;
+	if (fake_calls(FAKE_cudaMalloc) + fake_calls(FAKE_cuMemAlloc) != real0)
+		st |= 16; /* passed to the real driver, whose state is the parent's too */
+	_exit(st);
+}
+
+static void test_fork_threads(void)
+{
+	pthread_t t[FORK_THREADS];
+	int hung = 0, failed = 0;
+
+	for (unsigned int i = 0; i < FORK_THREADS; i++)
+		pthread_create(&t[i], NULL, fork_worker, (void *)(uintptr_t)i);
+	for (int i = 0; i < FORKS; i++) {
+		struct timespec ts = { 0, (long)(1 + i % 5) * 1000 * 1000 };
+		int status = 0, w;
+		pid_t pid, r = 0;
+
+		nanosleep(&ts, NULL);
+		pid = fork();
+		if (pid < 0)
+			bail("fork: %s", strerror(errno));
+		if (!pid)
+			fork_child();
+		for (w = 0; w < (CHILD_TIMEOUT_S + 2) * 100; w++) {
+			r = waitpid(pid, &status, WNOHANG);
+			if (r == pid || (r < 0 && errno != EINTR))
+				break;
+			nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+		}
+		if (r != pid) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			hung++;
+		} else if (WIFSIGNALED(status)) {
+			hung++;
+		} else if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			if (!failed++)
+				diag("fork %d: child status %#x", i, status);
+		}
+	}
+	__atomic_store_n(&fork_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < FORK_THREADS; i++)
+		pthread_join(t[i], NULL);
+	is_int(0, hung, "%d forks while %d threads cudaMalloc/cudaFree: no child hung (%d s alarm)",
+	       FORKS, FORK_THREADS, CHILD_TIMEOUT_S);
+	is_int(0, failed,
+	       "... each child's cudaMalloc and cuMemAlloc failed with the initialization error, "
+	       "no address given, the real driver not called");
+	is_int(0, fork_errors, "... and the parent's threads allocated and freed without error");
+}
+
 static int meminfo_mode(void)
 {
 	const char *m = getenv("VMMX_RUN_MEMINFO");
@@ -721,5 +826,6 @@ int main(int argc, char **argv)
 	test_ipc();
 	test_threads();
 	test_fork();
+	test_fork_threads();
 	return tap_done();
 }

@@ -26,7 +26,20 @@
  *    error.
  * An operation failed by the fault layer (or refused for room) must leave
  * its object as it was: a failed resize keeps its size, every failed step
- * keeps the bytes; the pattern check after it says so.  At the end, with
+ * keeps the bytes; the pattern check after it says so.
+ *
+ * fork(): every FORK_EVERY seconds the main thread forks while the workers
+ * run, so forks land in the middle of every kind of operation, the
+ * allocator's included (each worker publishes the kind it is in; the child
+ * reads its copy of that, which is the state at the instant of the fork).
+ * The child, bounded by alarm(CHILD_TIMEOUT_S) and a timed wait in the
+ * parent, calls the parent's context, buffers, streams and allocator: each
+ * call must fail at once with -VMMX_ENODRIVER and make no driver call (the
+ * driver layer's counters, read in the child), and the destructors must
+ * free the child's copies; it reports through a shared page.  A child that
+ * hangs on a lock inherited held is a failure, and so is a parent whose
+ * workers deadlock around the atfork handlers (the run never ends: CI's
+ * timeout, and the worker checks).  At the end, with
  * faults off: every buffer is checked whole, everything is destroyed, and
  * the driver layer's live reservations, handles, mappings, registrations
  * and streams must all be back to zero.
@@ -44,9 +57,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +83,8 @@
 #define REPORT_ERRORS 10 /* errors described in full; the rest only counted */
 #define ALLOC_SLOTS   3	 /* framework-allocator blocks a thread keeps */
 #define ALLOC_STREAMS 3	 /* streams blocks are allocated and freed on, besides the default */
+#define FORK_EVERY    0.1 /* seconds between forks while the workers run */
+#define CHILD_TIMEOUT_S 10 /* a child's alarm(); the parent kills it 5 s later */
 
 enum op {
 	OP_RESIZE,
@@ -120,12 +138,22 @@ struct worker {
 	uint32_t nalloc;     /* blocks allocated: seeds their patterns */
 	uint64_t done[NOPS], failed[NOPS];
 	uint64_t pattern_errors, unexpected;
+	int cur;	     /* atomic: the operation in progress + 1, 0 between them */
+};
+
+/* What a forked child reports through a shared page. */
+struct fork_report {
+	unsigned int inflight; /* bit k: a worker was in operation k at the fork */
+	int fails;
+	char why[512];         /* the first failure */
 };
 
 static struct vmmx_ctx *ctx;
 static struct vmmx_alloc *alloc;
 static struct vmmx_stream *streams[ALLOC_STREAMS];
 static struct shared shared[SHARED];
+static struct worker *workers;
+static int nworkers;
 static int stop;     /* atomic */
 static int reported; /* atomic: errors described so far */
 
@@ -323,6 +351,7 @@ static void private_op(struct worker *w, struct priv *p)
 	int err;
 
 	window(w, p->size, &off, &len);
+	__atomic_store_n(&w->cur, op + 1, __ATOMIC_RELAXED);
 	switch (op) {
 	case OP_RESIZE: {
 		size_t want = below(w, PRIVATE_CAP / (2 * MiB) + 1) * 2 * MiB;
@@ -445,6 +474,7 @@ static void private_op(struct worker *w, struct priv *p)
 			w->unexpected++;
 			report(w, "buf_create: too many failures", err);
 			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->cur, 0, __ATOMIC_RELAXED);
 			return;
 		}
 		base = vmmx_buf_ptr(p->buf);
@@ -461,6 +491,7 @@ static void private_op(struct worker *w, struct priv *p)
 	if (len && p->size)
 		check(w, base, off, len < p->size - off ? len : p->size - off, w->seed,
 		      op_names[op]);
+	__atomic_store_n(&w->cur, 0, __ATOMIC_RELAXED);
 }
 
 static void shared_op(struct worker *w, struct shared *s)
@@ -472,6 +503,7 @@ static void shared_op(struct worker *w, struct shared *s)
 	int err;
 
 	window(w, SHARED_MIN, &off, &len);
+	__atomic_store_n(&w->cur, op + 1, __ATOMIC_RELAXED);
 	switch (op) {
 	case OP_RESIZE:
 		err = vmmx_buf_resize(
@@ -504,6 +536,7 @@ static void shared_op(struct worker *w, struct shared *s)
 		break;
 	}
 	w->done[op]++;
+	__atomic_store_n(&w->cur, 0, __ATOMIC_RELAXED);
 }
 
 static void *worker_main(void *arg)
@@ -535,6 +568,134 @@ static void sleep_s(double s)
 		;
 }
 
+/* ---- fork while the workers run ---- */
+
+static struct fork_report *freport; /* MAP_SHARED: written by the child */
+
+static void child_expect(bool cond, const char *what)
+{
+	if (cond)
+		return;
+	if (!freport->fails++)
+		snprintf(freport->why, sizeof(freport->why), "%s (last error: %s)", what,
+			 vmmx_last_error());
+}
+
+/* -VMMX_ENODRIVER, and a message that says why. */
+static void child_inherited(int err, const char *fn)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "%s: %s, not -VMMX_ENODRIVER", fn, vmmx_strerror(err));
+	child_expect(err == -VMMX_ENODRIVER && strstr(vmmx_last_error(), fn) &&
+			     strstr(vmmx_last_error(), "CUDA cannot be used after fork"),
+		     what);
+}
+
+static bool same_counts(const struct vmm_counts *a, const struct vmm_counts *b)
+{
+	for (int op = 0; op < VMMX_OP_COUNT; op++)
+		if (a->calls[op] != b->calls[op])
+			return false;
+	return a->event_calls == b->event_calls && a->events == b->events &&
+	       a->reservations == b->reservations && a->handles == b->handles &&
+	       a->mapped_bytes == b->mapped_bytes && a->registrations == b->registrations &&
+	       a->streams == b->streams;
+}
+
+/*
+ * The forked child: what the workers were doing (this copy of memory is the
+ * instant of the fork), then every kind of call on the parent's objects,
+ * then the destructors.  Exits with the number of failures (capped).
+ */
+static void child_main(void)
+{
+	struct vmm *v = vmmx__ctx_vmm(ctx);
+	struct vmmx_alloc_stats as = { .size = sizeof(as) };
+	struct vmmx_residency r;
+	struct vmmx_chunk_info ci;
+	struct vmm_counts c0, c1;
+	char host[64] = { 0 };
+	void *p = host, *dptr;
+	size_t moved;
+
+	alarm(CHILD_TIMEOUT_S); /* a lock inherited held: SIGALRM ends the child */
+	for (int i = 0; i < nworkers; i++) {
+		int cur = __atomic_load_n(&workers[i].cur, __ATOMIC_RELAXED);
+
+		if (cur)
+			freport->inflight |= 1u << (cur - 1);
+	}
+	vmm_counts(v, &c0);
+	child_inherited(vmmx_alloc_malloc(alloc, 4096, NULL, &p), "vmmx_alloc_malloc");
+	child_expect(p == host, "vmmx_alloc_malloc handed out an address");
+	child_inherited(vmmx_alloc_free(alloc, host, NULL), "vmmx_alloc_free");
+	child_inherited(vmmx_alloc_empty_cache(alloc), "vmmx_alloc_empty_cache");
+	child_inherited(vmmx_alloc_stats(alloc, &as), "vmmx_alloc_stats");
+	child_inherited(vmmx_buf_resize(shared[0].buf, SHARED_MIN), "vmmx_buf_resize");
+	child_inherited(vmmx_buf_migrate(shared[1].buf, 0, WINDOW,
+					 (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, &moved),
+			"vmmx_buf_migrate");
+	child_inherited(vmmx_buf_residency(shared[2].buf, 0, WINDOW, &r), "vmmx_buf_residency");
+	child_inherited(vmmx_lookup(ctx, (char *)shared[3].buf->base, &ci), "vmmx_lookup");
+	child_inherited(vmmx_memcpy(ctx, host, host + 32, 16), "vmmx_memcpy");
+	child_inherited(vmmx_memset(ctx, host, 0, 16), "vmmx_memset");
+	child_inherited(vmmx_host_register(ctx, host, sizeof(host), &dptr), "vmmx_host_register");
+	child_inherited(vmmx_stream_sync(streams[0]), "vmmx_stream_sync");
+	vmm_counts(v, &c1);
+	child_expect(same_counts(&c0, &c1), "a driver call in the child");
+	/* The destructors free the child's copies without the driver. */
+	vmmx_alloc_destroy(alloc);
+	vmmx_stream_destroy(streams[0]);
+	vmmx_ctx_destroy(ctx);
+	_exit(freport->fails > 100 ? 100 : freport->fails);
+}
+
+struct fork_stats {
+	unsigned int forks, hung, failed;
+	uint64_t inflight[NOPS]; /* forks that landed during each kind */
+};
+
+/* Fork once; wait for the child at most CHILD_TIMEOUT_S + 5 s, then kill it. */
+static void fork_once(struct fork_stats *fs)
+{
+	int status = 0, waited;
+	pid_t pid, r = 0;
+
+	memset(freport, 0, sizeof(*freport));
+	pid = fork();
+	if (pid < 0)
+		bail("fork: %s", strerror(errno));
+	if (!pid)
+		child_main();
+	fs->forks++;
+	for (waited = 0; waited < (CHILD_TIMEOUT_S + 5) * 100; waited++) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid || (r < 0 && errno != EINTR))
+			break;
+		sleep_s(0.01);
+	}
+	if (r != pid) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		status = -1;
+	}
+	if (status == -1 || WIFSIGNALED(status)) {
+		if (!fs->hung++)
+			diag("fork %u: the child hung (status %#x)", fs->forks, status);
+		return;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		if (!fs->failed++)
+			diag("fork %u: the child failed %d times; first: %s", fs->forks,
+			     freport->fails, freport->why);
+		return;
+	}
+	for (int k = 0; k < NOPS; k++)
+		if (freport->inflight & (1u << k))
+			fs->inflight[k]++;
+}
+
 /*
  * A context on the suite's backend.  Not test_ctx(): its log sink is for the
  * main thread only, and here every thread logs; errors go to standard error.
@@ -560,11 +721,19 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 					    "VMMX_CACHE_LIMIT=32MiB", NULL };
 	static struct worker w[MAX_THREADS];
 	uint64_t total[NOPS] = { 0 }, failed[NOPS] = { 0 }, perr = 0, unexp = 0, all = 0;
+	struct fork_stats fs = { 0 };
 	struct vmm_counts vc;
 	struct vmm *v;
-	double t0, el;
+	double t0, el, next_fork;
+	int kinds = 0;
 
-	plan(9);
+	plan(12);
+	freport = mmap(NULL, sizeof(*freport), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	if (freport == MAP_FAILED)
+		bail("mmap: %s", strerror(errno));
+	workers = w;
+	nworkers = nthreads;
 	ctx = open_ctx(vars);
 	v = vmmx__ctx_vmm(ctx);
 	if (vmmx_alloc_create(ctx, NULL, &alloc))
@@ -599,8 +768,14 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 	t0 = now();
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&w[i].tid, NULL, worker_main, &w[i]);
-	while (now() - t0 < seconds && !__atomic_load_n(&stop, __ATOMIC_RELAXED))
-		sleep_s(0.05);
+	next_fork = t0 + FORK_EVERY;
+	while (now() - t0 < seconds && !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		sleep_s(0.01);
+		if (now() >= next_fork) {
+			fork_once(&fs);
+			next_fork = now() + FORK_EVERY;
+		}
+	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(w[i].tid, NULL);
@@ -640,11 +815,27 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 	}
 	diag("%-10s %12llu %10s %12.0f", "all", (unsigned long long)all, "", (double)all / el);
 	diag("driver calls failed by the fault layer: %llu", (unsigned long long)vc.injected);
+	diag("%u forks; operations in progress at the forks (per kind, summed over threads):",
+	     fs.forks);
+	for (int k = 0; k < OP_CHECK; k++) {
+		kinds += fs.inflight[k] > 0;
+		diag("  %-10s %6llu", op_names[k], (unsigned long long)fs.inflight[k]);
+	}
 
 	ok(all > 0 && total[OP_RESIZE] && total[OP_CHECK],
 	   "the threads ran operations of every main kind");
 	ok(ppm == 0 || vc.injected > 0, "the fault layer failed %llu driver calls",
 	   (unsigned long long)vc.injected);
+	ok(fs.forks > 0 && !fs.hung,
+	   "%u forks while the threads ran: no child hung on a lock (alarm %d s each)", fs.forks,
+	   CHILD_TIMEOUT_S);
+	is_uint(0, fs.failed,
+		"in every child each call on the parent's context, buffers, stream and allocator "
+		"failed at once with -VMMX_ENODRIVER, without a driver call");
+	ok(fs.forks < 10 || (fs.inflight[OP_ALLOC] > 0 && kinds >= OP_CHECK / 2),
+	   "the forks landed in the middle of operations: %d kinds of %d, the allocator's %llu "
+	   "times",
+	   kinds, OP_CHECK, (unsigned long long)fs.inflight[OP_ALLOC]);
 	is_uint(0, perr, "zero pattern errors");
 	is_uint(0, unexp, "zero unexpected errors");
 	{
@@ -677,6 +868,7 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 	is_int(0, vc.mapped_bytes, "mapped bytes back to zero");
 	ok(vc.registrations == 0 && vc.streams == 0, "registrations and streams back to zero");
 	vmmx_ctx_destroy(ctx);
+	munmap(freport, sizeof(*freport));
 	return tap_done();
 }
 
