@@ -259,3 +259,60 @@ def test_prefetch_empty_cache_and_stats():
     assert int(out.split("HOST ")[1].split()[0]) >= (128 << 20)
     assert int(lines["DEV"]) >= (128 << 20)
     assert int(lines["TORCH"]) >= (128 << 20)
+
+
+def test_forked_dataloader_workers_under_enable():
+    """A training loop whose DataLoader forks workers while the parent's
+    threads allocate through libvmmx: the workers run, and one that asks
+    the inherited allocator for memory gets a clear error at once instead
+    of hanging on a lock a parent thread held at the fork.  The losses
+    equal those of a run without libvmmx."""
+    code = """
+        import threading, torch, vmmx, vmmx.torch
+        MODE = {mode!r}
+        if MODE:
+            vmmx.torch.enable(mode=MODE, device_limit="2GiB")
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.GELU(),
+                                    torch.nn.Linear(1024, 1)).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+        class Data(torch.utils.data.Dataset):
+            def __len__(self):
+                return 64
+            def __getitem__(self, i):
+                g = torch.Generator().manual_seed(i)
+                x = torch.randn(1024, generator=g)
+                if MODE and i == 5:
+                    # a forked worker: the parent's allocator must refuse, not hang
+                    try:
+                        p = vmmx.malloc(4096)
+                    except vmmx.VmmxError as e:
+                        assert "inherited" in str(e), str(e)
+                    else:
+                        raise SystemExit("a forked worker got %#x from the parent's allocator" % p)
+                return x, x.sum(keepdim=True)
+
+        stop = threading.Event()
+        def churn():  # parent threads allocate while the workers fork
+            while not stop.is_set():
+                torch.empty(1 << 20, device="cuda")
+        t = [threading.Thread(target=churn) for _ in range(2)]
+        for th in t:
+            th.start()
+        dl = torch.utils.data.DataLoader(Data(), batch_size=8, num_workers=2,
+                                         multiprocessing_context="fork")
+        for epoch in range(2):
+            for x, y in dl:
+                loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+        stop.set()
+        for th in t:
+            th.join()
+        print("LOSS", round(loss.item(), 4))
+    """
+    native = run(code.format(mode=None))
+    ours = run(code.format(mode="pool"))
+    assert native.split("LOSS")[1] == ours.split("LOSS")[1], (native, ours)

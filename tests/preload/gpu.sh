@@ -10,11 +10,13 @@
 # the device) natively and under vmmx-run; the same under --device-limit; the
 # allocation-cost table; the unmodified PyTorch chain natively and under
 # vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
-# GPU_SECTIONS picks some of them (default: all): c alloc torch cupy
+# A threaded program that forks (fork_threads.cu) natively and under
+# vmmx-run: every child's cudaMalloc refused, none hung.
+# GPU_SECTIONS picks some of them (default: all): c fork alloc torch cupy
 # candidates; CANDIDATES replaces the list of policies the last one runs;
 # BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096).
 set -u
-sections=" ${GPU_SECTIONS:-c alloc torch cupy candidates} "
+sections=" ${GPU_SECTIONS:-c fork alloc torch cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
 prefix=${1:?usage: gpu.sh PREFIX [PYTHON]}
 py=${2:-/opt/torch/.venv/bin/python}
@@ -36,6 +38,7 @@ $nvcc -O2 $arch -o "$out/gpu_fill_static" "$src/gpu_fill.cu" -lcuda || exit 1
 $nvcc -O2 $arch -cudart shared -o "$out/gpu_fill_shared" "$src/gpu_fill.cu" -lcuda || exit 1
 $nvcc -O2 $arch -cudart shared -o "$out/alloc_bench" "$src/alloc_bench.cu" || exit 1
 $nvcc -O2 $arch -o "$out/alloc_bench_static" "$src/alloc_bench.cu" || exit 1
+$nvcc -O2 $arch -cudart shared -o "$out/fork_threads" "$src/fork_threads.cu" || exit 1
 echo "static runtime: $(ldd "$out/gpu_fill_static" | grep -c cudart) cudart libraries linked (0 expected)"
 echo "shared runtime: $(ldd "$out/gpu_fill_shared" | grep cudart)"
 
@@ -64,6 +67,12 @@ echo "== C program, 12 GiB wanted, --device-limit 8GiB, VMMX_CHUNK_MAX=64MiB"
 for b in static shared; do
 	VMMX_CHUNK_MAX=64MiB "$run" --device-limit 8GiB -- "$out/gpu_fill_$b" 12288; echo "vmmx-run $b: exit $?"
 done
+
+fi
+if want fork; then
+echo "== a threaded program that forks: children's cudaMalloc, natively and under vmmx-run"
+"$out/fork_threads"; echo "native: exit $?"
+"$run" --device-limit 8GiB -- "$out/fork_threads"; echo "vmmx-run: exit $? (0 expected)"
 
 fi
 if want alloc; then

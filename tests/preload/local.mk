@@ -20,4 +20,4 @@ check_PROGRAMS += %D%/client
 TESTS += %D%/hooks.sh %D%/run.sh
 EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/env.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
-EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
+EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
