@@ -331,6 +331,9 @@ static void no_proc(const char *dir)
 		    mount("none", "/proc", "tmpfs", 0, "size=64k"))
 			_exit(77);
 		snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s", dir);
+		/* A forked child cannot use CUDA (the parent may have); the
+		 * loader's rules are the same on every backend. */
+		setenv("VMMX_BACKEND", "sim", 1);
 		if (test_ctx_try(vars, &ctx)) {
 			snprintf(msg, sizeof(msg), "1 vmmx_ctx_create: %s", vmmx_last_error());
 		} else {
