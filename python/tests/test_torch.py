@@ -262,13 +262,16 @@ def test_prefetch_empty_cache_and_stats():
 
 
 def test_forked_dataloader_workers_under_enable():
-    """A training loop whose DataLoader forks workers while the parent's
-    threads allocate through libvmmx: the workers run, and one that asks
-    the inherited allocator for memory gets a clear error at once instead
-    of hanging on a lock a parent thread held at the fork.  The losses
-    equal those of a run without libvmmx."""
+    """A training loop whose DataLoader forks its workers after libvmmx served
+    the parent's allocations: the workers run, and one that asks the
+    inherited allocator for memory gets a clear error at once instead of a
+    parent's pointer or a hang.  The losses equal those of a run without
+    libvmmx.  (No parent thread allocates while the workers fork: with
+    threads allocating through PyTorch's own allocator the workers hung
+    natively on the H100, so that case is left to tests/preload's
+    fork_threads, in C.)"""
     code = """
-        import threading, torch, vmmx, vmmx.torch
+        import time, torch, vmmx, vmmx.torch
         MODE = {mode!r}
         if MODE:
             vmmx.torch.enable(mode=MODE, device_limit="2GiB")
@@ -284,33 +287,24 @@ def test_forked_dataloader_workers_under_enable():
                 g = torch.Generator().manual_seed(i)
                 x = torch.randn(1024, generator=g)
                 if MODE and i == 5:
-                    # a forked worker: the parent's allocator must refuse, not hang
+                    t0 = time.monotonic()
                     try:
                         p = vmmx.malloc(4096)
                     except vmmx.VmmxError as e:
                         assert "inherited" in str(e), str(e)
+                        assert time.monotonic() - t0 < 5, "the refusal took too long"
                     else:
-                        raise SystemExit("a forked worker got %#x from the parent's allocator" % p)
+                        raise AssertionError("a forked worker got %#x from the parent's allocator" % p)
                 return x, x.sum(keepdim=True)
 
-        stop = threading.Event()
-        def churn():  # parent threads allocate while the workers fork
-            while not stop.is_set():
-                torch.empty(1 << 20, device="cuda")
-        t = [threading.Thread(target=churn) for _ in range(2)]
-        for th in t:
-            th.start()
         dl = torch.utils.data.DataLoader(Data(), batch_size=8, num_workers=2,
-                                         multiprocessing_context="fork")
+                                         multiprocessing_context="fork", timeout=60)
         for epoch in range(2):
             for x, y in dl:
                 loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
                 loss.backward()
                 opt.step()
                 opt.zero_grad()
-        stop.set()
-        for th in t:
-            th.join()
         print("LOSS", round(loss.item(), 4))
     """
     native = run(code.format(mode=None))
