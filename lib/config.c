@@ -77,7 +77,7 @@ static int parse_device(const struct var *v, const char *val, struct vmmx__conf 
 
 static int parse_sim_devices(const struct var *v, const char *val, struct vmmx__conf *conf)
 {
-	return parse_int_range(v, val, 1, 8, &conf->sim_devices);
+	return parse_int_range(v, val, 1, VMMX__MAX_DEVICES, &conf->sim_devices);
 }
 
 /* Syntax only: whether the policy exists and likes its arguments is known when it loads. */
@@ -349,7 +349,7 @@ static const struct var vars[] = {
 	{ "VMMX_SIM_DEVICE_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM,
 	  CONF(sim_device_mem) },
 	{ "VMMX_SIM_HOST_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM, CONF(sim_host_mem) },
-	{ "VMMX_SIM_DEVICES", -1, parse_sim_devices, "a number of devices from 1 to 8", 0 },
+	{ "VMMX_SIM_DEVICES", -1, parse_sim_devices, "a number of devices from 1 to 16", 0 },
 	{ "VMMX_SIM_PAGEABLE", -1, parse_bool, "0 or 1", CONF(sim_pageable) },
 	{ "VMMX_HOST_CPU_ACCESS", -1, parse_cpu_access, "placed, all or none (1 = all, 0 = none)",
 	  CONF(host_cpu_access) },

@@ -45,7 +45,7 @@
 /* Devices libvmmx handles (VMMX_STATS_DEVICES: one slot per device ordinal). */
 #define RUN_MAX_DEVICES VMMX_STATS_DEVICES
 /* The most devices the sim backend takes through VMMX_SIM_DEVICES (lib/config.c). */
-#define RUN_SIM_MAX_DEVICES 8
+#define RUN_SIM_MAX_DEVICES 16
 
 static void usage(FILE *f)
 {

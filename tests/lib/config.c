@@ -82,7 +82,7 @@ int main(void)
 	bad_env("VMMX_BACKEND", "opencl", "cuda or sim");
 	bad_env("VMMX_LOG", "loud", "none, error, warn, info or debug");
 	bad_env("VMMX_DEVICE", "-1", "a device ordinal");
-	bad_env("VMMX_SIM_DEVICES", "9", "from 1 to 8");
+	bad_env("VMMX_SIM_DEVICES", "17", "from 1 to 16");
 	bad_env("VMMX_HOST_CPU_ACCESS", "yes", "placed, all or none");
 	bad_env("VMMX_FAULT", "create:0", "op:N");
 	bad_env("VMMX_FAULT", "explode:1", "op:N");

@@ -92,7 +92,7 @@ VMMX_DEVICE_LIMIT=12XB refused "VMMX_DEVICE_LIMIT=12XB" 'VMMX_DEVICE_LIMIT="12XB
 refused "--device-limit 12XB" "--device-limit '12XB': expected a size" --device-limit 12XB
 VMMX_BACKEND=bogus refused "VMMX_BACKEND=bogus" 'VMMX_BACKEND="bogus" (environment): expected cuda or sim'
 VMMX_DEVICE=one refused "VMMX_DEVICE=one" 'VMMX_DEVICE="one" (environment): expected a device ordinal'
-VMMX_SIM_DEVICES=9 refused "VMMX_SIM_DEVICES=9" 'VMMX_SIM_DEVICES="9" (environment): expected a number of devices from 1 to 8'
+VMMX_SIM_DEVICES=17 refused "VMMX_SIM_DEVICES=17" 'VMMX_SIM_DEVICES="17" (environment): expected a number of devices from 1 to 16'
 VMMX_LOG=debug VMMX_CHUNK_SIZE=3MiB refused "VMMX_CHUNK_SIZE=3MiB, the library's log at debug" \
 	'VMMX_CHUNK_SIZE=3 MiB: must be a nonzero multiple of the allocation granularity'
 VMMX_LOG=loud refused "VMMX_LOG=loud" 'VMMX_LOG="loud" (environment): expected none, error'
