@@ -260,3 +260,67 @@ def test_prefetch_empty_cache_and_stats():
     assert int(lines["DEV"]) >= (128 << 20)
     assert int(lines["TORCH"]) >= (128 << 20)
 
+
+
+def test_mem_get_info_tells_the_device_limit():
+    """Under enable(device_limit=...), torch.cuda.mem_get_info answers with
+    the limit as the total and what it still allows as free, so that the
+    libraries sizing their allocations from it (transformers' warm-up,
+    accelerate's device_map) plan for the limit."""
+    out = run("""
+        import torch, vmmx, vmmx.torch
+        vmmx.torch.enable(device_limit="1GiB")
+        nf, nt = vmmx.torch._state["mem_get_info"]()
+        f0, t0 = torch.cuda.mem_get_info()
+        x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        f1, t1 = torch.cuda.memory.mem_get_info(0)
+        print("N", nf, nt)
+        print("A", f0, t0)
+        print("B", f1, t1)
+    """)
+    v = {l.split()[0]: [int(x) for x in l.split()[1:]] for l in out.splitlines() if l[:2] in ("N ", "A ", "B ")}
+    assert v["A"][1] == v["B"][1] == 1 << 30, v
+    assert v["N"][1] > 1 << 30, v
+    assert 0 < v["A"][0] <= 1 << 30, v
+    assert v["A"][0] - v["B"][0] >= 256 << 20, v
+
+
+def test_from_pretrained_fills_the_device_to_the_limit(tmp_path):
+    """A Hugging Face model 1.5x the limit, saved and loaded with
+    from_pretrained(device_map="cuda"): the device holds at least 95% of the
+    limit (before, transformers' one model-sized warm-up tensor went to host
+    memory whole and every weight followed it: 20 MiB on the device), and
+    greedy generation gives native's tokens."""
+    pytest.importorskip("transformers", reason="transformers is not installed")
+    d = str(tmp_path / "llama")
+    run(f"""
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+        cfg = LlamaConfig(hidden_size=2048, intermediate_size=5504, num_hidden_layers=24,
+                          num_attention_heads=16, num_key_value_heads=16, vocab_size=32000)
+        torch.manual_seed(0)
+        LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained({d!r})
+    """)
+    code = """
+        import torch, vmmx, vmmx.torch
+        from transformers import LlamaForCausalLM
+        CAP = {cap!r}
+        if CAP:
+            vmmx.torch.enable(device_limit=CAP)
+        m = LlamaForCausalLM.from_pretrained({d!r}, dtype=torch.bfloat16, device_map="cuda")
+        print("BYTES", sum(p.numel() * p.element_size() for p in m.parameters()))
+        ids = torch.arange(1, 17, device="cuda").reshape(1, 16)
+        print("TOK", m.generate(ids, max_new_tokens=8, do_sample=False)[0].tolist())
+        if CAP:
+            a = vmmx.torch.stats()["allocator"]
+            print("DEV", a["device_reserved"])
+            print("HOST", a["host_reserved"])
+    """
+    cap = 1700 << 20
+    native = run(code.format(cap=None, d=d))
+    ours = run(code.format(cap=cap, d=d))
+    get = lambda out, k: [l.split(" ", 1)[1] for l in out.splitlines() if l.startswith(k + " ")][0]
+    assert int(get(native, "BYTES")) >= 1.45 * cap
+    assert get(native, "TOK") == get(ours, "TOK")
+    assert int(get(ours, "DEV")) >= 0.95 * cap, ours
+    assert int(get(ours, "HOST")) > 0, ours

@@ -126,6 +126,12 @@ def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None
     type or out of range raise TypeError or ValueError before anything is
     done (the rules are in the vmmx package's help).
 
+    Under a device limit, ``torch.cuda.mem_get_info`` then answers with the
+    limit as the total and what it still allows as free, so that libraries
+    that size their allocations from it (transformers' ``from_pretrained``
+    warm-up, accelerate's ``device_map="auto"``) plan for the limit; the
+    native answer stays in ``vmmx.torch._state["mem_get_info"]``.
+
     Raises VmmxError when a setting is refused (with libvmmx's message), when
     it is too late (PyTorch already holds CUDA memory; ``force=True`` lets
     the pool mode go on, leaving what exists where it is), or when called
@@ -173,6 +179,42 @@ def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None
             for d in devs:
                 _route(d)
         _state["mode"], _state["devices"] = mode, devs
+        _cap_mem_get_info()
+
+
+def _cap_mem_get_info():
+    """Make torch.cuda.mem_get_info tell the device limit.
+
+    Libraries size what they put on a GPU from torch.cuda.mem_get_info:
+    transformers' from_pretrained makes one tensor as large as the model, up
+    to the total less 1.2 GiB (caching_allocator_warmup), and accelerate's
+    device_map="auto" plans with the free memory.  Told the whole GPU under
+    a limit, the warm-up tensor outgrew the limit, went to host memory whole
+    (a segment lies in one location), and PyTorch's pool carved every weight
+    out of it: 20 MiB of a 2 GiB limit on the device, 2.5 GiB in host
+    memory.  Told the limit, the warm-up fits on the device and the weights
+    fill it.  Devices without a limit, or not routed, answer as before.
+    """
+    if "mem_get_info" in _state:
+        return
+    native = torch.cuda.mem_get_info
+    _state["mem_get_info"] = native
+
+    def mem_get_info(device=None):
+        free, total = native(device)
+        d = torch.cuda._utils._get_device_index(device, optional=True)
+        if d not in _state["devices"]:
+            return free, total
+        cap, used = _device_cap(d)
+        if cap is None or cap >= total:
+            return free, total
+        # what the limit still allows libvmmx there (cached handles are reusable)
+        return min(free, max(0, cap - used)), cap
+
+    mem_get_info.__doc__ = (native.__doc__ or "") + (
+        "\n\nUnder vmmx.torch.enable() with a device limit: (what the limit still "
+        "allows, the limit).")
+    torch.cuda.mem_get_info = torch.cuda.memory.mem_get_info = mem_get_info
 
 
 def is_enabled():
