@@ -5,9 +5,10 @@
 # (kernels.cu).
 TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools -DVMMX_BINDIR='"$(bindir)"'
 TOOLS_REPORT = %D%/report.c %D%/report.h
-TOOLS_OPTS = %D%/opts.c %D%/opts.h
+TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h
+TOOLS_OPTS = %D%/opts.c %D%/opts.h $(TOOLS_STDOUT)
 bin_PROGRAMS += %D%/vmmx-demo
-%C%_vmmx_demo_SOURCES = %D%/vmmx-demo.c
+%C%_vmmx_demo_SOURCES = %D%/vmmx-demo.c $(TOOLS_STDOUT)
 %C%_vmmx_demo_LDADD = lib/libvmmx.la
 bin_PROGRAMS += %D%/vmmx-info
 %C%_vmmx_info_SOURCES = %D%/vmmx-info.c $(TOOLS_REPORT) $(TOOLS_OPTS)

@@ -3,8 +3,7 @@
  * opts.c - the tools' shared option parsing (see opts.h): one getopt_long
  * loop driven by each tool's table, the value parsers behind the table's
  * kinds (sizes, counts, comma lists of names), and the usage-error tail
- * that every tool answers alike with exit status 2; and the check of
- * standard output at exit (tool_close_stdout_at_exit).  The messages are the
+ * that every tool answers alike with exit status 2.  The messages are the
  * ones the tools printed before they shared this code; the tools' tests
  * check them.  State is getopt's: single-threaded, one parse per process.
  */
@@ -13,7 +12,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -236,39 +234,4 @@ int tool_opts_parse(const char *prog, void (*usage)(FILE *f), const struct tool_
 	if (!rc && optind < argc)
 		rc = bad_usage(prog, usage, "unexpected argument \"%s\"", argv[optind]);
 	return rc;
-}
-
-static const char *close_prog;
-
-/*
- * The atexit handler of tool_close_stdout_at_exit().  What fclose() flushes
- * is the end of the output (and, redirected to a file, all of it): its
- * failure, or an earlier write's (ferror), is the tool's.  A stdout that
- * was closed before (EBADF) with nothing left to write is no failure.
- */
-static void close_stdout(void)
-{
-	int pending = __fpending(stdout) != 0, failed = ferror(stdout), closed;
-
-	errno = 0;
-	closed = fclose(stdout);
-	if (!closed && !failed)
-		return;
-	if (closed && !failed && errno == EBADF && !pending)
-		return;
-	if (closed && errno)
-		fprintf(stderr, "%s: write error on standard output: %s\n", close_prog,
-			strerror(errno));
-	else
-		fprintf(stderr, "%s: write error on standard output\n", close_prog);
-	_exit(1);
-}
-
-void tool_close_stdout_at_exit(const char *prog)
-{
-	close_prog = prog;
-	if (atexit(close_stdout)) {
-		fprintf(stderr, "%s: atexit failed\n", prog);
-		exit(1);
-	}
 }

@@ -170,15 +170,6 @@ int tool_parse_count(const char *prog, const char *opt, const char *s, unsigned 
 int tool_parse_names(const char *prog, const char *opt, const char *s, const char *const *names,
 		     int n, int *out);
 
-/**
- * tool_close_stdout_at_exit() - check standard output when the tool exits,
- * as coreutils' close_stdout does: a tool whose results could not be
- * written (a full disk, >/dev/full, a closed pipe with SIGPIPE ignored)
- * must not exit 0.  Registers an atexit handler that flushes and closes
- * stdout; on a failure it prints "PROG: write error on standard output:
- * REASON" and ends the process with status 1.  Call once, first thing in
- * main(), so that the handler runs last.
- */
-void tool_close_stdout_at_exit(const char *prog);
+#include "stdout.h" /* tool_close_stdout_at_exit */
 
 #endif /* TOOLS_OPTS_H */

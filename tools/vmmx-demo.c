@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "vmmx.h"
+#include "stdout.h"
 
 #define MiB (1ull << 20)
 
@@ -37,28 +37,6 @@ static const char *fmt(uint64_t b, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%llu MiB", (unsigned long long)(b / MiB));
 	return buf;
-}
-
-/*
- * At exit, as coreutils' close_stdout: output that could not be written
- * (>/dev/full, a full disk) is a failure, not exit status 0.  A stdout
- * closed before with nothing left to write (EBADF) is none.
- */
-static void close_stdout(void)
-{
-	int pending = __fpending(stdout) != 0, failed = ferror(stdout), closed;
-
-	errno = 0;
-	closed = fclose(stdout);
-	if (!closed && !failed)
-		return;
-	if (closed && !failed && errno == EBADF && !pending)
-		return;
-	if (closed && errno)
-		fprintf(stderr, "vmmx-demo: write error on standard output: %s\n", strerror(errno));
-	else
-		fprintf(stderr, "vmmx-demo: write error on standard output\n");
-	_exit(1);
 }
 
 static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
@@ -264,7 +242,7 @@ int main(int argc, char **argv)
 	int sim, rc;
 
 	/* First, so that it runs last: after everything printed. */
-	atexit(close_stdout);
+	tool_close_stdout_at_exit("vmmx-demo");
 	rc = parse_args(argc, argv, &target, &steps);
 	if (rc)
 		return rc < 0 ? 0 : rc;

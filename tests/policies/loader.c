@@ -68,29 +68,6 @@ static uint64_t counter(const struct json *pol, const char *name)
 	return json_u64(json_get(json_get(pol, "counters"), name));
 }
 
-static void copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out;
-	ssize_t n;
-
-	if (in < 0)
-		bail("open %s: %s", from, strerror(errno));
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (out < 0)
-		bail("create %s: %s", to, strerror(errno));
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			bail("write %s: %s", to, strerror(errno));
-	if (n < 0)
-		bail("read %s: %s", from, strerror(errno));
-	close(in);
-	close(out);
-	/* The umask may have taken bits away: set exactly what was asked. */
-	if (chmod(to, mode))
-		bail("chmod %s: %s", to, strerror(errno));
-}
-
 struct refusal {
 	const char *name;
 	const char *reason;
@@ -314,7 +291,7 @@ int main(void)
 		bail("mkdtemp: %s", strerror(errno));
 	snprintf(tmpfile, sizeof(tmpfile), "%s/vmmx_policy_fake_ok.so", tmpdir);
 	snprintf(junk, sizeof(junk), "%s/vmmx_policy_junk.so", tmpdir);
-	copy_file(okfile, tmpfile, 0664);
+	test_copy_file(okfile, tmpfile, 0664);
 	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s", tmpdir);
 	ctx = test_ctx(vars);
 	test_log_clear();

@@ -59,28 +59,6 @@ static char base[64];           /* this test's directory, under /tmp */
 static char pathvar[2816];
 static const char *vars[3] = { pathvar, "VMMX_CHUNK_MAX=2MiB", NULL };
 
-static void copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out;
-	ssize_t n;
-
-	if (in < 0)
-		bail("open %s: %s", from, strerror(errno));
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (out < 0)
-		bail("create %s: %s", to, strerror(errno));
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			bail("write %s: %s", to, strerror(errno));
-	if (n < 0)
-		bail("read %s: %s", from, strerror(errno));
-	close(in);
-	close(out);
-	if (chmod(to, mode))
-		bail("chmod %s: %s", to, strerror(errno));
-}
-
 /* mkdir base/@rel with exactly @mode; returns the path in a static ring. */
 static const char *dir_at(const char *rel, mode_t mode)
 {
@@ -101,7 +79,7 @@ static void install(const char *dir, const char *variant, mode_t mode)
 
 	snprintf(from, sizeof(from), "%s/vmmx_policy_%s.so", fakedir, variant);
 	snprintf(to, sizeof(to), "%s/vmmx_policy_fake_ok.so", dir);
-	copy_file(from, to, mode);
+	test_copy_file(from, to, mode);
 }
 
 static void link_at(const char *target, const char *rel)

@@ -2,9 +2,12 @@
 /* vmmx_test.c - helpers shared by the libvmmx tests (see vmmx_test.h). */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/tap/basic.h"
@@ -213,4 +216,27 @@ struct vmmx_stats test_stats(struct vmmx_ctx *ctx)
 	if (vmmx_stats_get(ctx, &st))
 		bail("vmmx_stats_get: %s", vmmx_last_error());
 	return st;
+}
+
+void test_copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	if (in < 0)
+		bail("open %s: %s", from, strerror(errno));
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (out < 0)
+		bail("create %s: %s", to, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			bail("write %s: %s", to, strerror(errno));
+	if (n < 0)
+		bail("read %s: %s", from, strerror(errno));
+	close(in);
+	close(out);
+	/* The umask may have taken bits away: set exactly what was asked. */
+	if (chmod(to, mode))
+		bail("chmod %s: %s", to, strerror(errno));
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vmmx.h"
 
@@ -69,6 +70,9 @@ static inline uint8_t test_pattern_byte(size_t off, uint32_t seed)
 	x ^= x >> 32;
 	return (uint8_t)x;
 }
+
+/* Copy file @from to @to (made or truncated) with exactly @mode; bails on failure. */
+void test_copy_file(const char *from, const char *to, mode_t mode);
 
 /* Driver calls of @op the context has made (vmmx_stats_get). */
 uint64_t test_driver_calls(struct vmmx_ctx *ctx, enum vmmx_op op);
