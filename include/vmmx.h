@@ -18,8 +18,9 @@
  *
  * fork(): a CUDA context cannot be used in a child forked without exec, and
  * the driver's objects belong to the parent.  libvmmx installs
- * pthread_atfork() handlers (when the first context is created) that take
- * its own locks and urcu-bp's (urcu_bp_before_fork() and the after-fork
+ * pthread_atfork() handlers (the plugin loader's when the library is
+ * loaded, the rest before the first context or allocator is made) that
+ * take its own locks and urcu-bp's (urcu_bp_before_fork() and the after-fork
  * calls) around the fork, so a fork while other threads resize, migrate,
  * register or look up deadlocks neither process.  In the child, every call
  * on a context created by the parent, or on its buffers and streams, fails
