@@ -89,31 +89,19 @@ static void *torcher(void *arg)
 	return NULL;
 }
 
-/* In the child: one failed expectation is one unit of the exit status. */
-static int child_fails;
-
-static void expect(bool cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "child %d: %s (last error: %s)\n", (int)getpid(), what,
-			vmmx_last_error());
-		child_fails++;
-	}
-}
-
 static void expect_message(const char *fn, int parent)
 {
 	char want[96];
 
 	snprintf(want, sizeof(want), "allocator inherited from the parent process %d", parent);
-	expect(strstr(vmmx_last_error(), want) && strstr(vmmx_last_error(), fn) &&
+	test_expect(strstr(vmmx_last_error(), want) && strstr(vmmx_last_error(), fn) &&
 		       strstr(vmmx_last_error(), "CUDA cannot be used after fork"),
 	       want);
 }
 
 static void expect_inherited(int err, const char *fn, int parent)
 {
-	expect(err == -VMMX_ENODRIVER, fn);
+	test_expect(err == -VMMX_ENODRIVER, fn);
 	expect_message(fn, parent);
 }
 
@@ -134,42 +122,42 @@ static int child_main(int parent)
 	struct vmm *va = vmmx__ctx_vmm(ctx), *vg = vmmx__ctx_vmm(vmmx_alloc_ctx(g));
 	struct vmm_counts ca0, cg0, ca1, cg1;
 	struct vmmx_alloc *g2 = NULL, *a2;
-	void *p = (void *)&child_fails;
+	void *p = (void *)&test_child_fails;
 
 	alarm(CHILD_TIMEOUT_S); /* a hang kills the child with SIGALRM */
 	vmm_counts(va, &ca0);
 	vmm_counts(vg, &cg0);
 
 	expect_inherited(vmmx_alloc_malloc(a, 4096, NULL, &p), "vmmx_alloc_malloc", parent);
-	expect(p == (void *)&child_fails, "vmmx_alloc_malloc hands out no pointer");
+	test_expect(p == (void *)&test_child_fails, "vmmx_alloc_malloc hands out no pointer");
 	expect_inherited(vmmx_alloc_malloc(a, 12 * MiB, NULL, &p), "vmmx_alloc_malloc", parent);
 	expect_inherited(vmmx_alloc_free(a, held_a, NULL), "vmmx_alloc_free", parent);
 	expect_inherited(vmmx_alloc_empty_cache(a), "vmmx_alloc_empty_cache", parent);
 	expect_inherited(vmmx_alloc_stats(a, &st), "vmmx_alloc_stats", parent);
-	expect(vmmx_alloc_create(ctx, NULL, &a2) == -VMMX_ENODRIVER,
+	test_expect(vmmx_alloc_create(ctx, NULL, &a2) == -VMMX_ENODRIVER,
 	       "vmmx_alloc_create on the inherited context");
 
 	/* The process-wide allocator: the parent's, and just as unusable. */
-	expect(!vmmx_alloc_global(0, &g2) && g2 == g,
+	test_expect(!vmmx_alloc_global(0, &g2) && g2 == g,
 	       "vmmx_alloc_global answers the parent's allocator");
-	expect(vmmx_torch_alloc(4096, 0, NULL) == NULL, "vmmx_torch_alloc gives NULL");
+	test_expect(vmmx_torch_alloc(4096, 0, NULL) == NULL, "vmmx_torch_alloc gives NULL");
 	expect_message("vmmx_torch_alloc", parent);
-	expect(vmmx_cupy_malloc(NULL, 4096, 0) == NULL, "vmmx_cupy_malloc gives NULL");
+	test_expect(vmmx_cupy_malloc(NULL, 4096, 0) == NULL, "vmmx_cupy_malloc gives NULL");
 	expect_message("vmmx_cupy_malloc", parent);
 	vmmx_torch_free(held_g, 4096, 0, NULL); /* logged, nothing else */
 	expect_message("vmmx_torch_free", parent);
 	expect_inherited(vmmx_alloc_malloc(g, 4096, NULL, &p), "vmmx_alloc_malloc", parent);
 	expect_inherited(vmmx_alloc_empty_cache(g), "vmmx_alloc_empty_cache", parent);
 	/* the process-wide lock came through free */
-	expect(vmmx_alloc_global_config(NULL) == -VMMX_EBUSY,
+	test_expect(vmmx_alloc_global_config(NULL) == -VMMX_EBUSY,
 	       "vmmx_alloc_global_config: busy (a process-wide allocator exists)");
 
 	/* The destructor: host-side records only. */
 	vmmx_alloc_destroy(a);
 	vmm_counts(va, &ca1);
 	vmm_counts(vg, &cg1);
-	expect(same_counts(&ca0, &ca1), "no driver call on the private allocator's context");
-	expect(same_counts(&cg0, &cg1), "no driver call on the process-wide allocator's context");
+	test_expect(same_counts(&ca0, &ca1), "no driver call on the private allocator's context");
+	test_expect(same_counts(&cg0, &cg1), "no driver call on the process-wide allocator's context");
 	vmmx_ctx_destroy(ctx);
 
 	/* An allocator of the child's own works: the locks it needs came through free. */
@@ -178,37 +166,17 @@ static int child_main(int parent)
 		struct vmmx_ctx *c2;
 		void *q = NULL;
 
-		expect(!test_ctx_try(vars, &c2), "a new context in the child");
-		expect(!vmmx_alloc_create(c2, NULL, &a2), "an allocator in the child");
-		expect(!vmmx_alloc_malloc(a2, 3 * MiB, NULL, &q) && q, "its malloc");
-		expect(!test_fill(c2, q, 0, 3 * MiB, 5), "a copy into it");
-		expect(test_check(c2, q, 0, 3 * MiB, 5) == SIZE_MAX, "the data reads back");
-		expect(!vmmx_alloc_free(a2, q, NULL), "its free");
-		expect(!vmmx_alloc_empty_cache(a2), "its empty_cache");
+		test_expect(!test_ctx_try(vars, &c2), "a new context in the child");
+		test_expect(!vmmx_alloc_create(c2, NULL, &a2), "an allocator in the child");
+		test_expect(!vmmx_alloc_malloc(a2, 3 * MiB, NULL, &q) && q, "its malloc");
+		test_expect(!test_fill(c2, q, 0, 3 * MiB, 5), "a copy into it");
+		test_expect(test_check(c2, q, 0, 3 * MiB, 5) == SIZE_MAX, "the data reads back");
+		test_expect(!vmmx_alloc_free(a2, q, NULL), "its free");
+		test_expect(!vmmx_alloc_empty_cache(a2), "its empty_cache");
 		vmmx_alloc_destroy(a2);
 		vmmx_ctx_destroy(c2);
 	}
-	return child_fails > 100 ? 100 : child_fails;
-}
-
-/* Wait for @pid at most CHILD_TIMEOUT_S + 2 s; kill it when it hangs.  Its status or -1. */
-static int wait_child(pid_t pid)
-{
-	struct timespec t = { 0, 10 * 1000 * 1000 };
-	int status;
-
-	for (int i = 0; i < (CHILD_TIMEOUT_S + 2) * 100; i++) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0 && errno != EINTR)
-			return -2;
-		nanosleep(&t, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
+	return test_child_fails > 100 ? 100 : test_child_fails;
 }
 
 static uint64_t progress(int i)
@@ -253,7 +221,7 @@ int main(void)
 			bail("fork: %s", strerror(errno));
 		if (!pid)
 			_exit(child_main(parent));
-		status = wait_child(pid);
+		status = test_wait_child(pid, CHILD_TIMEOUT_S + 2);
 		if (status == -1 || (status >= 0 && WIFSIGNALED(status)))
 			hung++;
 		else if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status))

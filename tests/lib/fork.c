@@ -64,26 +64,14 @@ static void *looker(void *arg)
 	return NULL;
 }
 
-/* In the child: one failed expectation is one bit of the exit status's count. */
-static int child_fails;
-
-static void expect(bool cond, const char *what)
-{
-	if (!cond) {
-		fprintf(stderr, "child %d: %s (last error: %s)\n", (int)getpid(), what,
-			vmmx_last_error());
-		child_fails++;
-	}
-}
-
 static void expect_inherited(int err, const char *fn, int parent)
 {
 	char want[96];
 
 	snprintf(want, sizeof(want),
 		 "context created in process %d; CUDA cannot be used after fork", parent);
-	expect(err == -VMMX_ENODRIVER, fn);
-	expect(strstr(vmmx_last_error(), want) && strstr(vmmx_last_error(), fn), want);
+	test_expect(err == -VMMX_ENODRIVER, fn);
+	test_expect(strstr(vmmx_last_error(), want) && strstr(vmmx_last_error(), fn), want);
 }
 
 static int child_main(int parent)
@@ -104,8 +92,8 @@ static int child_main(int parent)
 	expect_inherited(vmmx_buf_create(ctx, 4 * MiB, NULL, &b2), "vmmx_buf_create", parent);
 	expect_inherited(vmmx_sync(ctx), "vmmx_sync", parent);
 	expect_inherited(vmmx_stream_sync(stream), "vmmx_stream_sync", parent);
-	expect(vmmx_buf_ptr(buf) == NULL, "vmmx_buf_ptr answers NULL");
-	expect(vmmx_buf_size(buf) == 0, "vmmx_buf_size answers 0");
+	test_expect(vmmx_buf_ptr(buf) == NULL, "vmmx_buf_ptr answers NULL");
+	test_expect(vmmx_buf_size(buf) == 0, "vmmx_buf_size answers 0");
 	/* The destructors: host-side records only (a driver call would fail or hang here). */
 	vmmx_stream_destroy(stream);
 	vmmx_buf_destroy(buf);
@@ -116,36 +104,16 @@ static int child_main(int parent)
 		struct vmmx_ctx *c2;
 		struct vmmx_buf *nb;
 
-		expect(!test_ctx_try(NULL, &c2), "a new context in the child");
-		expect(!vmmx_buf_create(c2, 8 * MiB, NULL, &nb), "a buffer in the child");
-		expect(!vmmx_buf_resize(nb, 4 * MiB), "its resize");
-		expect(!test_fill(c2, vmmx_buf_ptr(nb), 0, 4 * MiB, 9), "a copy into it");
-		expect(test_check(c2, vmmx_buf_ptr(nb), 0, 4 * MiB, 9) == SIZE_MAX,
+		test_expect(!test_ctx_try(NULL, &c2), "a new context in the child");
+		test_expect(!vmmx_buf_create(c2, 8 * MiB, NULL, &nb), "a buffer in the child");
+		test_expect(!vmmx_buf_resize(nb, 4 * MiB), "its resize");
+		test_expect(!test_fill(c2, vmmx_buf_ptr(nb), 0, 4 * MiB, 9), "a copy into it");
+		test_expect(test_check(c2, vmmx_buf_ptr(nb), 0, 4 * MiB, 9) == SIZE_MAX,
 		       "the data reads back");
 		vmmx_buf_destroy(nb);
 		vmmx_ctx_destroy(c2);
 	}
-	return child_fails > 100 ? 100 : child_fails;
-}
-
-/* Wait for @pid at most CHILD_TIMEOUT_S; kill it when it hangs.  Returns its status or -1. */
-static int wait_child(pid_t pid)
-{
-	struct timespec t = { 0, 10 * 1000 * 1000 };
-	int status;
-
-	for (int i = 0; i < CHILD_TIMEOUT_S * 100; i++) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0 && errno != EINTR)
-			return -2;
-		nanosleep(&t, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
+	return test_child_fails > 100 ? 100 : test_child_fails;
 }
 
 int main(void)
@@ -176,7 +144,7 @@ int main(void)
 			bail("fork: %s", strerror(errno));
 		if (!pid)
 			_exit(child_main(parent));
-		status = wait_child(pid);
+		status = test_wait_child(pid, CHILD_TIMEOUT_S);
 		ok(status != -1, "fork %d: the child finished within %d s (no deadlock)", i,
 		   CHILD_TIMEOUT_S);
 		ok(status >= 0 && WIFEXITED(status) && !WEXITSTATUS(status),

@@ -33,24 +33,11 @@ static void find_build_tree(void)
 	snprintf(sofile, sizeof(sofile), "%s/tests/policies/.libs/vmmx_policy_coinflip.so", top);
 }
 
-static const struct json *find_policy(const struct json *st, const char *spec)
-{
-	const struct json *pols = json_get(st, "policies");
-
-	for (size_t i = 0; i < json_len(pols); i++) {
-		const char *s = json_str(json_get(json_index(pols, i), "spec"));
-
-		if (s && !strcmp(s, spec))
-			return json_index(pols, i);
-	}
-	return NULL;
-}
-
 /* A counter of @spec's instance; 0 when the policy never named it. */
 static uint64_t counter(struct vmmx_ctx *ctx, const char *spec, const char *name)
 {
 	struct json *st = test_stats_json(ctx);
-	const struct json *c = json_get(json_get(find_policy(st, spec), "counters"), name);
+	const struct json *c = json_get(json_get(test_find_policy(st, spec), "counters"), name);
 	uint64_t v = c ? json_u64(c) : 0;
 
 	json_free(st);
@@ -113,7 +100,7 @@ int main(void)
 	       "vmmx_buf_create loads coinflip from the test build tree");
 	like(test_log(), sofile, "vmmx_buf_create: the info log names the example's file");
 	st = test_stats_json(ctx);
-	is_string(sofile, json_str(json_get(find_policy(st, "coinflip:p=50,seed=7"), "source")),
+	is_string(sofile, json_str(json_get(test_find_policy(st, "coinflip:p=50,seed=7"), "source")),
 		  "vmmx_stats_json: the source is the example built by the tests");
 	json_free(st);
 	is_err(0, vmmx_buf_resize(buf, SIZE), "vmmx_buf_resize under coinflip:p=50");

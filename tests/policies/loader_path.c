@@ -91,25 +91,11 @@ static void link_at(const char *target, const char *rel)
 		bail("symlink %s: %s", p, strerror(errno));
 }
 
-/* The policy list entry of @spec in the statistics, or NULL. */
-static const struct json *find_policy(const struct json *st, const char *spec)
-{
-	const struct json *pols = json_get(st, "policies");
-
-	for (size_t i = 0; i < json_len(pols); i++) {
-		const char *s = json_str(json_get(json_index(pols, i), "spec"));
-
-		if (s && !strcmp(s, spec))
-			return json_index(pols, i);
-	}
-	return NULL;
-}
-
 /* The counter @name of the instance of fake_ok in @ctx (0 when none). */
 static uint64_t fake_counter(struct vmmx_ctx *ctx, const char *name)
 {
 	struct json *st = test_stats_json(ctx);
-	const struct json *c = json_get(json_get(find_policy(st, "fake_ok"), "counters"), name);
+	const struct json *c = json_get(json_get(test_find_policy(st, "fake_ok"), "counters"), name);
 	uint64_t v = c ? json_u64(c) : 0;
 
 	json_free(st);
@@ -120,7 +106,7 @@ static uint64_t fake_counter(struct vmmx_ctx *ctx, const char *name)
 static const char *fake_source(struct vmmx_ctx *ctx, char *out, size_t len)
 {
 	struct json *st = test_stats_json(ctx);
-	const char *s = json_str(json_get(find_policy(st, "fake_ok"), "source"));
+	const char *s = json_str(json_get(test_find_policy(st, "fake_ok"), "source"));
 
 	snprintf(out, len, "%s", s ? s : "(none)");
 	json_free(st);
@@ -485,7 +471,7 @@ int main(void)
 	       "vmmx_buf_create: another plugin loads while fake_ok is loaded");
 	{
 		struct json *j = test_stats_json(ctx);
-		const char *s = json_str(json_get(find_policy(j, "coinflip:p=50"), "source"));
+		const char *s = json_str(json_get(test_find_policy(j, "coinflip:p=50"), "source"));
 
 		snprintf(want, sizeof(want), "%s/vmmx_policy_coinflip.so", fakedir);
 		is_string(want, s, "vmmx_stats_json: coinflip's source is its own file");

@@ -3,11 +3,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/tap/basic.h"
@@ -239,4 +242,47 @@ void test_copy_file(const char *from, const char *to, mode_t mode)
 	/* The umask may have taken bits away: set exactly what was asked. */
 	if (chmod(to, mode))
 		bail("chmod %s: %s", to, strerror(errno));
+}
+
+const struct json *test_find_policy(const struct json *st, const char *spec)
+{
+	const struct json *pols = json_get(st, "policies");
+
+	for (size_t i = 0; i < json_len(pols); i++) {
+		const char *s = json_str(json_get(json_index(pols, i), "spec"));
+
+		if (s && !strcmp(s, spec))
+			return json_index(pols, i);
+	}
+	return NULL;
+}
+
+int test_child_fails;
+
+void test_expect(bool cond, const char *what)
+{
+	if (!cond) {
+		fprintf(stderr, "child %d: %s (last error: %s)\n", (int)getpid(), what,
+			vmmx_last_error());
+		test_child_fails++;
+	}
+}
+
+int test_wait_child(pid_t pid, int seconds)
+{
+	struct timespec t = { 0, 10 * 1000 * 1000 };
+	int status;
+
+	for (int i = 0; i < seconds * 100; i++) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return status;
+		if (r < 0 && errno != EINTR)
+			return -2;
+		nanosleep(&t, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }

@@ -59,6 +59,21 @@ const char *test_build_tree(void);
 struct json;
 /* vmmx_stats_json() of @ctx, parsed (json_free() it); bails when it fails or is not JSON. */
 struct json *test_stats_json(struct vmmx_ctx *ctx);
+/* The entry of policy @spec in the "policies" list of stats JSON @st, or NULL. */
+const struct json *test_find_policy(const struct json *st, const char *spec);
+
+/*
+ * In a forked child that cannot use TAP: a failed @cond prints @what and
+ * vmmx_last_error() on stderr and counts in test_child_fails, which the
+ * child returns as its exit status.
+ */
+extern int test_child_fails;
+void test_expect(bool cond, const char *what);
+/*
+ * Wait for child @pid at most @seconds; kill it when it hangs.  Its wait
+ * status, -1 when it was killed for hanging, -2 when waitpid failed.
+ */
+int test_wait_child(pid_t pid, int seconds);
 
 /* Deterministic byte pattern: the byte at absolute offset @off for @seed. */
 static inline uint8_t test_pattern_byte(size_t off, uint32_t seed)
