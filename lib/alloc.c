@@ -560,7 +560,7 @@ static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, 
 	/*
 	 * One location per segment.  Frameworks copy tensors with plain
 	 * cudaMemcpy, and the driver crashes on a copy whose range runs from
-	 * device chunks into host chunks (PLATFORM.md; PyTorch's model.cuda()
+	 * device chunks into host chunks (docs/DRIVER.md; PyTorch's model.cuda()
 	 * past a device limit did on the H100): a segment the policy placed
 	 * partly on the device goes wholly to host memory.  If that fails (host
 	 * limit) it stays as placed, which is still correct for kernels.

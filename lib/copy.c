@@ -3,7 +3,7 @@
  * copy.c - copies and memsets split per run of one location, and lookups.
  *
  * One cuMemcpy whose source spanned a device chunk and a host chunk killed
- * the process inside the driver (PLATFORM.md), so no driver copy here ever
+ * the process inside the driver (docs/DRIVER.md), so no driver copy here ever
  * crosses a change of location on either side: each side is cut into runs
  * (consecutive chunks of one location, or memory outside every buffer), and
  * one driver call is made per piece where both sides stay in one run.

@@ -10,7 +10,7 @@
  *    (/proc/driver/nvidia/version says "Open Kernel Module");
  *  - nvidia_uvm can be loaded with uvm_disable_hmm=Y;
  *  - the kernel must be built with CONFIG_DEVICE_PRIVATE (and HMM_MIRROR):
- *    the project's H100/H200 machines lack DEVICE_PRIVATE (PLATFORM.md);
+ *    the project's H100/H200 machines lack DEVICE_PRIVATE (docs/DRIVER.md);
  *  - Linux 6.1.24, 6.2.11 or 6.3 and later, and a CUDA 12.2 driver.
  * The kernel configuration is /boot/config-RELEASE or, where there is none
  * (as on the project's machines), /proc/config.gz: a small inflate below

@@ -17,7 +17,7 @@
  *    mprotect()s host chunks for the CPU;
  *  - copy and memset translate every byte inside a reservation through the
  *    physical views, and refuse one call over a device/host boundary, which
- *    killed the real driver (PLATFORM.md, "Driver crash");
+ *    killed the real driver (docs/DRIVER.md, "Copies and memsets");
  *  - a host registration is a record of [ptr, ptr + len) and nothing more:
  *    memory outside reservations is plain host memory the copy engine uses
  *    as is, and unified addressing makes the device address the pointer
@@ -36,7 +36,7 @@
  *    test holds the stream (vmm_sim_stream_hold): then marks stay pending
  *    until the stream is synced or released, which is how tests show that
  *    the allocator never hands memory to another stream too early;
- *  - device attributes are those of the H100/H200 of PLATFORM.md, except
+ *  - device attributes are those of the H100/H200 of docs/DRIVER.md, except
  *    pageable memory access, which vmm_params.sim_pageable turns on so that
  *    tests can take the HMM path the project's GPUs lack.
  *

@@ -374,7 +374,7 @@ def runs(ptr, nbytes, device=0):
     location change).  Memory in no buffer is one piece of location None.
 
     The driver must see a copy over libvmmx memory one such piece at a time: one
-    whose range runs from device chunks into host chunks crashes it (PLATFORM.md).
+    whose range runs from device chunks into host chunks crashes it (docs/DRIVER.md).
     """
     fn = "vmmx.runs"
     ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)

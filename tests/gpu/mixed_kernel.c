@@ -6,7 +6,7 @@
  * A device limit makes the device-first policy fall back to host memory in
  * the middle of one grow.  Kernels then write and check a pattern across the
  * whole range; vmmx_memcpy must split its copies at the device/host boundary
- * (a single driver copy across it crashed the driver, PLATFORM.md); and the
+ * (a single driver copy across it crashed the driver, docs/DRIVER.md); and the
  * CPU reads the host chunks directly at the addresses the GPU uses.
  *
  * Runs only with VMMX_BACKEND=cuda, GPU kernels built (nvcc), and a device.
