@@ -379,22 +379,27 @@ static void ht_insert(struct vmmx_alloc *a, struct blk *b)
 	a->ht_n++;
 }
 
-static struct blk *ht_remove(struct vmmx_alloc *a, uintptr_t p)
+/* The link that holds the live block at @p (so that it can be unlinked), or NULL. */
+static struct blk **ht_link(struct vmmx_alloc *a, uintptr_t p)
 {
 	struct blk **pp;
 
 	if (!a->ht_cap)
 		return NULL;
-	for (pp = &a->ht[ht_slot(a, p)]; *pp; pp = &(*pp)->hnext) {
-		struct blk *b = *pp;
-
-		if (b->ptr == p) {
-			*pp = b->hnext;
-			a->ht_n--;
-			return b;
-		}
-	}
+	for (pp = &a->ht[ht_slot(a, p)]; *pp; pp = &(*pp)->hnext)
+		if ((*pp)->ptr == p)
+			return pp;
 	return NULL;
+}
+
+/* Unlink the block that @pp (from ht_link()) holds, and return it. */
+static struct blk *ht_unlink(struct vmmx_alloc *a, struct blk **pp)
+{
+	struct blk *b = *pp;
+
+	*pp = b->hnext;
+	a->ht_n--;
+	return b;
 }
 
 /* ---- streams ---- */
@@ -846,24 +851,11 @@ static void unmark(struct vmmx_alloc *a, const struct blk *b)
 	pthread_mutex_unlock(&buf->lock);
 }
 
-/* The live block at @p, left where it is; NULL if none. */
-static struct blk *ht_find(const struct vmmx_alloc *a, uintptr_t p)
-{
-	struct blk *b;
-
-	if (!a->ht_cap)
-		return NULL;
-	for (b = a->ht[ht_slot(a, p)]; b; b = b->hnext)
-		if (b->ptr == p)
-			return b;
-	return NULL;
-}
-
 VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 {
 	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
 	vmm_event_t ev = 0;
-	struct blk *b;
+	struct blk **pp, *b;
 	int err = 0;
 
 	vmmx__clear_last_error();
@@ -874,13 +866,14 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 	if (!ptr)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	b = ht_find(a, (uintptr_t)ptr);
-	if (!b) {
+	pp = ht_link(a, (uintptr_t)ptr);
+	if (!pp) {
 		pthread_mutex_unlock(&a->lock);
 		return vmmx__fail(&a->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_alloc_free(%p): not an address this allocator returned, "
 				  "or freed already", ptr);
 	}
+	b = *pp;
 	/*
 	 * Freed on another stream: usable once that stream's work up to here
 	 * is done.  The event is recorded before the block is taken, so that a
@@ -909,7 +902,7 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 					  ptr, stream, why);
 		}
 	}
-	ht_remove(a, b->ptr);
+	ht_unlink(a, pp); /* the chain is as ht_link() found it: a->lock is held */
 	unmark(a, b);
 	a->st.frees++;
 	a->st.active_blocks--;
