@@ -8,10 +8,10 @@
  * Moves started here are the library's, not the caller's, so they must not
  * pull memory from under work the caller still has running: before the
  * first move of a batch the whole device is synchronised (vmm_sync: every
- * kernel and copy queued so far has finished; a failed wait cancels the
- * batch), and a buffer that a libvmmx copy or memset is using right now
+ * kernel and copy queued so far has finished; a move whose wait failed is
+ * skipped, and the next move waits again), and a buffer that a libvmmx copy or memset is using right now
  * (pinned, buf.c) is skipped rather than waited for.  Work another thread
- * launches while the move runs is not seen: docs say so.
+ * launches while the move runs is not seen (docs/DESIGN.md, "Pins").
  *
  * Locking: a move needs its buffer's mutex.  The buffer the caller already
  * holds (a grow evicting its own chunks) is used as is; any other buffer is
