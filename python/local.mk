@@ -4,7 +4,7 @@
 # vmmx-torch-bench command.  `pip install ./python` installs the same files.
 vmmxpydir = $(pythondir)/vmmx
 vmmx_py_sources = %D%/vmmx/__init__.py %D%/vmmx/_args.py %D%/vmmx/torch.py %D%/vmmx/cupy.py \
-	%D%/vmmx/bench.py %D%/vmmx/plot.py
+	%D%/vmmx/bench.py %D%/vmmx/bench_hf.py %D%/vmmx/plot.py
 if HAVE_PYTHON
 vmmxpy_PYTHON = $(vmmx_py_sources)
 nodist_vmmxpy_PYTHON = %D%/vmmx/_build.py

@@ -285,42 +285,131 @@ def test_mem_get_info_tells_the_device_limit():
     assert v["A"][0] - v["B"][0] >= 256 << 20, v
 
 
+def _vmmx_run():
+    """The build tree's vmmx-run and its preload library (None outside make check)."""
+    top = os.environ.get("top_builddir")
+    if not top or not os.path.exists(os.path.join(top, "tools", "vmmx-run")):
+        return None
+    return [os.path.join(top, "tools", "vmmx-run")], {
+        "VMMX_RUN_PRELOAD": os.path.join(top, "preload", ".libs", "libvmmx-preload.so")}
+
+
+LLAMA_SAVE = """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5504, num_hidden_layers=24,
+                      num_attention_heads=16, num_key_value_heads=16, vocab_size=32000)
+    torch.manual_seed(0)
+    LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained({d!r})
+"""
+
+LLAMA_RUN = """
+    import torch, vmmx, vmmx.torch
+    from transformers import LlamaForCausalLM
+    CAP, OFFLOAD = {cap!r}, {offload!r}
+    if CAP:
+        vmmx.torch.enable(device_limit=CAP)
+    m = LlamaForCausalLM.from_pretrained({d!r}, dtype=torch.bfloat16, device_map="cuda")
+    print("BYTES", sum(p.numel() * p.element_size() for p in m.parameters()))
+    if CAP:
+        a = vmmx.torch.stats()["allocator"]
+        print("DEV", a["device_reserved"])
+        print("HOST", a["host_reserved"])
+    off = vmmx.torch.offload(m) if OFFLOAD else None
+    ids = torch.arange(1, 17, device="cuda").reshape(1, 16)
+    print("TOK", m.generate(ids, max_new_tokens=8, do_sample=False)[0].tolist())
+    if off:
+        print("STATS", off.stats())
+"""
+
+
+def _get(out, k):
+    return [l.split(" ", 1)[1] for l in out.splitlines() if l.startswith(k + " ")][0]
+
+
 def test_from_pretrained_fills_the_device_to_the_limit(tmp_path):
     """A Hugging Face model 1.5x the limit, saved and loaded with
     from_pretrained(device_map="cuda"): the device holds at least 95% of the
     limit (before, transformers' one model-sized warm-up tensor went to host
     memory whole and every weight followed it: 20 MiB on the device), and
-    greedy generation gives native's tokens."""
+    greedy generation gives native's tokens: under enable, under offload
+    (whose parameters were carved out of the warm-up tensor's segment, so
+    they move one tensor at a time) and under vmmx-run."""
     pytest.importorskip("transformers", reason="transformers is not installed")
     d = str(tmp_path / "llama")
-    run(f"""
-        import torch
-        from transformers import LlamaConfig, LlamaForCausalLM
-        cfg = LlamaConfig(hidden_size=2048, intermediate_size=5504, num_hidden_layers=24,
-                          num_attention_heads=16, num_key_value_heads=16, vocab_size=32000)
-        torch.manual_seed(0)
-        LlamaForCausalLM(cfg).to(torch.bfloat16).save_pretrained({d!r})
-    """)
-    code = """
-        import torch, vmmx, vmmx.torch
-        from transformers import LlamaForCausalLM
-        CAP = {cap!r}
-        if CAP:
-            vmmx.torch.enable(device_limit=CAP)
-        m = LlamaForCausalLM.from_pretrained({d!r}, dtype=torch.bfloat16, device_map="cuda")
-        print("BYTES", sum(p.numel() * p.element_size() for p in m.parameters()))
-        ids = torch.arange(1, 17, device="cuda").reshape(1, 16)
-        print("TOK", m.generate(ids, max_new_tokens=8, do_sample=False)[0].tolist())
-        if CAP:
-            a = vmmx.torch.stats()["allocator"]
-            print("DEV", a["device_reserved"])
-            print("HOST", a["host_reserved"])
-    """
+    run(LLAMA_SAVE.format(d=d))
     cap = 1700 << 20
-    native = run(code.format(cap=None, d=d))
-    ours = run(code.format(cap=cap, d=d))
-    get = lambda out, k: [l.split(" ", 1)[1] for l in out.splitlines() if l.startswith(k + " ")][0]
-    assert int(get(native, "BYTES")) >= 1.45 * cap
-    assert get(native, "TOK") == get(ours, "TOK")
-    assert int(get(ours, "DEV")) >= 0.95 * cap, ours
-    assert int(get(ours, "HOST")) > 0, ours
+    native = run(LLAMA_RUN.format(cap=None, offload=False, d=d))
+    ours = run(LLAMA_RUN.format(cap=cap, offload=False, d=d))
+    assert int(_get(native, "BYTES")) >= 1.45 * cap
+    assert _get(native, "TOK") == _get(ours, "TOK")
+    assert int(_get(ours, "DEV")) >= 0.95 * cap, ours
+    assert int(_get(ours, "HOST")) > 0, ours
+    off = run(LLAMA_RUN.format(cap=cap, offload=True, d=d))
+    assert _get(native, "TOK") == _get(off, "TOK")
+    st = eval(_get(off, "STATS"))
+    assert st["streamed"] > 0 and st["copies"] > 0, st
+    # the weights in the warm-up tensor's segment moved by copy, the others came in
+    assert st["copied_home_bytes"] > 0 and st["kept_in_host_bytes"] == 0, st
+    vr = _vmmx_run()
+    if vr is None:
+        pytest.skip("vmmx-run: not in a build tree (run under make check)")
+    r = subprocess.run(vr[0] + ["--device-limit", str(cap), "--", sys.executable, "-c",
+                                textwrap.dedent(LLAMA_RUN.format(cap=None, offload=False, d=d))],
+                       env=dict(os.environ, **vr[1]), capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _get(native, "TOK") == _get(r.stdout, "TOK")
+
+
+GUARD = """
+    import torch, vmmx, vmmx.torch
+    WHAT, OFFLOAD = {what!r}, {offload!r}
+    if OFFLOAD is not None:
+        vmmx.torch.enable(device_limit="640MiB")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, dtype=torch.bfloat16)
+                                  for _ in range(12)]).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    if OFFLOAD is not None:
+        vmmx.torch.offload(model, optimizer=opt if OFFLOAD else None)
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    scaler = torch.amp.GradScaler("cuda", enabled=WHAT == "scaler")
+    try:
+        for step in range(3):
+            for micro in range(2 if WHAT == "accumulate" else 1):
+                loss = model(x).float().pow(2).mean()
+                scaler.scale(loss).backward()
+            if WHAT == "clip":
+                print("NORM", float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9)))
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+        print("LOSS", loss.item())
+    except RuntimeError as e:
+        print("ERROR", str(e).replace(chr(10), " "))
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("what,needle", [
+    ("accumulate", "a second backward before optimizer.step()"),
+    ("clip", "clip_grad_norm_ after backward"),
+    ("scaler", "an enabled GradScaler")])
+def test_offload_with_the_optimizer_refuses_what_reads_gradients_after_backward(what, needle):
+    """offload(optimizer=) steps inside backward: gradient accumulation,
+    clip_grad_norm_ and a GradScaler would silently differ from the loop the
+    user wrote, so each raises an error saying what to do; without
+    optimizer= the same loop runs and matches native."""
+    native = run(GUARD.format(what=what, offload=None))
+    assert "LOSS" in native and "ERROR" not in native, native
+    refused = run(GUARD.format(what=what, offload=True))
+    assert needle in _get(refused, "ERROR"), refused
+    assert "offload without optimizer=" in _get(refused, "ERROR"), refused
+    plain = run(GUARD.format(what=what, offload=False))
+    assert abs(float(_get(plain, "LOSS")) - float(_get(native, "LOSS"))) <= \
+        2e-2 * max(1.0, abs(float(_get(native, "LOSS")))), (plain, native)
+    if what == "clip":
+        assert abs(float(_get(plain, "NORM")) - float(_get(native, "NORM"))) <= \
+            2e-2 * float(_get(native, "NORM")), (plain, native)

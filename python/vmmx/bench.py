@@ -27,6 +27,11 @@ microseconds per alloc+free, native against libvmmx (both modes); each column
 runs in ``--alloc-procs`` processes, interleaved, of 5 timed rounds each; the
 median of all its rounds and its fastest round are each compared with native's.
 
+Real models (``--workload hf-infer,hf-train``): a Hugging Face Llama saved
+and loaded with ``from_pretrained``, with the columns native, capped, vmmx,
+offload, vmmx-run, accelerate and floor (see ``vmmx.bench_hf``); the cap of
+each ratio is native's peak divided by it.
+
 Output: a table, ``--json FILE``, ``--plot FILE.png`` (matplotlib).  Never
 uses managed memory.
 """
@@ -278,6 +283,9 @@ class ManualTrain:
 
 def child(spec):
     """Run one column of one workload in this process; print one JSON line."""
+    if spec["workload"].startswith("hf-"):
+        from . import bench_hf
+        return bench_hf.save(spec) if spec["column"] == "save" else bench_hf.child(spec)
     if spec["column"] == "expandable":
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     import torch
@@ -523,6 +531,15 @@ def main(argv=None):
     ap.add_argument("--alloc-procs", type=int, default=3,
                     help="processes per column of the allocation microbenchmark (3)")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--hf-model", default="7b", help="hf-infer's Llama shape: 7b, 3b, 1b, tiny")
+    ap.add_argument("--hf-train-model", default="1b", help="hf-train's Llama shape (1b)")
+    ap.add_argument("--hf-batch", type=int, default=4)
+    ap.add_argument("--hf-seq", type=int, default=512)
+    ap.add_argument("--hf-new-tokens", type=int, default=32)
+    ap.add_argument("--hf-dir", default=None,
+                    help="where the models are saved (default: a temporary directory)")
+    ap.add_argument("--vmmx-run", default=None,
+                    help="the vmmx-run program for its column (default: from PATH)")
     ap.add_argument("--json", help="write every result to this file")
     ap.add_argument("--plot", help="write a bar chart (PNG) to this file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -540,6 +557,9 @@ def main(argv=None):
           f"{bw.get('torch')}, pinned H2D {bw.get('h2d_gbs', 0):.1f} GB/s, cap {a.cap}")
     cols = [c for c in a.columns.split(",") if c]
     for wl in a.workload.split(","):
+        if wl.startswith("hf-"):
+            hf_rows(a, wl, base, bw, results)
+            continue
         batch = a.batch or {"matmul": 4096, "infer": 4, "train": 1}[wl]
         for ratio in (float(r) for r in a.ratios.split(",")):
             row = {}
@@ -570,6 +590,52 @@ def main(argv=None):
     if a.plot:
         plot(results, cols, a.plot)
     return 0
+
+
+def hf_rows(a, wl, base, bw, results):
+    """The real-model workload wl: save the model once, run native, then each ratio's
+    columns at native's peak / ratio."""
+    import shutil
+    import tempfile
+    from . import bench_hf
+    hf_cols = [c for c in (a.columns if a.columns != ",".join(COLUMNS)
+                           else ",".join(bench_hf.COLUMNS)).split(",") if c]
+    preset = a.hf_model if wl == "hf-infer" else a.hf_train_model
+    top = a.hf_dir or tempfile.mkdtemp(prefix="vmmx-bench-")
+    d = os.path.join(top, f"{wl}-{preset}")
+    spec = dict(base, workload=wl, preset=preset, dir=d, hf_batch=a.hf_batch, hf_seq=a.hf_seq,
+                new_tokens=a.hf_new_tokens, ratio=0, cap=0)
+    try:
+        saved = run_child(dict(spec, column="save"), a.timeout)
+        if saved.get("error"):
+            print(f"{wl}: could not build the model: {saved['error']} {saved.get('detail', '')}")
+            return
+        nat = run_child(dict(spec, column="native"), a.timeout)
+        results["runs"].append(nat)
+        print(f"# {wl}: Llama {preset}, {saved['param_bytes'] / GiB:.2f} GiB of weights, "
+              f"native peak {(nat.get('peak_bytes') or 0) / GiB:.2f} GiB", flush=True)
+        vmmx_run = a.vmmx_run or shutil.which("vmmx-run")
+        for ratio in (float(r) for r in a.ratios.split(",")):
+            if not nat.get("peak_bytes"):
+                print(f"{wl}: native failed: {nat.get('error')} {nat.get('detail', '')}")
+                return
+            cap = int(nat["peak_bytes"] / ratio)
+            row = {"native": nat}
+            for col in hf_cols:
+                if col in ("native", "floor"):
+                    continue
+                r = bench_hf.run_column(dict(spec, column=col, ratio=ratio, cap=cap),
+                                        a.timeout, run_child, vmmx_run)
+                row[col] = r
+                results["runs"].append(r)
+            print(f"{wl} x{ratio:g} (cap {cap / GiB:.2f} GiB)", flush=True)
+            for line in bench_hf.table(wl, ratio, row, bw["h2d_gbs"]):
+                print(line, flush=True)
+            if row.get("floor"):
+                results["runs"].append(row["floor"])
+    finally:
+        if not a.hf_dir:
+            shutil.rmtree(top, ignore_errors=True)
 
 
 def print_row(wl, ratio, batch, row, cols):

@@ -30,7 +30,10 @@ Two ways in (``mode=``):
     stream only) and CUDA graphs cannot capture; it must be chosen before
     CUDA is initialised.
 """
+import functools
+import logging
 import threading
+import weakref
 
 import torch
 
@@ -408,8 +411,8 @@ class Offloader:
         self.lock = threading.RLock()
         self.phase, self.training = "fwd", False
         self.counters = {"copies": 0, "recopies": 0, "from_host": 0}
-        self.units = self._find_units(model)
-        self.streamed, self.slots, self.stepper = [], [], None
+        self.units, self.owned = self._find_units(model)
+        self.streamed, self.slots, self.stepper, self.stepped_by = [], [], None, None
         self.device = self.units[0].params[0][1] if self.units else _first_cuda(optimizer)
         if self.device is None:
             return
@@ -417,6 +420,7 @@ class Offloader:
         torch.cuda.synchronize(self.device)  # the kernels that made the weights are done
         if optimizer is not None:
             self.stepper = _Stepper(self, model, optimizer)
+        self.stepped_by = self.stepper
         if not self.units:
             return
         self._plan()
@@ -437,12 +441,15 @@ class Offloader:
 
     @staticmethod
     def _find_units(model):
+        """The units, and the ids of their parameters that fill a libvmmx buffer of their
+        own (those move by migration; the others, carved out of a larger segment such as
+        transformers' warm-up tensor, move by copy, one tensor at a time)."""
         mods = [m for m in model.modules() if list(m.parameters(recurse=False))]
         owner_count = {}
         for m in mods:
             for p in m.parameters(recurse=False):
                 owner_count[id(p)] = owner_count.get(id(p), 0) + 1
-        units = []
+        units, owned = [], set()
         for m in mods:
             container = any(c is not m and list(c.parameters(recurse=False))
                             for c in m.modules())
@@ -451,15 +458,18 @@ class Offloader:
                 if not p.is_cuda or owner_count[id(p)] > 1 or p.untyped_storage().nbytes() == 0:
                     continue
                 st = p.untyped_storage()
-                if p.data_ptr() != st.data_ptr() or p.nbytes != st.nbytes():
+                if p.data_ptr() != st.data_ptr() or p.nbytes != st.nbytes() \
+                        or not p.is_contiguous():
                     continue  # a view into a larger storage: not a home of its own
                 ptr, n, d = st.data_ptr(), st.nbytes(), p.device.index
-                if _v.owns_segment(ptr, n, d):
+                if _v.lookup(ptr, d) is not None:  # memory from libvmmx only
                     params.append((p, d, ptr, n))
+                    if _v.owns_segment(ptr, n, d):
+                        owned.add(id(p))
             u = _Unit(len(units), m, params)
             u.container = container
             units.append(u)
-        return [u for u in units if u.params]
+        return [u for u in units if u.params], owned
 
     def _room(self):
         """Device bytes the units may use: the cap less the rest of the memory in use."""
@@ -509,16 +519,17 @@ class Offloader:
             for t in kept if self.stepper is not None else ():
                 self.stepper.unit.pop(id(t[0]), None)  # stepped in place, as resident
         slot_bytes = max((u.slot_need for u in self.streamed), default=0)
-        for u in self.streamed:
-            self._make_home(u)
+        spare = {}  # device storage the streamed parameters left: room for kept ones
+        self._make_homes(spare)
         if self.home_kind == "pinned" and self.streamed:
             empty_cache()  # the streamed parameters' old segments: device room for the rest
-        for p, d, ptr, n in [t for u in self.units if not u.streamed for t in u.params] + kept:
-            try:
-                _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
-            except _v.VmmxError as e:
-                if e.code != _v.ENOMEM:
-                    raise
+        moved = self._bring_in([t for u in self.units if not u.streamed for t in u.params] +
+                               kept, spare)
+        spare.clear()
+        if moved:
+            # the copied parameters' old storage: cached host segments the next
+            # allocations (activations) must not land in
+            empty_cache()
         self.strays_moved = 0
         for ptr, n, host in strays:
             try:
@@ -529,6 +540,86 @@ class Offloader:
                     raise
         self.slots = [_slot(slot_bytes, self.device)
                       for _ in range(min(self.nslots, len(self.streamed)))]
+
+    def _make_homes(self, spare):
+        """Move the streamed units' parameters to their homes in host memory.
+
+        A parameter filling a libvmmx buffer of its own migrates (home "vmmx").
+        The others share a segment with live tensors (transformers loads a
+        checkpoint into one warm-up tensor's segment), which must not move under
+        them: they are copied, one by one, into an arena of libvmmx host memory
+        (or pinned memory for home "pinned"), and the device storage they leave
+        goes to ``spare`` (by size) for the kept parameters that lie in host
+        memory: the device bytes are reused in place, whatever segment holds them.
+        """
+        d = self.device
+        copied = [t for u in self.streamed for t in u.params
+                  if self.home_kind == "pinned" or id(t[0]) not in self.owned]
+        arena = None
+        if self.home_kind == "vmmx" and copied:
+            arena = _arena(sum(_align(n) for _, _, _, n in copied), d)
+        off, self.copied_bytes = 0, sum(n for _, _, _, n in copied)
+        for u in self.streamed:
+            u.src = []
+            for i, (p, dd, ptr, n) in enumerate(u.params):
+                if self.home_kind == "pinned":
+                    old = p.data
+                    cpu, p.data = _pin(old, d)
+                    u.src.append(cpu)
+                elif id(p) in self.owned:
+                    try:
+                        _v.prefetch(ptr, n, _v.HOST, device=d)
+                    except _v.VmmxError as e:
+                        if e.code != _v.ENOMEM:
+                            raise
+                    u.src.append(p.data)
+                    continue
+                else:
+                    old = p.data
+                    home = arena[off:off + n].view(p.dtype).view(p.shape)
+                    off = _align(off + n)
+                    _copy_split(home, old, d)
+                    p.data = home
+                    u.src.append(home)
+                if id(p) not in self.owned and _on_device(old, d) == n:
+                    spare.setdefault(n, []).append(old)
+                u.params[i] = (p, dd, p.data_ptr(), n)
+            u.home = [p.data for p, _, _, _ in u.params]
+            u.versions = [None] * len(u.params)
+        torch.cuda.synchronize(d)
+
+    def _bring_in(self, kept, spare):
+        """Put the kept parameters on the GPU: a migration for those with a buffer of
+        their own, a copy into storage a streamed parameter left (or a new tensor)
+        for the others.  What finds no room stays where it is (counted in stats).
+        Returns the bytes copied."""
+        d, self.kept_host_bytes, moved = self.device, 0, 0
+        for i, (p, dd, ptr, n) in enumerate(kept):
+            if _on_device(p.data, d) >= n:
+                continue
+            if spare.get(n):
+                new = spare[n].pop().view(-1).view(torch.uint8).view(p.dtype).view(p.shape)
+            elif id(p) in self.owned:
+                try:
+                    _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
+                except _v.VmmxError as e:
+                    if e.code != _v.ENOMEM:
+                        raise
+                self.kept_host_bytes += n - _on_device(p.data, d)
+                continue
+            else:
+                new = torch.empty_like(p.data)
+                if _on_device(new, d) < n:
+                    del new
+                    self.kept_host_bytes += n - _on_device(p.data, d)
+                    continue
+            _copy_split(new, p.data, d)
+            p.data = new
+            self.owned.discard(id(p))
+            moved += n
+        torch.cuda.synchronize(d)
+        self.brought_bytes = moved
+        return moved
 
     def _piece(self, movable, total, room):
         """The slot size that streams the fewest bytes, and the bytes to stream.
@@ -565,23 +656,6 @@ class Offloader:
                 if r and r[1]:
                     out.append((ptr, n, r[1]))
         return out
-
-    def _make_home(self, u):
-        """Move a streamed unit's parameters to their home in host memory."""
-        u.src = []
-        for p, d, ptr, n in u.params:
-            if self.home_kind == "pinned":
-                cpu, p.data = _pin(p.data, d)  # the segment goes back to the pool
-                u.src.append(cpu)
-                continue
-            try:
-                _v.prefetch(ptr, n, _v.HOST, device=d)
-            except _v.VmmxError as e:
-                if e.code != _v.ENOMEM:
-                    raise
-            u.src.append(p.data)
-        u.home = [p.data for p, _, _, _ in u.params]
-        u.versions = [None] * len(u.params)
 
     # -- the schedule
 
@@ -708,9 +782,12 @@ class Offloader:
                    streamed_bytes=sum(u.nbytes for u in self.streamed),
                    slots=len(self.slots), strays_moved_bytes=getattr(self, "strays_moved", 0),
                    slot_bytes=self.slots[0].nbytes if self.slots else 0,
-                   headroom=getattr(self, "headroom", 0), home=self.home_kind)
-        if self.stepper is not None:
-            out["optimizer"] = self.stepper.stats()
+                   headroom=getattr(self, "headroom", 0), home=self.home_kind,
+                   copied_home_bytes=getattr(self, "copied_bytes", 0),
+                   brought_in_bytes=getattr(self, "brought_bytes", 0),
+                   kept_in_host_bytes=getattr(self, "kept_host_bytes", 0))
+        if self.stepped_by is not None:
+            out["optimizer"] = self.stepped_by.stats()
         return out
 
     def close(self):
@@ -778,13 +855,18 @@ class _Stepper:
         self.in_backward, self.phase = False, "first"  # first -> measured -> planned
         self.base = self.peak_early = self.activations = None
         self.homes = {}       # id(p) -> [(state tensor, its home, home's CPU view)]: streamed
-        self.slot_of, self.owner, self.slots = {}, [], []
+        self.slot_of, self.owner, self.slots, self.streamed = {}, [], [], []
         self.wb = {}          # id(p) -> event: its state's last write-back is done
         self.d2h = torch.cuda.Stream(self.device)  # the write-backs
         self.counters = dict(steps=0, state_copies=0, state_writebacks=0,
                              param_writebacks=0, steps_on_host=0)
         self.handles = [p.register_post_accumulate_grad_hook(self._hook) for p in self.params]
         self.handles.append(model.register_forward_pre_hook(self._forward))
+        # optimizer.step() between two backward passes: the user's (not ours, inner)
+        self.awaiting_step, self.inner, self.fallback = False, False, None
+        self.handles.append(optimizer.register_step_pre_hook(self._user_step))
+        _guard_training_apis()
+        _STEPPERS.add(self)
 
     # -- measuring the first step, planning before the second
 
@@ -797,10 +879,15 @@ class _Stepper:
             elif self.phase == "measured":
                 self._plan()
 
+    def _user_step(self, optimizer, args, kwargs):
+        if not self.inner:
+            self.awaiting_step = False
+
     def _end(self):
         """End of a backward (queued by its first hook)."""
         with self.off.lock:
             self.in_backward = False
+            self.awaiting_step = True
             for u in self.off.streamed:
                 if u.deferred:  # a parameter got no gradient this time
                     self.off._release(u)
@@ -841,6 +928,21 @@ class _Stepper:
         room = cap - (held - on_dev) - act
         slot_bytes, deficit = _slot_size(size, total, room, self.nslots)
         self.planned_room, self.planned_activations = room - self.nslots * slot_bytes, act
+        alone = (cap - (held - on_dev) - (self.activations or 0) -
+                 max(p.nbytes for p in self.params))
+        if self.activations is not None and alone < 0:
+            # the activations the first step measured do not fit even with none of the
+            # state on the GPU: they spill whatever the plan, and streaming the state
+            # only adds its copies to the link they spill over
+            self.fallback = (f"the activations ({self.activations} bytes) do not fit beside "
+                             f"the parameters even with no optimizer state on the GPU (short "
+                             f"by {-alone} bytes): the optimizer steps after backward, as "
+                             f"without offload")
+            _log.warning("vmmx.torch.offload: %s", self.fallback)
+            self.phase = "off"
+            self.close()
+            off.stepper = None  # backward no longer waits for steps (stats: off.stepped_by)
+            return
         chosen = set()
         if deficit > 0:  # spread the state that does not fit over the backward order
             order = [p for p in self.order if 0 < size.get(id(p), 0) <= slot_bytes]
@@ -904,6 +1006,8 @@ class _Stepper:
             if self.off.closed:
                 return
             if not self.in_backward:
+                if self.awaiting_step:
+                    raise RuntimeError(_ACCUMULATE)
                 self.in_backward = True
                 torch.autograd.Variable._execution_engine.queue_callback(self._end)
                 if self.phase == "first":
@@ -951,11 +1055,13 @@ class _Stepper:
         groups = self.opt.param_groups
         saved = [g["params"] for g in groups]
         gi = self.group[id(p)]
+        self.inner = True
         try:
             for i, g in enumerate(groups):
                 g["params"] = [p] if i == gi else []
             self.opt.step()
         finally:
+            self.inner = False
             for g, ps in zip(groups, saved):
                 g["params"] = ps
         p.grad = None
@@ -1046,12 +1152,80 @@ class _Stepper:
                     state_slot_bytes=self.slots[0].nbytes if self.slots else 0,
                     activations_bytes=self.activations,
                     state_host_bytes=getattr(self, "state_host_bytes", 0),
-                    planned_room=getattr(self, "planned_room", None))
+                    planned_room=getattr(self, "planned_room", None),
+                    fallback=self.fallback)
 
     def close(self):
         for h in self.handles:
             h.remove()
         self.handles = []
+        _STEPPERS.discard(self)
+
+
+_ACCUMULATE = (
+    "vmmx.torch.offload(optimizer=...): a second backward before optimizer.step(): the "
+    "optimizer steps each parameter inside backward, so gradients cannot accumulate over "
+    "micro-batches (the previous backward was stepped already).  Call optimizer.step() "
+    "after every backward, or offload without optimizer= to accumulate gradients.")
+_CLIP = (
+    "vmmx.torch.offload(optimizer=...): {} after backward: the optimizer stepped each "
+    "parameter inside backward and dropped its gradient, so there is nothing left to clip "
+    "and the step was taken unclipped.  Offload without optimizer= to clip gradients.")
+_SCALER = (
+    "vmmx.torch.offload(optimizer=...): an enabled GradScaler: the optimizer steps each "
+    "parameter inside backward, before the scaler could unscale the gradients or skip a "
+    "step on inf/NaN.  Train with bf16 autocast (no scaler), or offload without "
+    "optimizer= to use a GradScaler.")
+_STEPPERS = weakref.WeakSet()  # the live steppers: what the guards below look at
+_log = logging.getLogger("vmmx.torch")
+
+
+def _stepped(params):
+    """Whether a live stepper steps one of params inside backward."""
+    ids = {id(p) for p in params}
+    return any(ids.intersection(s.group) for s in list(_STEPPERS))
+
+
+def _guard_training_apis():
+    """Make the calls that read gradients after backward, or scale them, refuse the
+    parameters a stepper steps inside backward (they would silently do nothing).
+
+    The module attributes are wrapped, once: code that calls
+    ``torch.nn.utils.clip_grad_norm_(...)`` (accelerate, transformers' Trainer, most
+    loops) is seen; a reference taken before the first offload(optimizer=) is not."""
+    if _guard_training_apis.done:
+        return
+    _guard_training_apis.done = True
+    import torch.nn.utils.clip_grad as cg
+    for name in ("clip_grad_norm_", "clip_grad_value_"):
+        fn = getattr(cg, name, None)
+        if fn is None:
+            continue
+
+        def guarded(parameters, *args, _fn=fn, _name=name, **kwargs):
+            ps = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+            if _stepped(ps):
+                raise RuntimeError(_CLIP.format(_name))
+            return _fn(ps, *args, **kwargs)
+
+        functools.update_wrapper(guarded, fn)
+        for mod in (cg, torch.nn.utils):
+            if getattr(mod, name, None) is fn:
+                setattr(mod, name, guarded)
+    scaler = getattr(torch.amp, "GradScaler", None)
+    if scaler is not None:
+        scale = scaler.scale
+
+        def guarded_scale(self, outputs):
+            if self.is_enabled() and list(_STEPPERS):
+                raise RuntimeError(_SCALER)
+            return scale(self, outputs)
+
+        functools.update_wrapper(guarded_scale, scale)
+        scaler.scale = guarded_scale
+
+
+_guard_training_apis.done = False
 
 
 def _offload_args(lookahead, headroom, backward):
@@ -1156,6 +1330,39 @@ class _CudaArray:
         self.__cuda_array_interface__ = {"shape": (cpu.nbytes,), "typestr": "|u1",
                                          "data": (cpu.data_ptr(), False), "version": 3,
                                          "strides": None}
+
+
+class _Arena:
+    """A buffer of libvmmx memory moved to host memory, seen through
+    __cuda_array_interface__: the homes of streamed parameters that had no buffer
+    of their own.  The tensor made over it holds it; the buffer goes back to the
+    allocator with the last tensor that views it."""
+
+    def __init__(self, nbytes, device):
+        self.device, self.ptr = device, None
+        ptr = _v.malloc(nbytes, device=device)
+        try:
+            _v.prefetch(ptr, nbytes, _v.HOST, device=device)
+        except BaseException:
+            _v.free(ptr, device=device)
+            raise
+        self.ptr = ptr
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                         "data": (ptr, False), "version": 3,
+                                         "strides": None}
+
+    def __del__(self):
+        if self.ptr is not None:
+            try:
+                _v.free(self.ptr, device=self.device)
+            except Exception:  # noqa: BLE001 - at exit the library may be gone
+                pass
+
+
+def _arena(nbytes, device):
+    """A uint8 CUDA tensor of nbytes over a new :class:`_Arena`."""
+    with torch.cuda.device(device):
+        return torch.as_tensor(_Arena(nbytes, device), device=f"cuda:{device}")
 
 
 def _cuda_alias(cpu, device):

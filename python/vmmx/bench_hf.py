@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: MIT
+"""Real-model workloads of vmmx-torch-bench: a Hugging Face Llama built from a
+config with random weights, saved with ``save_pretrained`` and loaded with
+``from_pretrained`` in each column's process, as a user would.
+
+``hf-infer``   bf16 weights; prefill (``--hf-batch`` x ``--hf-seq`` tokens, one
+               forward) and greedy decode (batch 1, ms per new token);
+               the generated tokens are compared with native's
+``hf-train``   fp32 weights, AdamW, bf16 autocast, batches of ``--hf-batch``
+               x ``--hf-seq`` tokens; ms per step after two warm-up steps
+               (offload plans on the second); the losses are compared with
+               native's
+
+Columns (each a process of its own):
+  native       no cap
+  capped       set_per_process_memory_fraction(cap): out of memory expected
+  vmmx         vmmx.torch.enable(device_limit=cap)
+  offload      the same plus vmmx.torch.offload(model) (optimizer=opt in training)
+  vmmx-run     the native script, unmodified, under vmmx-run --device-limit cap
+  accelerate   from_pretrained(device_map="auto", max_memory={0: cap, "cpu": ...})
+  floor        max(native time, the bytes past the cap at the pinned copy rate
+               measured in the same run; twice that in training)
+
+The cap of a ratio r is the native peak of the workload divided by r, so a
+column at 1.5 runs a model whose working set is 1.5 times its device memory.
+Needs transformers (and accelerate for its column); the model is never
+downloaded.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+GiB = 1 << 30
+COLUMNS = ["native", "capped", "vmmx", "offload", "vmmx-run", "accelerate", "floor"]
+# hidden, intermediate, layers, heads: the Llama-2-7B shape and a 0.95 B one for training
+PRESETS = {"7b": (4096, 11008, 32, 32), "3b": (3200, 8640, 26, 32),
+           "1b": (2048, 5632, 16, 16), "tiny": (1024, 2816, 8, 16)}
+
+
+def _config(preset):
+    from transformers import LlamaConfig
+    h, i, n, heads = PRESETS[preset]
+    return LlamaConfig(hidden_size=h, intermediate_size=i, num_hidden_layers=n,
+                       num_attention_heads=heads, num_key_value_heads=heads,
+                       vocab_size=32000, max_position_embeddings=4096)
+
+
+def save(spec):
+    """Build the model from its config (random weights) and save it once."""
+    import torch
+    from transformers import LlamaForCausalLM
+    dtype = torch.float32 if spec["workload"] == "hf-train" else torch.bfloat16
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        m = LlamaForCausalLM(_config(spec["preset"])).to(dtype)
+    m.save_pretrained(spec["dir"])
+    return {"param_bytes": sum(p.numel() * p.element_size() for p in m.parameters())}
+
+
+def _load(spec, torch):
+    from transformers import LlamaForCausalLM
+    dtype = torch.float32 if spec["workload"] == "hf-train" else torch.bfloat16
+    kw = {"device_map": "cuda"}
+    if spec["column"] == "accelerate":
+        kw = {"device_map": "auto", "max_memory": {0: spec["cap"], "cpu": 512 * GiB}}
+    return LlamaForCausalLM.from_pretrained(spec["dir"], dtype=dtype, **kw)
+
+
+def _where(torch, model):
+    """Parameter bytes on the GPU and elsewhere (host memory, or accelerate's CPU)."""
+    import vmmx
+    dev = host = 0
+    for p in model.parameters():
+        n = p.numel() * p.element_size()
+        if not p.is_cuda:
+            host += n
+            continue
+        r = None
+        try:
+            r = vmmx.residency(p.data_ptr(), n, p.device.index)
+        except Exception:  # noqa: BLE001 - not libvmmx memory (native columns)
+            pass
+        d = r[0] if r else n
+        dev, host = dev + d, host + n - d
+    return dev, host
+
+
+def child(spec):
+    """One column of one hf workload in this process: a dict for the JSON line."""
+    import torch
+    col, cap = spec["column"], spec["cap"]
+    out = {"column": col, "workload": spec["workload"], "ratio": spec["ratio"], "cap": cap}
+    if col in ("vmmx", "offload"):
+        import vmmx.torch
+        vmmx.torch.enable(device_limit=cap)
+    if col == "capped":
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total), 0)
+    t0 = time.perf_counter()
+    model = _load(spec, torch)
+    out["load_s"] = time.perf_counter() - t0
+    run = _infer if spec["workload"] == "hf-infer" else _train
+    return run(spec, torch, model, out)
+
+
+def _infer(spec, torch, model, out):
+    model.eval()
+    off = None
+    if spec["column"] == "offload":
+        import vmmx.torch
+        off = vmmx.torch.offload(model, lookahead=spec["lookahead"])
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 32000, (spec["hf_batch"], spec["hf_seq"]), generator=g).cuda()
+    prompt = ids[:1, :32]
+    times = []
+    with torch.no_grad():
+        for i in range(spec["warmup"] + spec["steps"]):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            logits = model(ids, use_cache=False).logits
+            torch.cuda.synchronize()
+            if i >= spec["warmup"]:
+                times.append((time.perf_counter() - t) * 1e3)
+        out["prefill_ms"] = statistics.median(times)
+        out["logits_sum"] = float(logits[:, -1].float().sum())
+        del logits
+        n = spec["new_tokens"]
+        model.generate(prompt, max_new_tokens=4, min_new_tokens=4, do_sample=False)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        toks = model.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        torch.cuda.synchronize()
+        out["decode_ms"] = (time.perf_counter() - t) * 1e3 / n
+    out["tokens"] = toks[0, 32:].tolist()
+    out["ms"] = out["prefill_ms"]
+    out["peak_bytes"] = torch.cuda.max_memory_allocated() if spec["column"] == "native" else None
+    out["device_bytes"], out["host_bytes"] = _where(torch, model)
+    if off is not None:
+        out["offload"] = off.stats()
+    return out
+
+
+def _train(spec, torch, model, out):
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    off = None
+    if spec["column"] == "offload":
+        import vmmx.torch
+        off = vmmx.torch.offload(model, lookahead=spec["lookahead"], optimizer=opt)
+    g = torch.Generator().manual_seed(1)
+    dev = next(model.parameters()).device if spec["column"] != "accelerate" else "cuda"
+    ids = torch.randint(0, 32000, (spec["hf_batch"], spec["hf_seq"]), generator=g).to(dev)
+    times, losses = [], []
+    for i in range(2 + spec["steps"]):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(float(loss))
+        torch.cuda.synchronize()
+        if i >= 2:
+            times.append((time.perf_counter() - t) * 1e3)
+    out["ms"] = statistics.median(times)
+    out["losses"] = losses
+    out["peak_bytes"] = torch.cuda.max_memory_allocated() if spec["column"] == "native" else None
+    out["device_bytes"], out["host_bytes"] = _where(torch, model)
+    if off is not None:
+        out["offload"] = off.stats()
+    return out
+
+
+def run_column(spec, timeout, run_child, vmmx_run):
+    """One column in a process of its own (vmmx-run: the native column under it)."""
+    if spec["column"] == "floor":
+        return None
+    if spec["column"] != "vmmx-run":
+        return run_child(spec, timeout)
+    if not vmmx_run:
+        return dict(spec, error="no vmmx-run (--vmmx-run PATH)")
+    inner = dict(spec, column="native")
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [vmmx_run, "--device-limit", str(spec["cap"]), "--", sys.executable, "-m",
+           "vmmx.bench", "--child", json.dumps(inner)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return dict(spec, error=f"timeout after {timeout} s")
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("{"):
+            return dict(json.loads(line), column="vmmx-run", peak_bytes=None)
+    tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
+    return dict(spec, error="OOM" if "OutOfMemoryError" in r.stderr else "failed",
+                detail=" | ".join(tail)[:300])
+
+
+def table(wl, ratio, row, h2d_gbs):
+    """The floor of a row, and its printed lines: time, x native, x floor, and the check
+    against native (tokens or losses)."""
+    nat = row.get("native") or {}
+    peak = nat.get("peak_bytes")
+    cap = next((r["cap"] for r in row.values() if r and "cap" in r), 0)
+    floor = {}
+    if peak:
+        spill = max(0, peak - cap)
+        xfer = spill / (h2d_gbs * 1e9) * 1e3 * (2 if wl == "hf-train" else 1)
+        keys = ("prefill_ms", "decode_ms") if wl == "hf-infer" else ("ms",)
+        floor = {"column": "floor", "workload": wl, "ratio": ratio, "spilled_bytes": spill,
+                 "transfer_ms": xfer}
+        for k in keys:
+            floor[k] = max(nat.get(k) or 0, xfer)
+        floor["ms"] = floor[keys[0]]
+        row["floor"] = floor
+    lines = []
+    keys = ("prefill_ms", "decode_ms") if wl == "hf-infer" else ("ms",)
+    for col, r in row.items():
+        r = r or {}
+        if r.get("error"):
+            lines.append(f"  {col:11s} {r['error']} {r.get('detail', '')[:120]}")
+            continue
+        cells = []
+        for k in keys:
+            v = r.get(k)
+            if v is None:
+                continue
+            rel = f" {v / nat[k]:.2f}x native" if nat.get(k) else ""
+            fl = f" {v / floor[k]:.2f}x floor" if floor.get(k) else ""
+            cells.append(f"{k[:-3]} {v:.1f} ms{rel}{fl}")
+        check = ""
+        if col not in ("native", "floor") and nat:
+            if "tokens" in r:
+                check = " tokens=native" if r["tokens"] == nat.get("tokens") else " TOKENS DIFFER"
+            if "losses" in r and nat.get("losses"):
+                d = max(abs(a - b) for a, b in zip(r["losses"], nat["losses"]))
+                check = f" max |loss - native| {d:.3g}"
+        where = ""
+        if r.get("device_bytes") is not None:
+            where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
+                    f"{r['host_bytes'] / GiB:.2f} GiB host]"
+        lines.append(f"  {col:11s} " + " | ".join(cells) + check + where)
+    return lines
