@@ -30,7 +30,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "internal/addr.h"
 
 /* Kernel configurations are 100-300 KiB; anything far beyond is not one. */
 #define FILE_MAX (16u << 20)
