@@ -41,14 +41,14 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/internal/alloc.h \
 	%D%/alloc.c \
 	%D%/alloc_frameworks.c
-%C%_libvmmx_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URCU_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_libvmmx_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(URCU_CFLAGS) $(ZLIB_CFLAGS) $(PTHREAD_CFLAGS)
 # Where policies are installed, and where the build tree keeps them (used only
 # when this library runs uninstalled from that tree: see lib/policy.c).
 %C%_libvmmx_core_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DVMMX_POLICY_DIR='"$(pkglibdir)/policies"' \
 	-DVMMX_ABS_BUILDDIR='"$(abs_top_builddir)"' \
 	-DVMMX_BUILD_POLICY_DIR='"$(abs_top_builddir)/policies/.libs"' 
-%C%_libvmmx_core_la_LIBADD = vmm/libvmm.la $(URCU_LIBS) $(PTHREAD_LIBS)
+%C%_libvmmx_core_la_LIBADD = vmm/libvmm.la $(URCU_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
 
 lib_LTLIBRARIES += %D%/libvmmx.la
 %C%_libvmmx_la_SOURCES = %D%/version.c
