@@ -407,11 +407,6 @@ static inline size_t *vmmx__table_offs(const struct vmmx__table *t)
 	return (size_t *)&t->c[t->n];
 }
 
-bool vmmx__buf_pin(struct vmmx_buf *buf);
-void vmmx__buf_unpin(struct vmmx_buf *buf);
-bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait);
-void vmmx__buf_unquiesce(struct vmmx_buf *buf);
-
 /*
  * Index of the chunk holding offset @off of @t (off < t->mapped), by binary
  * search.

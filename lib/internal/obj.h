@@ -233,6 +233,11 @@ struct vmmx_buf {
  * pins to go, without it returns false (quiescing nothing) if any is held.
  * vmmx__buf_unquiesce() ends it.  Lock-free; quiesce may spin.
  */
+bool vmmx__buf_pin(struct vmmx_buf *buf);
+void vmmx__buf_unpin(struct vmmx_buf *buf);
+bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait);
+void vmmx__buf_unquiesce(struct vmmx_buf *buf);
+
 /*
  * Publish @t as @buf's table and retire the old one (vmmx__retire).
  */
