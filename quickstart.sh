@@ -15,7 +15,7 @@ demo|test) ;;
 *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac
 
-pkgs="build-essential autoconf automake libtool pkg-config liburcu-dev"
+pkgs="build-essential autoconf automake libtool pkg-config liburcu-dev zlib1g-dev"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

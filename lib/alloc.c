@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * alloc.c - the framework allocator: a caching allocator over libvmmx
- * buffers, the process-wide instances behind PyTorch's and CuPy's entry
- * points.
+ * buffers (the process-wide instances behind PyTorch's and CuPy's entry
+ * points are in alloc_frameworks.c).
  *
  * Why caching: a buffer per tensor pays a reservation, a handle, a map and a
  * grant (tens of microseconds on the GPU), and frameworks allocate thousands
@@ -41,18 +41,39 @@
  * Locking: one mutex per allocator, a->lock, protects everything in struct
  * vmmx_alloc after it and every segment and block.  It is held across
  * segment creation and destruction (driver calls), as PyTorch holds its own.
- * Buffers have their own locks, inner to a->lock.  The process-wide table is
- * written under global_lock and read with acquire loads.  Every allocator is
+ * Buffers have their own locks, inner to a->lock.  The process-wide table
+ * (alloc_frameworks.c) is written under vmmx__alloc_global_lock and read
+ * with acquire loads.  Every allocator is
  * on a list (alloc_list_lock) so that the atfork handlers can take them all:
  * global_lock, then alloc_list_lock, then each a->lock, all outer to the
  * context list's lock and every context lock (internal.h).
+ *
+ * Layer: the top of lib/ (docs/DESIGN.md, "Inside lib/"); its public part is
+ * include/vmmx/alloc.h, and the process-wide instances and the PyTorch and
+ * CuPy entry points are in alloc_frameworks.c.  It uses buffers through the
+ * public API (vmmx_buf_create, _resize, _destroy, vmmx_lookup...) and these
+ * internals, each because the public API has no equivalent yet:
+ *  - vmm_event_* and vmm_sync on the context's backend: stream-ordered reuse
+ *    needs events recorded on a framework's own stream (a CUstream), and
+ *    vmmx.h has no event API; vmmx_sync() would also clear the caller's
+ *    last error in the middle of an allocation;
+ *  - vmmx__room(): whether a new segment fits on the device after limits
+ *    and headroom, to release idle segments first (no public room query);
+ *  - vmmx__policy_get/put: one reference to the policy instance for the
+ *    allocator's life, so that segments share it (a spec string passed to
+ *    vmmx_buf_create would do the same lookup per segment);
+ *  - vmmx__read_mostly_advise under buf->lock: a freed block's read-mostly
+ *    marks go without asking the policy to rebalance (vmmx_buf_advise would);
+ *  - ctx->chunk_min, ctx->device, ctx->pid, the context's log: read-only
+ *    facts of the context, and the library's one error and log path.
  *
  * fork(): an allocator belongs to its context's process.  In a forked child
  * every entry point on the parent's allocators fails at once with
  * -VMMX_ENODRIVER (alloc_inherited(), checked before any lock or driver
  * call): a cache hit would hand out memory the parent owns, and anything
  * else calls the driver.  vmmx_alloc_destroy() frees the child's copy of the
- * records only.  The atfork handlers (fork.c) hold every lock named above
+ * records only.  The atfork handlers (fork.c, with this file's
+ * atfork_prepare/atfork_release run first) hold every lock named above
  * across the fork, so the child's copies are free and consistent.
  */
 #include "config.h"
@@ -62,7 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/alloc.h"
 
 /* Requests are rounded up to this: the alignment of every block (PyTorch's kMinBlockSize). */
 #define MIN_BLOCK ((size_t)512)
@@ -1027,10 +1048,18 @@ VMMX_API int vmmx_alloc_create(struct vmmx_ctx *ctx, const char *policy, struct 
 		goto err_policy;
 	}
 	a->st.device = a->device;
+	/* Before the list's lock is first taken: the atfork handlers take it. */
+	err = vmmx__alloc_atfork_install();
+	if (err) {
+		err = vmmx__fail(&ctx->conf.log, err, "vmmx_alloc_create: pthread_atfork failed");
+		goto err_mutex;
+	}
 	alloc_list_add(a);
 	*a_p = a;
 	return 0;
 
+err_mutex:
+	pthread_mutex_destroy(&a->lock);
 err_policy:
 	vmmx__policy_put(ctx, a->policy);
 err_alloc:
@@ -1127,216 +1156,39 @@ VMMX_API struct vmmx_ctx *vmmx_alloc_ctx(const struct vmmx_alloc *a)
 	return a ? a->ctx : NULL;
 }
 
-/* ---- the process-wide allocators ---- */
-
-static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
-/* acquire loads; written (release) under global_lock */
-static struct vmmx_alloc *global[VMMX__MAX_DEVICES];
-static char **global_vars;                           /* global_lock */
-static bool global_made;                             /* global_lock */
-
-static void vars_free(char **v)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		free(v[i]);
-	free(v);
-}
-
-VMMX_API int vmmx_alloc_global_config(const char *const *vars)
-{
-	char **copy = NULL;
-	size_t n = 0;
-	int err;
-
-	vmmx__clear_last_error();
-	for (; vars && vars[n]; n++) {
-		const char *eq = strchr(vars[n], '=');
-
-		if (strncmp(vars[n], "VMMX_", 5) || !eq || eq == vars[n] + 5)
-			return vmmx__fail(NULL, -VMMX_EINVAL,
-					  "vmmx_alloc_global_config: \"%s\" is not VMMX_NAME=value",
-					  vars[n]);
-	}
-	if (vars) {
-		copy = calloc(n + 1, sizeof(*copy));
-		for (size_t i = 0; copy && i < n; i++) {
-			copy[i] = strdup(vars[i]);
-			if (!copy[i]) {
-				vars_free(copy);
-				copy = NULL;
-			}
-		}
-		if (!copy)
-			return vmmx__fail(NULL, -VMMX_ENOMEM,
-					  "vmmx_alloc_global_config: out of memory");
-	}
-	err = vmmx__atfork_install();
-	if (err) {
-		vars_free(copy);
-		return vmmx__fail(NULL, err, "vmmx_alloc_global_config: pthread_atfork failed "
-					     "(out of memory)");
-	}
-	pthread_mutex_lock(&global_lock);
-	if (global_made) {
-		pthread_mutex_unlock(&global_lock);
-		vars_free(copy);
-		return vmmx__fail(NULL, -VMMX_EBUSY,
-				  "vmmx_alloc_global_config: a process-wide allocator exists "
-				  "already; settings are read when it is made");
-	}
-	vars_free(global_vars);
-	global_vars = copy;
-	pthread_mutex_unlock(&global_lock);
-	return 0;
-}
-
-VMMX_API int vmmx_alloc_global(int device, struct vmmx_alloc **a_p)
-{
-	struct vmmx_config cfg;
-	struct vmmx_ctx *ctx;
-	struct vmmx_alloc *a;
-	int err;
-
-	if (!a_p) {
-		vmmx__clear_last_error();
-		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_alloc_global: a_p is NULL");
-	}
-	if (device < 0 || device >= VMMX__MAX_DEVICES) {
-		vmmx__clear_last_error();
-		return vmmx__fail(NULL, -VMMX_ENODEV,
-				  "vmmx_alloc_global: device %d is out of range", device);
-	}
-	a = __atomic_load_n(&global[device], __ATOMIC_ACQUIRE);
-	if (a) {
-		*a_p = a;
-		return 0;
-	}
-	vmmx__clear_last_error();
-	/*
-	 * The atfork handlers hold global_lock across a fork: installed before
-	 * it is first taken (the first context would install them, but only
-	 * with global_lock held already).
-	 */
-	err = vmmx__atfork_install();
-	if (err)
-		return vmmx__fail(NULL, err,
-				  "vmmx_alloc_global: pthread_atfork failed (out of memory)");
-	pthread_mutex_lock(&global_lock);
-	a = global[device];
-	if (a)
-		goto out;
-	vmmx_config_init(&cfg);
-	cfg.device = device;
-	cfg.vars = (const char *const *)global_vars;
-	err = vmmx_ctx_create(&cfg, &ctx);
-	if (err)
-		goto err_unlock;
-	err = vmmx_alloc_create(ctx, NULL, &a);
-	if (err)
-		goto err_ctx;
-	global_made = true;
-	__atomic_store_n(&global[device], a, __ATOMIC_RELEASE);
-out:
-	pthread_mutex_unlock(&global_lock);
-	*a_p = a;
-	return 0;
-
-err_ctx:
-	vmmx_ctx_destroy(ctx);
-err_unlock:
-	pthread_mutex_unlock(&global_lock);
-	return err;
-}
-
-/* vmmx_alloc_malloc() on the process-wide allocator of @device, for @fn; NULL on failure. */
-static void *global_malloc(const char *fn, size_t size, int device, void *stream)
-{
-	struct vmmx_alloc *a;
-	void *p;
-
-	if (vmmx_alloc_global(device, &a))
-		return NULL;
-	if (alloc_inherited(a)) {
-		vmmx__clear_last_error();
-		fail_inherited(a, fn);
-		return NULL;
-	}
-	if (vmmx_alloc_malloc(a, size, stream, &p)) {
-		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_INFO, "%s(%zu, device %d): %s", fn, size,
-			   device, vmmx_last_error());
-		return NULL;
-	}
-	return p;
-}
-
-/* vmmx_alloc_free() on the process-wide allocator of @device, for @fn; failures logged. */
-static void global_free(const char *fn, void *ptr, int device, void *stream)
-{
-	struct vmmx_alloc *a;
-
-	if (!ptr)
-		return;
-	if (vmmx_alloc_global(device, &a)) {
-		vmmx__logf(NULL, VMMX_LOG_ERROR, "%s(%p, device %d): %s", fn, ptr, device,
-			   vmmx_last_error());
-		return;
-	}
-	if (alloc_inherited(a)) {
-		vmmx__clear_last_error();
-		fail_inherited(a, fn);
-	} else if (!vmmx_alloc_free(a, ptr, stream)) {
-		return;
-	}
-	vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR, "%s: %s", fn, vmmx_last_error());
-}
-
-VMMX_API void *vmmx_torch_alloc(ssize_t size, int device, void *stream)
-{
-	if (size < 0) {
-		vmmx__clear_last_error();
-		vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_torch_alloc: negative size %zd", size);
-		return NULL;
-	}
-	return global_malloc("vmmx_torch_alloc", (size_t)size, device, stream);
-}
-
-VMMX_API void vmmx_torch_free(void *ptr, ssize_t size, int device, void *stream)
-{
-	(void)size;
-	global_free("vmmx_torch_free", ptr, device, stream);
-}
-
-VMMX_API void *vmmx_cupy_malloc(void *param, size_t size, int device)
-{
-	(void)param;
-	if (size > (size_t)SSIZE_MAX) {
-		vmmx__clear_last_error();
-		vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_cupy_malloc: %zu bytes is too many", size);
-		return NULL;
-	}
-	return global_malloc("vmmx_cupy_malloc", size, device, NULL);
-}
-
-VMMX_API void vmmx_cupy_free(void *param, void *ptr, int device)
-{
-	(void)param;
-	global_free("vmmx_cupy_free", ptr, device, NULL);
-}
-
 /* ---- fork ---- */
 
-void vmmx__alloc_atfork_prepare(void)
+pthread_mutex_t vmmx__alloc_global_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Take every allocator lock before a fork (the process-wide allocators'
+ * lock, the list's, each a->lock)... */
+static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&global_lock);
+	pthread_mutex_lock(&vmmx__alloc_global_lock);
 	pthread_mutex_lock(&alloc_list_lock);
 	for (struct vmmx_alloc *a = alloc_list; a; a = a->list_next)
 		pthread_mutex_lock(&a->lock);
 }
 
-void vmmx__alloc_atfork_release(void)
+/* ...and release them after it, in the parent and in the child. */
+static void atfork_release(void)
 {
 	for (struct vmmx_alloc *a = alloc_list; a; a = a->list_next)
 		pthread_mutex_unlock(&a->lock);
 	pthread_mutex_unlock(&alloc_list_lock);
-	pthread_mutex_unlock(&global_lock);
+	pthread_mutex_unlock(&vmmx__alloc_global_lock);
+}
+
+int vmmx__alloc_atfork_install(void)
+{
+	return vmmx__atfork_install_outer(atfork_prepare, atfork_release);
+}
+
+bool vmmx__alloc_inherited(const struct vmmx_alloc *a, const char *fn)
+{
+	if (!alloc_inherited(a))
+		return false;
+	vmmx__clear_last_error();
+	fail_inherited(a, fn);
+	return true;
 }

@@ -26,6 +26,11 @@
  * Writers that unmap chunks below the size wait for libvmmx calls that use
  * the buffer's memory (vmmx__buf_pin()); moves the library starts itself
  * skip a buffer in use instead (evict.c).
+ *
+ * Also here: vmmx_buf_advise (read-mostly marks, then the policy's advice
+ * and rebalance) and the destructor of an inherited buffer in a forked
+ * child.  The chunk tables' primitives are table.c's; mapping one chunk is
+ * map.c's; its handle comes from the one door, vmmx__handle_get (cache.c).
  */
 #include "config.h"
 
@@ -35,83 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
-{
-	const size_t *o = vmmx__table_offs(t);
-	size_t lo = 0, n = t->n;
-
-	/* Branchless: halve the range each step; the compiler makes the
-	 * choice a conditional move, so no step mispredicts.  Both offsets the
-	 * next step may read are fetched ahead, so a table a writer has just
-	 * replaced (cold in this core's cache) costs overlapped misses rather
-	 * than one after another. */
-	while (n > 1) {
-		size_t half = n / 2;
-
-		__builtin_prefetch(&o[lo + (n - half) / 2]);
-		__builtin_prefetch(&o[lo + half + (n - half) / 2]);
-		lo = o[lo + half] <= off ? lo + half : lo;
-		n -= half;
-	}
-	return lo;
-}
-
-int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc,
-			   bool cpu)
-{
-	struct vmm_access acc[3] = {
-		{ .who = { VMMX_LOC_DEVICE, ctx->device }, .flags = VMM_ACCESS_RW },
-	};
-	int n = 1;
-
-	/* A chunk on another GPU is granted to that GPU too; host chunks may be
-	 * granted to the CPU, so they are plain host memory at the same address
-	 * (the driver refuses CPU access to device memory).  The CPU grant is
-	 * what makes host mappings expensive: on the H200 cuMemSetAccess of host
-	 * memory took 20.8 ms per GiB with it and 7.5 ms without, and unmapping
-	 * 13.9 ms against 2.3 ms; and only a GPU-only grant overlaps a running
-	 * copy.  Yet the driver's own copy of a GPU-only host chunk to pageable
-	 * memory (cuMemcpy) died with SIGSEGV (H100, driver 580), so the CPU is
-	 * granted every host chunk unless VMMX_HOST_CPU_ACCESS says otherwise. */
-	if (loc.kind == VMMX_LOC_DEVICE && loc.id != ctx->device)
-		acc[n++] = (struct vmm_access){ .who = loc, .flags = VMM_ACCESS_RW };
-	else if (cpu && vmm_loc_is_host(loc))
-		acc[n++] = (struct vmm_access){ .who = { VMMX_LOC_HOST, 0 }, .flags = VMM_ACCESS_RW };
-	return vmm_set_access(ctx->vmm, va, size, acc, n);
-}
-
-void vmmx__retire(struct vmmx_ctx *ctx, struct vmmx__table *old)
-{
-	struct vmmx__table *head = __atomic_load_n(&ctx->retired, __ATOMIC_RELAXED);
-
-	do
-		old->retired_next = head;
-	while (!__atomic_compare_exchange_n(&ctx->retired, &head, old, true, __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
-	if (__atomic_add_fetch(&ctx->nretired, 1, __ATOMIC_RELAXED) >= VMMX__RETIRE_BATCH)
-		vmmx__reclaim(ctx);
-}
-
-void vmmx__reclaim(struct vmmx_ctx *ctx)
-{
-	struct vmmx__table *list = __atomic_exchange_n(&ctx->retired, NULL, __ATOMIC_ACQUIRE);
-	uint64_t n = 0;
-
-	if (!list)
-		return;
-	/* Every table in @list was unpublished before this grace period starts. */
-	urcu_bp_synchronize_rcu();
-	while (list) {
-		struct vmmx__table *next = list->retired_next;
-
-		free(list);
-		list = next;
-		n++;
-	}
-	__atomic_fetch_sub(&ctx->nretired, n, __ATOMIC_RELAXED);
-}
+#include "internal/obj.h"
 
 void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
 {
@@ -122,29 +51,6 @@ void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
 		offs[i] = t->c[i].off;
 	rcu_assign_pointer(buf->table, t);
 	vmmx__retire(buf->ctx, old);
-}
-
-struct vmmx__table *vmmx__table_alloc(size_t n)
-{
-	struct vmmx__table *t = malloc(sizeof(*t) + n * (sizeof(t->c[0]) + sizeof(size_t)));
-
-	if (t) {
-		t->retired_next = NULL;
-		t->n = n;
-	}
-	return t;
-}
-
-struct vmmx__table *vmmx__table_dup(const struct vmmx__table *t)
-{
-	struct vmmx__table *nt = vmmx__table_alloc(t->n);
-
-	if (nt) {
-		nt->size = t->size;
-		nt->mapped = t->mapped;
-		memcpy(nt->c, t->c, t->n * sizeof(t->c[0])); /* offsets: at publish */
-	}
-	return nt;
 }
 
 VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *policy,
@@ -225,85 +131,28 @@ static void unwind_chunks(struct vmmx_buf *buf, const struct vmmx__chunk *c, siz
 
 /*
  * Make, map and grant one chunk at @off on @loc, from @size down to
- * chunk_min: a cached handle first, else a new one; a driver out-of-memory
- * gives back cached handles of that location, then tries half the size.
- * Returns 0 with *@out filled; -VMMX_ENOMEM when this location cannot take
- * even chunk_min (the caller falls back, *@why says why); another error
- * when a driver step failed for another reason (the caller unwinds).
+ * chunk_min (the handle door, vmmx__handle_get, says how).  Returns 0 with
+ * *@out filled; -VMMX_ENOMEM when this location cannot take even chunk_min
+ * (the caller falls back, *@why says why); another error when a driver step
+ * failed for another reason (the caller unwinds).
  */
 static int make_chunk(struct vmmx_buf *buf, size_t off, size_t size, struct vmmx_loc loc,
 		      struct vmmx__chunk *out, enum vmmx__why *why, bool *hit)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
-	void *va = (void *)(buf->base + off);
-	bool evicted = false;
+	bool cpu = vmmx__cpu_grant(ctx, loc, false);
 	vmm_handle_t h;
-	size_t got;
 	int err;
 
-	while (size >= ctx->chunk_min) {
-		/* A cached handle of at least half the size, or a new one: many
-		 * small cached handles must not turn a big grow into many chunks. */
-		size_t min_take = vmmx__round_down(size / 2, ctx->chunk_min);
-
-		if (min_take < ctx->chunk_min)
-			min_take = ctx->chunk_min;
-		if (vmmx__cache_take(ctx, loc, size, min_take, &h, &got)) {
-			*hit = true;
-			size = got;
-		} else {
-			*hit = false;
-			if (vmmx__charge(ctx, loc, size)) {
-				/* Cached handles too big to reuse still count: free them. */
-				if (!evicted && vmmx__make_room(ctx, loc, size)) {
-					evicted = true;
-					continue;
-				}
-				*why = VMMX__WHY_LIMIT;
-				return -VMMX_ENOMEM;
-			}
-			err = vmm_create(ctx->vmm, loc, size, &h);
-			if (err == -VMMX_ENOMEM) {
-				vmmx__uncharge(ctx, loc, size);
-				*why = VMMX__WHY_OOM;
-				if (!evicted && vmmx__make_room(ctx, loc, size)) {
-					evicted = true;
-					continue;
-				}
-				/* Memory may be fragmented or taken by others: try a smaller handle. */
-				size = vmmx__round_down(size / 2, ctx->chunk_min);
-				continue;
-			}
-			if (err) {
-				vmmx__uncharge(ctx, loc, size);
-				return err;
-			}
-		}
-		__atomic_fetch_add(*hit ? &ctx->ctr.cache_hits : &ctx->ctr.cache_misses, 1,
-				   __ATOMIC_RELAXED);
-		err = vmm_map(ctx->vmm, va, size, h);
-		if (err)
-			goto err_handle;
-		err = vmmx__chunk_set_access(ctx, va, size, loc, vmmx__cpu_grant(ctx, loc, false));
-		if (err)
-			goto err_map;
-		*out = (struct vmmx__chunk){ .off = off, .size = size, .loc = loc, .handle = h,
-					     .cpu = vmmx__cpu_grant(ctx, loc, false) };
-		return 0;
-
-err_map:
-		if (vmmx__unmap_or_defer(ctx, va, size)) {
-			vmmx__release_or_defer(ctx, h, loc, size);
-			return err;
-		}
-err_handle:
-		/* The handle is fine, only its mapping failed: keep it. */
-		vmmx__cache_put(ctx, loc, h, size);
+	err = vmmx__handle_get(ctx, loc, size, ctx->chunk_min, 0, &h, &size, hit, why);
+	if (err)
 		return err;
-	}
-	if (*why == VMMX__WHY_OK)
-		*why = VMMX__WHY_OOM;
-	return -VMMX_ENOMEM;
+	err = vmmx__chunk_map_new(ctx, (void *)(buf->base + off), size, loc, h, cpu);
+	if (err)
+		return err;
+	*out = (struct vmmx__chunk){ .off = off, .size = size, .loc = loc, .handle = h,
+				     .cpu = cpu };
+	return 0;
 }
 
 /* Build the policy's request: every location the context can use, with its room. */
@@ -537,43 +386,6 @@ err_unwind:
 	return err;
 }
 
-int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
-{
-	int err = vmm_map(ctx->vmm, va, c->size, c->handle);
-
-	if (err)
-		return err;
-	err = vmmx__chunk_set_access(ctx, va, c->size, c->loc, c->cpu);
-	if (err)
-		vmmx__unmap_or_defer(ctx, va, c->size); /* mapped but unusable */
-	return err;
-}
-
-/*
- * Map and grant, each step tried VMMX__TRIES times; a mapping that worked is
- * kept while the grant is tried again (mapping over it would fail).
- */
-int vmmx__chunk_restore(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c)
-{
-	bool mapped = false;
-	int err = 0;
-
-	for (int i = 0; i < VMMX__TRIES; i++) {
-		if (!mapped) {
-			err = vmm_map(ctx->vmm, va, c->size, c->handle);
-			if (err)
-				continue;
-			mapped = true;
-		}
-		err = vmmx__chunk_set_access(ctx, va, c->size, c->loc, c->cpu);
-		if (!err)
-			return 0;
-	}
-	if (mapped)
-		vmmx__unmap_or_defer(ctx, va, c->size);
-	return err;
-}
-
 /*
  * The chunk a trim cuts through gives back what lies past the size: handles
  * map whole (cuMemMap's offset must be 0) and cannot be cut, so a handle of
@@ -587,9 +399,12 @@ static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	void *stage;
+	enum vmmx__why why = VMMX__WHY_OK;
+	size_t got;
+	bool hit;
 	int err;
 
-	err = vmmx__handle_get(ctx, nc->loc, nc->size, &nc->handle);
+	err = vmmx__handle_get(ctx, nc->loc, nc->size, nc->size, 0, &nc->handle, &got, &hit, &why);
 	if (err)
 		return err;
 	err = vmm_reserve(ctx->vmm, nc->size, ctx->gran, &stage);
@@ -1164,21 +979,47 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
 	return 0;
 }
 
-VMMX_API const char *vmmx_loc_name(struct vmmx_loc loc, char *b, size_t len)
+/* In a forked child: host-side records only, no driver, no plugin (fork.c). */
+void vmmx__buf_abandon(struct vmmx_buf *buf)
 {
-	switch (loc.kind) {
-	case VMMX_LOC_DEVICE:
-		snprintf(b, len, "device:%d", loc.id);
-		break;
-	case VMMX_LOC_HOST:
-		snprintf(b, len, "host");
-		break;
-	case VMMX_LOC_HOST_NUMA:
-		snprintf(b, len, "host-numa:%d", loc.id);
-		break;
-	default:
-		snprintf(b, len, "none");
-		break;
+	vmmx__buflist_abandon(buf->ctx, buf);
+	/* The policy keeps its reference: vmmx__ctx_abandon() frees policies whole. */
+	free(buf->table);
+	free(buf);
+}
+
+VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int advice)
+{
+	struct vmmx__policy *pol;
+	size_t size;
+
+	vmmx__clear_last_error();
+	if (!buf)
+		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_advise: buf is NULL");
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_advise");
+	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_NOT_READ_MOSTLY)
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_buf_advise: advice %d is none of enum vmmx_advice", advice);
+	pol = buf->policy;
+	pthread_mutex_lock(&buf->lock);
+	size = buf->table->size;
+	if (off > size || len > size - off) {
+		pthread_mutex_unlock(&buf->lock);
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ERANGE,
+				  "vmmx_buf_advise: range [%zu, +%zu) goes past the size %zu", off, len,
+				  size);
 	}
-	return b;
+	if (advice == VMMX_ADVISE_READ_MOSTLY || advice == VMMX_ADVISE_NOT_READ_MOSTLY) {
+		int err = vmmx__read_mostly_advise(buf, off, len, advice == VMMX_ADVISE_READ_MOSTLY);
+
+		if (err) {
+			pthread_mutex_unlock(&buf->lock);
+			return err;
+		}
+	}
+	vmmx__policy_advise(pol, buf->id, off, len, advice);
+	pthread_mutex_unlock(&buf->lock);
+	/* No lock held: moves may wait for the buffers they touch. */
+	return vmmx__policy_rebalance(buf->ctx, pol);
 }

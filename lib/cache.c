@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * cache.c - the physical-chunk cache: handles unmapped by shrinks and
+ * cache.c - the one door to a physical handle (vmmx__handle_get: a grow's
+ * chunk, a migration's destination, a trim's cut part, the preallocation)
+ * and the physical-chunk cache behind it: handles unmapped by shrinks and
  * destroys are kept per location and mapped again by later grows, because
  * creating a handle costs (HOST chunks pin memory: hundreds of microseconds
  * per 2 MiB on the GPU machine) and the driver's cost is per handle.
@@ -13,6 +15,12 @@
  * VMMX_DEVICE_PREALLOC fills the device's share up front and raises the
  * bound by that much.  vmmx_ctx_trim() and vmmx_ctx_destroy() release.
  *
+ * The door is the only caller of vmm_create in lib/: the next change to
+ * limits, eviction or fallback sizes is made there once.  It gives memory
+ * back through vmmx__make_room(): the cache, then the host copies that the
+ * object layer keeps, through the ctx->reclaim_host hook (this layer calls
+ * nothing above it).
+ *
  * Locking: ctx->cache_lock protects the lists (inner to buf->lock and never
  * held across a driver call); cache_bytes and cache_total are written under
  * it and read atomically without it.
@@ -21,7 +29,7 @@
 
 #include <stdlib.h>
 
-#include "internal.h"
+#include "internal/mem.h"
 
 bool vmmx__cache_take(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t max, size_t min,
 		      vmm_handle_t *h, size_t *size)
@@ -81,39 +89,71 @@ void vmmx__cache_put(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, 
 	vmmx__release_or_defer(ctx, h, loc, size);
 }
 
-int vmmx__handle_get(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t size, vmm_handle_t *h)
+int vmmx__handle_get(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t size, size_t min,
+		     unsigned int flags, vmm_handle_t *h, size_t *got, bool *hit,
+		     enum vmmx__why *why)
 {
-	size_t got;
+	bool fresh = flags & VMMX__HANDLE_FRESH;
+	bool evicted = fresh; /* FRESH gives nothing back */
 	int err;
 
-	if (vmmx__cache_take(ctx, loc, size, size, h, &got)) {
-		__atomic_fetch_add(&ctx->ctr.cache_hits, 1, __ATOMIC_RELAXED);
-		return 0;
-	}
-	/* Cached handles of other sizes still hold memory and count against
-	 * the limit: give them back once if the limit or the driver says no. */
-	for (int tries = 0; tries < 2; tries++) {
-		err = vmmx__charge(ctx, loc, size);
-		if (!err) {
-			err = vmm_create(ctx->vmm, loc, size, h);
-			if (!err) {
-				__atomic_fetch_add(&ctx->ctr.cache_misses, 1, __ATOMIC_RELAXED);
-				return 0;
-			}
-			vmmx__uncharge(ctx, loc, size);
+	while (size >= min) {
+		size_t take_min = vmmx__round_down(size / 2, ctx->chunk_min);
+
+		if (take_min < min)
+			take_min = min;
+		if (!fresh && vmmx__cache_take(ctx, loc, size, take_min, h, got)) {
+			*hit = true;
+			__atomic_fetch_add(&ctx->ctr.cache_hits, 1, __ATOMIC_RELAXED);
+			return 0;
 		}
-		if (err != -VMMX_ENOMEM || !vmmx__make_room(ctx, loc, size))
-			break;
+		*hit = false;
+		err = vmmx__charge(ctx, loc, size);
+		if (err == -VMMX_ENOMEM) {
+			/* Cached handles too big to reuse still count: free them. */
+			if (!evicted && vmmx__make_room(ctx, loc, size)) {
+				evicted = true;
+				continue;
+			}
+			*why = VMMX__WHY_LIMIT;
+			if (!fresh)
+				return err;
+			/* Filling the cache up to the room it was told: a
+			 * smaller handle may still fit under the limit. */
+			size = vmmx__round_down(size / 2, ctx->chunk_min);
+			continue;
+		}
+		if (err)
+			return err;
+		err = vmm_create(ctx->vmm, loc, size, h);
+		if (!err) {
+			if (!fresh)
+				__atomic_fetch_add(&ctx->ctr.cache_misses, 1, __ATOMIC_RELAXED);
+			*got = size;
+			return 0;
+		}
+		vmmx__uncharge(ctx, loc, size);
+		if (err != -VMMX_ENOMEM)
+			return err;
+		*why = VMMX__WHY_OOM;
+		if (!evicted && vmmx__make_room(ctx, loc, size)) {
+			evicted = true;
+			continue;
+		}
+		/* Memory may be fragmented or taken by others: try a smaller handle. */
+		size = vmmx__round_down(size / 2, ctx->chunk_min);
 	}
-	return err;
+	if (*why == VMMX__WHY_OK)
+		*why = VMMX__WHY_OOM;
+	return -VMMX_ENOMEM;
 }
 
 uint64_t vmmx__make_room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
 {
 	uint64_t freed = vmmx__cache_evict(ctx, loc, bytes);
 
-	if (freed < bytes && vmm_loc_is_host(loc))
-		freed += vmmx__shadow_reclaim(ctx, bytes - freed);
+	if (freed < bytes && vmm_loc_is_host(loc) && ctx->reclaim_host)
+		freed += ctx->reclaim_host(ctx, bytes - freed);
 	return freed;
 }
 
@@ -156,7 +196,7 @@ uint64_t vmmx__cache_evict(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t b
 int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes)
 {
 	struct vmmx_loc loc = { VMMX_LOC_DEVICE, ctx->device };
-	enum vmmx__why why;
+	enum vmmx__why why, got_why;
 	uint64_t room = vmmx__room(ctx, loc, bytes, &why, NULL), done = 0;
 	char a[32], b[32];
 
@@ -175,20 +215,13 @@ int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes)
 	while (done < bytes) {
 		size_t size = bytes - done < ctx->chunk_max ? bytes - done : ctx->chunk_max;
 		vmm_handle_t h;
-		int err = -VMMX_ENOMEM;
+		bool hit;
+		int err;
 
-		while (size >= ctx->chunk_min) {
-			err = vmmx__charge(ctx, loc, size);
-			if (!err) {
-				err = vmm_create(ctx->vmm, loc, size, &h);
-				if (err)
-					vmmx__uncharge(ctx, loc, size);
-			}
-			if (err != -VMMX_ENOMEM)
-				break;
-			/* Fragmented or shared memory: smaller handles may still fit. */
-			size = vmmx__round_down(size / 2, ctx->chunk_min);
-		}
+		/* Fragmented or shared memory: smaller handles may still fit. */
+		got_why = VMMX__WHY_OK;
+		err = vmmx__handle_get(ctx, loc, size, ctx->chunk_min, VMMX__HANDLE_FRESH, &h, &size,
+				       &hit, &got_why);
 		if (err) {
 			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
 				   "VMMX_DEVICE_PREALLOC: stopped at %s of %s: %s",
@@ -205,4 +238,16 @@ int vmmx__cache_prealloc(struct vmmx_ctx *ctx, uint64_t bytes)
 	vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO, "VMMX_DEVICE_PREALLOC: %s of device %d cached",
 		   vmmx__fmt_size(done, a, sizeof(a)), ctx->device);
 	return 0;
+}
+
+void vmmx__cache_abandon(struct vmmx_ctx *ctx)
+{
+	struct vmmx__cached *c;
+
+	for (int k = 0; k < VMMX__NSLOTS; k++) {
+		while ((c = ctx->cache[k])) {
+			ctx->cache[k] = c->next;
+			free(c);
+		}
+	}
 }

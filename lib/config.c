@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/base.h"
 
 extern char **environ;
 
@@ -542,4 +542,21 @@ VMMX_API void vmmx_config_init(struct vmmx_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->size = sizeof(*cfg);
 	cfg->device = -1;
+}
+
+int vmmx__policy_spec_check(const char *spec, size_t *name_len)
+{
+	const char *colon = strchr(spec, ':');
+	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+
+	if (!len || len > VMMX__POLICY_NAME_MAX || strlen(spec) >= VMMX__POLICY_SPEC_MAX)
+		return -VMMX_EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		char c = spec[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return -VMMX_EINVAL;
+	}
+	*name_len = len;
+	return 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * copy.c - copies and memsets split per run of one location, and lookups.
+ * copy.c - copies and memsets split per run of one location.
  *
  * One cuMemcpy whose source spanned a device chunk and a host chunk killed
  * the process inside the driver (docs/DRIVER.md), so no driver copy here ever
@@ -37,7 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "internal/addr.h"
 
 /*
  * What a run is, for one rule: a host chunk granted to the GPU only
@@ -473,52 +473,3 @@ out:
 	return err;
 }
 
-VMMX_API int vmmx_sync(struct vmmx_ctx *ctx)
-{
-	vmmx__clear_last_error();
-	if (!ctx)
-		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_sync: ctx is NULL");
-	if (vmmx__inherited(ctx))
-		return vmmx__fail_inherited(ctx, "vmmx_sync");
-	return vmm_sync(ctx->vmm);
-}
-
-VMMX_API int vmmx_lookup(struct vmmx_ctx *ctx, const void *addr, struct vmmx_chunk_info *info)
-{
-	uintptr_t a = (uintptr_t)addr;
-	struct vmmx_buf *buf;
-	const struct vmmx__table *t;
-	size_t off, i;
-
-	vmmx__clear_last_error();
-	if (!ctx || !info)
-		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_lookup: NULL argument");
-	if (vmmx__inherited(ctx))
-		return vmmx__fail_inherited(ctx, "vmmx_lookup");
-	urcu_bp_read_lock();
-	buf = vmmx__ctx_find_buf(ctx, a);
-	if (!buf) {
-		urcu_bp_read_unlock();
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT, "vmmx_lookup: %p is in no buffer",
-				  addr);
-	}
-	t = rcu_dereference(buf->table);
-	off = a - buf->base;
-	if (off >= t->size) {
-		size_t size = t->size;
-
-		urcu_bp_read_unlock();
-		return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
-				  "vmmx_lookup: %p is in buffer %p at offset %zu, past its size %zu",
-				  addr, (void *)buf->base, off, size);
-	}
-	i = vmmx__table_find(t, off);
-	*info = (struct vmmx_chunk_info){
-		.base = (void *)(buf->base + t->c[i].off),
-		.size = t->c[i].size,
-		.loc = t->c[i].loc,
-		.buf = buf,
-	};
-	urcu_bp_read_unlock();
-	return 0;
-}

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * ctx.c - contexts: configuration, the backend, limits, the buffer list
- * that lookups search, and the deferred-teardown list.
+ * ctx.c - contexts: configuration, the backend, sizes and limits, create,
+ * query, trim and destroy, and the destructor of an inherited context in a
+ * forked child.  What a context holds lives with its layer: charge and room
+ * (room.c), deferred teardown (defer.c), the cache (cache.c), the buffer
+ * list (buflist.c).
  *
- * Locking: ctx->lock protects the writers of ctx->bufs (an RCU-published
- * sorted array) and the deferred list.  held[] and the counters are atomic.
+ * Locking: held[] and the counters are atomic; ctx->lock, reg_lock and
+ * cache_lock are the other files' (internal/mem.h has the order).
  * Everything else is written once in vmmx_ctx_create and read-only after.
  */
 #include "config.h"
@@ -14,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 /*
  * Default largest chunk: none below the memory of the largest location, so
@@ -45,10 +48,6 @@
  * small enough not to surprise. */
 #define DEFAULT_CACHE_LIMIT (1ull << 30)
 
-#ifdef VMMX__TSAN
-char vmmx__tsan_grace; /* internal.h: RCU's happens-before, told to TSan */
-#endif
-
 /* The vmm layer reports errors and log lines through this hook. */
 static void report(void *arg, int level, int err, const char *msg)
 {
@@ -62,42 +61,6 @@ static void report(void *arg, int level, int err, const char *msg)
 struct vmm *vmmx__ctx_vmm(struct vmmx_ctx *ctx)
 {
 	return ctx->vmm;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void vmmx__roomsnap_save(struct vmmx_ctx *ctx, const struct vmmx__roomsnap *snap)
-{
-	for (int k = 0; k < VMMX__NSLOTS; k++) {
-		if (!snap->have[k] || !snap->ns[k])
-			continue;
-		__atomic_store_n(&ctx->fcache[k].fr, snap->fr[k], __ATOMIC_RELAXED);
-		__atomic_store_n(&ctx->fcache[k].ns, snap->ns[k], __ATOMIC_RELEASE);
-	}
-}
-
-void vmmx__freecache_forget(struct vmmx_ctx *ctx, struct vmmx_loc loc)
-{
-	int k = vmmx__slot(ctx, loc);
-
-	if (k >= 0)
-		__atomic_store_n(&ctx->fcache[k].ns, 0, __ATOMIC_RELEASE);
-}
-
-const char *vmmx__why_name(enum vmmx__why why)
-{
-	static const char *const names[] = {
-		[VMMX__WHY_OK] = "ok", [VMMX__WHY_LIMIT] = "limit",
-		[VMMX__WHY_HEADROOM] = "headroom", [VMMX__WHY_OOM] = "oom",
-	};
-
-	return (unsigned int)why < VMMX__WHY_NCODES ? names[why] : "?";
 }
 
 static int setup_sizes(struct vmmx_ctx *ctx)
@@ -219,6 +182,7 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 		goto err_free;
 	ctx->device = ctx->conf.device;
 	ctx->trace_fd = -1;
+	ctx->reclaim_host = vmmx__shadow_reclaim; /* the memory layer's hook (internal/mem.h) */
 	ctx->bufs = calloc(1, sizeof(*ctx->bufs));
 	if (!ctx->bufs) {
 		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: out of memory");
@@ -415,316 +379,20 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info)
 	return 0;
 }
 
-int vmmx__charge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
+
+/* In a forked child: host-side records only, no driver, no plugin (fork.c). */
+void vmmx__ctx_abandon(struct vmmx_ctx *ctx)
 {
-	int k = vmmx__slot(ctx, loc);
-	uint64_t cur;
-
-	if (k < 0)
-		return -VMMX_EINVAL;
-	cur = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
-	do {
-		if (bytes > ctx->limit[k] || cur > ctx->limit[k] - bytes)
-			return -VMMX_ENOMEM;
-	} while (!__atomic_compare_exchange_n(&ctx->held[k], &cur, cur + bytes, true,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	return 0;
-}
-
-void vmmx__uncharge(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t bytes)
-{
-	int k = vmmx__slot(ctx, loc);
-
-	if (k >= 0)
-		__atomic_fetch_sub(&ctx->held[k], bytes, __ATOMIC_RELAXED);
-}
-
-uint64_t vmmx__room(struct vmmx_ctx *ctx, struct vmmx_loc loc, uint64_t want,
-		    enum vmmx__why *why, struct vmmx__roomsnap *snap)
-{
-	int k = vmmx__slot(ctx, loc);
-	uint64_t held, cached, lim, fr, tot, drv, room;
-
-	*why = VMMX__WHY_OOM;
-	if (k < 0 || (loc.kind == VMMX_LOC_DEVICE && !ctx->peer[k]))
-		return 0;
-	/* Asked about another device: the context uses it from now on. */
-	if (loc.kind == VMMX_LOC_DEVICE)
-		vmmx__dev_activate(ctx, k);
-	held = __atomic_load_n(&ctx->held[k], __ATOMIC_RELAXED);
-	/* Cached handles are held (and charged) already: reusing them needs
-	 * neither limit nor free memory. */
-	cached = __atomic_load_n(&ctx->cache_bytes[k], __ATOMIC_RELAXED);
-	/* So are the host copies of read-mostly chunks, which vmmx__make_room()
-	 * releases for a new handle. */
-	if (k == VMMX__HOST_SLOT)
-		cached += __atomic_load_n(&ctx->shadow_bytes, __ATOMIC_RELAXED);
-	lim = ctx->limit[k] > held ? ctx->limit[k] - held : 0;
-	lim = lim > UINT64_MAX - cached ? UINT64_MAX : lim + cached;
-	if (snap && snap->have[k]) {
-		fr = snap->fr[k];
-	} else {
-		uint64_t now = snap ? now_ns() : 0;
-		uint64_t then = snap ? __atomic_load_n(&ctx->fcache[k].ns, __ATOMIC_ACQUIRE) : 0;
-
-		fr = then ? __atomic_load_n(&ctx->fcache[k].fr, __ATOMIC_RELAXED) : 0;
-		if (then && (now - then < VMMX__FREE_TTL_NS ||
-			     (now - then < VMMX__FREE_TTL_AMPLE_NS &&
-			      fr > want + ctx->headroom[k] + VMMX__FREE_MARGIN))) {
-			/* fresh enough: no driver call */
-		} else {
-			then = now;
-			if (vmm_mem_info(ctx->vmm, loc, &fr, &tot))
-				fr = UINT64_MAX - cached; /* no figure: let the driver decide */
-		}
-		if (snap) {
-			snap->fr[k] = fr;
-			snap->ns[k] = then;
-			snap->have[k] = true;
-		}
-	}
-	drv = fr + cached;
-	room = drv > ctx->headroom[k] ? drv - ctx->headroom[k] : 0;
-	if (lim < room) {
-		if (lim < want)
-			*why = VMMX__WHY_LIMIT;
-		return lim;
-	}
-	/* Headroom is the reason when the memory itself had a chunk's worth. */
-	if (room < want)
-		*why = ctx->headroom[k] && drv >= ctx->chunk_min ? VMMX__WHY_HEADROOM : VMMX__WHY_OOM;
-	return room;
-}
-
-/* ---- deferred teardown ---- */
-
-void vmmx__defer(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, vmm_handle_t h,
-		 struct vmmx_loc loc)
-{
-	struct vmmx__deferred *d = calloc(1, sizeof(*d));
-
-	if (!d) {
-		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
-			   "%s of %p (%zu bytes) failed and cannot be queued for a retry: leaked",
-			   vmm_op_name(op), va, size);
-		return;
-	}
-	*d = (struct vmmx__deferred){ .op = op, .va = va, .size = size, .handle = h, .loc = loc };
-	vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN, "%s of %p (%zu bytes) failed (%s); will retry",
-		   vmm_op_name(op), va, size, vmmx_last_error());
-	pthread_mutex_lock(&ctx->lock);
-	*ctx->deferred_tail = d;
-	ctx->deferred_tail = &d->next;
-	__atomic_fetch_add(&ctx->ndeferred, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
-int vmmx__unmap_tries(struct vmmx_ctx *ctx, void *va, size_t size)
-{
-	int err = 0;
-
-	for (int i = 0; i < VMMX__TRIES; i++) {
-		err = vmm_unmap(ctx->vmm, va, size);
-		if (!err)
-			break;
-	}
-	return err;
-}
-
-int vmmx__wait_tries(struct vmmx_ctx *ctx, vmm_stream_t s)
-{
-	int err = 0;
-
-	for (int i = 0; i < VMMX__TRIES; i++) {
-		err = vmm_stream_sync(ctx->vmm, s);
-		if (!err)
-			return 0;
-	}
-	for (int i = 0; i < VMMX__TRIES; i++) {
-		err = vmm_sync(ctx->vmm);
-		if (!err)
-			return 0;
-	}
-	return err;
-}
-
-int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
-{
-	if (!vmmx__unmap_tries(ctx, va, size))
-		return 0;
-	vmmx__defer(ctx, VMMX_OP_UNMAP, va, size, 0, (struct vmmx_loc){ 0 });
-	return 1;
-}
-
-int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size)
-{
-	if (!vmm_release(ctx->vmm, h)) {
-		vmmx__uncharge(ctx, loc, size);
-		vmmx__freecache_forget(ctx, loc);
-		return 0;
-	}
-	/* The memory stays charged: it is still held until the release succeeds. */
-	vmmx__defer(ctx, VMMX_OP_RELEASE, NULL, size, h, loc);
-	return 1;
-}
-
-int vmmx__unreserve_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
-{
-	if (!vmm_unreserve(ctx->vmm, va, size))
-		return 0;
-	vmmx__defer(ctx, VMMX_OP_UNRESERVE, va, size, 0, (struct vmmx_loc){ 0 });
-	return 1;
-}
-
-static int run_deferred(struct vmmx_ctx *ctx, const struct vmmx__deferred *d)
-{
-	switch (d->op) {
-	case VMMX_OP_UNMAP:
-		return vmm_unmap(ctx->vmm, d->va, d->size);
-	case VMMX_OP_RELEASE: {
-		int err = vmm_release(ctx->vmm, d->handle);
-
-		if (!err) {
-			vmmx__uncharge(ctx, d->loc, d->size);
-			vmmx__freecache_forget(ctx, d->loc);
-		}
-		return err;
-	}
-	case VMMX_OP_UNRESERVE:
-		return vmm_unreserve(ctx->vmm, d->va, d->size);
-	default:
-		abort(); /* only teardown steps are ever deferred */
-	}
-}
-
-uint64_t vmmx__deferred_retry(struct vmmx_ctx *ctx)
-{
-	struct vmmx__deferred *list, *d, *next, *kept = NULL, **kept_tail = &kept;
-	uint64_t left = 0;
-
-	if (!__atomic_load_n(&ctx->ndeferred, __ATOMIC_RELAXED))
-		return 0;
-	pthread_mutex_lock(&ctx->lock);
-	list = ctx->deferred;
-	ctx->deferred = NULL;
-	ctx->deferred_tail = &ctx->deferred;
-	pthread_mutex_unlock(&ctx->lock);
-
-	/* In order: unmaps were queued before the unreserve of their range. */
-	for (d = list; d; d = next) {
-		next = d->next;
-		d->next = NULL;
-		if (!run_deferred(ctx, d)) {
-			free(d);
-			continue;
-		}
-		*kept_tail = d;
-		kept_tail = &d->next;
-		left++;
-	}
-
-	pthread_mutex_lock(&ctx->lock);
-	/* Items queued meanwhile go after the older ones. */
-	*kept_tail = ctx->deferred;
-	if (!ctx->deferred)
-		ctx->deferred_tail = kept ? kept_tail : &ctx->deferred;
-	ctx->deferred = kept ? kept : ctx->deferred;
-	left = 0;
-	for (d = ctx->deferred; d; d = d->next)
-		left++;
-	__atomic_store_n(&ctx->ndeferred, left, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&ctx->lock);
-	return left;
-}
-
-/* ---- the buffer list ---- */
-
-int vmmx__ctx_add_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
-{
-	struct vmmx__buflist *old, *nl;
-	size_t i, j;
-
-	pthread_mutex_lock(&ctx->lock);
-	old = ctx->bufs;
-	nl = malloc(sizeof(*nl) + (old->n + 1) * sizeof(nl->bufs[0]));
-	if (!nl) {
-		pthread_mutex_unlock(&ctx->lock);
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_create: out of memory");
-	}
-	for (i = 0, j = 0; i < old->n; i++) {
-		if (j == i && old->bufs[i]->base > buf->base)
-			nl->bufs[j++] = buf;
-		nl->bufs[j++] = old->bufs[i];
-	}
-	if (j == i)
-		nl->bufs[j++] = buf;
-	nl->n = j;
-	rcu_assign_pointer(ctx->bufs, nl);
-	pthread_mutex_unlock(&ctx->lock);
-	urcu_bp_synchronize_rcu();
-	free(old);
-	return 0;
-}
-
-void vmmx__ctx_remove_buf(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
-{
-	struct vmmx__buflist *old, *nl;
-	size_t j = 0;
-
-	pthread_mutex_lock(&ctx->lock);
-	old = ctx->bufs;
-	/* Shrinking: the old array is big enough, but readers may be in it, so
-	 * build a new one.  If that allocation fails, fall back to waiting for
-	 * readers and editing in place (rare; costs one extra grace period). */
-	nl = malloc(sizeof(*nl) + old->n * sizeof(nl->bufs[0]));
-	if (!nl) {
-		struct vmmx__buflist empty = { 0 };
-
-		rcu_assign_pointer(ctx->bufs, &empty);
-		urcu_bp_synchronize_rcu();
-		for (size_t i = 0; i < old->n; i++)
-			if (old->bufs[i] != buf)
-				old->bufs[j++] = old->bufs[i];
-		old->n = j;
-		rcu_assign_pointer(ctx->bufs, old);
-		pthread_mutex_unlock(&ctx->lock);
-		urcu_bp_synchronize_rcu();
-		return;
-	}
-	for (size_t i = 0; i < old->n; i++)
-		if (old->bufs[i] != buf)
-			nl->bufs[j++] = old->bufs[i];
-	nl->n = j;
-	rcu_assign_pointer(ctx->bufs, nl);
-	pthread_mutex_unlock(&ctx->lock);
-	urcu_bp_synchronize_rcu();
-	free(old);
-}
-
-size_t vmmx__buflist_upper(const struct vmmx__buflist *l, uintptr_t addr)
-{
-	size_t lo = 0, hi = l->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->bufs[mid]->base <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr)
-{
-	struct vmmx__buflist *l = rcu_dereference(ctx->bufs);
-	size_t i = vmmx__buflist_upper(l, addr);
-	struct vmmx_buf *b;
-
-	/* The last buffer whose base is <= addr, if its reservation holds addr. */
-	if (!i)
-		return NULL;
-	b = l->bufs[i - 1];
-	return addr - b->base < b->capacity ? b : NULL;
+	while (ctx->bufs->n)
+		vmmx__buf_abandon(ctx->bufs->bufs[ctx->bufs->n - 1]);
+	free(ctx->bufs);
+	vmmx__table_abandon(ctx);
+	vmmx__deferred_abandon(ctx);
+	vmmx__cache_abandon(ctx);
+	vmmx__host_abandon(ctx);
+	vmmx__policy_abandon(ctx);
+	vmmx__trace_close(ctx);
+	vmm_abandon(ctx->vmm);
+	vmmx__ctx_list_del(ctx);
+	free(ctx);
 }

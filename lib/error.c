@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/base.h"
 
 static __thread char last_error[768];
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * evict.c - the library side of eviction and promotion: telling policies
- * what happens to chunks, asking them for moves (evict() when a grow finds
+ * evict.c - the library side of eviction and promotion: asking policies
+ * for moves (evict() when a grow finds
  * its first choice full, rebalance() after advice or freed room), and
  * making those moves with the migration machinery.
  *
@@ -25,10 +25,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
-
-#define HAS(pol, m) \
-	((pol)->ops->size >= VMMX_POLICY_SIZE_THROUGH(struct vmmx_policy_ops, m) && (pol)->ops->m)
+#include "internal/obj.h"
 
 /* A move waits up to this long for a busy buffer (a resize or migration in
  * another thread), then is skipped: 2000 x 500 us = 1 s. */
@@ -37,23 +34,6 @@
 
 /* Most moves asked for at once: enough to make room for a 1 GiB chunk out of 2 MiB ones. */
 #define MAX_MOVES 512
-
-void vmmx__policy_chunk_event(struct vmmx_buf *buf, const struct vmmx__chunk *c, int event)
-{
-	struct vmmx__policy *pol = buf->policy;
-	struct vmmx_policy_chunk pc;
-
-	if (!HAS(pol, chunk_event))
-		return;
-	pc = (struct vmmx_policy_chunk){ .buf_id = buf->id, .offset = c->off, .size = c->size,
-					 .loc = c->loc };
-	pol->ops->chunk_event(pol->state, &pc, event);
-}
-
-bool vmmx__policy_can_evict(const struct vmmx__policy *pol)
-{
-	return HAS(pol, evict);
-}
 
 /* Make one move; @held is the buffer whose lock the caller holds (or NULL). */
 static int do_move(struct vmmx_ctx *ctx, struct vmmx__policy *pol, struct vmmx_buf *held,
@@ -160,7 +140,7 @@ uint64_t vmmx__policy_evict(struct vmmx_buf *buf, const struct vmmx_policy_reque
 	size_t n;
 	int err = 0;
 
-	if (!HAS(pol, evict))
+	if (!VMMX__POLICY_HAS(pol, evict))
 		return 0;
 	mv = calloc(MAX_MOVES, sizeof(*mv));
 	if (!mv)
@@ -179,7 +159,7 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
 	size_t n, nroom = 0;
 	int err = 0;
 
-	if (!HAS(pol, rebalance))
+	if (!VMMX__POLICY_HAS(pol, rebalance))
 		return 0;
 	for (int d = 0; d < ctx->ndev && nroom < VMMX_POLICY_MAX_ROOM - 1; d++) {
 		struct vmmx_loc loc = { VMMX_LOC_DEVICE, d };
@@ -212,39 +192,3 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol)
 	return err;
 }
 
-VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int advice)
-{
-	struct vmmx__policy *pol;
-	size_t size;
-
-	vmmx__clear_last_error();
-	if (!buf)
-		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_advise: buf is NULL");
-	if (vmmx__inherited(buf->ctx))
-		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_advise");
-	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_NOT_READ_MOSTLY)
-		return vmmx__fail(&buf->ctx->conf.log, -VMMX_EINVAL,
-				  "vmmx_buf_advise: advice %d is none of enum vmmx_advice", advice);
-	pol = buf->policy;
-	pthread_mutex_lock(&buf->lock);
-	size = buf->table->size;
-	if (off > size || len > size - off) {
-		pthread_mutex_unlock(&buf->lock);
-		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ERANGE,
-				  "vmmx_buf_advise: range [%zu, +%zu) goes past the size %zu", off, len,
-				  size);
-	}
-	if (advice == VMMX_ADVISE_READ_MOSTLY || advice == VMMX_ADVISE_NOT_READ_MOSTLY) {
-		int err = vmmx__read_mostly_advise(buf, off, len, advice == VMMX_ADVISE_READ_MOSTLY);
-
-		if (err) {
-			pthread_mutex_unlock(&buf->lock);
-			return err;
-		}
-	}
-	if (HAS(pol, advise))
-		pol->ops->advise(pol->state, buf->id, off, len, advice);
-	pthread_mutex_unlock(&buf->lock);
-	/* No lock held: moves may wait for the buffers they touch. */
-	return vmmx__policy_rebalance(buf->ctx, pol);
-}

@@ -26,8 +26,9 @@
  * A fork while other threads resize, look up, register or allocate must
  * leave the child's copies of libvmmx's locks free and its lists whole,
  * and must not deadlock the parent.  The handlers take, in this order:
- *   1. the framework allocators' locks (vmmx__alloc_atfork_prepare()):
- *      the process-wide allocators' lock (global_lock), the allocator
+ *   1. the framework allocators' locks (alloc.c's handlers, registered with
+ *      vmmx__atfork_install_outer()):
+ *      the process-wide allocators' lock (vmmx__alloc_global_lock), the allocator
  *      list's lock, then each allocator's a->lock;
  *   2. the context list's lock (ctx_list_lock);
  *   3. each context's ctx->lock, reg_lock, cache_lock (in that order, the
@@ -64,7 +65,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 static pthread_mutex_t ctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vmmx_ctx *ctx_list; /* ctx_list_lock */
@@ -72,9 +73,18 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int atfork_err; /* written once, under atfork_once */
 int vmmx__pid;	       /* atomic: the process we run in */
 
+/* The framework allocators' handlers (alloc.c), outer to ours:
+ * set once before their locks are first taken (vmmx__atfork_install_outer);
+ * @outer_taken is what this fork's prepare called, so that its release
+ * matches it even if they were set in between. */
+static void (*outer_prepare)(void), (*outer_release)(void); /* atomic */
+static void (*outer_taken)(void); /* between prepare and parent/child */
+
 static void prepare(void)
 {
-	vmmx__alloc_atfork_prepare();
+	outer_taken = __atomic_load_n(&outer_release, __ATOMIC_ACQUIRE);
+	if (outer_taken)
+		__atomic_load_n(&outer_prepare, __ATOMIC_ACQUIRE)();
 	pthread_mutex_lock(&ctx_list_lock);
 	for (struct vmmx_ctx *c = ctx_list; c; c = c->list_next) {
 		pthread_mutex_lock(&c->lock);
@@ -100,7 +110,8 @@ static void parent(void)
 	vmm_atfork_parent();
 	urcu_bp_after_fork_parent();
 	release_ctx_locks();
-	vmmx__alloc_atfork_release();
+	if (outer_taken)
+		outer_taken();
 }
 
 static void child(void)
@@ -109,7 +120,8 @@ static void child(void)
 	urcu_bp_after_fork_child();
 	__atomic_store_n(&vmmx__pid, (int)getpid(), __ATOMIC_RELAXED);
 	release_ctx_locks();
-	vmmx__alloc_atfork_release();
+	if (outer_taken)
+		outer_taken();
 }
 
 static void atfork_init(void)
@@ -122,6 +134,13 @@ int vmmx__atfork_install(void)
 {
 	pthread_once(&atfork_once, atfork_init);
 	return atfork_err;
+}
+
+int vmmx__atfork_install_outer(void (*take)(void), void (*give)(void))
+{
+	__atomic_store_n(&outer_prepare, take, __ATOMIC_RELEASE);
+	__atomic_store_n(&outer_release, give, __ATOMIC_RELEASE);
+	return vmmx__atfork_install();
 }
 
 int vmmx__ctx_list_add(struct vmmx_ctx *ctx)
@@ -163,79 +182,3 @@ int vmmx__fail_inherited(const struct vmmx_ctx *ctx, const char *fn)
 			  fn, ctx->pid, __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED));
 }
 
-/* ---- destructors in the child: host-side records only ---- */
-
-static void free_table_list(struct vmmx__table *t)
-{
-	while (t) {
-		struct vmmx__table *next = t->retired_next;
-
-		free(t);
-		t = next;
-	}
-}
-
-void vmmx__buf_abandon(struct vmmx_buf *buf)
-{
-	struct vmmx_ctx *ctx = buf->ctx;
-	struct vmmx__buflist *l = ctx->bufs, *nl;
-	size_t j = 0;
-
-	/*
-	 * No thread of this process can be reading the list: every reader
-	 * checks vmmx__inherited() first.  So edit it without a grace period;
-	 * if no memory is left for a new array, edit it in place.
-	 */
-	nl = malloc(sizeof(*nl) + l->n * sizeof(nl->bufs[0]));
-	if (!nl)
-		nl = l;
-	for (size_t i = 0; i < l->n; i++)
-		if (l->bufs[i] != buf)
-			nl->bufs[j++] = l->bufs[i];
-	nl->n = j;
-	ctx->bufs = nl;
-	if (nl != l)
-		free(l);
-	/* The policy keeps its reference: vmmx__ctx_abandon() frees policies whole. */
-	free(buf->table);
-	free(buf);
-}
-
-void vmmx__ctx_abandon(struct vmmx_ctx *ctx)
-{
-	struct vmmx__deferred *d;
-	struct vmmx__policy *pol;
-	struct vmmx__cached *c;
-
-	while (ctx->bufs->n)
-		vmmx__buf_abandon(ctx->bufs->bufs[ctx->bufs->n - 1]);
-	free(ctx->bufs);
-	free_table_list(ctx->retired);
-	while ((d = ctx->deferred)) {
-		ctx->deferred = d->next;
-		free(d);
-	}
-	for (int k = 0; k < VMMX__NSLOTS; k++) {
-		while ((c = ctx->cache[k])) {
-			ctx->cache[k] = c->next;
-			free(c);
-		}
-	}
-	vmmx__host_abandon(ctx);
-	/*
-	 * A plugin's fini may take a lock a thread of the parent held at the
-	 * fork, and its state may point at the parent's driver objects: it is
-	 * not called.  What the plugin allocated stays allocated; the plugin
-	 * itself is unloaded.
-	 */
-	while ((pol = ctx->policies)) {
-		ctx->policies = pol->next;
-		if (pol->dl)
-			dlclose(pol->dl);
-		free(pol);
-	}
-	vmmx__trace_close(ctx);
-	vmm_abandon(ctx->vmm);
-	vmmx__ctx_list_del(ctx);
-	free(ctx);
-}

@@ -13,8 +13,8 @@
  *    the project's H100/H200 machines lack DEVICE_PRIVATE (docs/DRIVER.md);
  *  - Linux 6.1.24, 6.2.11 or 6.3 and later, and a CUDA 12.2 driver.
  * The kernel configuration is /boot/config-RELEASE or, where there is none
- * (as on the project's machines), /proc/config.gz: a small inflate below
- * reads it, so that libvmmx needs no zlib and runs no gzip.
+ * (as on the project's machines), /proc/config.gz: zlib reads either (a
+ * file that is not gzip is read as it is).
  *
  * No locks: the files are read on the caller's thread, the attributes are
  * driver queries.  The paths are arguments of vmmx__hmm_probe_paths so that
@@ -29,8 +29,9 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#include "internal.h"
+#include "internal/addr.h"
 
 /* Kernel configurations are 100-300 KiB; anything far beyond is not one. */
 #define FILE_MAX (16u << 20)
@@ -92,314 +93,6 @@ err_free:
 	return -1;
 }
 
-/* ---- a small inflate (RFC 1951) and gzip (RFC 1952) reader ---- */
-
-struct inflate {
-	const unsigned char *in;
-	size_t inlen, pos;
-	unsigned int bitbuf, bitcnt;
-	unsigned char *out;
-	size_t outlen, outcap;
-	int err;                        /* sticky: input ended, bad data, no memory */
-};
-
-struct huffman {
-	short count[16];                /* codes of each length */
-	short symbol[288];              /* symbols ordered by code */
-};
-
-static unsigned int bits(struct inflate *s, unsigned int need)
-{
-	unsigned long val = s->bitbuf;
-
-	while (s->bitcnt < need) {
-		if (s->pos == s->inlen) {
-			s->err = 1;
-			return 0;
-		}
-		val |= (unsigned long)s->in[s->pos++] << s->bitcnt;
-		s->bitcnt += 8;
-	}
-	s->bitbuf = (unsigned int)(val >> need);
-	s->bitcnt -= need;
-	return (unsigned int)(val & ((1ul << need) - 1));
-}
-
-static int put(struct inflate *s, unsigned char c)
-{
-	if (s->outlen == s->outcap) {
-		size_t cap = s->outcap ? 2 * s->outcap : 1u << 18;
-		unsigned char *nb;
-
-		if (cap > FILE_MAX) {
-			s->err = 1;
-			return -1;
-		}
-		nb = realloc(s->out, cap + 1);
-		if (!nb) {
-			s->err = 1;
-			return -1;
-		}
-		s->out = nb;
-		s->outcap = cap;
-	}
-	s->out[s->outlen++] = c;
-	return 0;
-}
-
-/* Canonical Huffman code from code lengths; nonzero for an over-subscribed set. */
-static int construct(struct huffman *h, const short *length, int n)
-{
-	short offs[16];
-	int left = 1;
-
-	memset(h->count, 0, sizeof(h->count));
-	for (int i = 0; i < n; i++)
-		h->count[length[i]]++;
-	if (h->count[0] == n) /* no codes: decoding will fail if one is used */
-		return 0;
-	for (int len = 1; len < 16; len++) {
-		left = (left << 1) - h->count[len];
-		if (left < 0)
-			return -1;
-	}
-	offs[1] = 0;
-	for (int len = 1; len < 15; len++)
-		offs[len + 1] = (short)(offs[len] + h->count[len]);
-	for (int i = 0; i < n; i++)
-		if (length[i])
-			h->symbol[offs[length[i]]++] = (short)i;
-	/* An incomplete code is allowed (one distance code, for example). */
-	return 0;
-}
-
-static int decode(struct inflate *s, const struct huffman *h)
-{
-	int code = 0, first = 0, index = 0;
-
-	for (int len = 1; len < 16; len++) {
-		int count = h->count[len];
-
-		code |= (int)bits(s, 1);
-		if (s->err)
-			return -1;
-		if (code - count < first)
-			return h->symbol[index + (code - first)];
-		index += count;
-		first = (first + count) << 1;
-		code <<= 1;
-	}
-	s->err = 1;
-	return -1;
-}
-
-static int codes(struct inflate *s, const struct huffman *lencode, const struct huffman *distcode)
-{
-	static const short lbase[29] = { 3,  4,  5,  6,  7,  8,  9,  10, 11,  13,
-					 15, 17, 19, 23, 27, 31, 35, 43, 51,  59,
-					 67, 83, 99, 115, 131, 163, 195, 227, 258 };
-	static const short lext[29] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
-					2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 };
-	static const short dbase[30] = { 1,    2,    3,    4,    5,    7,     9,     13,
-					 17,   25,   33,   49,   65,   97,    129,   193,
-					 257,  385,  513,  769,  1025, 1537,  2049,  3073,
-					 4097, 6145, 8193, 12289, 16385, 24577 };
-	static const short dext[30] = { 0, 0, 0, 0, 1, 1, 2,  2,  3,  3,  4,  4,  5,  5,  6,
-					6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13 };
-
-	for (;;) {
-		int sym = decode(s, lencode);
-		size_t len, dist;
-
-		if (sym < 0)
-			return -1;
-		if (sym < 256) {
-			if (put(s, (unsigned char)sym))
-				return -1;
-			continue;
-		}
-		if (sym == 256)
-			return 0;
-		sym -= 257;
-		if (sym >= 29)
-			return -1;
-		len = (size_t)lbase[sym] + bits(s, (unsigned int)lext[sym]);
-		sym = decode(s, distcode);
-		if (sym < 0 || sym >= 30)
-			return -1;
-		dist = (size_t)dbase[sym] + bits(s, (unsigned int)dext[sym]);
-		if (s->err || dist > s->outlen)
-			return -1;
-		while (len--)
-			if (put(s, s->out[s->outlen - dist]))
-				return -1;
-	}
-}
-
-static int stored(struct inflate *s)
-{
-	unsigned int len;
-
-	s->bitbuf = 0; /* to a byte boundary */
-	s->bitcnt = 0;
-	if (s->pos + 4 > s->inlen)
-		return -1;
-	len = s->in[s->pos] | (unsigned int)s->in[s->pos + 1] << 8;
-	if ((s->in[s->pos + 2] | (unsigned int)s->in[s->pos + 3] << 8) != (~len & 0xffff))
-		return -1;
-	s->pos += 4;
-	if (s->pos + len > s->inlen)
-		return -1;
-	while (len--)
-		if (put(s, s->in[s->pos++]))
-			return -1;
-	return 0;
-}
-
-static int fixed(struct inflate *s)
-{
-	struct huffman lencode, distcode;
-	short lengths[288];
-	int i;
-
-	/* Rebuilt per block: cheap next to reading a file, and no shared state. */
-	for (i = 0; i < 144; i++)
-		lengths[i] = 8;
-	for (; i < 256; i++)
-		lengths[i] = 9;
-	for (; i < 280; i++)
-		lengths[i] = 7;
-	for (; i < 288; i++)
-		lengths[i] = 8;
-	construct(&lencode, lengths, 288);
-	for (i = 0; i < 30; i++)
-		lengths[i] = 5;
-	construct(&distcode, lengths, 30);
-	return codes(s, &lencode, &distcode);
-}
-
-static int dynamic(struct inflate *s)
-{
-	static const short order[19] = { 16, 17, 18, 0, 8, 7, 9, 6, 10, 5,
-					 11, 4, 12, 3, 13, 2, 14, 1, 15 };
-	struct huffman lencode, distcode;
-	short lengths[320];
-	int nlen, ndist, ncode, index;
-
-	nlen = (int)bits(s, 5) + 257;
-	ndist = (int)bits(s, 5) + 1;
-	ncode = (int)bits(s, 4) + 4;
-	if (s->err || nlen > 286 || ndist > 30)
-		return -1;
-	for (index = 0; index < ncode; index++)
-		lengths[order[index]] = (short)bits(s, 3);
-	for (; index < 19; index++)
-		lengths[order[index]] = 0;
-	if (s->err || construct(&lencode, lengths, 19))
-		return -1;
-	for (index = 0; index < nlen + ndist;) {
-		int sym = decode(s, &lencode), len = 0, rep;
-
-		if (sym < 0)
-			return -1;
-		if (sym < 16) {
-			lengths[index++] = (short)sym;
-			continue;
-		}
-		if (sym == 16) {
-			if (!index)
-				return -1;
-			len = lengths[index - 1];
-			rep = 3 + (int)bits(s, 2);
-		} else if (sym == 17) {
-			rep = 3 + (int)bits(s, 3);
-		} else {
-			rep = 11 + (int)bits(s, 7);
-		}
-		if (s->err || index + rep > nlen + ndist)
-			return -1;
-		while (rep--)
-			lengths[index++] = (short)len;
-	}
-	if (!lengths[256]) /* no end-of-block code */
-		return -1;
-	if (construct(&lencode, lengths, nlen) || construct(&distcode, lengths + nlen, ndist))
-		return -1;
-	return codes(s, &lencode, &distcode);
-}
-
-static uint32_t crc32_of(const unsigned char *p, size_t n)
-{
-	uint32_t crc = 0xffffffffu;
-
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = crc >> 1 ^ (0xedb88320u & -(crc & 1));
-	}
-	return ~crc;
-}
-
-static uint32_t le32(const unsigned char *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/*
- * Decompress a gzip member into a NUL-terminated malloc'd buffer; 0 or -1
- * (bad or truncated data, a CRC or length mismatch, no memory).
- */
-static int gunzip(const unsigned char *in, size_t inlen, char **out_p, size_t *outlen_p)
-{
-	struct inflate s = { .in = in, .inlen = inlen };
-	unsigned int flags, last;
-
-	if (inlen < 18 || in[0] != 0x1f || in[1] != 0x8b || in[2] != 8)
-		return -1;
-	flags = in[3];
-	s.pos = 10;
-	if (flags & 4) { /* FEXTRA */
-		if (s.pos + 2 > inlen)
-			return -1;
-		s.pos += 2 + (in[s.pos] | (size_t)in[s.pos + 1] << 8);
-	}
-	for (unsigned int f = 8; f <= 16; f <<= 1) { /* FNAME, FCOMMENT */
-		if (!(flags & f))
-			continue;
-		while (s.pos < inlen && in[s.pos])
-			s.pos++;
-		s.pos++;
-	}
-	if (flags & 2) /* FHCRC */
-		s.pos += 2;
-	if (s.pos >= inlen)
-		return -1;
-	do {
-		unsigned int type;
-		int err;
-
-		last = bits(&s, 1);
-		type = bits(&s, 2);
-		if (s.err)
-			break;
-		err = type == 0 ? stored(&s) : type == 1 ? fixed(&s) : type == 2 ? dynamic(&s) : -1;
-		if (err)
-			s.err = 1;
-	} while (!s.err && !last);
-	/* The trailer: CRC-32 and length of the data, byte-aligned after the last block. */
-	if (!s.err && (s.pos + 8 > inlen || le32(in + s.pos) != crc32_of(s.out, s.outlen) ||
-		       le32(in + s.pos + 4) != (uint32_t)s.outlen))
-		s.err = 1;
-	if (s.err || !s.out) {
-		free(s.out);
-		return -1;
-	}
-	s.out[s.outlen] = '\0';
-	*out_p = (char *)s.out;
-	*outlen_p = s.outlen;
-	return 0;
-}
-
 /* ---- what the files say ---- */
 
 /* 1 for =y or =m, 0 for "is not set", =n or a symbol the config does not list. */
@@ -417,24 +110,62 @@ static int kconfig_has(const char *text, const char *sym)
 	return 0;
 }
 
-/* Read a configuration, plain or gzip; malloc'd text or NULL with @err set. */
+/*
+ * Read a configuration, plain or gzip (zlib reads either); malloc'd text or
+ * NULL with @err set.
+ */
 static char *kconfig_read(const char *path, char *err, size_t errlen)
 {
-	char *raw, *text;
-	size_t len, tlen;
+	size_t len = 0, cap = 64 << 10;
+	char *text = NULL, *nt;
+	gzFile f;
+	int n;
 
-	if (read_all(path, FILE_MAX, &raw, &len)) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	errno = 0;
+	f = gzopen(path, "rbe"); /* e: O_CLOEXEC */
+	if (!f) {
+		snprintf(err, errlen, "cannot read %s: %s", path,
+			 strerror(errno ? errno : ENOMEM));
 		return NULL;
 	}
-	if (len < 2 || (unsigned char)raw[0] != 0x1f || (unsigned char)raw[1] != 0x8b)
-		return raw;
-	if (gunzip((const unsigned char *)raw, len, &text, &tlen)) {
-		snprintf(err, errlen, "%s is not valid gzip data", path);
-		text = NULL;
+	for (;;) {
+		if (!text || len == cap) {
+			if (text)
+				cap *= 2;
+			if (cap > FILE_MAX) {
+				snprintf(err, errlen, "cannot read %s: %s", path, strerror(EFBIG));
+				goto err_free;
+			}
+			nt = realloc(text, cap + 1);
+			if (!nt) {
+				snprintf(err, errlen, "cannot read %s: %s", path, strerror(ENOMEM));
+				goto err_free;
+			}
+			text = nt;
+		}
+		n = gzread(f, text + len, (unsigned int)(cap - len));
+		if (n < 0) {
+			int zerr;
+			const char *msg = gzerror(f, &zerr);
+
+			if (zerr == Z_ERRNO)
+				snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+			else
+				snprintf(err, errlen, "%s is not valid gzip data (%s)", path, msg);
+			goto err_free;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
 	}
-	free(raw);
+	gzclose(f);
+	text[len] = '\0';
 	return text;
+
+err_free:
+	free(text);
+	gzclose(f);
+	return NULL;
 }
 
 /* Whether Linux @release predates NVIDIA's HMM: 6.1.24, 6.2.11, 6.3 and later work. */

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 struct vmmx__reg {
 	struct vmmx__reg *next;

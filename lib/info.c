@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/addr.h"
 
 /* An attribute, or -1 when the driver does not answer (an old driver may
  * not know a newer attribute: that is not worth failing the whole call). */

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/base.h"
 
 static const char *const level_names[] = {
 	[VMMX_LOG_NONE] = "none", [VMMX_LOG_ERROR] = "error", [VMMX_LOG_WARN] = "warn",

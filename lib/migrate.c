@@ -35,70 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 /* Bytes per batch: big enough that the per-batch driver calls are small
  * next to the copy (256 MiB is ~5 ms over PCIe Gen5), small enough to
  * overlap preparation with copying over a 1 GiB range. */
 #define MIGRATE_BATCH (256ull << 20)
-
-struct vmmx_stream {
-	struct vmmx_ctx *ctx;
-	vmm_stream_t s;
-};
-
-VMMX_API int vmmx_stream_create(struct vmmx_ctx *ctx, struct vmmx_stream **s_p)
-{
-	struct vmmx_stream *st;
-	int err;
-
-	vmmx__clear_last_error();
-	if (!ctx || !s_p)
-		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_stream_create: NULL argument");
-	if (vmmx__inherited(ctx))
-		return vmmx__fail_inherited(ctx, "vmmx_stream_create");
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_stream_create: out of memory");
-	err = vmm_stream_create(ctx->vmm, &st->s);
-	if (err) {
-		free(st);
-		return err;
-	}
-	st->ctx = ctx;
-	*s_p = st;
-	return 0;
-}
-
-VMMX_API void vmmx_stream_destroy(struct vmmx_stream *st)
-{
-	if (!st)
-		return;
-	/* In a forked child the stream is the parent's: forget it only. */
-	if (!vmmx__inherited(st->ctx) && vmm_stream_destroy(st->ctx->vmm, st->s))
-		vmmx__logf(&st->ctx->conf.log, VMMX_LOG_WARN, "vmmx_stream_destroy: %s",
-			   vmmx_last_error());
-	free(st);
-}
-
-VMMX_API void *vmmx_stream_handle(const struct vmmx_stream *st)
-{
-	if (st && vmmx__inherited(st->ctx)) {
-		vmmx__fail_inherited(st->ctx, "vmmx_stream_handle");
-		return NULL;
-	}
-	return st ? (void *)(uintptr_t)st->s : NULL;
-}
-
-VMMX_API int vmmx_stream_sync(struct vmmx_stream *st)
-{
-	vmmx__clear_last_error();
-	if (!st)
-		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_stream_sync: NULL stream");
-	if (vmmx__inherited(st->ctx))
-		return vmmx__fail_inherited(st->ctx, "vmmx_stream_sync");
-	return vmm_stream_sync(st->ctx->vmm, st->s);
-}
 
 /* One chunk on its way. */
 struct move {
@@ -148,7 +90,10 @@ static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h,
 /* A handle of @size at the destination (vmmx__handle_get), with the error said. */
 static int new_handle(struct mig *g, size_t size, vmm_handle_t *h)
 {
-	int err = vmmx__handle_get(g->ctx, g->to, size, h);
+	enum vmmx__why why = VMMX__WHY_OK;
+	size_t got;
+	bool hit;
+	int err = vmmx__handle_get(g->ctx, g->to, size, size, 0, h, &got, &hit, &why);
 
 	if (err == -VMMX_ENOMEM) {
 		char name[32];

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * policy.c - the policy host: finding, checking, loading and unloading
- * placement policies, and the services table they get.
+ * placement policies, the services table they get, and what the library
+ * tells a policy (chunk events, advice: the end of the file).
  *
  * Search, for a spec "name[:args]": every directory of VMMX_POLICY_PATH
  * (absolute directories only, empty elements ignored), then the build
@@ -40,7 +41,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 #ifndef VMMX_POLICY_DIR
 #define VMMX_POLICY_DIR "/usr/local/lib/libvmmx/policies"
@@ -63,23 +64,6 @@ static const struct {
 const char *vmmx__policy_builtin_names(void)
 {
 	return "device-first, device, host";
-}
-
-int vmmx__policy_spec_check(const char *spec, size_t *name_len)
-{
-	const char *colon = strchr(spec, ':');
-	size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-
-	if (!len || len > VMMX__POLICY_NAME_MAX || strlen(spec) >= VMMX__POLICY_SPEC_MAX)
-		return -VMMX_EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		char c = spec[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
-			return -VMMX_EINVAL;
-	}
-	*name_len = len;
-	return 0;
 }
 
 /* ---- host services ---- */
@@ -1032,4 +1016,48 @@ void vmmx__policy_buf_event(struct vmmx__policy *pol, uint64_t id, size_t capaci
 	if (pol->ops->size >= VMMX_POLICY_SIZE_THROUGH(struct vmmx_policy_ops, buf_event) &&
 	    pol->ops->buf_event)
 		pol->ops->buf_event(pol->state, id, capacity, created);
+}
+
+void vmmx__policy_abandon(struct vmmx_ctx *ctx)
+{
+	struct vmmx__policy *pol;
+
+	/*
+	 * A plugin's fini may take a lock a thread of the parent held at the
+	 * fork, and its state may point at the parent's driver objects: it is
+	 * not called.  What the plugin allocated stays allocated; the plugin
+	 * itself is unloaded.
+	 */
+	while ((pol = ctx->policies)) {
+		ctx->policies = pol->next;
+		if (pol->dl)
+			dlclose(pol->dl);
+		free(pol);
+	}
+}
+
+/* ---- what the library tells a policy ---- */
+
+void vmmx__policy_chunk_event(struct vmmx_buf *buf, const struct vmmx__chunk *c, int event)
+{
+	struct vmmx__policy *pol = buf->policy;
+	struct vmmx_policy_chunk pc;
+
+	if (!VMMX__POLICY_HAS(pol, chunk_event))
+		return;
+	pc = (struct vmmx_policy_chunk){ .buf_id = buf->id, .offset = c->off, .size = c->size,
+					 .loc = c->loc };
+	pol->ops->chunk_event(pol->state, &pc, event);
+}
+
+bool vmmx__policy_can_evict(const struct vmmx__policy *pol)
+{
+	return VMMX__POLICY_HAS(pol, evict);
+}
+
+void vmmx__policy_advise(struct vmmx__policy *pol, uint64_t buf_id, size_t off, size_t len,
+			 int advice)
+{
+	if (VMMX__POLICY_HAS(pol, advise))
+		pol->ops->advise(pol->state, buf_id, off, len, advice);
 }

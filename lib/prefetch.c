@@ -21,7 +21,7 @@
  */
 #include "config.h"
 
-#include "internal.h"
+#include "internal/addr.h"
 
 typedef int part_fn(void *arg, struct vmmx_buf *buf, size_t off, size_t len);
 

@@ -27,7 +27,7 @@
 
 #include <stdlib.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 void vmmx__shadow_keep(struct vmmx_ctx *ctx, struct vmmx__chunk *nc, struct vmmx_loc loc,
 		       vmm_handle_t h)

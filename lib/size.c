@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "internal/base.h"
 
 static const struct {
 	const char *suffix;

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "internal/obj.h"
 
 int vmmx__trace_open(struct vmmx_ctx *ctx)
 {

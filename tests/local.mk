@@ -22,7 +22,7 @@ if HAVE_CUDA
 endif
 
 # White-box tests link the core statically.
-TEST_LDADD = %D%/tap/libtap.la lib/libvmmx_core.la $(URCU_LIBS) $(PTHREAD_LIBS)
+TEST_LDADD = %D%/tap/libtap.la lib/libvmmx_core.la $(URCU_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
 TEST_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib $(URCU_CFLAGS)
 
 vmmx_c_tests = \
