@@ -16,7 +16,7 @@ check_LTLIBRARIES += %D%/tap/libtap.la
 	%D%/tap/leaks.h %D%/tap/leaks.c
 %C%_tap_libtap_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib
 %C%_tap_libtap_la_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS)
-%C%_tap_libtap_la_LIBADD = $(CUDALOAD_LIBS)
+%C%_tap_libtap_la_LIBADD = lib/libvmmx_json.la $(CUDALOAD_LIBS)
 if HAVE_CUDA
 %C%_tap_libtap_la_CPPFLAGS += $(CUDA_CPPFLAGS)
 endif

@@ -13,7 +13,7 @@ bin_PROGRAMS += %D%/vmmx-demo
 bin_PROGRAMS += %D%/vmmx-info
 %C%_vmmx_info_SOURCES = %D%/vmmx-info.c $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_info_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_info_LDADD = lib/libvmmx.la -lm
+%C%_vmmx_info_LDADD = lib/libvmmx.la lib/libvmmx_json.la -lm
 
 # Experiment tools: GPU kernels (kernels.cu, embedded when nvcc is there),
 # the driver plumbing and sim stand-ins (gpu.c).
@@ -24,11 +24,11 @@ endif
 %C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
 	$(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_place_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) -lm
+%C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
 %C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
 	$(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_bench_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) -lm
+%C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
 EXTRA_DIST += %D%/kernels.cu docs/PERFORMANCE.md
 if HAVE_NVCC
 nodist_%C%_vmmx_place_SOURCES = %D%/kernels_fatbin.h

@@ -7,9 +7,9 @@
  *
  * Numbers in JSON use %.9g (enough for a double's timing and ratio figures
  * to round-trip as far as they are meaningful); non-finite numbers never
- * reach JSON, they are stored as null.  Strings are escaped for JSON with
- * bytes that are not UTF-8 replaced by U+FFFD, so a file name of any bytes
- * still yields valid JSON.
+ * reach JSON, they are stored as null.  Strings go through the project's
+ * one JSON writer (lib/json.c): bytes that are not UTF-8 become \u00XX,
+ * so a file name of any bytes still yields valid JSON, the library's rule.
  */
 #include "config.h"
 
@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/json.h"
 #include "tools/report.h"
 
 /* ---- building ---- */
@@ -407,45 +408,9 @@ void rep_csv(FILE *f, const struct rep *rows, const struct rep_view *v)
 
 /* ---- JSON ---- */
 
-/* The length of the UTF-8 sequence at @p, or 0 when it is not valid UTF-8. */
-static int utf8_len(const unsigned char *p)
-{
-	int n = p[0] < 0x80		? 1
-		: (p[0] & 0xe0) == 0xc0 ? 2
-		: (p[0] & 0xf0) == 0xe0 ? 3
-		: (p[0] & 0xf8) == 0xf0 ? 4
-					: 0;
-
-	for (int k = 1; k < n; k++)
-		if ((p[k] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong two-byte forms are refused; longer overlong forms are rare enough. */
-	return n == 2 && p[0] < 0xc2 ? 0 : n;
-}
-
 void rep_json_str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	fputc('"', f);
-	while (*p) {
-		int n = utf8_len(p);
-
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else if (!n)
-			fputs("\\ufffd", f);
-		else
-			fwrite(p, 1, (size_t)n, f);
-		p += n ? n : 1;
-	}
-	fputc('"', f);
+	vmmx__json_put_str(f, s);
 }
 
 static void json_node(FILE *f, const struct rep *r, int depth)

@@ -167,7 +167,7 @@ void rep_table(FILE *f, const struct rep *rows, const struct rep_view *v);
 /** rep_csv() - @rows as CSV: a header of the column keys, then one line a row. */
 void rep_csv(FILE *f, const struct rep *rows, const struct rep_view *v);
 
-/** rep_json() - the whole tree @r as JSON (UTF-8, invalid bytes as U+FFFD), then a newline. */
+/** rep_json() - the whole tree @r as JSON (UTF-8, invalid bytes as \u00XX), then a newline. */
 void rep_json(FILE *f, const struct rep *r);
 
 /**
