@@ -270,6 +270,9 @@ EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plo
 # vmmx-demo; vmmx-run's checks and --report-file (the interposer's own tests are tests/preload/).
 TESTS += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
 EXTRA_DIST += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
+# Every tool: --version, and each error printed once.
+TESTS += %D%/tools/version.sh %D%/tools/errors-once.sh
+EXTRA_DIST += %D%/tools/version.sh %D%/tools/errors-once.sh
 
 # vmmx.h must compile as C++ and as strict C99.
 %C%_api_cxx_SOURCES = %D%/api/cxx.cc

@@ -5,7 +5,7 @@
 # (kernels.cu).
 TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools -DVMMX_BINDIR='"$(bindir)"'
 TOOLS_REPORT = %D%/report.c %D%/report.h
-TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h
+TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h %D%/ctx.c %D%/ctx.h
 TOOLS_OPTS = %D%/opts.c %D%/opts.h $(TOOLS_STDOUT)
 bin_PROGRAMS += %D%/vmmx-demo
 %C%_vmmx_demo_SOURCES = %D%/vmmx-demo.c $(TOOLS_STDOUT)
@@ -48,5 +48,6 @@ CLEANFILES += %D%/vmmx-plot
 EXTRA_DIST += %D%/vmmx-plot.in
 %D%/vmmx-plot: %D%/vmmx-plot.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) %D% && sed -e 's|@pythondir[@]|$(pythondir)|g' \
+		-e 's|@VERSION[@]|$(VERSION)|g' \
 		-e 's|@srcpythondir[@]|$(abs_top_srcdir)/python|g' \
 		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@

@@ -55,6 +55,7 @@
 #include "tools/gpu.h"
 #include "tools/opts.h"
 #include "tools/report.h"
+#include "tools/ctx.h"
 
 #define PROG	      "vmmx-bench"
 #define MAX_CHUNKS    16
@@ -226,6 +227,7 @@ static void usage(FILE *f)
 	    "                         FILE.png, .svg or .pdf\n"
 	    "  -q, --quiet            no progress on stderr\n"
 	    "  -h, --help\n"
+	    "      --version\n"
 	    "Exit status: 0 done (targets may MISS), 1 a measurement failed, 2 bad usage.\n");
 }
 
@@ -477,7 +479,7 @@ static int mkctx(struct bench *B, uint64_t chunk, uint64_t chunk_max, int64_t ca
 	else
 		snprintf(dl, sizeof(dl), "100%%");
 	cfg.device_limit = dl;
-	err = vmmx_ctx_create(&cfg, ctx_p);
+	err = tool_ctx_create(&cfg, ctx_p);
 	return err ? vfail(B, "vmmx_ctx_create", err) : 0;
 }
 
@@ -2684,7 +2686,7 @@ int main(int argc, char **argv)
 	rc = parse_opts(argc, argv, &B->o);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	err = vmmx_ctx_create(NULL, &ctx);
+	err = tool_ctx_create(NULL, &ctx);
 	if (err) {
 		tool_ctx_error(PROG, err);
 		return 1;

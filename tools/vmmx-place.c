@@ -48,6 +48,7 @@
 #include "tools/gpu.h"
 #include "tools/opts.h"
 #include "tools/report.h"
+#include "tools/ctx.h"
 
 #define PROG	     "vmmx-place"
 #define MAX_SIZES    64
@@ -178,6 +179,7 @@ static void usage(FILE *f)
 	    "                         managed-memory rule (to see the refusal)\n"
 	    "  -q, --quiet            no progress on stderr\n"
 	    "  -h, --help\n"
+	    "      --version\n"
 	    "Sizes: 4096, 512MiB, 4GiB, 4G (powers of 1024), 4GB (powers of 1000).\n"
 	    "Exit status: 0 done, 1 a measurement or the setup failed, 2 bad usage.\n");
 }
@@ -1331,7 +1333,7 @@ static int open_ctx(struct run *R)
 
 	vmmx_config_init(&cfg);
 	cfg.device_limit = R->o.device_limit;
-	err = vmmx_ctx_create(&cfg, &R->ctx);
+	err = tool_ctx_create(&cfg, &R->ctx);
 	if (err) {
 		tool_ctx_error(PROG, err);
 		return -1;
@@ -1350,7 +1352,7 @@ static int open_ctx(struct run *R)
 		/* Stand-ins for cuMemAlloc/cuMemHostAlloc: no device limit applies to them. */
 		vmmx_config_init(&cfg);
 		cfg.device_limit = "100%";
-		err = vmmx_ctx_create(&cfg, &R->refctx);
+		err = tool_ctx_create(&cfg, &R->refctx);
 		if (err) {
 			fprintf(stderr, PROG ": cannot open the reference context: %s\n",
 				vmmx_last_error());
