@@ -25,7 +25,9 @@ endif
 	$(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
-%C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
+%C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \
+	%D%/bench-grow.c %D%/bench-doubling.c %D%/bench-shrink.c %D%/bench-copy.c \
+	%D%/bench-stream.c %D%/bench-migrate.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
 	$(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm

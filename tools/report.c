@@ -207,6 +207,117 @@ struct rep *rep_label(struct rep *r, const char *label, const char *fmt, ...)
 	return r;
 }
 
+/* ---- rows described once ---- */
+
+#define MEMBER(row, off, type) (*(const type *)((const char *)(row) + (off)))
+
+static void field_value(struct rep *o, const struct rep_field *f, const void *row,
+			const void *arg)
+{
+	char buf[256];
+	const char *s;
+	uint64_t u;
+
+	if (f->when && !f->when(row, arg)) {
+		rep_null(o, f->key);
+		return;
+	}
+	switch (f->src) {
+	case REP_S_STR:
+		rep_str(o, f->key, MEMBER(row, f->off, char *));
+		return;
+	case REP_S_TEXT:
+		rep_str(o, f->key, (const char *)row + f->off);
+		return;
+	case REP_S_BYTES:
+		rep_bytes(o, f->key, MEMBER(row, f->off, uint64_t));
+		return;
+	case REP_S_COUNT:
+		u = MEMBER(row, f->off, uint64_t);
+		if (u == UINT64_MAX)
+			rep_null(o, f->key);
+		else
+			rep_int(o, f->key, (long long)u);
+		return;
+	case REP_S_UINT:
+		rep_int(o, f->key, MEMBER(row, f->off, unsigned int));
+		return;
+	case REP_S_SIZE_T:
+		rep_int(o, f->key, (long long)MEMBER(row, f->off, size_t));
+		return;
+	case REP_S_NUM:
+		rep_num(o, f->key, MEMBER(row, f->off, double));
+		return;
+	case REP_S_RATIO:
+		rep_num(o, f->key, MEMBER(row, f->off, double) / MEMBER(row, f->off2, double));
+		return;
+	case REP_S_NUMFN:
+		rep_num(o, f->key, f->num(row, arg));
+		return;
+	case REP_S_BYTESFN:
+		rep_bytes(o, f->key, f->bytes(row, arg));
+		return;
+	case REP_S_STRFN:
+		s = f->str(row, arg, buf, sizeof(buf));
+		if (s)
+			rep_str(o, f->key, s);
+		return;
+	}
+	abort(); /* a source with no case: a broken table */
+}
+
+struct rep *rep_row(struct rep *arr, const struct rep_field *f, size_t n, const void *row,
+		    const void *arg)
+{
+	struct rep *o = rep_obj(arr, NULL);
+
+	for (size_t i = 0; i < n; i++) {
+		field_value(o, &f[i], row, arg);
+		if (f[i].table_only && o->last && o->last->key && !strcmp(o->last->key, f[i].key))
+			rep_table_only(o->last);
+	}
+	return o;
+}
+
+static struct rep_col field_col(const struct rep_field *f)
+{
+	return (struct rep_col){.key = f->key, .head = f->head ? f->head : f->key, .fmt = f->fmt,
+				.prec = f->prec, .right = f->right, .csv = f->csv};
+}
+
+size_t rep_field_cols(const struct rep_field *f, size_t n, int csv, struct rep_col *out)
+{
+	size_t k = 0;
+	int last = 0;
+
+	if (csv) {
+		for (size_t i = 0; i < n; i++)
+			if (!f[i].table_only && !f[i].nocsv)
+				out[k++] = field_col(&f[i]);
+		return k;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (f[i].col > last)
+			last = f[i].col;
+	for (int c = 1; c <= last; c++)
+		for (size_t i = 0; i < n; i++)
+			if (f[i].col == c)
+				out[k++] = field_col(&f[i]);
+	return k;
+}
+
+void rep_field_table(FILE *out, const struct rep *rows, const struct rep_field *f, size_t n,
+		     const struct rep_view *v)
+{
+	struct rep_col *cols = must(calloc(n ? n : 1, sizeof(*cols)));
+	struct rep_view view = *v;
+
+	view.cols = cols;
+	view.ncols = rep_field_cols(f, n, 0, cols);
+	rep_table(out, rows, &view);
+	free(cols);
+}
+
 /* ---- cells ---- */
 
 const char *rep_fmt_size(uint64_t b, char *buf, size_t len)
