@@ -21,8 +21,8 @@ bin_PROGRAMS += %D%/vmmx-place %D%/vmmx-bench
 if HAVE_CUDA
 TOOLS_CPPFLAGS += $(CUDA_CPPFLAGS)
 endif
-%C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
-	$(TOOLS_OPTS)
+%C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/place.h %D%/place-window.c \
+	%D%/place-report.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
 %C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \
