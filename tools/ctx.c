@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/ctx.h"
@@ -61,4 +62,17 @@ int tool_ctx_create(struct vmmx_config *cfg, struct vmmx_ctx **ctx_p)
 		if (!err || strcmp(held.msg[i], vmmx_last_error()))
 			put(held.level[i], held.msg[i]);
 	return err;
+}
+
+void tool_ctx_error(const char *prog, int err)
+{
+	const char *b = getenv("VMMX_BACKEND");
+
+	fprintf(stderr, "%s: cannot open a libvmmx context: %s: %s\n", prog, vmmx_strerror(err),
+		vmmx_last_error());
+	if (!b || strcmp(b, "sim"))
+		fprintf(stderr,
+			"%s: with no usable GPU, VMMX_BACKEND=sim runs the same flow on the "
+			"simulated backend (not GPU figures)\n",
+			prog);
 }

@@ -26,6 +26,13 @@
  */
 int tool_ctx_create(struct vmmx_config *cfg, struct vmmx_ctx **ctx_p);
 
+/**
+ * tool_ctx_error() - say on stderr that vmmx_ctx_create() failed with @err
+ * and, unless VMMX_BACKEND is already sim, that VMMX_BACKEND=sim runs the
+ * same flow without a GPU.
+ */
+void tool_ctx_error(const char *prog, int err);
+
 /** tool_log() - the tools' log sink (a vmmx_log_fn): see above. */
 void tool_log(void *arg, enum vmmx_log_level level, const char *msg);
 

@@ -19,6 +19,11 @@
  * Errors are negative -VMMX_E* codes (vmmx.h); gpu_why() holds the detail
  * of the last failure: the driver call and its CUDA error name.
  *
+ * Where each part lives: the workloads and the engine in workload.c; the
+ * cuda side in gpu.c (context, kernels, timed copies) and gpu-alloc.c
+ * (baselines, raw VMM calls), or gpu-none.c without CUDA headers; the
+ * error slot, the clock and the formats in util.c.
+ *
  * State is process-wide and unlocked: call these from the main thread only.
  * This header includes no CUDA header and is also read by nvcc
  * (kernels.cu uses gpu_pattern() and gpu_mix64()), so it stays plain C and
@@ -300,12 +305,14 @@ double gpu_now(void);
 /** tool_fmt_size() - rep_fmt_size(): "2 MiB", "1.50 GiB", "512 B"; returns @buf. */
 const char *tool_fmt_size(uint64_t b, char *buf, size_t len);
 
-/**
- * tool_ctx_error() - say on stderr that vmmx_ctx_create() failed with @err
- * and, unless VMMX_BACKEND is already sim, that VMMX_BACKEND=sim runs the
- * same flow without a GPU.
- */
-void tool_ctx_error(const char *prog, int err);
+/** gpu_copy_half() - the copy workload moves the first half onto the second: whole elements of each. */
+static inline uint64_t gpu_copy_half(uint64_t size)
+{
+	return size / 2 / 16 * 16;
+}
+
+/** gpu_set_why() - the detail gpu_why() returns, as printf (util.c). */
+void gpu_set_why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /** tool_gbps() - @bytes moved in @sec seconds, in GB/s (10^9 bytes). */
 double tool_gbps(uint64_t bytes, double sec);

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-# The tools: one file per tool, plus what they share: the results model and
-# its emitters (report.c), the option parsing (opts.c), the GPU side of the
-# experiments (gpu.c, over the driver door vmm/cudaload.c) and their kernels
-# (kernels.cu).
+# The tools: one file per tool (vmmx-bench and vmmx-place split further by
+# section and concern: bench-*.c, place-*.c), plus what they share: the
+# results model and its emitters (report.c), the option parsing (opts.c),
+# opening a context with each error printed once (ctx.c), the GPU side of
+# the experiments (gpu.h: workload.c, util.c, and gpu.c + gpu-alloc.c over
+# the driver door vmm/cudaload.c, or gpu-none.c) and their kernels.
 TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools -DVMMX_BINDIR='"$(bindir)"'
 TOOLS_REPORT = %D%/report.c %D%/report.h
 TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h %D%/ctx.c %D%/ctx.h
@@ -15,20 +17,24 @@ bin_PROGRAMS += %D%/vmmx-info
 %C%_vmmx_info_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_info_LDADD = lib/libvmmx.la lib/libvmmx_json.la -lm
 
-# Experiment tools: GPU kernels (kernels.cu, embedded when nvcc is there),
-# the driver plumbing and sim stand-ins (gpu.c).
+# Experiment tools: GPU kernels (kernels.cu, embedded when nvcc is there).
+# The GPU side by concern: workloads and engine, the cuda client (or its
+# stand-in without CUDA headers), and the error slot, clock and formats.
 bin_PROGRAMS += %D%/vmmx-place %D%/vmmx-bench
+TOOLS_GPU = %D%/gpu.h %D%/util.c %D%/workload.c
 if HAVE_CUDA
 TOOLS_CPPFLAGS += $(CUDA_CPPFLAGS)
+TOOLS_GPU += %D%/gpu.c %D%/gpu-alloc.c %D%/gpu-cuda.h
+else
+TOOLS_GPU += %D%/gpu-none.c
 endif
 %C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/place.h %D%/place-window.c \
-	%D%/place-report.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) $(TOOLS_OPTS)
+	%D%/place-report.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
 %C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \
 	%D%/bench-grow.c %D%/bench-doubling.c %D%/bench-shrink.c %D%/bench-copy.c \
-	%D%/bench-stream.c %D%/bench-migrate.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
-	$(TOOLS_OPTS)
+	%D%/bench-stream.c %D%/bench-migrate.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
 EXTRA_DIST += %D%/kernels.cu docs/PERFORMANCE.md
