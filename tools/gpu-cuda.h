@@ -24,8 +24,8 @@ enum kfn { K_READ, K_WRITE, K_COPY, K_GATHER, K_CHECK, K_COUNT };
 struct gpu_cuda {
 	const struct vmm_cuda_api *api; /* NULL until gpu_open() loads the driver */
 	CUdevice dev;
-	CUcontext ctx; /* retained primary context, NULL when closed */
-	CUmodule mod;  /* the tools' kernels, NULL when unavailable */
+	CUcontext ctx; /* the client's retained primary context, NULL when closed */
+	CUmodule mod;  /* the one kernel set, the client's (gpu/client.c); NULL when unusable */
 	CUfunction fn[K_COUNT];
 	unsigned int grid[K_COUNT]; /* SMs x resident blocks of BLOCK threads */
 	CUevent ev[2];		    /* NULL when not created */

@@ -25,11 +25,9 @@
 #include <string.h>
 
 #include "vmmx.h"
+#include "gpu/client.h"
 #include "tools/gpu-cuda.h"
 
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
 
 struct gpu_cuda gcu;
 
@@ -103,17 +101,13 @@ static int attr(CUdevice_attribute a, const char *name, int *v)
 
 static void load_kernels(void)
 {
-#ifdef VMMX_HAVE_KERNELS
 	CUresult r;
 
-	r = gcu.api->cuModuleLoadData(&gcu.mod, vmmx_tool_kernels_fatbin);
-	if (r != CUDA_SUCCESS) {
-		gcu.mod = NULL;
-		snprintf(gcu.kwhy, sizeof(gcu.kwhy),
-			 "cuModuleLoadData(tool kernels): %s (built for %s)", gcu_name(r),
-			 "the NVCC_ARCH given to configure");
+	if (gpu_client_load_kernels()) {
+		snprintf(gcu.kwhy, sizeof(gcu.kwhy), "%s", gpu_client_why());
 		return;
 	}
+	gcu.mod = gpu_client()->mod;
 	for (int k = 0; k < K_COUNT; k++) {
 		int per_sm = 0;
 
@@ -153,36 +147,16 @@ err_out:
 	(void)gcu.api->cuMemFree(gcu.out); /* teardown of a failed setup: nothing more to do */
 	gcu.out = 0;
 err_mod:
-	(void)gcu.api->cuModuleUnload(gcu.mod);
+	/* The client keeps the module; these kernels are unusable without the rest. */
 	gcu.mod = NULL;
-#else
-	snprintf(gcu.kwhy, sizeof(gcu.kwhy),
-		 "built without nvcc: configure found no nvcc/bin2c, so the GPU kernels "
-		 "(tools/kernels.cu) are not embedded");
-#endif
 }
 
 /* cuInit, then the device @ordinal: gcu.dev, its ordinal and name. */
-static int find_device(int ordinal)
+/* The device the client opened: its ordinal and name. */
+static int name_device(int ordinal)
 {
 	CUresult r;
-	int count = 0, err;
 
-	r = gcu.api->cuInit(0);
-	if (r != CUDA_SUCCESS) {
-		err = gcu_fail(r, "cuInit");
-		return r == CUDA_ERROR_STUB_LIBRARY ? -VMMX_ENODRIVER : err;
-	}
-	r = gcu.api->cuDeviceGetCount(&count);
-	if (r != CUDA_SUCCESS)
-		return gcu_fail(r, "cuDeviceGetCount");
-	if (ordinal < 0 || ordinal >= count) {
-		gpu_set_why("no CUDA device %d (%d visible)", ordinal, count);
-		return -VMMX_ENODEV;
-	}
-	r = gcu.api->cuDeviceGet(&gcu.dev, ordinal);
-	if (r != CUDA_SUCCESS)
-		return gcu_fail(r, "cuDeviceGet(%d)", ordinal);
 	gcu.info.ordinal = ordinal;
 	r = gcu.api->cuDeviceGetName(gcu.info.name, sizeof(gcu.info.name), gcu.dev);
 	return r == CUDA_SUCCESS ? 0 : gcu_fail(r, "cuDeviceGetName");
@@ -219,19 +193,11 @@ static int read_attrs(void)
 	return 0;
 }
 
-/* Retain the primary context, make it current, read the VMM granularity. */
-static int open_context(int ordinal)
+/* The VMM granularity, in the primary context the client made current. */
+static int read_granularity(int ordinal)
 {
 	CUresult r;
 
-	r = gcu.api->cuDevicePrimaryCtxRetain(&gcu.ctx, gcu.dev);
-	if (r != CUDA_SUCCESS) {
-		gcu.ctx = NULL;
-		return gcu_fail(r, "cuDevicePrimaryCtxRetain(device %d)", ordinal);
-	}
-	r = gcu.api->cuCtxSetCurrent(gcu.ctx);
-	if (r != CUDA_SUCCESS)
-		return gcu_fail(r, "cuCtxSetCurrent(primary context)");
 	if (gcu.info.vmm) {
 		CUmemAllocationProp prop = {0};
 
@@ -262,22 +228,26 @@ static int create_events(void)
 
 int gpu_open(int ordinal)
 {
-	char why[320] = "";
+	const struct gpu_client *c;
 	int err;
 
 	gpu_close();
 	gpu_set_why("%s", "");
-	err = vmm_cuda_load(VMM_CUDA_CORE | VMM_CUDA_LAUNCH | VMM_CUDA_MANAGED, &gcu.api, why,
-			    sizeof(why));
+	/* The one client: driver, device, primary context (retained, current). */
+	err = gpu_client_open(ordinal, 1);
 	if (err) {
-		gpu_set_why("%s", why);
+		gpu_set_why("%s", gpu_client_why());
 		return err;
 	}
-	err = find_device(ordinal);
+	c = gpu_client();
+	gcu.api = c->api;
+	gcu.dev = c->dev;
+	gcu.ctx = c->ctx;
+	err = name_device(ordinal);
 	if (!err)
 		err = read_attrs();
 	if (!err)
-		err = open_context(ordinal);
+		err = read_granularity(ordinal);
 	if (!err)
 		err = create_events();
 	if (err) {
@@ -300,11 +270,9 @@ void gpu_close(void)
 		for (int i = 0; i < 2; i++)
 			if (gcu.ev[i])
 				(void)gcu.api->cuEventDestroy(gcu.ev[i]);
-		if (gcu.mod)
-			(void)gcu.api->cuModuleUnload(gcu.mod);
 	}
-	if (gcu.ctx)
-		(void)gcu.api->cuDevicePrimaryCtxRelease(gcu.dev);
+	/* The module and the context are the client's. */
+	gpu_client_close();
 	memset(&gcu, 0, sizeof(gcu));
 }
 

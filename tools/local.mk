@@ -4,7 +4,8 @@
 # results model and its emitters (report.c), the option parsing (opts.c),
 # opening a context with each error printed once (ctx.c), the GPU side of
 # the experiments (gpu.h: workload.c, util.c, and gpu.c + gpu-alloc.c over
-# the driver door vmm/cudaload.c, or gpu-none.c) and their kernels.
+# the one GPU client gpu/client.c, or gpu-none.c) and the one kernel set,
+# gpu/kernels.cu.
 TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools -DVMMX_BINDIR='"$(bindir)"'
 TOOLS_REPORT = %D%/report.c %D%/report.h
 TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h %D%/ctx.c %D%/ctx.h
@@ -17,7 +18,7 @@ bin_PROGRAMS += %D%/vmmx-info
 %C%_vmmx_info_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_info_LDADD = lib/libvmmx.la lib/libvmmx_json.la -lm
 
-# Experiment tools: GPU kernels (kernels.cu, embedded when nvcc is there).
+# Experiment tools: the GPU client and its kernels are gpu/libvmmx_gpu.la.
 # The GPU side by concern: workloads and engine, the cuda client (or its
 # stand-in without CUDA headers), and the error slot, clock and formats.
 bin_PROGRAMS += %D%/vmmx-place %D%/vmmx-bench
@@ -31,23 +32,13 @@ endif
 %C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/place.h %D%/place-window.c \
 	%D%/place-report.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
+%C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
 %C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \
 	%D%/bench-grow.c %D%/bench-doubling.c %D%/bench-shrink.c %D%/bench-copy.c \
 	%D%/bench-stream.c %D%/bench-migrate.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la $(CUDALOAD_LIBS) -lm
-EXTRA_DIST += %D%/kernels.cu docs/PERFORMANCE.md
-if HAVE_NVCC
-nodist_%C%_vmmx_place_SOURCES = %D%/kernels_fatbin.h
-nodist_%C%_vmmx_bench_SOURCES = %D%/kernels_fatbin.h
-BUILT_SOURCES += %D%/kernels_fatbin.h
-CLEANFILES += %D%/kernels_fatbin.h %D%/kernels.fatbin
-%D%/kernels.fatbin: %D%/kernels.cu %D%/gpu.h
-	$(AM_V_GEN)$(MKDIR_P) %D% && $(NVCC) -fatbin $(NVCC_ARCH) -o $@ $(srcdir)/%D%/kernels.cu
-%D%/kernels_fatbin.h: %D%/kernels.fatbin
-	$(AM_V_GEN)$(BIN2C) --const --name vmmx_tool_kernels_fatbin --type longlong %D%/kernels.fatbin > $@
-endif
+%C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
+EXTRA_DIST += docs/PERFORMANCE.md
 
 # vmmx-plot: draws any tool's JSON charts with matplotlib (python/vmmx/plot.py,
 # installed with the vmmx package into $(pythondir); the wrapper finds it there).
