@@ -227,31 +227,17 @@ out:
 	vmmx_ctx_destroy(ctx);
 }
 
-static double copy_vmmx_gbps(const void *row, const void *arg)
-{
-	const struct copy_row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->bytes, r->vmmx);
-}
-
-static double copy_base_gbps(const void *row, const void *arg)
-{
-	const struct copy_row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->bytes, r->base);
-}
-
 static const struct rep_field copy_fields[] = {
     {"copy", REP_S_STR, .off = offsetof(struct copy_row, name), .col = 1},
     {"bytes", REP_S_BYTES, .off = offsetof(struct copy_row, bytes), .col = 2, .head = "size",
      .fmt = REP_F_SIZE},
     {"vmmx_s", REP_S_NUM, .off = offsetof(struct copy_row, vmmx)},
     {"baseline_s", REP_S_NUM, .off = offsetof(struct copy_row, base)},
-    {"vmmx_gbps", REP_S_NUMFN, .num = copy_vmmx_gbps, .col = 3, .head = "vmmx",
+    {"vmmx_gbps", REP_S_GBPS, .off = offsetof(struct copy_row, vmmx),
+     .off2 = offsetof(struct copy_row, bytes), .col = 3, .head = "vmmx",
      .fmt = REP_F_FIX, .prec = 2, .right = 1},
-    {"baseline_gbps", REP_S_NUMFN, .num = copy_base_gbps, .col = 4, .head = "baseline",
+    {"baseline_gbps", REP_S_GBPS, .off = offsetof(struct copy_row, base),
+     .off2 = offsetof(struct copy_row, bytes), .col = 4, .head = "baseline",
      .fmt = REP_F_FIX, .prec = 2, .right = 1},
     {"ratio", REP_S_RATIO, .off = offsetof(struct copy_row, base),
      .off2 = offsetof(struct copy_row, vmmx),
@@ -261,10 +247,8 @@ static const struct rep_field copy_fields[] = {
 
 static void copy_doc(struct bench *B, struct rep *doc)
 {
-	struct rep *arr = rep_arr(doc, "copy");
-
-	for (size_t i = 0; i < B->ncopies; i++)
-		rep_row(arr, copy_fields, REP_NFIELDS(copy_fields), &B->copies[i], B);
+	rep_rows(doc, "copy", copy_fields, REP_NFIELDS(copy_fields), B->copies, B->ncopies,
+		 sizeof(B->copies[0]), B);
 }
 
 static void copy_print(struct bench *B, const struct rep *doc)

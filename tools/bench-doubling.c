@@ -244,10 +244,8 @@ static const struct rep_field dbl_fields[] = {
 
 static void doubling_doc(struct bench *B, struct rep *doc)
 {
-	struct rep *arr = rep_arr(doc, "doubling");
-
-	for (size_t k = 0; k < B->ndbl; k++)
-		rep_row(arr, dbl_fields, REP_NFIELDS(dbl_fields), &B->dbl[k], B);
+	rep_rows(doc, "doubling", dbl_fields, REP_NFIELDS(dbl_fields), B->dbl, B->ndbl,
+		 sizeof(B->dbl[0]), B);
 }
 
 static void doubling_print(struct bench *B, const struct rep *doc)

@@ -247,12 +247,11 @@ static const struct rep_field grow_fields[] = {
 
 static void grow_doc(struct bench *B, struct rep *doc)
 {
-	struct rep *g = rep_obj(doc, "grow"), *arr;
+	struct rep *g = rep_obj(doc, "grow");
 
 	rep_bytes(g, "step", B->o.grow_step);
-	arr = rep_arr(g, "steps");
-	for (size_t k = 0; k < B->ngrow; k++)
-		rep_row(arr, grow_fields, REP_NFIELDS(grow_fields), &B->grow[k], B);
+	rep_rows(g, "steps", grow_fields, REP_NFIELDS(grow_fields), B->grow, B->ngrow,
+		 sizeof(B->grow[0]), B);
 	rep_num(g, "vmmx_s", B->grow_vmmx);
 	rep_num(g, "realloc_s", B->grow_realloc);
 	rep_num(g, "speedup", B->grow_realloc / B->grow_vmmx);

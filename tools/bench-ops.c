@@ -205,10 +205,8 @@ static const struct rep_field ops_fields[] = {
 
 static void ops_doc(struct bench *B, struct rep *doc)
 {
-	struct rep *arr = rep_arr(doc, "ops");
-
-	for (size_t i = 0; i < B->nops; i++)
-		rep_row(arr, ops_fields, REP_NFIELDS(ops_fields), &B->ops[i], B);
+	rep_rows(doc, "ops", ops_fields, REP_NFIELDS(ops_fields), B->ops, B->nops, sizeof(B->ops[0]),
+		 B);
 }
 
 static void ops_print(struct bench *B, const struct rep *doc)

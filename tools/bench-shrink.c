@@ -150,10 +150,8 @@ static const struct rep_field shrink_fields[] = {
 
 static void shrink_doc(struct bench *B, struct rep *doc)
 {
-	struct rep *arr = rep_arr(doc, "shrink");
-
-	for (size_t k = 0; k < B->nshr; k++)
-		rep_row(arr, shrink_fields, REP_NFIELDS(shrink_fields), &B->shr[k], B);
+	rep_rows(doc, "shrink", shrink_fields, REP_NFIELDS(shrink_fields), B->shr, B->nshr,
+		 sizeof(B->shr[0]), B);
 }
 
 static void shrink_print(struct bench *B, const struct rep *doc)

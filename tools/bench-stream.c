@@ -248,14 +248,6 @@ static double stream_base_s(const void *row, const void *arg)
 	return stream_ref(r, (size_t)(r - B->streams));
 }
 
-static double stream_vmmx_gbps(const void *row, const void *arg)
-{
-	const struct stream_row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->size, r->vmmx);
-}
-
 static double stream_base_gbps(const void *row, const void *arg)
 {
 	const struct stream_row *r = row;
@@ -287,7 +279,8 @@ static const struct rep_field stream_fields[] = {
     {"baseline", REP_S_STR, .off = offsetof(struct stream_row, base_name), .col = 4},
     {"vmmx_s", REP_S_NUM, .off = offsetof(struct stream_row, vmmx)},
     {"baseline_s", REP_S_NUMFN, .num = stream_base_s},
-    {"vmmx_gbps", REP_S_NUMFN, .num = stream_vmmx_gbps, .col = 3, .head = "vmmx",
+    {"vmmx_gbps", REP_S_GBPS, .off = offsetof(struct stream_row, vmmx),
+     .off2 = offsetof(struct stream_row, size), .col = 3, .head = "vmmx",
      .fmt = REP_F_FIX, .prec = 1, .right = 1},
     {"baseline_gbps", REP_S_NUMFN, .num = stream_base_gbps, .col = 5, .head = "GB/s",
      .fmt = REP_F_FIX, .prec = 1, .right = 1},
@@ -303,10 +296,8 @@ static const struct rep_field stream_fields[] = {
 
 static void stream_doc(struct bench *B, struct rep *doc)
 {
-	struct rep *arr = rep_arr(doc, "stream");
-
-	for (size_t i = 0; i < B->nstreams; i++)
-		rep_row(arr, stream_fields, REP_NFIELDS(stream_fields), &B->streams[i], B);
+	rep_rows(doc, "stream", stream_fields, REP_NFIELDS(stream_fields), B->streams, B->nstreams,
+		 sizeof(B->streams[0]), B);
 }
 
 static void stream_print(struct bench *B, const struct rep *doc)

@@ -141,30 +141,6 @@ static const char *row_note(const void *row, const void *arg, char *buf, size_t 
 	return ((const struct row *)row)->note;
 }
 
-static double gbps_median(const void *row, const void *arg)
-{
-	const struct row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->moved, r->t.median);
-}
-
-static double gbps_best(const void *row, const void *arg)
-{
-	const struct row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->moved, r->t.best);
-}
-
-static double gbps_cold(const void *row, const void *arg)
-{
-	const struct row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->moved, r->t.cold);
-}
-
 static double host_fraction(const void *row, const void *arg)
 {
 	const struct row *r = row;
@@ -198,22 +174,6 @@ static uint64_t win_bytes_read(const void *row, const void *arg)
 
 	(void)arg;
 	return r->st == ST_OK ? r->read_bytes : 0;
-}
-
-static double win_gbps(const void *row, const void *arg)
-{
-	const struct row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->read_bytes, r->read_s);
-}
-
-static double win_gbps_pass1(const void *row, const void *arg)
-{
-	const struct row *r = row;
-
-	(void)arg;
-	return tool_gbps(r->pass1_bytes, r->pass1_s);
 }
 
 static double win_gbps_advise(const void *row, const void *arg)
@@ -256,11 +216,11 @@ static double win_dev_fraction(const void *row, const void *arg)
 static const struct rep_field place_fields[] = {
     ROW_HEAD,
     {"bytes_moved", REP_S_BYTES, ROW(moved), .head = "moved", .fmt = REP_F_SIZE},
-    {"gbps", REP_S_NUMFN, .num = gbps_median, .when = row_ok, .col = 3, .head = "GB/s",
+    {"gbps", REP_S_GBPS, ROW(t.median), .off2 = offsetof(struct row, moved), .when = row_ok, .col = 3, .head = "GB/s",
      .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {"gbps_best", REP_S_NUMFN, .num = gbps_best, .when = row_ok, .col = 4, .head = "best",
+    {"gbps_best", REP_S_GBPS, ROW(t.best), .off2 = offsetof(struct row, moved), .when = row_ok, .col = 4, .head = "best",
      .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {"gbps_cold", REP_S_NUMFN, .num = gbps_cold, .when = row_ok, .col = 5, .head = "cold",
+    {"gbps_cold", REP_S_GBPS, ROW(t.cold), .off2 = offsetof(struct row, moved), .when = row_ok, .col = 5, .head = "cold",
      .fmt = REP_F_FIX, .prec = 1, .right = 1},
     {"time_s", REP_S_NUM, ROW(t.median), .when = row_ok, .col = 6, .head = "time ms",
      .fmt = REP_F_MS, .prec = 3, .right = 1},
@@ -288,9 +248,9 @@ static const struct rep_field window_fields[] = {
     {"bytes_read", REP_S_BYTESFN, .bytes = win_bytes_read, .head = "read", .fmt = REP_F_SIZE},
     {"read_s", REP_S_NUM, ROW(read_s), .when = row_ok, .head = "read ms", .fmt = REP_F_MS,
      .prec = 2, .right = 1},
-    {"gbps", REP_S_NUMFN, .num = win_gbps, .when = row_ok, .col = 4, .head = "GB/s",
+    {"gbps", REP_S_GBPS, ROW(read_s), .off2 = offsetof(struct row, read_bytes), .when = row_ok, .col = 4, .head = "GB/s",
      .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {"gbps_pass1", REP_S_NUMFN, .num = win_gbps_pass1, .when = row_ok, .col = 5,
+    {"gbps_pass1", REP_S_GBPS, ROW(pass1_s), .off2 = offsetof(struct row, pass1_bytes), .when = row_ok, .col = 5,
      .head = "pass1", .fmt = REP_F_FIX, .prec = 1, .right = 1},
     {"advise_s", REP_S_NUM, ROW(advise_s), .when = row_ok, .col = 7, .head = "advise ms",
      .fmt = REP_F_MS, .prec = 2, .right = 1},

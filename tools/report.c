@@ -251,6 +251,10 @@ static void field_value(struct rep *o, const struct rep_field *f, const void *ro
 	case REP_S_RATIO:
 		rep_num(o, f->key, MEMBER(row, f->off, double) / MEMBER(row, f->off2, double));
 		return;
+	case REP_S_GBPS:
+		rep_num(o, f->key,
+			(double)MEMBER(row, f->off2, uint64_t) / MEMBER(row, f->off, double) / 1e9);
+		return;
 	case REP_S_NUMFN:
 		rep_num(o, f->key, f->num(row, arg));
 		return;
@@ -277,6 +281,16 @@ struct rep *rep_row(struct rep *arr, const struct rep_field *f, size_t n, const 
 			rep_table_only(o->last);
 	}
 	return o;
+}
+
+struct rep *rep_rows(struct rep *parent, const char *key, const struct rep_field *f, size_t nf,
+		     const void *rows, size_t n, size_t size, const void *arg)
+{
+	struct rep *arr = rep_arr(parent, key);
+
+	for (size_t i = 0; i < n; i++)
+		rep_row(arr, f, nf, (const char *)rows + i * size, arg);
+	return arr;
 }
 
 static struct rep_col field_col(const struct rep_field *f)

@@ -164,6 +164,7 @@ enum rep_src {
 	REP_S_SIZE_T,  /* a size_t member, a count */
 	REP_S_NUM,     /* a double member (not finite: null) */
 	REP_S_RATIO,   /* double member @off over double member @off2 */
+	REP_S_GBPS,    /* uint64_t member @off2 (bytes) over double member @off (seconds), GB/s */
 	REP_S_NUMFN,   /* @num(row, arg): a derived figure */
 	REP_S_BYTESFN, /* @bytes(row, arg): a derived byte count (UINT64_MAX: null) */
 	REP_S_STRFN,   /* @str(row, arg, buf, len): a string; NULL: the member is left out */
@@ -211,6 +212,13 @@ struct rep_field {
  */
 struct rep *rep_row(struct rep *arr, const struct rep_field *f, size_t n, const void *row,
 		    const void *arg);
+
+/**
+ * rep_rows() - add to @parent an array @key of @n rows (@rows, each @size
+ * bytes), each built by rep_row() from @f.  Returns the array.
+ */
+struct rep *rep_rows(struct rep *parent, const char *key, const struct rep_field *f, size_t nf,
+		     const void *rows, size_t n, size_t size, const void *arg);
 
 /**
  * rep_field_cols() - the columns of @n fields @f into @out (room for @n):

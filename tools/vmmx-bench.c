@@ -514,9 +514,8 @@ static struct rep *build_doc(struct bench *B)
 	for (int i = 0; i < S_COUNT; i++)
 		if (B->ran[i])
 			sections[i]->doc(B, doc);
-	o = rep_arr(doc, "targets");
-	for (size_t i = 0; i < B->ntargets; i++)
-		rep_row(o, target_fields, REP_NFIELDS(target_fields), &B->targets[i], B);
+	rep_rows(doc, "targets", target_fields, REP_NFIELDS(target_fields), B->targets, B->ntargets,
+		 sizeof(B->targets[0]), B);
 	for (int i = 0; i < S_COUNT; i++)
 		if (B->ran[i] && sections[i]->chart)
 			sections[i]->chart(B, doc);
