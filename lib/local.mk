@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: MIT
 # libvmmx: a noinst core (its files by layer, bottom up: docs/DESIGN.md) (linked whole into the tests, for white-box access)
 # and the installed library, which exports vmmx_* only.
+
+# The one JSON writer, a primitive with no dependency on the rest of lib/:
+# libvmmx, the tools and the tests link it (hidden, so nothing leaves the .so).
+noinst_LTLIBRARIES += %D%/libvmmx_json.la
+%C%_libvmmx_json_la_SOURCES = %D%/json.c %D%/json.h
+%C%_libvmmx_json_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+
 noinst_LTLIBRARIES += %D%/libvmmx_core.la
 %C%_libvmmx_core_la_SOURCES = \
 	%D%/internal.h \
@@ -48,7 +55,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	-DVMMX_POLICY_DIR='"$(pkglibdir)/policies"' \
 	-DVMMX_ABS_BUILDDIR='"$(abs_top_builddir)"' \
 	-DVMMX_BUILD_POLICY_DIR='"$(abs_top_builddir)/policies/.libs"' 
-%C%_libvmmx_core_la_LIBADD = vmm/libvmm.la $(URCU_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
+%C%_libvmmx_core_la_LIBADD = %D%/libvmmx_json.la vmm/libvmm.la $(URCU_LIBS) $(ZLIB_LIBS) $(PTHREAD_LIBS)
 
 lib_LTLIBRARIES += %D%/libvmmx.la
 %C%_libvmmx_la_SOURCES = %D%/version.c

@@ -16,7 +16,7 @@ check_LTLIBRARIES += %D%/tap/libtap.la
 	%D%/tap/leaks.h %D%/tap/leaks.c
 %C%_tap_libtap_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib
 %C%_tap_libtap_la_CFLAGS = $(AM_CFLAGS) $(URCU_CFLAGS)
-%C%_tap_libtap_la_LIBADD = $(CUDALOAD_LIBS)
+%C%_tap_libtap_la_LIBADD = lib/libvmmx_json.la gpu/libvmmx_gpu.la
 if HAVE_CUDA
 %C%_tap_libtap_la_CPPFLAGS += $(CUDA_CPPFLAGS)
 endif
@@ -229,40 +229,25 @@ check_LTLIBRARIES += \
 %C%_policies_vmmx_policy_coinflip_la_CFLAGS = $(TEST_POLICY_CFLAGS)
 %C%_policies_vmmx_policy_coinflip_la_LDFLAGS = $(TEST_POLICY_LDFLAGS)
 
-# GPU kernels: nvcc builds a fatbin, bin2c embeds it; without nvcc the test skips.
-%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
+# GPU kernels: the one kernel set, in the GPU client (gpu/); without nvcc the tests skip.
+%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/mixed_kernel.c %D%/gpu/check.h
 %C%_gpu_mixed_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_mixed_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
-%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/migrate_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
+%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/migrate_kernel.c %D%/gpu/check.h
 %C%_gpu_migrate_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_migrate_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
-%C%_gpu_kept_range_kernel_SOURCES = %D%/gpu/kept_range_kernel.c %D%/gpu/hash.h %D%/gpu/check.h
+%C%_gpu_kept_range_kernel_SOURCES = %D%/gpu/kept_range_kernel.c %D%/gpu/check.h
 %C%_gpu_kept_range_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_kept_range_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_SOURCES = %D%/gpu/fallback_kernel.c
 %C%_gpu_headroom_SOURCES = %D%/gpu/headroom.c
-%C%_gpu_peer_spill_SOURCES = %D%/gpu/peer_spill.c %D%/gpu/hash.h %D%/gpu/check.h
+%C%_gpu_peer_spill_SOURCES = %D%/gpu/peer_spill.c %D%/gpu/check.h
 %C%_gpu_peer_spill_LDADD = $(TEST_LDADD)
 %C%_gpu_peer_spill_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_headroom_LDADD = $(TEST_LDADD)
 %C%_gpu_headroom_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_LDADD = $(TEST_LDADD)
 %C%_gpu_fallback_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
-EXTRA_DIST += %D%/gpu/kernels.cu
-if HAVE_NVCC
-nodist_%C%_gpu_mixed_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
-nodist_%C%_gpu_migrate_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
-nodist_%C%_gpu_kept_range_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
-nodist_%C%_gpu_fallback_kernel_SOURCES = %D%/gpu/kernels_fatbin.h
-nodist_%C%_gpu_headroom_SOURCES = %D%/gpu/kernels_fatbin.h
-nodist_%C%_gpu_peer_spill_SOURCES = %D%/gpu/kernels_fatbin.h
-BUILT_SOURCES += %D%/gpu/kernels_fatbin.h
-CLEANFILES += %D%/gpu/kernels_fatbin.h %D%/gpu/kernels.fatbin
-%D%/gpu/kernels.fatbin: %D%/gpu/kernels.cu
-	$(AM_V_GEN)$(MKDIR_P) %D%/gpu && $(NVCC) -fatbin $(NVCC_ARCH) -o $@ $(srcdir)/%D%/gpu/kernels.cu
-%D%/gpu/kernels_fatbin.h: %D%/gpu/kernels.fatbin
-	$(AM_V_GEN)$(BIN2C) --const --name vmmx_test_kernels_fatbin --type longlong %D%/gpu/kernels.fatbin > $@
-endif
 
 # The tools on sim (shell), and vmmx-plot (skipped without matplotlib).
 TESTS += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plot.sh
@@ -270,6 +255,9 @@ EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plo
 # vmmx-demo; vmmx-run's checks and --report-file (the interposer's own tests are tests/preload/).
 TESTS += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
 EXTRA_DIST += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
+# Every tool: --version, and each error printed once.
+TESTS += %D%/tools/version.sh %D%/tools/errors-once.sh
+EXTRA_DIST += %D%/tools/version.sh %D%/tools/errors-once.sh
 
 # vmmx.h must compile as C++ and as strict C99.
 %C%_api_cxx_SOURCES = %D%/api/cxx.cc

@@ -11,7 +11,7 @@
  * libvmmx and the tests use too, so the tools start and explain themselves
  * on machines without a driver.  gpu_open() retains the device's primary
  * context: the one libvmmx's cuda backend retains too, so kernels launched
- * here see the addresses of libvmmx buffers.  The kernels (tools/kernels.cu)
+ * here see the addresses of libvmmx buffers.  The kernels (gpu/kernels.cu)
  * are embedded as a fatbin when configure found nvcc; built without nvcc or
  * without CUDA headers, gpu_open() still works as far as it can and
  * gpu_kernels_why() says why the GPU workloads are unavailable.
@@ -19,10 +19,14 @@
  * Errors are negative -VMMX_E* codes (vmmx.h); gpu_why() holds the detail
  * of the last failure: the driver call and its CUDA error name.
  *
+ * Where each part lives: the workloads and the engine in workload.c; the
+ * cuda side in gpu.c (context, kernels, timed copies) and gpu-alloc.c
+ * (baselines, raw VMM calls), or gpu-none.c without CUDA headers; the
+ * error slot, the clock and the formats in util.c.
+ *
  * State is process-wide and unlocked: call these from the main thread only.
- * This header includes no CUDA header and is also read by nvcc
- * (kernels.cu uses gpu_pattern() and gpu_mix64()), so it stays plain C and
- * C++.
+ * This header includes no CUDA header; the data patterns the kernels and
+ * the sim share are gpu/pattern.h's.
  */
 #ifndef TOOLS_GPU_H
 #define TOOLS_GPU_H
@@ -30,44 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define GPU_HD __host__ __device__
-#else
-#define GPU_HD
-#endif
-
-/*
- * gpu_pattern() - the 16 bytes of element @i of the data pattern under @seed.
- *
- * Every element holds its own index, so a chunk mapped at the wrong offset
- * cannot pass a check by accident, and no element is zero for seed != 0
- * (timing on zeros can flatter).  Cheap on purpose: the write workload
- * computes it per 16 bytes at HBM speed.
- */
-static inline GPU_HD void gpu_pattern(unsigned long long i, unsigned int seed, unsigned int v[4])
-{
-	unsigned int lo = (unsigned int)i, hi = (unsigned int)(i >> 32);
-
-	v[0] = lo ^ seed;
-	v[1] = hi + seed;
-	v[2] = lo * 0x9e3779b9u + seed;
-	v[3] = ~lo ^ (seed << 7);
-}
-
-/*
- * gpu_mix64() - splitmix64's finaliser: every output bit depends on every
- * input bit.  The gather workload hashes its load indices with it, on the
- * GPU and in the sim's stand-in alike.
- */
-static inline GPU_HD unsigned long long gpu_mix64(unsigned long long x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
+#include "gpu/pattern.h"
 
 #ifndef __CUDACC__
 
@@ -300,12 +267,14 @@ double gpu_now(void);
 /** tool_fmt_size() - rep_fmt_size(): "2 MiB", "1.50 GiB", "512 B"; returns @buf. */
 const char *tool_fmt_size(uint64_t b, char *buf, size_t len);
 
-/**
- * tool_ctx_error() - say on stderr that vmmx_ctx_create() failed with @err
- * and, unless VMMX_BACKEND is already sim, that VMMX_BACKEND=sim runs the
- * same flow without a GPU.
- */
-void tool_ctx_error(const char *prog, int err);
+/** gpu_copy_half() - the copy workload moves the first half onto the second: whole elements of each. */
+static inline uint64_t gpu_copy_half(uint64_t size)
+{
+	return size / 2 / 16 * 16;
+}
+
+/** gpu_set_why() - the detail gpu_why() returns, as printf (util.c). */
+void gpu_set_why(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /** tool_gbps() - @bytes moved in @sec seconds, in GB/s (10^9 bytes). */
 double tool_gbps(uint64_t bytes, double sec);

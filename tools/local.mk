@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: MIT
-# The tools: one file per tool, plus what they share: the results model and
-# its emitters (report.c), the option parsing (opts.c), the GPU side of the
-# experiments (gpu.c, over the driver door vmm/cudaload.c) and their kernels
-# (kernels.cu).
+# The tools: one file per tool (vmmx-bench and vmmx-place split further by
+# section and concern: bench-*.c, place-*.c), plus what they share: the
+# results model and its emitters (report.c), the option parsing (opts.c),
+# opening a context with each error printed once (ctx.c), the GPU side of
+# the experiments (gpu.h: workload.c, util.c, and gpu.c + gpu-alloc.c over
+# the one GPU client gpu/client.c, or gpu-none.c) and the one kernel set,
+# gpu/kernels.cu.
 TOOLS_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_builddir)/tools -DVMMX_BINDIR='"$(bindir)"'
 TOOLS_REPORT = %D%/report.c %D%/report.h
-TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h
+TOOLS_STDOUT = %D%/stdout.c %D%/stdout.h %D%/ctx.c %D%/ctx.h
 TOOLS_OPTS = %D%/opts.c %D%/opts.h $(TOOLS_STDOUT)
 bin_PROGRAMS += %D%/vmmx-demo
 %C%_vmmx_demo_SOURCES = %D%/vmmx-demo.c $(TOOLS_STDOUT)
@@ -13,33 +16,29 @@ bin_PROGRAMS += %D%/vmmx-demo
 bin_PROGRAMS += %D%/vmmx-info
 %C%_vmmx_info_SOURCES = %D%/vmmx-info.c $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_info_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_info_LDADD = lib/libvmmx.la -lm
+%C%_vmmx_info_LDADD = lib/libvmmx.la lib/libvmmx_json.la -lm
 
-# Experiment tools: GPU kernels (kernels.cu, embedded when nvcc is there),
-# the driver plumbing and sim stand-ins (gpu.c).
+# Experiment tools: the GPU client and its kernels are gpu/libvmmx_gpu.la.
+# The GPU side by concern: workloads and engine, the cuda client (or its
+# stand-in without CUDA headers), and the error slot, clock and formats.
 bin_PROGRAMS += %D%/vmmx-place %D%/vmmx-bench
+TOOLS_GPU = %D%/gpu.h %D%/util.c %D%/workload.c
 if HAVE_CUDA
 TOOLS_CPPFLAGS += $(CUDA_CPPFLAGS)
+TOOLS_GPU += %D%/gpu.c %D%/gpu-alloc.c %D%/gpu-cuda.h
+else
+TOOLS_GPU += %D%/gpu-none.c
 endif
-%C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
-	$(TOOLS_OPTS)
+%C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/place.h %D%/place-window.c \
+	%D%/place-report.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_place_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) -lm
-%C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/gpu.c %D%/gpu.h $(TOOLS_REPORT) \
-	$(TOOLS_OPTS)
+%C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
+%C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \
+	%D%/bench-grow.c %D%/bench-doubling.c %D%/bench-shrink.c %D%/bench-copy.c \
+	%D%/bench-stream.c %D%/bench-migrate.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
-%C%_vmmx_bench_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) -lm
-EXTRA_DIST += %D%/kernels.cu docs/PERFORMANCE.md
-if HAVE_NVCC
-nodist_%C%_vmmx_place_SOURCES = %D%/kernels_fatbin.h
-nodist_%C%_vmmx_bench_SOURCES = %D%/kernels_fatbin.h
-BUILT_SOURCES += %D%/kernels_fatbin.h
-CLEANFILES += %D%/kernels_fatbin.h %D%/kernels.fatbin
-%D%/kernels.fatbin: %D%/kernels.cu %D%/gpu.h
-	$(AM_V_GEN)$(MKDIR_P) %D% && $(NVCC) -fatbin $(NVCC_ARCH) -o $@ $(srcdir)/%D%/kernels.cu
-%D%/kernels_fatbin.h: %D%/kernels.fatbin
-	$(AM_V_GEN)$(BIN2C) --const --name vmmx_tool_kernels_fatbin --type longlong %D%/kernels.fatbin > $@
-endif
+%C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
+EXTRA_DIST += docs/PERFORMANCE.md
 
 # vmmx-plot: draws any tool's JSON charts with matplotlib (python/vmmx/plot.py,
 # installed with the vmmx package into $(pythondir); the wrapper finds it there).
@@ -48,5 +47,6 @@ CLEANFILES += %D%/vmmx-plot
 EXTRA_DIST += %D%/vmmx-plot.in
 %D%/vmmx-plot: %D%/vmmx-plot.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) %D% && sed -e 's|@pythondir[@]|$(pythondir)|g' \
+		-e 's|@VERSION[@]|$(VERSION)|g' \
 		-e 's|@srcpythondir[@]|$(abs_top_srcdir)/python|g' \
 		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@

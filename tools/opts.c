@@ -21,6 +21,8 @@
 
 /* Long options with no letter return this plus their index in the table. */
 #define OPT_BASE 256
+/* --version: no letter, below every table entry's code. */
+#define OPT_VERSION (OPT_BASE - 1)
 
 int tool_parse_sizes(const char *prog, const char *what, const char *s, uint64_t *out, int max)
 {
@@ -150,7 +152,7 @@ static int take(const char *prog, const struct tool_opt *t, const char *arg)
 	abort(); /* a kind with no case: a broken table */
 }
 
-/* getopt_long's tables from the tool's: letters first, then "h". */
+/* getopt_long's tables from the tool's: letters first, then "h"; then --version. */
 static struct option *build(const struct tool_opt *tab, char *shorts, size_t len)
 {
 	size_t n = 0, k = 0;
@@ -158,7 +160,7 @@ static struct option *build(const struct tool_opt *tab, char *shorts, size_t len
 
 	while (tab[n].name)
 		n++;
-	lo = calloc(n + 2, sizeof(*lo));
+	lo = calloc(n + 3, sizeof(*lo));
 	if (!lo)
 		return NULL;
 	shorts[k++] = ':';
@@ -174,6 +176,7 @@ static struct option *build(const struct tool_opt *tab, char *shorts, size_t len
 		}
 	}
 	lo[n] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[n + 1] = (struct option){"version", no_argument, NULL, OPT_VERSION};
 	shorts[k++] = 'h';
 	shorts[k] = '\0';
 	return lo;
@@ -219,6 +222,9 @@ int tool_opts_parse(const char *prog, void (*usage)(FILE *f), const struct tool_
 	while (!rc && (c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
+			rc = -1;
+		} else if (c == OPT_VERSION) {
+			tool_print_version(prog);
 			rc = -1;
 		} else if (c == ':') {
 			rc = bad_usage(prog, usage, "%s needs an argument", argv[optind - 1]);

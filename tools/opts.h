@@ -130,11 +130,13 @@ static inline struct tool_opt tool_opt_plot(const char **p)
 }
 
 /**
- * tool_opts_parse() - parse @argv against @tab; -h/--help is always there.
+ * tool_opts_parse() - parse @argv against @tab; -h/--help and --version
+ * are always there.
  * @prog: the tool's name, for messages.
  * @usage: prints the usage to the stream given.
  *
- * Return: 0 parsed; -1 --help printed the usage on stdout (exit 0); 2 bad
+ * Return: 0 parsed; -1 --help printed the usage, or --version the version,
+ * on stdout (exit 0); 2 bad
  * usage, after a message on stderr; or the status a TOOL_OPT_FN returned.
  */
 int tool_opts_parse(const char *prog, void (*usage)(FILE *f), const struct tool_opt *tab, int argc,

@@ -7,9 +7,9 @@
  *
  * Numbers in JSON use %.9g (enough for a double's timing and ratio figures
  * to round-trip as far as they are meaningful); non-finite numbers never
- * reach JSON, they are stored as null.  Strings are escaped for JSON with
- * bytes that are not UTF-8 replaced by U+FFFD, so a file name of any bytes
- * still yields valid JSON.
+ * reach JSON, they are stored as null.  Strings go through the project's
+ * one JSON writer (lib/json.c): bytes that are not UTF-8 become \u00XX,
+ * so a file name of any bytes still yields valid JSON, the library's rule.
  */
 #include "config.h"
 
@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/json.h"
 #include "tools/report.h"
 
 /* ---- building ---- */
@@ -204,6 +205,131 @@ struct rep *rep_label(struct rep *r, const char *label, const char *fmt, ...)
 		r->text = must(strdup(buf));
 	}
 	return r;
+}
+
+/* ---- rows described once ---- */
+
+#define MEMBER(row, off, type) (*(const type *)((const char *)(row) + (off)))
+
+static void field_value(struct rep *o, const struct rep_field *f, const void *row,
+			const void *arg)
+{
+	char buf[256];
+	const char *s;
+	uint64_t u;
+
+	if (f->when && !f->when(row, arg)) {
+		rep_null(o, f->key);
+		return;
+	}
+	switch (f->src) {
+	case REP_S_STR:
+		rep_str(o, f->key, MEMBER(row, f->off, char *));
+		return;
+	case REP_S_TEXT:
+		rep_str(o, f->key, (const char *)row + f->off);
+		return;
+	case REP_S_BYTES:
+		rep_bytes(o, f->key, MEMBER(row, f->off, uint64_t));
+		return;
+	case REP_S_COUNT:
+		u = MEMBER(row, f->off, uint64_t);
+		if (u == UINT64_MAX)
+			rep_null(o, f->key);
+		else
+			rep_int(o, f->key, (long long)u);
+		return;
+	case REP_S_UINT:
+		rep_int(o, f->key, MEMBER(row, f->off, unsigned int));
+		return;
+	case REP_S_SIZE_T:
+		rep_int(o, f->key, (long long)MEMBER(row, f->off, size_t));
+		return;
+	case REP_S_NUM:
+		rep_num(o, f->key, MEMBER(row, f->off, double));
+		return;
+	case REP_S_RATIO:
+		rep_num(o, f->key, MEMBER(row, f->off, double) / MEMBER(row, f->off2, double));
+		return;
+	case REP_S_GBPS:
+		rep_num(o, f->key,
+			(double)MEMBER(row, f->off2, uint64_t) / MEMBER(row, f->off, double) / 1e9);
+		return;
+	case REP_S_NUMFN:
+		rep_num(o, f->key, f->num(row, arg));
+		return;
+	case REP_S_BYTESFN:
+		rep_bytes(o, f->key, f->bytes(row, arg));
+		return;
+	case REP_S_STRFN:
+		s = f->str(row, arg, buf, sizeof(buf));
+		if (s)
+			rep_str(o, f->key, s);
+		return;
+	}
+	abort(); /* a source with no case: a broken table */
+}
+
+struct rep *rep_row(struct rep *arr, const struct rep_field *f, size_t n, const void *row,
+		    const void *arg)
+{
+	struct rep *o = rep_obj(arr, NULL);
+
+	for (size_t i = 0; i < n; i++) {
+		field_value(o, &f[i], row, arg);
+		if (f[i].table_only && o->last && o->last->key && !strcmp(o->last->key, f[i].key))
+			rep_table_only(o->last);
+	}
+	return o;
+}
+
+struct rep *rep_rows(struct rep *parent, const char *key, const struct rep_field *f, size_t nf,
+		     const void *rows, size_t n, size_t size, const void *arg)
+{
+	struct rep *arr = rep_arr(parent, key);
+
+	for (size_t i = 0; i < n; i++)
+		rep_row(arr, f, nf, (const char *)rows + i * size, arg);
+	return arr;
+}
+
+static struct rep_col field_col(const struct rep_field *f)
+{
+	return (struct rep_col){.key = f->key, .head = f->head ? f->head : f->key, .fmt = f->fmt,
+				.prec = f->prec, .right = f->right, .csv = f->csv};
+}
+
+size_t rep_field_cols(const struct rep_field *f, size_t n, int csv, struct rep_col *out)
+{
+	size_t k = 0;
+	int last = 0;
+
+	if (csv) {
+		for (size_t i = 0; i < n; i++)
+			if (!f[i].table_only && !f[i].nocsv)
+				out[k++] = field_col(&f[i]);
+		return k;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (f[i].col > last)
+			last = f[i].col;
+	for (int c = 1; c <= last; c++)
+		for (size_t i = 0; i < n; i++)
+			if (f[i].col == c)
+				out[k++] = field_col(&f[i]);
+	return k;
+}
+
+void rep_field_table(FILE *out, const struct rep *rows, const struct rep_field *f, size_t n,
+		     const struct rep_view *v)
+{
+	struct rep_col *cols = must(calloc(n ? n : 1, sizeof(*cols)));
+	struct rep_view view = *v;
+
+	view.cols = cols;
+	view.ncols = rep_field_cols(f, n, 0, cols);
+	rep_table(out, rows, &view);
+	free(cols);
 }
 
 /* ---- cells ---- */
@@ -407,45 +533,9 @@ void rep_csv(FILE *f, const struct rep *rows, const struct rep_view *v)
 
 /* ---- JSON ---- */
 
-/* The length of the UTF-8 sequence at @p, or 0 when it is not valid UTF-8. */
-static int utf8_len(const unsigned char *p)
-{
-	int n = p[0] < 0x80		? 1
-		: (p[0] & 0xe0) == 0xc0 ? 2
-		: (p[0] & 0xf0) == 0xe0 ? 3
-		: (p[0] & 0xf8) == 0xf0 ? 4
-					: 0;
-
-	for (int k = 1; k < n; k++)
-		if ((p[k] & 0xc0) != 0x80)
-			return 0;
-	/* Overlong two-byte forms are refused; longer overlong forms are rare enough. */
-	return n == 2 && p[0] < 0xc2 ? 0 : n;
-}
-
 void rep_json_str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-
-	fputc('"', f);
-	while (*p) {
-		int n = utf8_len(p);
-
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else if (!n)
-			fputs("\\ufffd", f);
-		else
-			fwrite(p, 1, (size_t)n, f);
-		p += n ? n : 1;
-	}
-	fputc('"', f);
+	vmmx__json_put_str(f, s);
 }
 
 static void json_node(FILE *f, const struct rep *r, int depth)

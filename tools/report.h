@@ -152,6 +152,89 @@ struct rep_view {
 	int indent;
 };
 
+/* ---- rows described once ---- */
+
+/** enum rep_src - where a field's value comes from in a row struct. */
+enum rep_src {
+	REP_S_STR,     /* a const char * member (NULL: null) */
+	REP_S_TEXT,    /* a char array member */
+	REP_S_BYTES,   /* a uint64_t member, a byte count (UINT64_MAX: null) */
+	REP_S_COUNT,   /* a uint64_t member, a count (UINT64_MAX: null) */
+	REP_S_UINT,    /* an unsigned int member */
+	REP_S_SIZE_T,  /* a size_t member, a count */
+	REP_S_NUM,     /* a double member (not finite: null) */
+	REP_S_RATIO,   /* double member @off over double member @off2 */
+	REP_S_GBPS,    /* uint64_t member @off2 (bytes) over double member @off (seconds), GB/s */
+	REP_S_NUMFN,   /* @num(row, arg): a derived figure */
+	REP_S_BYTESFN, /* @bytes(row, arg): a derived byte count (UINT64_MAX: null) */
+	REP_S_STRFN,   /* @str(row, arg, buf, len): a string; NULL: the member is left out */
+};
+
+/**
+ * struct rep_field - one figure of a row: where it is in the row struct,
+ * its JSON member, and how a table and CSV show it.  A section lists its
+ * rows' figures once, in an array of these; rep_row() builds a row's JSON
+ * object from it and rep_field_cols() the table's or the CSV's columns.
+ * @key: the JSON member, the column's key and (unless @csv) its CSV header.
+ * @src, @off, @off2: where the value is (offsetof in the row struct).
+ * @num, @bytes, @str: derived values (@arg is rep_row()'s).
+ * @when: where given and false for a row, the value is null (not measured).
+ * @col: the table column, 1 first; 0: not in the table.
+ * @head, @fmt, @prec, @right: the table's header and cell (struct rep_col).
+ * @table_only: a cell made for people, left out of JSON and CSV.
+ * @nocsv: left out of CSV.
+ * @csv: the CSV header, where it differs from @key.
+ */
+struct rep_field {
+	const char *key;
+	enum rep_src src;
+	size_t off, off2;
+	double (*num)(const void *row, const void *arg);
+	uint64_t (*bytes)(const void *row, const void *arg);
+	const char *(*str)(const void *row, const void *arg, char *buf, size_t len);
+	int (*when)(const void *row, const void *arg);
+	int col;
+	const char *head;
+	enum rep_fmt fmt;
+	int prec;
+	int right;
+	int table_only;
+	int nocsv;
+	const char *csv;
+};
+
+/** REP_NFIELDS() - the number of entries of a field array. */
+#define REP_NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/**
+ * rep_row() - add to array @arr an object holding @row's @n fields @f, in
+ * that order.  @arg goes to the fields' functions.  Returns the object.
+ */
+struct rep *rep_row(struct rep *arr, const struct rep_field *f, size_t n, const void *row,
+		    const void *arg);
+
+/**
+ * rep_rows() - add to @parent an array @key of @n rows (@rows, each @size
+ * bytes), each built by rep_row() from @f.  Returns the array.
+ */
+struct rep *rep_rows(struct rep *parent, const char *key, const struct rep_field *f, size_t nf,
+		     const void *rows, size_t n, size_t size, const void *arg);
+
+/**
+ * rep_field_cols() - the columns of @n fields @f into @out (room for @n):
+ * the table's (@csv 0: the fields with a @col, in @col order) or the CSV's
+ * (@csv 1: every field but table-only and @nocsv ones, in field order).
+ * Returns how many.
+ */
+size_t rep_field_cols(const struct rep_field *f, size_t n, int csv, struct rep_col *out);
+
+/**
+ * rep_field_table() - @rows (objects made by rep_row() from @f) as a table
+ * through the view @v, whose columns are the fields' (rep_field_cols()).
+ */
+void rep_field_table(FILE *out, const struct rep *rows, const struct rep_field *f, size_t n,
+		     const struct rep_view *v);
+
 /** rep_fmt_size() - "2 MiB", "1.50 GiB", "512 B"; returns @buf. */
 const char *rep_fmt_size(uint64_t b, char *buf, size_t len);
 
@@ -167,7 +250,7 @@ void rep_table(FILE *f, const struct rep *rows, const struct rep_view *v);
 /** rep_csv() - @rows as CSV: a header of the column keys, then one line a row. */
 void rep_csv(FILE *f, const struct rep *rows, const struct rep_view *v);
 
-/** rep_json() - the whole tree @r as JSON (UTF-8, invalid bytes as U+FFFD), then a newline. */
+/** rep_json() - the whole tree @r as JSON (UTF-8, invalid bytes as \u00XX), then a newline. */
 void rep_json(FILE *f, const struct rep *r);
 
 /**

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * stdout.c - the tools' check of standard output at exit
- * (tool_close_stdout_at_exit, declared in stdout.h): libc alone, so that
+ * (tool_close_stdout_at_exit, declared in stdout.h) and their --version
+ * line (tool_print_version): libc alone, so that
  * vmmx-demo, which links nothing but libvmmx, shares it.  State: one
  * process-wide name, set once from main().
  */
@@ -49,4 +50,9 @@ void tool_close_stdout_at_exit(const char *prog)
 		fprintf(stderr, "%s: atexit failed\n", prog);
 		exit(1);
 	}
+}
+
+void tool_print_version(const char *prog)
+{
+	printf("%s (libvmmx) %s\n", prog, PACKAGE_VERSION);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* stdout.h - the tools' check of standard output at exit (stdout.c). */
+/* stdout.h - what every tool writes alike: the check of standard output at
+ * exit, and --version (stdout.c). */
 #ifndef TOOLS_STDOUT_H
 #define TOOLS_STDOUT_H
 
@@ -13,5 +14,11 @@
  * main(), so that the handler runs last.
  */
 void tool_close_stdout_at_exit(const char *prog);
+
+/**
+ * tool_print_version() - --version: "PROG (libvmmx) VERSION" on standard
+ * output, the version this tool was built with.
+ */
+void tool_print_version(const char *prog);
 
 #endif /* TOOLS_STDOUT_H */

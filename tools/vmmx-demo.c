@@ -17,12 +17,13 @@
 
 #include "vmmx.h"
 #include "stdout.h"
+#include "tools/ctx.h"
 
 #define MiB (1ull << 20)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: vmmx-demo [--size SIZE] [--steps N]\n"
+	fprintf(f, "usage: vmmx-demo [--size SIZE] [--steps N] [--version]\n"
 		   "Grows one buffer in N steps (default 4) to SIZE (default: 1.5 times the\n"
 		   "device limit or, on the simulated backend, the device's memory) and prints\n"
 		   "where every chunk landed.  The VMMX_* environment applies (see README).\n");
@@ -49,7 +50,7 @@ static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
 	/* Keep the demo small on a real GPU: cap device use unless told otherwise. */
 	if (!getenv("VMMX_DEVICE_LIMIT"))
 		cfg.device_limit = "1GiB";
-	err = vmmx_ctx_create(&cfg, ctx_p);
+	err = tool_ctx_create(&cfg, ctx_p);
 	if (!err || (backend && *backend)) {
 		if (err)
 			fprintf(stderr, "vmmx-demo: %s: %s\n", vmmx_strerror(err), vmmx_last_error());
@@ -71,7 +72,7 @@ static int open_ctx(struct vmmx_ctx **ctx_p, int *sim_p)
 			cfg.vars = vars;
 	}
 	*sim_p = 1;
-	err = vmmx_ctx_create(&cfg, ctx_p);
+	err = tool_ctx_create(&cfg, ctx_p);
 	if (err)
 		fprintf(stderr, "vmmx-demo: %s: %s\n", vmmx_strerror(err), vmmx_last_error());
 	return err;
@@ -85,7 +86,7 @@ static int usage_error(const char *what, const char *arg, const char *after)
 	return 2;
 }
 
-/* The options: 0, -1 after --help, 2 after a usage error (the option named). */
+/* The options: 0, -1 after --help or --version, 2 after a usage error (the option named). */
 static int parse_args(int argc, char **argv, uint64_t *target, unsigned long *steps)
 {
 	for (int i = 1; i < argc; i++) {
@@ -94,6 +95,10 @@ static int parse_args(int argc, char **argv, uint64_t *target, unsigned long *st
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout);
+			return -1;
+		}
+		if (!strcmp(a, "--version")) {
+			tool_print_version("vmmx-demo");
 			return -1;
 		}
 		if (strcmp(a, "--size") && strcmp(a, "--steps"))

@@ -24,6 +24,7 @@
 #include "vmmx.h"
 #include "tools/opts.h"
 #include "tools/report.h"
+#include "tools/ctx.h"
 
 #define PROG "vmmx-info"
 #define MAX_DEVICES 16
@@ -40,7 +41,8 @@ static void usage(FILE *f)
 		"\n"
 		"  --json       one JSON object instead of the table\n"
 		"  --device N   open the context on device N (as VMMX_DEVICE=N)\n"
-		"  --help       this text\n");
+		"  --help       this text\n"
+		"  --version    the version\n");
 }
 
 static const char *yes_no(int v)
@@ -103,11 +105,11 @@ static int open_ctx(int device, struct vmmx_ctx **ctx_p, char *cuda_why, size_t 
 
 	vmmx_config_init(&cfg);
 	cfg.device = device;
-	err = vmmx_ctx_create(&cfg, ctx_p);
+	err = tool_ctx_create(&cfg, ctx_p);
 	if (err && !(backend && *backend) && no_gpu(err)) {
 		snprintf(cuda_why, len, "%s", *vmmx_last_error() ? vmmx_last_error() : vmmx_strerror(err));
 		cfg.backend = "sim";
-		err = vmmx_ctx_create(&cfg, ctx_p);
+		err = tool_ctx_create(&cfg, ctx_p);
 	}
 	if (err)
 		fprintf(stderr, PROG ": %s: %s\n", vmmx_strerror(err), vmmx_last_error());

@@ -34,6 +34,10 @@
  *
  * Output goes to stdout (a table, --csv or --json); progress goes to stderr.
  * Single-threaded.
+ *
+ * This file holds the options, the rows' measurement and the baselines;
+ * the window workload is place-window.c, the results (each figure of a row
+ * described once, for the JSON, the CSV and the table) place-report.c.
  */
 #include "config.h"
 
@@ -45,39 +49,9 @@
 #include <strings.h>
 
 #include "vmmx.h"
-#include "tools/gpu.h"
-#include "tools/opts.h"
-#include "tools/report.h"
+#include "tools/place.h"
 
-#define PROG	     "vmmx-place"
-#define MAX_SIZES    64
-#define MAX_POLICIES 32
-#define MIN_UNIT     (64u << 10) /* sizes are multiples of this (the sim's gather piece) */
-
-enum base {
-	B_DEVICE,   /* cuMemAlloc */
-	B_HOST,	    /* cuMemHostAlloc */
-	B_REGISTER, /* malloc + cuMemHostRegister */
-	B_HMM,	    /* malloc, HMM */
-	B_MANAGED,  /* cuMemAllocManaged */
-	B_MANAGED_PREFETCH,
-	B_COUNT,
-};
-
-/* Where a placement's bytes live: its residency, and the window reads' model. */
-enum wres {
-	WRES_UNKNOWN, /* plain managed memory: pages move on faults */
-	WRES_DEVICE,  /* cuMemAlloc; managed memory just prefetched to the device */
-	WRES_HOST,    /* pinned or registered host memory */
-	WRES_BUF,     /* a libvmmx buffer: asked at every step */
-};
-
-static const struct {
-	const char *name;  /* row name and --baselines word */
-	const char *alias; /* another accepted word */
-	enum gpu_alloc kind;
-	enum wres where;   /* where its bytes are when filled (managed+prefetch: run_baseline) */
-} bases[B_COUNT] = {
+const struct place_base bases[B_COUNT] = {
     [B_DEVICE] = {"cudaMalloc", "device", GPU_ALLOC_DEVICE, WRES_DEVICE},
     [B_HOST] = {"cudaHostAlloc", "host", GPU_ALLOC_HOST, WRES_HOST},
     [B_REGISTER] = {"malloc+register", "register", GPU_ALLOC_REGISTERED, WRES_HOST},
@@ -87,63 +61,7 @@ static const struct {
 			    WRES_DEVICE},
 };
 
-enum status { ST_OK, ST_UNAVAILABLE, ST_REFUSED, ST_FAILED };
-static const char *const st_names[] = {"ok", "unavailable", "refused", "failed"};
-
-struct row {
-	uint64_t size;
-	char name[128];
-	const char *kind; /* "policy" or "baseline" */
-	enum status st;
-	char reason[384];
-	const char *note; /* sim stand-ins: what stands in */
-	uint64_t moved;	  /* bytes per run */
-	struct gpu_timing t;
-	double setup; /* seconds to allocate (and map) */
-	int res_known;
-	uint64_t dev_bytes, host_bytes; /* of the range the workload touches */
-	double model, frac;		/* model seconds and model/measured; NAN when unknown */
-	/* The window workload (the timing fields above are unused there). */
-	uint64_t win;			/* window bytes */
-	double read_s, pass1_s, advise_s; /* totals: every read, pass 1's reads, advise/prefetch */
-	uint64_t read_bytes, pass1_bytes;
-	int read_res_known;		/* dev_read and host_read are known */
-	uint64_t dev_read, host_read;	/* bytes read from device / host memory */
-	int stats_known;		/* a libvmmx placement: the counters below are its own */
-	uint64_t migrations, migrated_bytes, evictions, promotions; /* during the steps */
-	uint64_t setup_migrated, setup_evictions; /* during the grow */
-};
-
-struct opts {
-	enum gpu_workload wl; /* the kernel; GPU_WL_READ for the window workload */
-	int window;	      /* -w window */
-	uint64_t win;	      /* --window; 0: a quarter of the buffer */
-	unsigned int steps, passes;
-	uint64_t sizes[MAX_SIZES];
-	int nsizes;
-	char *policies[MAX_POLICIES];
-	int npolicies;
-	const char *device_limit;
-	int base[B_COUNT];
-	uint64_t ws;
-	unsigned int iters, warmup;
-	int csv, json, quiet;
-	int policy_none; /* -p none: no libvmmx placement */
-	const char *plot;
-	uint64_t assume_free; /* 0: none */
-};
-
-struct run {
-	struct opts o;
-	struct vmmx_ctx *ctx, *refctx; /* refctx: sim stand-ins, NULL on cuda */
-	struct vmmx_ctx_info info;
-	int sim;
-	struct gpu_engine eng, refeng;
-	struct row *rows;
-	size_t nrows, cap;
-	unsigned int step, steps;
-	int failed;
-};
+const char *const st_names[] = {"ok", "unavailable", "refused", "failed"};
 
 static void usage(FILE *f)
 {
@@ -178,6 +96,7 @@ static void usage(FILE *f)
 	    "                         managed-memory rule (to see the refusal)\n"
 	    "  -q, --quiet            no progress on stderr\n"
 	    "  -h, --help\n"
+	    "      --version\n"
 	    "Sizes: 4096, 512MiB, 4GiB, 4G (powers of 1024), 4GB (powers of 1000).\n"
 	    "Exit status: 0 done, 1 a measurement or the setup failed, 2 bad usage.\n");
 }
@@ -431,8 +350,7 @@ static struct row *new_row(struct run *R, uint64_t size, const char *name, const
 	return r;
 }
 
-__attribute__((format(printf, 3, 4))) static void row_status(struct row *r, enum status st,
-							     const char *fmt, ...)
+void row_status(struct row *r, enum status st, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -527,192 +445,6 @@ fail:
 	free(v);
 }
 
-/* ---- the window workload ---- */
-
-/* The window at one step: one part, or two where it wraps past the end. */
-struct wparts {
-	uint64_t off[2], len[2];
-	int n;
-};
-
-/*
- * The window at step @k of a buffer of @size bytes: [off, off + win),
- * wrapping past the end.  Positions are @size / steps apart, in whole
- * 64 KiB units.
- */
-static void window_parts(const struct run *R, uint64_t size, uint64_t win, unsigned int k,
-			 struct wparts *wp)
-{
-	uint64_t shift = size / R->o.steps / MIN_UNIT * MIN_UNIT, o = (uint64_t)k * shift;
-
-	wp->off[0] = o;
-	if (o + win <= size) {
-		wp->len[0] = win;
-		wp->n = 1;
-		return;
-	}
-	wp->len[0] = size - o;
-	wp->off[1] = 0;
-	wp->len[1] = win - wp->len[0];
-	wp->n = 2;
-}
-
-/* A failure on the GPU side: the row says what gpu_why() says; -1. */
-static int row_gpu_failed(struct row *r)
-{
-	row_status(r, ST_FAILED, "%s", gpu_why());
-	return -1;
-}
-
-/* One placement under the window loop, and how its window is brought close. */
-struct wplace {
-	struct gpu_engine *e;
-	struct vmmx_buf *buf; /* a libvmmx placement, else NULL */
-	int advise;	      /* vmmx_buf_advise(WILL_NEED) the window before its reads */
-	int prefetch;	      /* managed+prefetch: prefetch the window to the device */
-	enum wres where;
-	unsigned char *p;
-	uint64_t size;
-};
-
-/* Bring the window close: advise or prefetch, timed into advise_s; 0 or -1. */
-static int window_bring(struct row *r, const struct wplace *w, const struct wparts *wp)
-{
-	for (int j = 0; j < wp->n; j++) {
-		double sec = 0;
-
-		if (w->advise) {
-			double t0 = gpu_now();
-			int err = vmmx_buf_advise(w->buf, wp->off[j], wp->len[j],
-						  VMMX_ADVISE_WILL_NEED);
-
-			r->advise_s += gpu_now() - t0;
-			if (err) {
-				row_status(r, ST_FAILED, "vmmx_buf_advise: %s: %s",
-					   vmmx_strerror(err), vmmx_last_error());
-				return -1;
-			}
-		} else if (w->prefetch) {
-			if (gpu_prefetch(w->p + wp->off[j], wp->len[j], 0, &sec))
-				return row_gpu_failed(r);
-			r->advise_s += sec;
-		}
-	}
-	return 0;
-}
-
-/* Where this step's reads find the window: *@dev and *@host bytes; 0 or -1. */
-static int window_where(struct row *r, const struct wplace *w, const struct wparts *wp,
-			uint64_t *dev, uint64_t *host)
-{
-	for (int j = 0; j < wp->n; j++) {
-		struct vmmx_residency res;
-
-		switch (w->where) {
-		case WRES_BUF:
-			if (vmmx_buf_residency(w->buf, wp->off[j], wp->len[j], &res)) {
-				row_status(r, ST_FAILED, "vmmx_buf_residency: %s",
-					   vmmx_last_error());
-				return -1;
-			}
-			*dev += res.device;
-			*host += res.host;
-			break;
-		case WRES_DEVICE:
-			*dev += wp->len[j];
-			break;
-		case WRES_HOST:
-			*host += wp->len[j];
-			break;
-		default:
-			break;
-		}
-	}
-	return 0;
-}
-
-/* The -n reads of the window, their time summed into *@t; 0 or -1. */
-static int window_reads(const struct run *R, struct row *r, const struct wplace *w,
-			const struct wparts *wp, double *t)
-{
-	for (unsigned int i = 0; i < R->o.iters; i++) {
-		for (int j = 0; j < wp->n; j++) {
-			double sec = 0;
-
-			if (gpu_engine_run(w->e, GPU_WL_READ, w->p + wp->off[j], wp->len[j], 0,
-					   &sec))
-				return row_gpu_failed(r);
-			*t += sec;
-		}
-	}
-	return 0;
-}
-
-/* Step @k of pass @pass: bring the window close, read it, count; 0 or -1. */
-static int window_step(const struct run *R, struct row *r, const struct wplace *w,
-		       unsigned int pass, unsigned int k)
-{
-	uint64_t dev = 0, host = 0;
-	struct wparts wp;
-	double t = 0;
-
-	window_parts(R, w->size, r->win, k, &wp);
-	if (window_bring(r, w, &wp) || window_where(r, w, &wp, &dev, &host) ||
-	    window_reads(R, r, w, &wp, &t))
-		return -1;
-	r->read_s += t;
-	r->read_bytes += r->win * R->o.iters;
-	r->dev_read += dev * R->o.iters;
-	r->host_read += host * R->o.iters;
-	if (!pass) {
-		r->pass1_s += t;
-		r->pass1_bytes += r->win * R->o.iters;
-	}
-	return 0;
-}
-
-/*
- * The window loop over @w: for every pass and step, bring the window close
- * (vmmx_buf_advise WILL_NEED for a libvmmx placement that advises; a
- * prefetch to the device for managed+prefetch; nothing for the others),
- * then read it -n times.  @ctx (NULL but for libvmmx placements): whose
- * statistics count the migrations.  The whole buffer is checked at the end:
- * migrations must keep the data.
- */
-static void window_measure(struct run *R, struct row *r, struct vmmx_ctx *ctx,
-			   const struct wplace *w)
-{
-	struct vmmx_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
-	uint64_t bad = 0;
-
-	if (ctx && vmmx_stats_get(ctx, &s0))
-		ctx = NULL;
-	r->read_res_known = w->where != WRES_UNKNOWN;
-	for (unsigned int pass = 0; pass < R->o.passes; pass++)
-		for (unsigned int k = 0; k < R->o.steps; k++)
-			if (window_step(R, r, w, pass, k))
-				goto failed;
-	if (ctx && !vmmx_stats_get(ctx, &s1)) {
-		r->stats_known = 1;
-		r->migrations = s1.migrations - s0.migrations;
-		r->migrated_bytes = s1.migrated_bytes - s0.migrated_bytes;
-		r->evictions = s1.evictions - s0.evictions;
-		r->promotions = s1.promotions - s0.promotions;
-	}
-	if (gpu_engine_verify(w->e, GPU_WL_READ, w->p, w->size, &bad)) {
-		row_gpu_failed(r);
-		goto failed;
-	}
-	if (bad) {
-		row_status(r, ST_FAILED,
-			   "data check: %llu of %llu 16-byte elements wrong after the steps",
-			   (unsigned long long)bad, (unsigned long long)(w->size / 16));
-		R->failed = 1;
-	}
-	return;
-failed:
-	R->failed = 1;
-}
 
 /* A libvmmx buffer under @spec in @ctx: create, grow, fill, measure, destroy, trim. */
 static void run_policy(struct run *R, struct vmmx_ctx *ctx, struct gpu_engine *e, struct row *r,
@@ -928,399 +660,6 @@ static void apply_model(struct run *R, size_t first, size_t end, double *hbm, do
 	}
 }
 
-/*
- * The window workload's model: per read, the window's device bytes at the
- * cudaMalloc rate plus its host bytes at the cudaHostAlloc rate, both the
- * window reads' own mean rates in this run; fraction = model / read time.
- */
-static void apply_model_window(struct run *R, size_t first, size_t end, double *hbm, double *pcie)
-{
-	for (size_t i = first; i < end; i++) {
-		const struct row *r = &R->rows[i];
-
-		if (r->st != ST_OK || strcmp(r->kind, "baseline") || !(r->read_s > 0))
-			continue;
-		if (!strcmp(r->name, bases[B_DEVICE].name))
-			*hbm = (double)r->read_bytes / r->read_s;
-		else if (!strcmp(r->name, bases[B_HOST].name))
-			*pcie = (double)r->read_bytes / r->read_s;
-	}
-	for (size_t i = first; i < end; i++) {
-		struct row *r = &R->rows[i];
-
-		if (r->st != ST_OK || !r->read_res_known || !(r->read_s > 0))
-			continue;
-		if ((r->dev_read && !(*hbm > 0)) || (r->host_read && !(*pcie > 0)))
-			continue;
-		r->model = (r->dev_read ? (double)r->dev_read / *hbm : 0) +
-			   (r->host_read ? (double)r->host_read / *pcie : 0);
-		r->frac = r->model / r->read_s;
-	}
-}
-
-/* ---- output ---- */
-
-/* What each workload does and what its GB/s counts. */
-static const char *const wl_descs[GPU_WL_COUNT] = {
-    [GPU_WL_READ] = "stream read, 16-byte loads; GB/s = bytes read / time",
-    [GPU_WL_WRITE] = "stream write, 16-byte stores; GB/s = bytes written / time",
-    [GPU_WL_COPY] = "copy of the first half onto the second; GB/s = (bytes read + written) / "
-		    "time",
-    [GPU_WL_GATHER] = "random 16-byte loads over the working set; GB/s = bytes loaded / time",
-};
-
-static const char *wl_desc(enum gpu_workload w)
-{
-	return (unsigned int)w < GPU_WL_COUNT && wl_descs[w] ? wl_descs[w] : "?";
-}
-
-static const char SIM_BANNER[] = "==============================================================\n"
-				 " SIMULATED backend: these are NOT GPU figures.  The workloads\n"
-				 " are the sim's own copies (vmmx_memcpy) timed with\n"
-				 " clock_gettime; cudaMalloc and cudaHostAlloc are stood in for\n"
-				 " by libvmmx buffers under the device and host policies.\n"
-				 "==============================================================\n";
-
-static const char *wl_name(const struct run *R)
-{
-	return R->o.window ? "window" : gpu_workload_name(R->o.wl);
-}
-
-static void print_header(struct run *R)
-{
-	char a[32];
-
-	if (R->sim)
-		fputs(SIM_BANNER, stdout);
-	if (R->o.window)
-		printf("workload window (a hot window shifting across the buffer in %u steps, "
-		       "wrapping, %u passes; per step vmmx_buf_advise WILL_NEED for libvmmx "
-		       "placements or cuMemPrefetchAsync for managed+prefetch, then %u stream "
-		       "reads of the window)\n",
-		       R->o.steps, R->o.passes, R->o.iters);
-	else
-		printf("workload %s (%s)\n", gpu_workload_name(R->o.wl), wl_desc(R->o.wl));
-	printf("backend %s, device %d: %s; device limit %s\n", R->info.backend, R->info.device,
-	       R->info.device_name,
-	       R->info.device_limit == UINT64_MAX
-		   ? "none"
-		   : tool_fmt_size(R->info.device_limit, a, sizeof(a)));
-	if (R->o.window) {
-		printf("GB/s = window bytes read / read time, over every read of every pass "
-		       "(pass1: the first pass only; +advise: advise or prefetch time included); "
-		       "advise ms: "
-		       "total time in vmmx_buf_advise (its migrations) or cuMemPrefetchAsync; "
-		       "migrated, migr, evict, promo: vmmx_stats over the steps; dev%%: share of "
-		       "the bytes read that were in device memory; model = (device bytes read / "
-		       "cudaMalloc rate + host bytes read / cudaHostAlloc rate) / read time\n\n");
-		return;
-	}
-	printf("GB/s from the median of %u timed runs after %u warm-up runs (best and first run "
-	       "also shown); model = (device bytes / cudaMalloc rate + host bytes / cudaHostAlloc "
-	       "rate) / measured time\n\n",
-	       R->o.iters, R->o.warmup);
-}
-
-/* ---- the results: one tree for --json, --csv and the table ---- */
-
-/* The members every row has, measured or not. */
-static struct rep *doc_row_head(struct rep *arr, const struct row *r)
-{
-	struct rep *o = rep_obj(arr, NULL);
-
-	rep_bytes(o, "size", r->size);
-	rep_str(o, "placement", r->name);
-	rep_str(o, "kind", r->kind);
-	rep_str(o, "status", st_names[r->st]);
-	rep_str(o, "reason", r->reason);
-	if (r->st != ST_OK)
-		rep_table_only(rep_strf(o, "status_text", "%s: %s", st_names[r->st], r->reason));
-	return o;
-}
-
-static void doc_residency(struct rep *o, int known, uint64_t dev, uint64_t host)
-{
-	rep_bytes(o, "device_bytes", known ? dev : UINT64_MAX);
-	rep_bytes(o, "host_bytes", known ? host : UINT64_MAX);
-}
-
-static void doc_row_tail(struct rep *o, const struct row *r)
-{
-	rep_num(o, "model_time_s", r->model);
-	rep_num(o, "model_fraction", r->frac);
-	if (r->note)
-		rep_str(o, "note", r->note);
-}
-
-static void doc_row(struct rep *arr, const struct row *r)
-{
-	int ok = r->st == ST_OK, res = ok && r->res_known;
-	struct rep *o = doc_row_head(arr, r);
-
-	rep_bytes(o, "bytes_moved", r->moved);
-	rep_num(o, "gbps", ok ? tool_gbps(r->moved, r->t.median) : NAN);
-	rep_num(o, "gbps_best", ok ? tool_gbps(r->moved, r->t.best) : NAN);
-	rep_num(o, "gbps_cold", ok ? tool_gbps(r->moved, r->t.cold) : NAN);
-	rep_num(o, "time_s", ok ? r->t.median : NAN);
-	rep_num(o, "time_best_s", ok ? r->t.best : NAN);
-	rep_num(o, "time_cold_s", ok ? r->t.cold : NAN);
-	rep_num(o, "setup_s", ok ? r->setup : NAN);
-	doc_residency(o, res, r->dev_bytes, r->host_bytes);
-	rep_num(o, "host_fraction",
-		res ? (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes) : NAN);
-	doc_row_tail(o, r);
-}
-
-static void doc_row_window(const struct run *R, struct rep *arr, const struct row *r)
-{
-	int ok = r->st == ST_OK, rd = ok && r->read_res_known && r->dev_read + r->host_read;
-	int st = ok && r->stats_known;
-	struct rep *o = doc_row_head(arr, r);
-
-	rep_bytes(o, "window_bytes", r->win);
-	rep_int(o, "steps", R->o.steps);
-	rep_int(o, "passes", R->o.passes);
-	rep_int(o, "reads_per_step", R->o.iters);
-	rep_bytes(o, "bytes_read", ok ? r->read_bytes : 0);
-	rep_num(o, "read_s", ok ? r->read_s : NAN);
-	rep_num(o, "gbps", ok ? tool_gbps(r->read_bytes, r->read_s) : NAN);
-	rep_num(o, "gbps_pass1", ok ? tool_gbps(r->pass1_bytes, r->pass1_s) : NAN);
-	rep_num(o, "advise_s", ok ? r->advise_s : NAN);
-	rep_num(o, "gbps_with_advise", ok ? tool_gbps(r->read_bytes, r->read_s + r->advise_s) : NAN);
-	rep_num(o, "setup_s", ok ? r->setup : NAN);
-	doc_residency(o, ok && r->res_known, r->dev_bytes, r->host_bytes);
-	rep_bytes(o, "device_read_bytes", rd ? r->dev_read : UINT64_MAX);
-	rep_bytes(o, "host_read_bytes", rd ? r->host_read : UINT64_MAX);
-	rep_num(o, "device_read_fraction",
-		rd ? (double)r->dev_read / (double)(r->dev_read + r->host_read) : NAN);
-	rep_bytes(o, "migrations", st ? r->migrations : UINT64_MAX);
-	rep_bytes(o, "migrated_bytes", st ? r->migrated_bytes : UINT64_MAX);
-	rep_bytes(o, "evictions", st ? r->evictions : UINT64_MAX);
-	rep_bytes(o, "promotions", st ? r->promotions : UINT64_MAX);
-	rep_bytes(o, "setup_migrated_bytes", st ? r->setup_migrated : UINT64_MAX);
-	rep_bytes(o, "setup_evictions", st ? r->setup_evictions : UINT64_MAX);
-	doc_row_tail(o, r);
-}
-
-static void doc_head(struct run *R, struct rep *doc)
-{
-	struct rep *o;
-
-	o = rep_doc_head(doc, PROG, R->info.backend, R->sim,
-			 "simulated backend: not GPU figures; workloads are vmmx_memcpy copies "
-			 "timed with clock_gettime",
-			 R->info.device, R->info.device_name);
-	rep_bytes(o, "total_bytes", R->info.device_total);
-	rep_bytes(doc, "device_limit", R->info.device_limit);
-	rep_str(doc, "workload", wl_name(R));
-	if (R->o.window) {
-		o = rep_obj(doc, "window");
-		rep_bytes(o, "bytes", R->o.win ? R->o.win : UINT64_MAX);
-		rep_int(o, "steps", R->o.steps);
-		rep_int(o, "passes", R->o.passes);
-		rep_int(o, "reads_per_step", R->o.iters);
-	}
-	rep_bytes(doc, "working_set", R->o.ws ? R->o.ws : UINT64_MAX);
-	/* window: every read counts (bytes over time, pass 1 included); no warm-up. */
-	o = rep_obj(doc, "timing");
-	rep_str(o, "figure", R->o.window ? "mean" : "median");
-	rep_int(o, "warmup", R->o.window ? 0 : R->o.warmup);
-	rep_int(o, "runs", R->o.iters);
-}
-
-/* Rows are added as they are measured: after each size, once its model is known. */
-static void doc_rows(struct run *R, struct rep *doc, size_t first, size_t end)
-{
-	struct rep *arr = (struct rep *)rep_get(doc, "results");
-
-	if (!arr)
-		arr = rep_arr(doc, "results");
-	for (size_t i = first; i < end; i++) {
-		if (R->o.window)
-			doc_row_window(R, arr, &R->rows[i]);
-		else
-			doc_row(arr, &R->rows[i]);
-	}
-}
-
-static const struct rep_col place_cols[] = {
-    {.key = "size", .head = "size", .fmt = REP_F_SIZE, .csv = "size_bytes"},
-    {.key = "placement", .head = "placement", .fmt = REP_F_QTEXT},
-    {.key = "kind", .head = "kind"},
-    {.key = "status", .head = "status"},
-    {.key = "reason", .head = "reason", .fmt = REP_F_QTEXT},
-    {.key = "bytes_moved", .head = "moved", .fmt = REP_F_SIZE},
-    {.key = "gbps", .head = "GB/s", .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {.key = "gbps_best", .head = "best", .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {.key = "gbps_cold", .head = "cold", .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {.key = "time_s", .head = "time ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
-    {.key = "time_best_s", .head = "best ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
-    {.key = "time_cold_s", .head = "cold ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
-    {.key = "setup_s", .head = "setup ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
-    {.key = "device_bytes", .head = "device", .fmt = REP_F_SIZE, .right = 1},
-    {.key = "host_bytes", .head = "host", .fmt = REP_F_SIZE, .right = 1},
-    {.key = "host_fraction", .head = "host%", .fmt = REP_F_PCT, .prec = 1, .right = 1},
-    {.key = "model_time_s", .head = "model ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
-    {.key = "model_fraction", .head = "model", .fmt = REP_F_FIX, .prec = 2, .right = 1},
-    {.key = "note", .head = "note", .fmt = REP_F_QTEXT},
-};
-static const struct rep_col window_cols[] = {
-    {.key = "size", .head = "size", .fmt = REP_F_SIZE, .csv = "size_bytes"},
-    {.key = "placement", .head = "placement", .fmt = REP_F_QTEXT},
-    {.key = "kind", .head = "kind"},
-    {.key = "status", .head = "status"},
-    {.key = "reason", .head = "reason", .fmt = REP_F_QTEXT},
-    {.key = "window_bytes", .head = "window", .fmt = REP_F_SIZE},
-    {.key = "steps", .head = "steps", .fmt = REP_F_INT},
-    {.key = "passes", .head = "passes", .fmt = REP_F_INT},
-    {.key = "reads_per_step", .head = "reads", .fmt = REP_F_INT},
-    {.key = "bytes_read", .head = "read", .fmt = REP_F_SIZE},
-    {.key = "read_s", .head = "read ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
-    {.key = "gbps", .head = "GB/s", .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {.key = "gbps_pass1", .head = "pass1", .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {.key = "advise_s", .head = "advise ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
-    {.key = "gbps_with_advise", .head = "+advise", .fmt = REP_F_FIX, .prec = 1, .right = 1},
-    {.key = "setup_s", .head = "setup ms", .fmt = REP_F_MS, .prec = 2, .right = 1},
-    {.key = "device_read_bytes", .head = "dev read", .fmt = REP_F_SIZE, .right = 1},
-    {.key = "host_read_bytes", .head = "host read", .fmt = REP_F_SIZE, .right = 1},
-    {.key = "device_read_fraction", .head = "dev%", .fmt = REP_F_PCT, .prec = 1, .right = 1},
-    {.key = "migrations", .head = "migr", .fmt = REP_F_INT, .right = 1},
-    {.key = "migrated_bytes", .head = "migrated", .fmt = REP_F_SIZE, .right = 1},
-    {.key = "evictions", .head = "evict", .fmt = REP_F_INT, .right = 1},
-    {.key = "promotions", .head = "promo", .fmt = REP_F_INT, .right = 1},
-    {.key = "setup_migrated_bytes", .head = "setup migrated", .fmt = REP_F_SIZE},
-    {.key = "setup_evictions", .head = "setup evict", .fmt = REP_F_INT},
-    {.key = "model_time_s", .head = "model ms", .fmt = REP_F_MS, .prec = 3, .right = 1},
-    {.key = "model_fraction", .head = "model", .fmt = REP_F_FIX, .prec = 2, .right = 1},
-    {.key = "note", .head = "note", .fmt = REP_F_QTEXT},
-};
-
-/* The table: the columns people read, picked from the CSV's by key. */
-static const char *const table_keys[] = {
-    "size",	"placement", "gbps",	     "gbps_best",     "gbps_cold",	"time_s",
-    "setup_s", "device_bytes", "host_bytes", "host_fraction", "model_fraction", NULL,
-};
-static const char *const window_table_keys[] = {
-    "size",	"placement",	     "window_bytes", "gbps",	   "gbps_pass1",
-    "gbps_with_advise", "advise_s", "setup_s",      "migrated_bytes", "migrations",
-    "evictions", "promotions", "device_read_fraction", "model_fraction", NULL,
-};
-
-static size_t pick_cols(const struct rep_col *all, size_t n, const char *const *keys,
-			struct rep_col *out)
-{
-	size_t k = 0;
-
-	for (; *keys; keys++)
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(all[i].key, *keys))
-				out[k++] = all[i];
-	return k;
-}
-
-static void print_results(struct run *R, const struct rep *doc)
-{
-	const struct rep_col *all = R->o.window ? window_cols : place_cols;
-	size_t n = R->o.window ? sizeof(window_cols) / sizeof(window_cols[0])
-			       : sizeof(place_cols) / sizeof(place_cols[0]);
-	struct rep_col cols[sizeof(window_cols) / sizeof(window_cols[0])];
-	struct rep_view v = {.cols = all, .ncols = n, .span = "status_text", .nkeys = 2};
-	const struct rep *rows = rep_get(doc, "results");
-	struct rep *none = rep_new();
-
-	if (!rows)
-		rows = rep_arr(none, "results");
-	if (R->o.json) {
-		rep_json(stdout, doc);
-	} else if (R->o.csv) {
-		rep_csv(stdout, rows, &v);
-	} else {
-		v.cols = cols;
-		v.ncols = pick_cols(all, n, R->o.window ? window_table_keys : table_keys, cols);
-		rep_table(stdout, rows, &v);
-	}
-	rep_free(none);
-}
-
-/* ---- plot ---- */
-
-struct pt {
-	double x, y;
-};
-
-static int cmp_pt(const void *a, const void *b)
-{
-	const struct pt *p = a, *q = b;
-
-	return p->x < q->x ? -1 : p->x > q->x;
-}
-
-/* One series per placement name, in order of first appearance; points by host share. */
-static size_t plot_series(struct run *R, struct rep *chart, struct pt *pts)
-{
-	size_t npts = 0;
-
-	for (size_t i = 0; i < R->nrows; i++) {
-		const char *name = R->rows[i].name;
-		struct rep *s;
-		size_t n = 0, j;
-
-		for (j = 0; j < i && strcmp(R->rows[j].name, name); j++)
-			;
-		if (j < i)
-			continue;
-		for (j = i; j < R->nrows; j++) {
-			const struct row *r = &R->rows[j];
-
-			if (strcmp(r->name, name) || r->st != ST_OK || !r->res_known)
-				continue;
-			pts[n].x = (double)r->host_bytes / (double)(r->dev_bytes + r->host_bytes);
-			pts[n].y = tool_gbps(r->moved, r->t.median);
-			n++;
-		}
-		if (!n)
-			continue;
-		qsort(pts, n, sizeof(*pts), cmp_pt);
-		s = rep_series(chart, name);
-		for (j = 0; j < n; j++)
-			rep_point(s, pts[j].x, pts[j].y);
-		npts += n;
-	}
-	return npts;
-}
-
-/* The chart of the results (not for the window workload): points by host share. */
-static size_t chart_place(struct run *R, struct rep *doc)
-{
-	struct pt *pts = calloc(R->nrows ? R->nrows : 1, sizeof(*pts));
-	char title[160];
-	size_t n;
-
-	if (!pts || R->o.window) {
-		free(pts);
-		return 0;
-	}
-	snprintf(title, sizeof(title), "vmmx-place: %s on %s%s", gpu_workload_name(R->o.wl),
-		 R->info.device_name, R->sim ? " (SIMULATED, not GPU figures)" : "");
-	n = plot_series(R,
-			rep_chart(doc, "place", title, "share of the buffer in host memory", NULL,
-				  0, "bandwidth (median)", "GB/s"),
-			pts);
-	free(pts);
-	return n;
-}
-
-static int write_plot(struct run *R, const struct rep *doc, size_t npts)
-{
-	if (!npts) {
-		fprintf(stderr,
-			PROG ": --plot %s: no measured placement with a known residency to "
-			     "plot\n",
-			R->o.plot);
-		return -1;
-	}
-	return rep_plot(doc, R->o.plot, PROG);
-}
 
 /* ---- main ---- */
 
@@ -1331,7 +670,7 @@ static int open_ctx(struct run *R)
 
 	vmmx_config_init(&cfg);
 	cfg.device_limit = R->o.device_limit;
-	err = vmmx_ctx_create(&cfg, &R->ctx);
+	err = tool_ctx_create(&cfg, &R->ctx);
 	if (err) {
 		tool_ctx_error(PROG, err);
 		return -1;
@@ -1350,7 +689,7 @@ static int open_ctx(struct run *R)
 		/* Stand-ins for cuMemAlloc/cuMemHostAlloc: no device limit applies to them. */
 		vmmx_config_init(&cfg);
 		cfg.device_limit = "100%";
-		err = vmmx_ctx_create(&cfg, &R->refctx);
+		err = tool_ctx_create(&cfg, &R->refctx);
 		if (err) {
 			fprintf(stderr, PROG ": cannot open the reference context: %s\n",
 				vmmx_last_error());
@@ -1526,19 +865,6 @@ static int run_size(struct run *R, struct rep *doc, uint64_t size, double *hbm, 
 	return 0;
 }
 
-/* The results on stdout (and --plot); the exit status. */
-static int report(struct run *R, struct rep *doc)
-{
-	size_t npts = chart_place(R, doc);
-	int rc = R->failed ? 1 : 0;
-
-	print_results(R, doc);
-	if (!R->o.json && !R->o.csv && R->sim)
-		printf("\n(simulated backend: not GPU figures)\n");
-	if (R->o.plot && write_plot(R, doc, npts))
-		rc = 1;
-	return rc;
-}
 
 int main(int argc, char **argv)
 {
@@ -1559,7 +885,7 @@ int main(int argc, char **argv)
 	if (rc)
 		goto out;
 	if (R->sim && (R->o.csv || R->o.json) && !R->o.quiet)
-		fputs(SIM_BANNER, stderr);
+		fputs(PLACE_SIM_BANNER, stderr);
 	if (!R->o.csv && !R->o.json)
 		print_header(R);
 	doc_head(R, doc);

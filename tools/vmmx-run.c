@@ -68,6 +68,7 @@ static void usage(FILE *f)
 	      "  -t, --trace FILE         write libvmmx's JSON trace of placements (VMMX_TRACE)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "  -h, --help               this text\n"
+	      "      --version            the version\n"
 	      "\n"
 	      "SIZE: bytes, K/M/G/T or KiB/MiB/GiB/TiB (powers of 1024), KB/MB/GB/TB (powers of\n"
 	      "1000), or N% of the device (of host memory for --host-limit).  The VMMX_*\n"
@@ -459,7 +460,7 @@ static void preload(void)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE };
+	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION };
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "device-limit", required_argument, NULL, 'l' },
@@ -471,6 +472,7 @@ int main(int argc, char **argv)
 		{ "trace", required_argument, NULL, 't' },
 		{ "log", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ 0 },
 	};
 	const char *report_file = NULL;
@@ -516,6 +518,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("vmmx-run (libvmmx) %s\n", PACKAGE_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -3,8 +3,8 @@
  * cudaload.h - the one door to the CUDA driver library: libcuda.so.1 is
  * dlopen()ed in one place (vmm/cudaload.c), once per copy of that unit, and
  * its entry points are resolved into one table that the cuda backend
- * (vmm/cuda.c), the tools (tools/gpu.c) and the tests (tests/tap/cuda.c)
- * share.  Not installed; compiled only with the CUDA headers (VMMX_HAVE_CUDA)
+ * (vmm/cuda.c) and the one GPU client of the tools and the tests
+ * (gpu/client.c) share.  Not installed; compiled only with the CUDA headers (VMMX_HAVE_CUDA)
  * and includes <cuda.h>.
  *
  * Versioned names: every entry point is listed under its API name, and the

@@ -15,7 +15,7 @@
 #include "vmmx.h"
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
-#include "tests/gpu/hash.h"
+#include "gpu/pattern.h"
 
 #ifndef VMMX_HAVE_KERNELS
 /* Nothing to run without the kernels (configure found no nvcc): skip_all, saying why. */
@@ -32,14 +32,14 @@ __attribute__((noreturn)) static inline void skip_without_kernels(void)
 #define GRID 1024u
 #define BLOCK 256u
 
-/* Number of elements of p[0, n) that are not test_hash(first + i) + add; the first is described. */
+/* Number of elements of p[0, n) that are not gpu_hash32(first + i) + add; the first is described. */
 static inline size_t count_bad(const unsigned int *p, size_t first, size_t n, unsigned int seed,
 			unsigned int add, const char *what)
 {
 	size_t bad = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		unsigned int want = test_hash(first + i, seed) + add;
+		unsigned int want = gpu_hash32(first + i, seed) + add;
 
 		if (p[i] != want && !bad++)
 			diag("%s: first wrong element %zu (byte offset %zu): %#x, wanted %#x", what,

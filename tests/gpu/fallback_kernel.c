@@ -18,10 +18,6 @@
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
 
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
-
 #define GiB ((size_t)1 << 30)
 
 int main(void)
@@ -53,7 +49,7 @@ int main(void)
 	if (tcuda_open(device))
 		skip_all("no usable CUDA device %d: %s", device, tcuda_why());
 	plan(16);
-	if (!is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "tcuda_load: the test kernels"))
+	if (!is_int(0, tcuda_load_kernels(), "tcuda_load_kernels: the kernels"))
 		bail("cannot load the test kernels: %s", tcuda_why());
 	fd = mkstemp(trace);
 	if (fd < 0)

@@ -22,10 +22,6 @@
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
 
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
-
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
 /* A library's allocation after the spill: cuBLAS on Hopper asks 32 MiB of
@@ -98,7 +94,7 @@ int main(void)
 	ok(fr >= GiB - 64 * MiB, "default settings: about the 1 GiB headroom is left free (%zu MiB)",
 	   fr / MiB);
 	/* What a library does at its first call: load its kernels, allocate a workspace. */
-	is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "after the spill, a module loads");
+	is_int(0, tcuda_load_kernels(), "after the spill, a module loads");
 	is_int(0, tcuda_mem_alloc(WORKSPACE, &ws), "after the spill, cuMemAlloc of 256 MiB succeeds (%s)",
 	       tcuda_why());
 	args[0] = &ws;

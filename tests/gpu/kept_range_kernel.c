@@ -30,12 +30,8 @@
 #include "vmmx.h"
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
-#include "tests/gpu/hash.h"
+#include "gpu/pattern.h"
 #include "tests/gpu/check.h"
-
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
 
 #define MiB ((size_t)1 << 20)
 #define ROUNDS 8
@@ -180,7 +176,7 @@ int main(void)
 	if (tcuda_open(device))
 		skip_all("no usable CUDA device %d: %s", device, tcuda_why());
 	plan(1 + 9 + 8);
-	if (!is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "tcuda_load: the test kernels"))
+	if (!is_int(0, tcuda_load_kernels(), "tcuda_load_kernels: the kernels"))
 		bail("cannot load the test kernels: %s", tcuda_why());
 	shrinks(device);
 	evictions(device);

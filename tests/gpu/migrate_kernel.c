@@ -24,12 +24,8 @@
 #include "vmmx.h"
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
-#include "tests/gpu/hash.h"
+#include "gpu/pattern.h"
 #include "tests/gpu/check.h"
-
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
 
 #define MiB ((size_t)1 << 20)
 
@@ -110,7 +106,7 @@ int main(void)
 
 	plan(10 + 6 * 5 + 13 + 14 + 1);
 
-	if (!is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "tcuda_load: the test kernels"))
+	if (!is_int(0, tcuda_load_kernels(), "tcuda_load_kernels: the kernels"))
 		bail("cannot load the test kernels: %s", tcuda_why());
 
 	vmmx_config_init(&cfg);
@@ -255,7 +251,7 @@ int main(void)
 			"the CPU sees the increments");
 		/* The CPU writes, a kernel checks. */
 		for (size_t i = 0; i < rn; i++)
-			mem[i] = test_hash(i, seed2);
+			mem[i] = gpu_hash32(i, seed2);
 		errors = ~0ull;
 		{
 			void *check_args[] = { &d, &rn, &first, &seed2, &errs_dev };

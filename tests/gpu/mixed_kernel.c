@@ -20,12 +20,8 @@
 #include "vmmx.h"
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
-#include "tests/gpu/hash.h"
+#include "gpu/pattern.h"
 #include "tests/gpu/check.h"
-
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
 
 #define MiB ((size_t)1 << 20)
 
@@ -78,7 +74,7 @@ int main(void)
 
 	plan(34);
 
-	if (!is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "tcuda_load: the test kernels"))
+	if (!is_int(0, tcuda_load_kernels(), "tcuda_load_kernels: the kernels"))
 		bail("cannot load the test kernels: %s", tcuda_why());
 
 	vmmx_config_init(&cfg);
@@ -162,7 +158,7 @@ int main(void)
 	win_first = (boundary - WIN_SIZE / 2) / sizeof(unsigned int);
 	win_n = WIN_SIZE / sizeof(unsigned int);
 	for (size_t i = 0; i < win_n; i++)
-		pattern[i] = test_hash(win_first + i, seed2);
+		pattern[i] = gpu_hash32(win_first + i, seed2);
 	is_err(0, vmmx_memcpy(ctx, p + win_first, pattern, WIN_SIZE),
 	       "vmmx_memcpy: host pattern into a window straddling the boundary");
 	{

@@ -35,12 +35,8 @@
 #include "tests/tap/basic.h"
 #include "tests/tap/cuda.h"
 #include "tests/tap/vmmx_test.h"
-#include "tests/gpu/hash.h"
+#include "gpu/pattern.h"
 #include "tests/gpu/check.h"
-
-#ifdef VMMX_HAVE_KERNELS
-#include "kernels_fatbin.h"
-#endif
 
 #define MiB	  ((size_t)1 << 20)
 #define SPILL_MIB 1024
@@ -265,7 +261,7 @@ int main(void)
 	if (!peer)
 		skip_all("GPU 0 has no peer access to GPU 1");
 	plan(2 + 9 + 1 + 2 * 2);
-	if (!is_int(0, tcuda_load(vmmx_test_kernels_fatbin), "tcuda_load: the test kernels"))
+	if (!is_int(0, tcuda_load_kernels(), "tcuda_load_kernels: the kernels"))
 		bail("cannot load the test kernels: %s", tcuda_why());
 	{
 		struct vmmx_buf *errs = buffer("device", 2 * MiB);

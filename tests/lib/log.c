@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * log.c - the JSON writer's escaping (lib/log.c, vmmx__json_escape) keeps
+ * log.c - the JSON writer's escaping (lib/json.c, vmmx__json_escape) keeps
  * the stats JSON and the trace valid UTF-8 whatever bytes a policy spec
  * holds: well-formed UTF-8 passes through, every byte of anything else
  * (stray continuation bytes, overlong forms, surrogates, code points past
@@ -23,7 +23,7 @@
 
 /*
  * Whether @s is well-formed UTF-8 (RFC 3629), written independently of
- * lib/log.c: by code point ranges rather than by lead-byte cases.
+ * lib/json.c: by code point ranges rather than by lead-byte cases.
  */
 static bool valid_utf8(const char *str)
 {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuda.h - the tests' own door to the CUDA driver: load a fatbin and launch
- * its kernels on buffers that libvmmx maps.
+ * cuda.h - the tests' use of the one GPU client (gpu/client.h): the same
+ * calls, which also print a failure's CUDA error name with diag(), and load
+ * the one kernel set (gpu/kernels.cu) the tools use too.
  *
  * It dlopens libcuda.so.1 by itself, as libvmmx does, so that test binaries
  * start on machines without a driver and skip cleanly.  Built without CUDA
@@ -30,12 +31,12 @@
 int tcuda_open(int device);
 
 /**
- * tcuda_load() - load a module image (fatbin, cubin or PTX) with
- * cuModuleLoadData, replacing the module loaded before.
- * Return: 0, or the nonzero CUresult (-1 when tcuda_open() did not succeed);
- * the CUDA error name is printed with diag().
+ * tcuda_load_kernels() - load the kernels (gpu_client_load_kernels()),
+ * replacing the module loaded before.
+ * Return: 0, or the nonzero CUresult (-1 when tcuda_open() did not succeed
+ * or the kernels are not built); the reason is printed with diag().
  */
-int tcuda_load(const void *image);
+int tcuda_load_kernels(void);
 
 /**
  * tcuda_launch() - run kernel @kernel of the loaded module on @grid blocks of

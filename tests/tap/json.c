@@ -2,7 +2,8 @@
 /*
  * json.c - the strict JSON parser of the tests (see json.h): recursive
  * descent over the RFC 8259 grammar, nesting bounded so that hostile input
- * cannot exhaust the stack.
+ * cannot exhaust the stack.  The UTF-8 it writes for \u escapes is the
+ * writer's (lib/json.c), so reader and writer agree on the encoding.
  */
 #include "config.h"
 
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json.h"
 #include "tests/tap/json.h"
 
 /* Deeper than anything libvmmx writes; bounds the recursion. */
@@ -76,30 +78,6 @@ static int hex4(const char *p, unsigned int *out)
 	}
 	*out = v;
 	return 0;
-}
-
-static size_t put_utf8(char *o, unsigned int cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xc0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | cp >> 12);
-		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | cp >> 18);
-	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
 }
 
 /* A string literal at ps->p (on the opening quote); returns malloc'd UTF-8. */
@@ -192,7 +170,7 @@ static char *parse_string_text(struct parser *ps)
 				fail(ps, "\\u0000 is not supported (NUL-terminated strings)");
 				return NULL;
 			}
-			len += put_utf8(out + len, cp);
+			len += vmmx__json_utf8_put(out + len, cp);
 			break;
 		}
 		default:

@@ -47,7 +47,7 @@ mkdir "$odd" && chmod 700 "$odd" &&
 VMMX_SIM_DEVICES=2 VMMX_POLICY_PATH="$odd" "$info" --json >"$tmp/json2" 2>"$tmp/err"
 check $? "vmmx-info --json with two devices and an odd VMMX_POLICY_PATH exits 0"
 pycheck "--json: escaped strings still parse, file names kept" "$tmp/json2" \
-	'd["policies"][0]["file"].endswith("/q\"b\\s\ufffdx/vmmx_policy_interleave.so")'
+	'd["policies"][0]["file"].endswith("/q\"b\\s\xffx/vmmx_policy_interleave.so")'
 pycheck "--json: a refused file is not usable and says why" "$tmp/json2" \
 	'd["policies"][0]["usable"] is False and d["policies"][0]["status"] == "refused" and "writable by group or others" in d["policies"][0]["why"]'
 pycheck "--json: two devices, each the other's peer" "$tmp/json2" \

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * kernels.cu - the GPU workloads of vmmx-place and vmmx-bench, built by nvcc
- * into a fatbin that bin2c embeds in the tools (tools/local.mk) and
- * tools/gpu.c loads with cuModuleLoadData.  extern "C" keeps the names
- * unmangled for cuModuleGetFunction.
+ * kernels.cu - the one kernel set of the tools and the tests, built by nvcc
+ * into a fatbin that bin2c embeds in the GPU client (gpu/local.mk), which
+ * loads it with cuModuleLoadData (gpu_client_load_kernels).  extern "C"
+ * keeps the names unmangled for cuModuleGetFunction.
+ *
+ * The tools' workloads (vmmx_tool_*), then the tests' pattern kernels.
  *
  * Every kernel is a grid-stride loop over 16-byte elements (uint4), so one
  * launch of (multiprocessors x resident blocks) covers any size; indices are
@@ -12,7 +14,7 @@
  * outstanding requests to reach the link's rate.  Reads fold what they load
  * into one word per block, written out, so the compiler cannot drop them.
  */
-#include "gpu.h"
+#include "gpu/pattern.h"
 
 static __device__ __forceinline__ unsigned int fold(uint4 v)
 {
@@ -145,4 +147,65 @@ extern "C" __global__ void vmmx_tool_check(const uint4 *__restrict__ p, unsigned
 	}
 	if (nbad)
 		atomicAdd(bad, nbad);
+}
+
+/* ---- the tests' kernels (tests/gpu): 32-bit words of gpu_hash32() ---- */
+
+/*
+ * Every one a grid-stride loop, so any grid covers any n: the tests pick a
+ * modest grid and the buffers may be larger than one launch's threads.
+ */
+
+/* p[i] = gpu_hash32(i, seed) for i < n. */
+extern "C" __global__ void fill_u32(unsigned int *p, unsigned long long n, unsigned int seed)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	     i < n; i += stride)
+		p[i] = gpu_hash32(i, seed);
+}
+
+/*
+ * Check p[i] == gpu_hash32(i, seed) for i < n, add the mismatches to *errors,
+ * and write gpu_hash32(i, seed) + 1, so that a second pass (or the CPU) can
+ * tell that this kernel saw and rewrote every element.  Mismatches are
+ * counted per thread and added once: one atomic per thread, not per element.
+ */
+extern "C" __global__ void check_inc_u32(unsigned int *p, unsigned long long n, unsigned int seed,
+					 unsigned long long *errors)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned long long bad = 0;
+
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	     i < n; i += stride) {
+		unsigned int want = gpu_hash32(i, seed);
+
+		if (p[i] != want)
+			bad++;
+		p[i] = want + 1;
+	}
+	if (bad)
+		atomicAdd(errors, bad);
+}
+
+/*
+ * Read-only check of a window: p[i] == gpu_hash32(first + i, seed) for i < n,
+ * mismatches added to *errors.  @first lets the window start anywhere in a
+ * pattern written from the host (a range straddling a device/host boundary).
+ */
+extern "C" __global__ void check_u32(const unsigned int *p, unsigned long long n,
+				     unsigned long long first, unsigned int seed,
+				     unsigned long long *errors)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned long long bad = 0;
+
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+	     i < n; i += stride)
+		if (p[i] != gpu_hash32(first + i, seed))
+			bad++;
+	if (bad)
+		atomicAdd(errors, bad);
 }
