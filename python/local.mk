@@ -10,7 +10,7 @@ vmmxpy_PYTHON = $(vmmx_py_sources)
 nodist_vmmxpy_PYTHON = %D%/vmmx/_build.py
 bin_SCRIPTS += %D%/vmmx-torch-bench
 endif
-EXTRA_DIST += $(vmmx_py_sources) %D%/pyproject.toml %D%/README.md %D%/sitedir.py docs/FRAMEWORKS.md \
+EXTRA_DIST += $(vmmx_py_sources) %D%/pyproject.toml %D%/README.md %D%/sitedir.py %D%/_backend/vmmx_backend.py docs/FRAMEWORKS.md \
 	%D%/tests/conftest.py %D%/tests/test_bench.py %D%/tests/test_core.py %D%/tests/test_core_args.py %D%/tests/test_torch.py %D%/tests/test_cupy.py \
 	%D%/tests/run.py
 CLEANFILES += %D%/vmmx/_build.py %D%/vmmx-torch-bench
