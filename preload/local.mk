@@ -21,7 +21,10 @@ noinst_LTLIBRARIES += %D%/libresolve.la
 # vmmx-run: validates its options, sets VMMX_* and LD_PRELOAD, execs the program.
 bin_PROGRAMS += tools/vmmx-run
 tools_vmmx_run_SOURCES = tools/vmmx-run.c
-tools_vmmx_run_CPPFLAGS = $(AM_CPPFLAGS) -DVMMX_PRELOAD_LIB='"$(libdir)/libvmmx-preload.so"'
+# The installed interposer, and the build tree's for a vmmx-run that runs from it.
+tools_vmmx_run_CPPFLAGS = $(AM_CPPFLAGS) -DVMMX_PRELOAD_LIB='"$(libdir)/libvmmx-preload.so"' \
+	-DVMMX_ABS_BUILDDIR='"$(abs_top_builddir)"' \
+	-DVMMX_BUILD_PRELOAD_LIB='"$(abs_top_builddir)/preload/.libs/libvmmx-preload.so"'
 # The driver door (vmm/cudaload.h), to count the devices its checks are made against.
 tools_vmmx_run_LDADD = lib/libvmmx.la $(CUDALOAD_LIBS) $(PTHREAD_LIBS)
 if HAVE_CUDA

@@ -42,11 +42,19 @@ EXTRA_DIST += docs/PERFORMANCE.md
 
 # vmmx-plot: draws any tool's JSON charts with matplotlib (python/vmmx/plot.py,
 # installed with the vmmx package into $(pythondir); the wrapper finds it there).
-bin_SCRIPTS += %D%/vmmx-plot
-CLEANFILES += %D%/vmmx-plot
+# Two copies: the build tree's (tools/vmmx-plot, which the tools and tests run)
+# also looks in the source tree; the installed one (tools/installed/vmmx-plot)
+# only in $(pythondir) and PYTHONPATH.
+noinst_SCRIPTS += %D%/vmmx-plot
+bin_SCRIPTS += %D%/installed/vmmx-plot
+CLEANFILES += %D%/vmmx-plot %D%/installed/vmmx-plot
 EXTRA_DIST += %D%/vmmx-plot.in
 %D%/vmmx-plot: %D%/vmmx-plot.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) %D% && sed -e 's|@pythondir[@]|$(pythondir)|g' \
 		-e 's|@VERSION[@]|$(VERSION)|g' \
 		-e 's|@srcpythondir[@]|$(abs_top_srcdir)/python|g' \
+		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
+%D%/installed/vmmx-plot: %D%/vmmx-plot.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) %D%/installed && sed -e 's|@pythondir[@]|$(pythondir)|g' \
+		-e 's|@srcpythondir[@]||g' \
 		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@

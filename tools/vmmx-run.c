@@ -432,16 +432,52 @@ static void check_config(void)
 	vmmx_ctx_destroy(ctx);
 }
 
+/*
+ * The build tree's interposer, when this vmmx-run runs from the build tree
+ * (not installed): the way libvmmx finds the build tree's policies
+ * (lib/policy.c), by where the running program lies.  A libtool wrapper
+ * execs .libs/vmmx-run, which is inside the tree too.
+ */
+static const char *build_tree_preload(void)
+{
+#ifdef VMMX_BUILD_PRELOAD_LIB
+	static const char tree[] = VMMX_ABS_BUILDDIR "/";
+	char real[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", real, sizeof(real) - 1);
+
+	if (n > 0) {
+		real[n] = '\0';
+		if (!strncmp(real, tree, sizeof(tree) - 1))
+			return VMMX_BUILD_PRELOAD_LIB;
+	}
+#endif
+	return NULL;
+}
+
+/*
+ * LD_PRELOAD gets VMMX_RUN_PRELOAD, else the build tree's interposer when
+ * running from the build tree, else the installed one.
+ */
 static void preload(void)
 {
 	const char *lib = getenv("VMMX_RUN_PRELOAD");
 	const char *old = getenv("LD_PRELOAD");
+	int given = lib && *lib;
 	char *v;
 
-	if (!lib || !*lib)
+	if (!given && !(lib = build_tree_preload()))
 		lib = VMMX_PRELOAD_LIB;
 	if (access(lib, R_OK)) {
 		fprintf(stderr, "vmmx-run: %s: %s\n", lib, strerror(errno));
+		if (given)
+			fputs("vmmx-run: hint: VMMX_RUN_PRELOAD names the interposer, "
+			      "libvmmx-preload.so; unset it to use the installed one\n",
+			      stderr);
+		else
+			fputs("vmmx-run: hint: run `make install`, or set VMMX_RUN_PRELOAD to "
+			      "the path of libvmmx-preload.so (in a build tree: "
+			      "preload/.libs/libvmmx-preload.so)\n",
+			      stderr);
 		exit(2);
 	}
 	if (old && *old) {

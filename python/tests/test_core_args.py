@@ -295,6 +295,7 @@ def test_configure_takes_sizes_as_ints_and_text():
         import json, vmmx
         vmmx.configure(device_limit=48 << 20, host_limit="128MiB", sim_pageable=True,
                        chunk_max=2 << 20)
+        vmmx.allocator(0)
         dev = [l for l in vmmx.context_stats(0)["locations"] if l["location"] == "device:0"]
         print(json.dumps(dev[0]["limit"]))
     """)

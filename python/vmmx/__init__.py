@@ -5,8 +5,18 @@ The library is found, in order, at ``$VMMX_LIBRARY`` (a path, e.g. a build
 tree's ``lib/.libs/libvmmx.so``), where ``make install`` put it (recorded in
 ``vmmx/_build.py``), or by the dynamic linker's search (``libvmmx.so.0``).
 
-Errors raise :class:`VmmxError`, which carries the code, its name
-(``vmmx_strerror``) and the detail of the failure (``vmmx_last_error()``).
+Library failures raise :class:`VmmxError`, which carries the code, its name
+(``vmmx_strerror``) and the detail of the failure (``vmmx_last_error()``);
+arguments the package refuses raise TypeError or ValueError (below).  The
+C interface as ctypes sees it (prototypes, structures, constants) is
+``vmmx._lib``, checked against the header by the tests; its names are
+re-exported here.  ``__version__`` is the package's release (the same as
+libvmmx's, known without loading it); :func:`version` is the loaded
+library's.
+
+Statistics make nothing: :func:`alloc_stats` before the process-wide
+allocator of a device exists gives every count 0, :func:`context_stats` an
+empty dict, :func:`lookup` None; :func:`configure` can still be called.
 
 Frameworks: ``vmmx.torch`` installs libvmmx under PyTorch's allocations,
 ``vmmx.cupy`` under CuPy's.  Both use the process-wide allocator of each
@@ -23,7 +33,10 @@ argument (``vmmx.malloc: size must be an int, not float``):
   ``__index__`` (numpy integers) counts as an int, but bool does not, and
   neither does float, not even ``2.0``: sizes are exact bytes, so the caller
   rounds.  Where text is taken too (:func:`configure`, :func:`parse_size`,
-  headroom), "8GiB" or "50%" in libvmmx's grammar;
+  headroom), "8GiB" or "50%" in libvmmx's grammar ("8GB": powers of 1000),
+  checked at once (ValueError naming the argument); ``device_limit`` and
+  ``device_headroom`` also per device, as accelerate's max_memory has it:
+  ``{0: "8GiB", 1: "4GiB"}`` (or "0:8GiB,1:4GiB");
 - device indices: int from 0 to INT_MAX (the library says whether the
   device exists);
 - addresses (``ptr``): int from 0 to UINTPTR_MAX, or a ctypes.c_void_p;
@@ -38,12 +51,19 @@ argument (``vmmx.malloc: size must be an int, not float``):
 A refused call changes nothing: the checks run before any call into libvmmx.
 """
 import ctypes
-import ctypes.util
 import json
-import os
+import re
 import threading
 
 from . import _args
+from ._lib import (  # noqa: F401 (re-exported: vmmx.EINVAL, vmmx.library()...)
+    ADVISE_COLD, ADVISE_HOT, ADVISE_NOT_READ_MOSTLY, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED,
+    ALLOC_STATS_VERSION, EBUSY, ECONFIG, EDRIVER, EEXIST, EFAULT, EINVAL, ENOBACKEND, ENODEV,
+    ENODRIVER, ENOENT, ENOMEM, ENOTSUP, EPERM, EPOLICY, ERANGE, LOC_DEVICE, LOC_HOST,
+    LOC_HOST_NUMA, LOC_NONE, AllocStats, ChunkInfo, Loc, Residency, VmmxError, library,
+    library_path)
+from ._lib import check as _check
+from ._lib import c_char_p, c_size_t, c_void_p
 
 __all__ = [
     "VmmxError", "Loc", "DEVICE", "HOST", "library", "library_path", "version",
@@ -52,34 +72,10 @@ __all__ = [
     "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY",
 ]
 
-# enum vmmx_error (vmmx.h)
-EINVAL, ENOENT, ENOMEM, EFAULT, EBUSY = 22, 2, 12, 14, 16
-
-LOC_NONE, LOC_DEVICE, LOC_HOST, LOC_HOST_NUMA = 0, 1, 2, 3
-ADVISE_HOT, ADVISE_COLD, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED = 1, 2, 3, 4
-ADVISE_NOT_READ_MOSTLY = 5
-
-
-class VmmxError(RuntimeError):
-    """A libvmmx call failed.
-
-    Attributes: ``code`` (the positive error code), ``name`` (its
-    ``vmmx_strerror`` text), ``detail`` (``vmmx_last_error()`` of the call),
-    ``call`` (the function).
-    """
-
-    def __init__(self, call, code, name, detail):
-        self.call, self.code, self.name, self.detail = call, code, name, detail
-        super().__init__(f"{call}: {name}" + (f": {detail}" if detail else ""))
-
-
-class Loc(ctypes.Structure):
-    """struct vmmx_loc: a memory location."""
-    _fields_ = [("kind", ctypes.c_int), ("id", ctypes.c_int)]
-
-    def __repr__(self):
-        return {LOC_DEVICE: f"device:{self.id}", LOC_HOST: "host",
-                LOC_HOST_NUMA: f"host-numa:{self.id}"}.get(self.kind, "none")
+# The package's version: the libvmmx release it came with (configure.ac's
+# AC_INIT, python/pyproject.toml), known without loading the library.  The
+# loaded library's own is version().
+__version__ = "0.1.0"
 
 
 def DEVICE(i=0):
@@ -89,100 +85,12 @@ def DEVICE(i=0):
 
 HOST = Loc(LOC_HOST, 0)
 
-
-class AllocStats(ctypes.Structure):
-    """struct vmmx_alloc_stats (version 1): keep in the header's order."""
-    _fields_ = [("size", ctypes.c_size_t), ("version", ctypes.c_uint), ("device", ctypes.c_int)] + [
-        (n, ctypes.c_uint64) for n in (
-            "allocated_bytes", "allocated_peak", "requested_bytes", "reserved_bytes",
-            "reserved_peak", "device_reserved", "host_reserved", "device_allocated",
-            "host_allocated", "segments", "active_blocks", "allocs", "frees", "cache_hits",
-            "segment_allocs", "segment_frees", "fallback_segments", "fallback_bytes",
-            "stream_reuses", "stream_waits", "cross_stream_frees", "reclaims", "failures")]
-
-    def as_dict(self):
-        return {n: getattr(self, n) for n, _ in self._fields_ if n != "size"}
-
-
-class Residency(ctypes.Structure):
-    """struct vmmx_residency."""
-    _fields_ = [("device", ctypes.c_size_t), ("host", ctypes.c_size_t)]
-
-
-class ChunkInfo(ctypes.Structure):
-    """struct vmmx_chunk_info."""
-    _fields_ = [("base", ctypes.c_void_p), ("size", ctypes.c_size_t), ("loc", Loc),
-                ("buf", ctypes.c_void_p)]
-
-
 _lock = threading.Lock()
-_lib = None
-_path = None
-c_int, c_void_p, c_size_t, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
-
-_PROTOS = {
-    "vmmx_strerror": (c_char_p, [c_int]),
-    "vmmx_last_error": (c_char_p, []),
-    "vmmx_version": (ctypes.c_uint, []),
-    "vmmx_alloc_global_config": (c_int, [ctypes.POINTER(c_char_p)]),
-    "vmmx_alloc_global": (c_int, [c_int, ctypes.POINTER(c_void_p)]),
-    "vmmx_alloc_ctx": (c_void_p, [c_void_p]),
-    "vmmx_alloc_stats": (c_int, [c_void_p, ctypes.POINTER(AllocStats)]),
-    "vmmx_alloc_empty_cache": (c_int, [c_void_p]),
-    "vmmx_alloc_malloc": (c_int, [c_void_p, c_size_t, c_void_p, ctypes.POINTER(c_void_p)]),
-    "vmmx_alloc_free": (c_int, [c_void_p, c_void_p, c_void_p]),
-    "vmmx_prefetch": (c_int, [c_void_p, c_void_p, c_size_t, Loc, c_void_p]),
-    "vmmx_advise": (c_int, [c_void_p, c_void_p, c_size_t, c_int]),
-    "vmmx_lookup": (c_int, [c_void_p, c_void_p, ctypes.POINTER(ChunkInfo)]),
-    "vmmx_buf_ptr": (c_void_p, [c_void_p]),
-    "vmmx_buf_size": (c_size_t, [c_void_p]),
-    "vmmx_buf_residency": (c_int, [c_void_p, c_size_t, c_size_t, ctypes.POINTER(Residency)]),
-    "vmmx_stats_json": (c_int, [c_void_p, ctypes.c_char_p, c_size_t, ctypes.POINTER(c_size_t)]),
-    "vmmx_memcpy": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t]),
-    "vmmx_sync": (c_int, [c_void_p]),
-    "vmmx_parse_size": (c_int, [c_char_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
-}
-
-
-def library_path():
-    """Where libvmmx is loaded from (a path, or a name for the dynamic linker)."""
-    env = os.environ.get("VMMX_LIBRARY")
-    if env:
-        return env
-    try:
-        from . import _build  # written by make install
-        cand = os.path.join(_build.LIBDIR, "libvmmx.so.0")
-        if os.path.exists(cand):
-            return cand
-    except ImportError:
-        pass
-    return ctypes.util.find_library("vmmx") or "libvmmx.so.0"
-
-
-def library():
-    """The loaded libvmmx (a ctypes.CDLL with prototypes set)."""
-    global _lib, _path
-    with _lock:
-        if _lib is None:
-            path = library_path()
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError as e:
-                raise VmmxError("load", ENOENT, "libvmmx not found",
-                                f"{path}: {e} (set VMMX_LIBRARY to the library's path)") from None
-            for name, (res, args) in _PROTOS.items():
-                f = getattr(lib, name)
-                f.restype, f.argtypes = res, args
-            _lib, _path = lib, path
-        return _lib
-
-
-def _check(call, err):
-    if err:
-        lib = library()
-        detail = lib.vmmx_last_error().decode(errors="replace")
-        raise VmmxError(call, -err, lib.vmmx_strerror(err).decode(errors="replace"), detail)
-    return err
+# What this package knows of the process-wide allocators: the devices whose
+# allocator it made or was given (allocator()), and the settings it last gave
+# the library (configure()), to ask whether one exists without making one.
+_made = set()
+_entries = []
 
 
 def version():
@@ -191,21 +99,25 @@ def version():
     return (v >> 16, (v >> 8) & 0xFF, v & 0xFF)
 
 
+def _parse_text(fn, name, v, total):
+    """Bytes of size text in the library's grammar, or ValueError naming the argument."""
+    out = ctypes.c_uint64()
+    if library().vmmx_parse_size(v.encode(), total, ctypes.byref(out)):
+        raise ValueError(f"{fn}: {name} {v!r} is not a size (examples: 8GiB, 8GB, 512M, 50%)")
+    return out.value
+
+
 def parse_size(v, total=0):
-    """Bytes of a size: an int, or text in libvmmx's grammar ("8GiB", "512M",
-    "50%" of ``total``).  Raises TypeError or ValueError for a value that is
-    neither (a float, a negative int, text with a NUL byte), VmmxError
-    (EINVAL) naming text the library does not read as a size."""
-    v = _args.size_or_text("vmmx.parse_size", "v", v)
-    total = _args.size("vmmx.parse_size", "total", total, _args.U64_MAX, "UINT64_MAX")
+    """Bytes of a size: an int, or text in libvmmx's grammar ("8GiB" and "512M" in
+    powers of 1024, "8GB" in powers of 1000, "50%" of ``total``).  Raises
+    TypeError or ValueError for a value that is neither (a float, a negative
+    int, text with a NUL byte) and ValueError for text that is not a size."""
+    fn = "vmmx.parse_size"
+    v = _args.size_or_text(fn, "v", v)
+    total = _args.size(fn, "total", total, _args.U64_MAX, "UINT64_MAX")
     if not isinstance(v, str):
         return v
-    out = ctypes.c_uint64()
-    err = library().vmmx_parse_size(v.encode(), total, ctypes.byref(out))
-    if err:
-        raise VmmxError("vmmx_parse_size", -err, library().vmmx_strerror(err).decode(),
-                        f"{v!r}: not a size (examples: 8GiB, 512M, 50%)")
-    return out.value
+    return _parse_text(fn, "v", v, total)
 
 
 # The settings configure() takes as sizes (int or text); the others are text (or ints,
@@ -213,6 +125,55 @@ def parse_size(v, total=0):
 _SIZE_SETTINGS = frozenset((
     "device_limit", "host_limit", "device_headroom", "headroom", "chunk_size", "chunk_max",
     "cache_limit", "device_prealloc", "sim_device_mem", "sim_host_mem"))
+
+
+# The sizes that take a value per device: "0:8GiB,1:4GiB" in the library's
+# grammar, or a dict {0: "8GiB", 1: "4GiB"} (accelerate's max_memory form).
+_DEVICE_SETTINGS = frozenset(("device_limit", "device_headroom", "headroom"))
+# The sizes that take "N%" (of the device's or the host's memory).
+_PCT_SETTINGS = _DEVICE_SETTINGS | {"host_limit", "device_prealloc"}
+
+
+def _size_item(fn, name, v, pct):
+    """One size: an int, or text the library reads as a size (a % where pct)."""
+    v = _args.size_or_text(fn, name, v)
+    if isinstance(v, str):
+        _parse_text(fn, name, v, 100 if pct and v.strip().endswith("%") else 0)
+    return str(v)
+
+
+def _size_setting(fn, name, v):
+    """The text of a size setting, every piece checked here: TypeError or
+    ValueError naming the argument, never the library's verdict later."""
+    key = name.lower()
+    per_device = key in _DEVICE_SETTINGS
+    if isinstance(v, dict):
+        if not per_device:
+            raise TypeError(f"{fn}: {name} must be an int or a str such as '8GiB', not dict "
+                            "(a size per device: device_limit and device_headroom only)")
+        if not v:
+            raise ValueError(f"{fn}: {name} is an empty dict (a size per device: "
+                             "{0: '8GiB', 1: '4GiB'})")
+        items = []
+        for d in sorted(v, key=lambda k: (str(type(k)), str(k))):
+            if d == "cpu":
+                raise ValueError(f"{fn}: {name} has a 'cpu' key: host memory is host_limit")
+            i = _args.device(fn, f"{name} key", d)
+            items.append(f"{i}:{_size_item(fn, f'{name}[{i}]', v[d], True)}")
+        return ",".join(items)
+    if not isinstance(v, str) or not per_device:
+        return _size_item(fn, name, v, key in _PCT_SETTINGS)
+    _args.text(fn, name, v)
+    for item in v.split(","):  # "8GiB", "0:8GiB,1:4GiB", "8GiB,1:4GiB"
+        dev, colon, size = item.rpartition(":")
+        if colon and not (dev.isascii() and dev.isdigit()):
+            raise ValueError(f"{fn}: {name} {v!r}: {dev!r} is not a device index "
+                             "(per device: '0:8GiB,1:4GiB')")
+        if not size:
+            raise ValueError(f"{fn}: {name} {v!r} has an empty item "
+                             "(per device: '0:8GiB,1:4GiB')")
+        _parse_text(fn, name, size, 100 if size.strip().endswith("%") else 0)
+    return v
 
 
 def _setting(fn, name, v):
@@ -223,7 +184,7 @@ def _setting(fn, name, v):
     if v is None:
         return None
     if name.lower() in _SIZE_SETTINGS:
-        return str(_args.size_or_text(fn, name, v))
+        return _size_setting(fn, name, v)
     if isinstance(v, str):
         return _args.text(fn, name, v)
     if isinstance(v, float) or not hasattr(v, "__index__"):
@@ -260,15 +221,57 @@ def configure(policy=None, device_limit=None, host_limit=None, device_headroom=N
     # every value checked before the library sees any: a refused call keeps the old settings
     entries = _config_entries("vmmx.configure", settings)
     arr = (c_char_p * (len(entries) + 1))(*entries, None)
-    _check("vmmx_alloc_global_config", library().vmmx_alloc_global_config(arr))
+    with _lock:
+        _check("vmmx_alloc_global_config", library().vmmx_alloc_global_config(arr))
+        _entries[:] = entries
+
+
+def _config_error(e):
+    """A setting the library refused when it made the allocator, told in
+    configure()'s terms where configure() gave it (the library names the
+    VMMX_ variable and the C structure it came through)."""
+    given = {x.decode().split("=", 1)[0] for x in _entries}
+
+    def say(m):
+        var = m.group(1)
+        return f"{var[5:].lower()}={m.group(2)!r} (vmmx.configure)" if var in given else m.group(0)
+    e.detail = re.sub(r'(VMMX_[A-Z0-9_]+)="([^"]*)" \(struct vmmx_config vars\)', say,
+                      e.detail or "")
+    e.args = (f"{e.call}: {e.name}" + (f": {e.detail}" if e.detail else ""),)
+    return e
+
+
+def _exists(device):
+    """The process-wide allocator of a device if it exists, else None; never
+    makes one.  Known to exist: made through this package.  Else, whether any
+    exists is asked of the library without making one: giving it again the
+    settings configure() last gave (no change) fails with EBUSY once one is
+    made (by the C entry points of PyTorch's or CuPy's hooks, say)."""
+    with _lock:
+        if device in _made:
+            return _made_alloc(device)
+        arr = (c_char_p * (len(_entries) + 1))(*_entries, None)
+        if library().vmmx_alloc_global_config(arr) != -EBUSY:
+            return None
+    return allocator(device)
+
+
+def _made_alloc(device):
+    a = c_void_p()
+    _check("vmmx_alloc_global", library().vmmx_alloc_global(device, ctypes.byref(a)))
+    return a.value
 
 
 def allocator(device=0):
     """The process-wide allocator of a device (made on first use), as an address."""
     device = _args.device("vmmx.allocator", "device", device)
-    a = c_void_p()
-    _check("vmmx_alloc_global", library().vmmx_alloc_global(device, ctypes.byref(a)))
-    return a.value
+    try:
+        a = _made_alloc(device)
+    except VmmxError as e:
+        raise _config_error(e) from None
+    with _lock:
+        _made.add(device)
+    return a
 
 
 def context(device=0):
@@ -278,21 +281,32 @@ def context(device=0):
 
 
 def alloc_stats(device=0):
-    """The process-wide allocator's statistics (struct vmmx_alloc_stats) as a dict."""
+    """The process-wide allocator's statistics (struct vmmx_alloc_stats) as a dict.
+
+    Makes nothing: before the allocator of the device exists, every count is
+    0 (and :func:`configure` may still be called)."""
     device = _args.device("vmmx.alloc_stats", "device", device)
-    st = AllocStats(size=ctypes.sizeof(AllocStats))
-    _check("vmmx_alloc_stats", library().vmmx_alloc_stats(allocator(device), ctypes.byref(st)))
+    st = AllocStats(size=ctypes.sizeof(AllocStats), version=ALLOC_STATS_VERSION, device=device)
+    a = _exists(device)
+    if a is not None:
+        _check("vmmx_alloc_stats", library().vmmx_alloc_stats(a, ctypes.byref(st)))
     return st.as_dict()
 
 
 def context_stats(device=0):
-    """The context's statistics (vmmx_stats_json) as a dict."""
+    """The context's statistics (vmmx_stats_json) as a dict.
+
+    Makes nothing: before the allocator of the device exists, an empty dict."""
     device = _args.device("vmmx.context_stats", "device", device)
-    lib, ctx, size = library(), context(device), 1 << 16
+    a = _exists(device)
+    if a is None:
+        return {}
+    lib, size = library(), 1 << 16
+    ctx = lib.vmmx_alloc_ctx(a)
     while True:
         buf, need = ctypes.create_string_buffer(size), c_size_t()
         err = lib.vmmx_stats_json(ctx, buf, size, ctypes.byref(need))
-        if err == -34 and need.value > size:  # -VMMX_ERANGE: grow and retry
+        if err == -ERANGE and need.value > size:  # grow and retry
             size = need.value
             continue
         _check("vmmx_stats_json", err)
@@ -300,9 +314,12 @@ def context_stats(device=0):
 
 
 def empty_cache(device=0):
-    """Give the process-wide allocator's idle segments back to libvmmx."""
+    """Give the process-wide allocator's idle segments back to libvmmx (none made
+    yet: nothing to do, and nothing made)."""
     device = _args.device("vmmx.empty_cache", "device", device)
-    _check("vmmx_alloc_empty_cache", library().vmmx_alloc_empty_cache(allocator(device)))
+    a = _exists(device)
+    if a is not None:
+        _check("vmmx_alloc_empty_cache", library().vmmx_alloc_empty_cache(a))
 
 
 def malloc(size, stream=None, device=0):
@@ -360,8 +377,11 @@ def lookup(ptr, device=0):
     """The chunk holding ``ptr``: dict(base, size, loc, buf), or None if in no buffer."""
     fn = "vmmx.lookup"
     ptr, device = _args.pointer(fn, "ptr", ptr), _args.device(fn, "device", device)
+    a = _exists(device)
+    if a is None:  # no allocator: in no buffer of it, and none made
+        return None
     info = ChunkInfo()
-    err = library().vmmx_lookup(context(device), ptr, ctypes.byref(info))
+    err = library().vmmx_lookup(library().vmmx_alloc_ctx(a), ptr, ctypes.byref(info))
     if err in (-ENOENT, -EFAULT):
         return None
     _check("vmmx_lookup", err)
@@ -404,8 +424,11 @@ def residency(ptr, nbytes, device=0):
     fn = "vmmx.residency"
     ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
     device = _args.device(fn, "device", device)
+    a = _exists(device)
+    if a is None:
+        return None
     info, r, lib = ChunkInfo(), Residency(), library()
-    if lib.vmmx_lookup(context(device), ptr, ctypes.byref(info)):
+    if lib.vmmx_lookup(lib.vmmx_alloc_ctx(a), ptr, ctypes.byref(info)):
         return None
     base = lib.vmmx_buf_ptr(info.buf)
     _check("vmmx_buf_residency",
@@ -424,9 +447,12 @@ def owns_segment(ptr, nbytes, device=0):
     fn = "vmmx.owns_segment"
     ptr, nbytes = _args.pointer(fn, "ptr", ptr), _args.size(fn, "nbytes", nbytes)
     device = _args.device(fn, "device", device)
+    a = _exists(device)
+    if a is None:
+        return False
     info = ChunkInfo()
     lib = library()
-    if lib.vmmx_lookup(context(device), ptr, ctypes.byref(info)):
+    if lib.vmmx_lookup(lib.vmmx_alloc_ctx(a), ptr, ctypes.byref(info)):
         return False
     base, size = lib.vmmx_buf_ptr(info.buf), lib.vmmx_buf_size(info.buf)
     return base == ptr and nbytes <= size and size - nbytes <= (1 << 20)

@@ -17,7 +17,7 @@ check_PROGRAMS += %D%/client
 %C%_client_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la $(PTHREAD_LIBS)
 %C%_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 
-TESTS += %D%/hooks.sh %D%/run.sh
-EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/env.sh
+TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh
+EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/env.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
