@@ -489,11 +489,11 @@ VMMXP_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, int device)
 /* The current pool is the default one unless the program set another (cuDeviceSetMemPool). */
 VMMXP_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, int device)
 {
+	CUresult (*get_default)(CUmemoryPool *, int) = VMMXP_REAL(cuDeviceGetDefaultMemPool);
 	CUresult r = VMMXP_REAL(cuDeviceGetMemPool)(pool, device);
 	CUmemoryPool def = NULL;
 
-	if (r == CUDA_OK && !vmmxp_busy() &&
-	    VMMXP_REAL(cuDeviceGetDefaultMemPool)(&def, device) == CUDA_OK)
+	if (r == CUDA_OK && !vmmxp_busy() && get_default && get_default(&def, device) == CUDA_OK)
 		note_default(def, device);
 	return r;
 }
