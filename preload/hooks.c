@@ -22,6 +22,20 @@
  * The 2D memsets are not split (no framework uses them on pool memory);
  * the driver refuses a straddling one cleanly.
  *
+ * Stream-ordered pools: cuMemAllocFromPoolAsync on a device's default pool
+ * (the one cuMemAllocAsync uses; XLA's cuda_async allocator asks for it)
+ * is served like cuMemAllocAsync, on the pool's device and the call's
+ * stream, and freed by cuMemFreeAsync; the pool's usage attributes add
+ * libvmmx's figures and cuMemPoolTrimTo on it also gives libvmmx's idle
+ * memory back.  A pool the program made itself (cuMemPoolCreate) has
+ * properties libvmmx does not keep (IPC export types, access from other
+ * devices, a location of its choosing): its allocations pass through to
+ * the driver untouched, counted for the report.
+ *
+ * The program's own VMM calls (cuMemCreate, cuMemMap, cuMemRelease: XLA's
+ * VMM allocator, PyTorch's expandable segments) pass through untouched and
+ * are counted for the report; libvmmx's own calls are not counted.
+ *
  * Errors: out of room everywhere the policy allows is the out-of-memory
  * code of each API (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY),
  * and so is any other libvmmx failure of an allocation: programs and
@@ -40,6 +54,7 @@
 #define PITCH_ALIGN ((size_t)512)
 /* What the helpers below return for "call the real function" (CUDA's codes are >= 0). */
 #define PASS (-1)
+#define MAX_POOL_DEVICES 64
 
 static int rt_device(int *dev)
 {
@@ -432,4 +447,168 @@ VMMXP_EXPORT CUresult cuIpcGetMemHandle(void *handle, CUdeviceptr dptr)
 		return CUDA_EINVAL;
 	}
 	return VMMXP_REAL(cuIpcGetMemHandle)(handle, dptr);
+}
+
+/* ---- stream-ordered pools ---- */
+
+/* The driver's default pool of each device, as seen (atomic; NULL: not seen yet). */
+static CUmemoryPool default_pools[MAX_POOL_DEVICES];
+
+static void note_default(CUmemoryPool pool, int device)
+{
+	if (pool && device >= 0 && device < MAX_POOL_DEVICES)
+		__atomic_store_n(&default_pools[device], pool, __ATOMIC_RELEASE);
+}
+
+/* The device whose default pool @pool is, or -1 (a pool of the program's). */
+static int default_pool_device(CUmemoryPool pool)
+{
+	CUresult (*get)(CUmemoryPool *, int) = VMMXP_REAL(cuDeviceGetDefaultMemPool);
+	CUmemoryPool p = NULL;
+	int dev;
+
+	for (int d = 0; d < MAX_POOL_DEVICES; d++)
+		if (pool && __atomic_load_n(&default_pools[d], __ATOMIC_ACQUIRE) == pool)
+			return d;
+	/* Not asked for through us (cudart's own table, say): the current device's? */
+	if (!pool || !get || drv_device(&dev) != CUDA_OK || get(&p, dev) != CUDA_OK)
+		return -1;
+	note_default(p, dev);
+	return p == pool ? dev : -1;
+}
+
+VMMXP_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, int device)
+{
+	CUresult r = VMMXP_REAL(cuDeviceGetDefaultMemPool)(pool, device);
+
+	if (r == CUDA_OK && !vmmxp_busy())
+		note_default(*pool, device);
+	return r;
+}
+
+/* The current pool is the default one unless the program set another (cuDeviceSetMemPool). */
+VMMXP_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, int device)
+{
+	CUresult (*get_default)(CUmemoryPool *, int) = VMMXP_REAL(cuDeviceGetDefaultMemPool);
+	CUresult r = VMMXP_REAL(cuDeviceGetMemPool)(pool, device);
+	CUmemoryPool def = NULL;
+
+	if (r == CUDA_OK && !vmmxp_busy() && get_default && get_default(&def, device) == CUDA_OK)
+		note_default(def, device);
+	return r;
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, void *stream,
+			   int ptsz)
+{
+	int dev = vmmxp_busy() ? -1 : default_pool_device(pool);
+	void *p = NULL;
+	int err;
+
+	if (dev >= 0 && dptr && size) {
+		err = vmmxp_malloc(dev, size, stream_of(stream, ptsz), VMMXP_DRV_MALLOC_POOL, &p);
+		if (!err) {
+			*dptr = (CUdeviceptr)(uintptr_t)p;
+			return CUDA_OK;
+		}
+		if (err != VMMXP_PASS)
+			return code_of(err);
+	} else if (dev < 0 && !vmmxp_busy()) {
+		vmmxp_count(VMMXP_N_POOL_ALLOC, 1);
+		vmmxp_count(VMMXP_N_POOL_ALLOC_BYTES, size);
+	}
+	return (ptsz ? VMMXP_REAL(cuMemAllocFromPoolAsync_ptsz) :
+		       VMMXP_REAL(cuMemAllocFromPoolAsync))(dptr, size, pool, stream);
+}
+
+VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+					      void *stream)
+{
+	return pool_alloc(dptr, size, pool, stream, 0);
+}
+
+VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size,
+						   CUmemoryPool pool, void *stream)
+{
+	return pool_alloc(dptr, size, pool, stream, 1);
+}
+
+VMMXP_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const void *props)
+{
+	CUresult r = VMMXP_REAL(cuMemPoolCreate)(pool, props);
+
+	if (r == CUDA_OK && !vmmxp_busy())
+		vmmxp_count(VMMXP_N_POOL_CREATE, 1);
+	return r;
+}
+
+VMMXP_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	return VMMXP_REAL(cuMemPoolDestroy)(pool);
+}
+
+/* Trimming more than asked is allowed: the pool keeps "at least" nothing it must. */
+VMMXP_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+	CUresult r = VMMXP_REAL(cuMemPoolTrimTo)(pool, keep);
+	int dev = vmmxp_busy() ? -1 : default_pool_device(pool);
+
+	if (r == CUDA_OK && dev >= 0)
+		vmmxp_trim(dev);
+	return r;
+}
+
+/*
+ * The usage attributes of a default pool: the driver's figures (memory the
+ * program took from the pool before or around the interposer) plus
+ * libvmmx's.  Every other attribute is the driver's.
+ */
+VMMXP_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value)
+{
+	CUresult r = VMMXP_REAL(cuMemPoolGetAttribute)(pool, attr, value);
+	uint64_t ours = 0, *v = value;
+	int dev;
+
+	if (r != CUDA_OK || !value || attr < CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ||
+	    attr > CU_MEMPOOL_ATTR_USED_MEM_HIGH || vmmxp_busy())
+		return r;
+	dev = default_pool_device(pool);
+	if (dev >= 0 && !vmmxp_pool_usage(dev, attr, &ours))
+		*v += ours;
+	return r;
+}
+
+/* ---- the program's own VMM calls: passed through, counted ---- */
+
+VMMXP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+				  const void *prop, unsigned long long flags)
+{
+	CUresult r = VMMXP_REAL(cuMemCreate)(handle, size, prop, flags);
+
+	if (r == CUDA_OK && !vmmxp_busy()) {
+		vmmxp_count(VMMXP_N_VMM_CREATE, 1);
+		vmmxp_count(VMMXP_N_VMM_CREATE_BYTES, size);
+	}
+	return r;
+}
+
+VMMXP_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	CUresult r = VMMXP_REAL(cuMemRelease)(handle);
+
+	if (r == CUDA_OK && !vmmxp_busy())
+		vmmxp_count(VMMXP_N_VMM_RELEASE, 1);
+	return r;
+}
+
+VMMXP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+			       CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+	CUresult r = VMMXP_REAL(cuMemMap)(ptr, size, offset, handle, flags);
+
+	if (r == CUDA_OK && !vmmxp_busy()) {
+		vmmxp_count(VMMXP_N_VMM_MAP, 1);
+		vmmxp_count(VMMXP_N_VMM_MAP_BYTES, size);
+	}
+	return r;
 }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # libvmmx-preload: the LD_PRELOAD interposer behind vmmx-run.  A module (no
 # version: LD_PRELOAD names the file), exporting only the CUDA entry points it
-# takes over and dlsym; everything else is hidden.
+# takes over, dlsym and dlvsym; everything else is hidden.
 lib_LTLIBRARIES += %D%/libvmmx-preload.la
 %C%_libvmmx_preload_la_SOURCES = \
 	%D%/preload.h \
@@ -16,7 +16,7 @@ noinst_LTLIBRARIES += %D%/libresolve.la
 %C%_libresolve_la_SOURCES = %D%/resolve.c
 %C%_libresolve_la_CFLAGS = -std=gnu11 $(WARN_CFLAGS) -fvisibility=hidden
 %C%_libvmmx_preload_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
-	-export-symbols-regex '^(cuda[A-Z]|cu[A-Z]|dlsym$$)'
+	-export-symbols-regex '^(cuda[A-Z]|cu[A-Z]|dlv?sym$$)'
 
 # vmmx-run: validates its options, sets VMMX_* and LD_PRELOAD, execs the program.
 bin_PROGRAMS += tools/vmmx-run

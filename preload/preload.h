@@ -22,6 +22,8 @@
 typedef int cudaError_t;
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
+typedef void *CUmemoryPool;
+typedef unsigned long long CUmemGenericAllocationHandle;
 
 #define CUDA_OK 0                       /* cudaSuccess, CUDA_SUCCESS */
 #define CUDA_EINVAL 1                   /* cudaErrorInvalidValue, CUDA_ERROR_INVALID_VALUE */
@@ -30,6 +32,11 @@ typedef unsigned long long CUdeviceptr;
 					 * CUDA_ERROR_NOT_INITIALIZED: CUDA after fork */
 #define CUDA_ENOTFOUND 500              /* CUDA_ERROR_NOT_FOUND */
 #define CU_GET_PROC_ADDRESS_PER_THREAD 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
+/* CUmemPool_attribute values the pool hooks answer for (cuda.h, CUDA 11.2 on) */
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define CU_MEMPOOL_ATTR_USED_MEM_HIGH 8
 #define CU_STREAM_LEGACY_ ((void *)0x1)
 #define CU_STREAM_PER_THREAD_ ((void *)0x2)
 
@@ -75,6 +82,17 @@ typedef unsigned long long CUdeviceptr;
 	X(cuMemsetD8Async_ptsz)                                                            \
 	X(cuMemsetD16Async_ptsz)                                                           \
 	X(cuMemsetD32Async_ptsz)                                                           \
+	X(cuMemAllocFromPoolAsync)                                                         \
+	X(cuMemAllocFromPoolAsync_ptsz)                                                    \
+	X(cuDeviceGetDefaultMemPool)                                                       \
+	X(cuDeviceGetMemPool)                                                              \
+	X(cuMemPoolCreate)                                                                 \
+	X(cuMemPoolDestroy)                                                                \
+	X(cuMemPoolTrimTo)                                                                 \
+	X(cuMemPoolGetAttribute)                                                           \
+	X(cuMemCreate)                                                                     \
+	X(cuMemRelease)                                                                    \
+	X(cuMemMap)                                                                        \
 	X(cuGetProcAddress)                                                                \
 	X(cuGetProcAddress_v2)
 
@@ -139,6 +157,21 @@ VMMXP_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr dptr, unsigned short val
 					    void *stream);
 VMMXP_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dptr, unsigned int value, size_t n,
 					    void *stream);
+VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+					      void *stream);
+VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size,
+						   CUmemoryPool pool, void *stream);
+VMMXP_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, int device);
+VMMXP_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, int device);
+VMMXP_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const void *props);
+VMMXP_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool);
+VMMXP_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep);
+VMMXP_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value);
+VMMXP_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+				  const void *prop, unsigned long long flags);
+VMMXP_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+VMMXP_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+			       CUmemGenericAllocationHandle handle, unsigned long long flags);
 VMMXP_EXPORT CUresult cuCtxGetDevice(int *device);
 VMMXP_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
 				       unsigned long long flags);
@@ -146,6 +179,18 @@ VMMXP_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ve
 					  unsigned long long flags, int *status);
 
 /* resolve.c */
+
+/* The lookups that can hand back a hook, counted for the report. */
+enum vmmxp_path {
+	VMMXP_PATH_DLSYM,       /* dlsym() on the driver's or the runtime's handle */
+	VMMXP_PATH_DLVSYM,      /* dlvsym() likewise */
+	VMMXP_PATH_PROC,        /* cuGetProcAddress(), both ABIs */
+	VMMXP_NPATHS
+};
+
+VMMXP_EXPORT void *dlsym(void *handle, const char *name);
+VMMXP_EXPORT void *dlvsym(void *handle, const char *name, const char *version);
+uint64_t vmmxp_lookups(enum vmmxp_path path);
 void *vmmxp_real(enum vmmxp_fn fn);
 void vmmxp_depth(int d);
 void *vmmxp_hook(enum vmmxp_fn fn);
@@ -160,8 +205,24 @@ enum vmmxp_kind {
 	VMMXP_RT_MALLOC_ASYNC,  /* cudaMallocAsync */
 	VMMXP_DRV_MALLOC,       /* cuMemAlloc, cuMemAllocPitch */
 	VMMXP_DRV_MALLOC_ASYNC, /* cuMemAllocAsync */
+	VMMXP_DRV_MALLOC_POOL,  /* cuMemAllocFromPoolAsync on a device's default pool */
 	VMMXP_NKINDS
 };
+
+/* What passes through untouched, counted for the report (vmmxp_count()). */
+enum vmmxp_counter {
+	VMMXP_N_VMM_CREATE,       /* the program's own cuMemCreate calls */
+	VMMXP_N_VMM_CREATE_BYTES, /* ... their bytes */
+	VMMXP_N_VMM_MAP,          /* its cuMemMap calls */
+	VMMXP_N_VMM_MAP_BYTES,    /* ... their bytes */
+	VMMXP_N_VMM_RELEASE,      /* its cuMemRelease calls */
+	VMMXP_N_POOL_CREATE,      /* pools it made with cuMemPoolCreate */
+	VMMXP_N_POOL_ALLOC,       /* cuMemAllocFromPoolAsync on those pools */
+	VMMXP_N_POOL_ALLOC_BYTES, /* ... their bytes */
+	VMMXP_NCOUNTERS
+};
+
+void vmmxp_count(enum vmmxp_counter c, uint64_t n);
 
 /* Results of vmmxp_malloc() and vmmxp_free() beside 0 and -VMMX_E*. */
 #define VMMXP_PASS 1            /* not ours: call the real function */
@@ -176,6 +237,10 @@ int vmmxp_busy(void);
 int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p);
 int vmmxp_free(const void *ptr, void *stream, int sync);
 int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p);
+/* A default pool's usage attribute (CU_MEMPOOL_ATTR_*_MEM_*) of libvmmx on @device. */
+int vmmxp_pool_usage(int device, int attr, uint64_t *value);
+/* Give the idle memory of @device's allocator back (cuMemPoolTrimTo on its default pool). */
+void vmmxp_trim(int device);
 int vmmxp_owned(const void *ptr);
 void vmmxp_refuse(const char *call, const void *ptr, const char *why);
 

@@ -55,9 +55,10 @@
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vmmx_alloc *allocs[MAX_DEVICES]; /* acquire loads; set under make_lock */
 static int disabled;                           /* make_lock; atomic reads */
-static int atexit_done;                        /* make_lock */
+static int atexit_done;                        /* set under make_lock; atomic reads */
 static pid_t owner_pid;                        /* make_lock: the process that set up */
 
+static uint64_t n_passed[VMMXP_NCOUNTERS];
 static uint64_t n_alloc[VMMXP_NKINDS], n_alloc_bytes, n_fail, n_free, n_free_async,
 	n_foreign_free, n_ipc_refused;
 
@@ -107,6 +108,30 @@ static int env_flag(int *cache, const char *name, const char *yes)
 }
 
 static void report(void);
+static void atfork_init(void);
+
+/* make_lock held: the report at exit, armed once, in this process. */
+static void arm_report(void)
+{
+	if (atexit_done)
+		return;
+	__atomic_store_n(&atexit_done, 1, __ATOMIC_RELAXED);
+	owner_pid = getpid();
+	if (env_flag(&report_on, "VMMX_RUN_REPORT", NULL))
+		atexit(report);
+}
+
+/* A program that only passes through (its own VMM, its own pools) gets its report too. */
+void vmmxp_count(enum vmmxp_counter c, uint64_t n)
+{
+	count(&n_passed[c], n);
+	if (!__atomic_load_n(&atexit_done, __ATOMIC_RELAXED)) {
+		pthread_once(&atfork_once, atfork_init);
+		pthread_mutex_lock(&make_lock);
+		arm_report();
+		pthread_mutex_unlock(&make_lock);
+	}
+}
 
 /* The child's copies of our locks may be held by threads that did not survive the fork. */
 static void after_fork_child(void)
@@ -150,12 +175,7 @@ static struct vmmx_alloc *alloc_of(int device)
 		} else {
 			__atomic_store_n(&allocs[device], a, __ATOMIC_RELEASE);
 		}
-		if (!atexit_done) {
-			atexit_done = 1;
-			owner_pid = getpid();
-			if (env_flag(&report_on, "VMMX_RUN_REPORT", NULL))
-				atexit(report);
-		}
+		arm_report();
 	}
 	a = allocs[device];
 	pthread_mutex_unlock(&make_lock);
@@ -348,6 +368,22 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * VMMX_RUN_MEMINFO_HOST (vmmx-run --meminfo device+host:SIZE): the most host
+ * memory the device+host figures count, of @host_total; no cap when unset.
+ * vmmx-run checked the value; one it did not (set by hand) and cannot be
+ * read counts as no cap.
+ */
+static uint64_t host_cap(uint64_t host_total)
+{
+	const char *s = getenv("VMMX_RUN_MEMINFO_HOST");
+	uint64_t v;
+
+	if (!s || !*s || vmmx_parse_size(s, host_total, &v))
+		return UINT64_MAX;
+	return v;
+}
+
 int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
@@ -382,7 +418,7 @@ int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p)
 	room = min64(f, total > held ? total - held : 0);
 	f = min64(room + idle, total);
 	if (env_flag(&meminfo_total, "VMMX_RUN_MEMINFO", "device+host")) {
-		uint64_t htotal = min64(ci.host_total, ci.host_limit);
+		uint64_t htotal = min64(min64(ci.host_total, ci.host_limit), host_cap(ci.host_total));
 		uint64_t hheld = st.host_bytes;
 		uint64_t hidle = hheld > as.host_allocated ? hheld - as.host_allocated : 0;
 
@@ -392,6 +428,53 @@ int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p)
 	*free_p = (size_t)f;
 	*total_p = (size_t)total;
 	return 0;
+}
+
+int vmmxp_pool_usage(int device, int attr, uint64_t *value)
+{
+	struct vmmx_alloc_stats as = { .size = sizeof(as) };
+	struct vmmx_alloc *a;
+	int err;
+
+	if (device < 0 || device >= MAX_DEVICES)
+		return VMMXP_PASS;
+	a = __atomic_load_n(&allocs[device], __ATOMIC_ACQUIRE);
+	if (!a)
+		return VMMXP_PASS;
+	enter();
+	err = vmmx_alloc_stats(a, &as);
+	leave();
+	if (err)
+		return err;
+	switch (attr) {
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+		*value = as.reserved_bytes;
+		break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		*value = as.reserved_peak;
+		break;
+	case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+		*value = as.allocated_bytes;
+		break;
+	default:
+		*value = as.allocated_peak;
+		break;
+	}
+	return 0;
+}
+
+void vmmxp_trim(int device)
+{
+	struct vmmx_alloc *a;
+
+	if (device < 0 || device >= MAX_DEVICES)
+		return;
+	a = __atomic_load_n(&allocs[device], __ATOMIC_ACQUIRE);
+	if (!a)
+		return;
+	enter();
+	vmmx_alloc_empty_cache(a);
+	leave();
 }
 
 void vmmxp_refuse(const char *call, const void *ptr, const char *why)
@@ -422,7 +505,7 @@ static void human(char *buf, size_t len, uint64_t b)
 static const char *kind_name(enum vmmxp_kind k)
 {
 	static const char *const names[] = { "cudaMalloc", "cudaMallocAsync", "cuMemAlloc",
-					     "cuMemAllocAsync" };
+					     "cuMemAllocAsync", "cuMemAllocFromPoolAsync" };
 	return names[k];
 }
 
@@ -451,13 +534,32 @@ static void report(void)
 	fprintf(out, "vmmx-run report (pid %d)\n", (int)getpid());
 	human(b1, sizeof(b1), n_alloc_bytes);
 	fprintf(out, "  allocations      %llu (%s asked for): cudaMalloc %llu, cudaMallocAsync %llu, "
-		     "cuMemAlloc %llu, cuMemAllocAsync %llu; failed %llu\n",
+		     "cuMemAlloc %llu, cuMemAllocAsync %llu, cuMemAllocFromPoolAsync %llu; "
+		     "failed %llu\n",
 		(unsigned long long)total, b1, (unsigned long long)n_alloc[0],
 		(unsigned long long)n_alloc[1], (unsigned long long)n_alloc[2],
-		(unsigned long long)n_alloc[3], (unsigned long long)n_fail);
+		(unsigned long long)n_alloc[3], (unsigned long long)n_alloc[4],
+		(unsigned long long)n_fail);
 	fprintf(out, "  frees            %llu, stream-ordered %llu; foreign frees passed to the driver %llu\n",
 		(unsigned long long)n_free, (unsigned long long)n_free_async,
 		(unsigned long long)n_foreign_free);
+	fprintf(out, "  lookups          answered with the interposer's: dlsym %llu, dlvsym %llu, "
+		     "cuGetProcAddress %llu\n",
+		(unsigned long long)vmmxp_lookups(VMMXP_PATH_DLSYM),
+		(unsigned long long)vmmxp_lookups(VMMXP_PATH_DLVSYM),
+		(unsigned long long)vmmxp_lookups(VMMXP_PATH_PROC));
+	human(b1, sizeof(b1), n_passed[VMMXP_N_VMM_CREATE_BYTES]);
+	human(b2, sizeof(b2), n_passed[VMMXP_N_VMM_MAP_BYTES]);
+	fprintf(out, "  passed through   the program's own VMM: cuMemCreate %llu (%s), cuMemMap %llu "
+		     "(%s), cuMemRelease %llu\n",
+		(unsigned long long)n_passed[VMMXP_N_VMM_CREATE], b1,
+		(unsigned long long)n_passed[VMMXP_N_VMM_MAP], b2,
+		(unsigned long long)n_passed[VMMXP_N_VMM_RELEASE]);
+	human(b1, sizeof(b1), n_passed[VMMXP_N_POOL_ALLOC_BYTES]);
+	fprintf(out, "                   its own pools: cuMemPoolCreate %llu, cuMemAllocFromPoolAsync "
+		     "%llu (%s)\n",
+		(unsigned long long)n_passed[VMMXP_N_POOL_CREATE],
+		(unsigned long long)n_passed[VMMXP_N_POOL_ALLOC], b1);
 	if (n_ipc_refused)
 		fprintf(out, "  IPC refused      %llu\n", (unsigned long long)n_ipc_refused);
 	for (int d = 0; d < MAX_DEVICES; d++) {

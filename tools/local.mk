@@ -56,5 +56,5 @@ EXTRA_DIST += %D%/vmmx-plot.in
 		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@
 %D%/installed/vmmx-plot: %D%/vmmx-plot.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) %D%/installed && sed -e 's|@pythondir[@]|$(pythondir)|g' \
-		-e 's|@srcpythondir[@]||g' \
+		-e 's|@VERSION[@]|$(VERSION)|g' -e 's|@srcpythondir[@]||g' \
 		$(srcdir)/%D%/vmmx-plot.in > $@.tmp && chmod +x $@.tmp && mv $@.tmp $@

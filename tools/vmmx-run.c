@@ -61,8 +61,8 @@ static void usage(FILE *f)
 	      "                           libraries (VMMX_DEVICE_HEADROOM; default 1 GiB)\n"
 	      "      --host-limit SIZE    most host memory libvmmx pins (VMMX_HOST_LIMIT)\n"
 	      "  -m, --meminfo MODE       what cudaMemGetInfo reports: device (default: the\n"
-	      "                           device under the limit) or device+host (the room to\n"
-	      "                           spill too)\n"
+	      "                           device under the limit), device+host (the room to\n"
+	      "                           spill too) or device+host:SIZE (at most SIZE of it)\n"
 	      "  -r, --report             print a summary to standard error at exit\n"
 	      "      --report-file FILE   append it to FILE instead\n"
 	      "  -t, --trace FILE         write libvmmx's JSON trace of placements (VMMX_TRACE)\n"
@@ -171,6 +171,28 @@ __attribute__((noreturn)) static void refused_by_lib(const char *msg)
 		bad(opt, val ? val : "", msg);
 	fprintf(stderr, "vmmx-run: %s\n", msg);
 	exit(2);
+}
+
+/*
+ * --meminfo MODE: device, device+host, or device+host:SIZE, SIZE the most
+ * host memory the figures count (a size, or N% of host memory; libvmmx's
+ * grammar, checked here so that a typo is refused by name).
+ */
+static void meminfo(const char *mode)
+{
+	static const char dh[] = "device+host";
+	uint64_t v;
+
+	if (!strcmp(mode, "device") || !strcmp(mode, dh)) {
+		set("VMMX_RUN_MEMINFO", mode);
+		unsetenv("VMMX_RUN_MEMINFO_HOST");
+		return;
+	}
+	if (strncmp(mode, dh, sizeof(dh) - 1) || mode[sizeof(dh) - 1] != ':' ||
+	    vmmx_parse_size(mode + sizeof(dh), 100, &v))
+		bad("--meminfo", mode, "expected device, device+host or device+host:SIZE");
+	set("VMMX_RUN_MEMINFO", dh);
+	set("VMMX_RUN_MEMINFO_HOST", mode + sizeof(dh));
 }
 
 /*
@@ -530,9 +552,7 @@ int main(int argc, char **argv)
 			set_opt("--host-limit", "VMMX_HOST_LIMIT", optarg);
 			break;
 		case 'm':
-			if (strcmp(optarg, "device") && strcmp(optarg, "device+host"))
-				bad("--meminfo", optarg, "expected device or device+host");
-			set("VMMX_RUN_MEMINFO", optarg);
+			meminfo(optarg);
 			break;
 		case 'r':
 			report = 1;

@@ -5,7 +5,11 @@
 for v in $(env | sed -n 's/^\(VMMX_[A-Z_0-9]*\)=.*/\1/p'); do unset "$v"; done
 VMMX_BACKEND=sim
 VMMX_RUN_PRELOAD="$top_builddir/preload/.libs/libvmmx-preload.so"
-LD_LIBRARY_PATH="$top_builddir/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The fake driver also answers to libcuda.so.1, as the real one does, for the
+# programs that dlopen it by that name (the interposer knows the driver by it).
+mkdir -p "$tmp/cudalib"
+ln -sf "$top_builddir/tests/preload/.libs/libvmmxfakecuda.so" "$tmp/cudalib/libcuda.so.1"
+LD_LIBRARY_PATH="$tmp/cudalib:$top_builddir/lib/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VMMX_BACKEND VMMX_RUN_PRELOAD LD_LIBRARY_PATH
 run="$top_builddir/tools/vmmx-run"
 client="$top_builddir/tests/preload/client"

@@ -8,6 +8,9 @@
  * (cuMemAlloc at 3020 and later is cuMemAlloc_v2).  Device: a thread's
  * current one (cudaSetDevice), shared by both APIs.  Memsets are logged and
  * handed to the test's function (fake_set_impl()), which plays the driver.
+ * Stream-ordered pools and the VMM calls are counted stand-ins.  Every
+ * symbol has the version VMMXFAKE_1 (fakecuda.map), so that dlvsym finds
+ * them by it.
  */
 #include "config.h"
 
@@ -81,6 +84,25 @@ int cuMemGetInfo_v2(size_t *f, size_t *t) { CALL(FAKE_cuMemGetInfo); *f = 1; *t 
 int cuMemAllocPitch_v2(unsigned long long *p, size_t *pitch, size_t w, size_t h, unsigned int e) { CALL(FAKE_cuMemAllocPitch); (void)h; (void)e; *pitch = w; *p = (uintptr_t)fake_real_alloc(); return 0; }
 int cuIpcGetMemHandle(void *h, unsigned long long p) { CALL(FAKE_cuIpcGetMemHandle); memset(h, 7, 64); (void)p; return 0; }
 
+int cuMemAllocFromPoolAsync(unsigned long long *p, size_t n, void *pool, void *s)
+{
+	CALL(FAKE_cuMemAllocFromPoolAsync);
+	(void)n; (void)pool; (void)s;
+	*p = (uintptr_t)fake_real_alloc();
+	return *p ? 0 : 2;
+}
+int cuMemAllocFromPoolAsync_ptsz(unsigned long long *p, size_t n, void *pool, void *s) { return cuMemAllocFromPoolAsync(p, n, pool, s); }
+int cuDeviceGetDefaultMemPool(void **pool, int dev) { CALL(FAKE_cuDeviceGetDefaultMemPool); *pool = FAKE_DEFAULT_POOL(dev); return 0; }
+int cuDeviceGetMemPool(void **pool, int dev) { *pool = FAKE_DEFAULT_POOL(dev); return 0; }
+int cuMemPoolCreate(void **pool, const void *props) { CALL(FAKE_cuMemPoolCreate); (void)props; *pool = FAKE_OWN_POOL; return 0; }
+int cuMemPoolDestroy(void *pool) { CALL(FAKE_cuMemPoolDestroy); (void)pool; return 0; }
+int cuMemPoolTrimTo(void *pool, size_t keep) { CALL(FAKE_cuMemPoolTrimTo); (void)pool; (void)keep; return 0; }
+int cuMemPoolGetAttribute(void *pool, int attr, void *value) { CALL(FAKE_cuMemPoolGetAttribute); (void)pool; (void)attr; *(unsigned long long *)value = 0; return 0; }
+int cuMemCreate(unsigned long long *h, size_t n, const void *prop, unsigned long long flags) { CALL(FAKE_cuMemCreate); (void)n; (void)prop; (void)flags; *h = 0x4a11; return 0; }
+int cuMemRelease(unsigned long long h) { CALL(FAKE_cuMemRelease); (void)h; return 0; }
+int cuMemMap(unsigned long long p, size_t n, size_t off, unsigned long long h, unsigned long long flags) { CALL(FAKE_cuMemMap); (void)p; (void)n; (void)off; (void)h; (void)flags; return 0; }
+int cuLaunchKernelEx(const void *config, void *f, void **params, void **extra) { CALL(FAKE_cuLaunchKernelEx); (void)config; (void)f; (void)params; (void)extra; return 0; }
+
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_set set_log[FAKE_SET_LOG]; /* set_lock */
 static size_t set_n;                          /* set_lock */
@@ -148,6 +170,18 @@ static const struct proc procs[] = {
 	{ "cuIpcGetMemHandle", 0, (void *)cuIpcGetMemHandle, NULL, NULL },
 	{ "cuCtxGetDevice", 0, (void *)cuCtxGetDevice, NULL, NULL },
 	{ "cuGetProcAddress", 12000, (void *)cuGetProcAddress, (void *)cuGetProcAddress_v2, NULL },
+	{ "cuMemAllocFromPoolAsync", 0, (void *)cuMemAllocFromPoolAsync, NULL,
+	  (void *)cuMemAllocFromPoolAsync_ptsz },
+	{ "cuDeviceGetDefaultMemPool", 0, (void *)cuDeviceGetDefaultMemPool, NULL, NULL },
+	{ "cuDeviceGetMemPool", 0, (void *)cuDeviceGetMemPool, NULL, NULL },
+	{ "cuMemPoolCreate", 0, (void *)cuMemPoolCreate, NULL, NULL },
+	{ "cuMemPoolDestroy", 0, (void *)cuMemPoolDestroy, NULL, NULL },
+	{ "cuMemPoolTrimTo", 0, (void *)cuMemPoolTrimTo, NULL, NULL },
+	{ "cuMemPoolGetAttribute", 0, (void *)cuMemPoolGetAttribute, NULL, NULL },
+	{ "cuMemCreate", 0, (void *)cuMemCreate, NULL, NULL },
+	{ "cuMemRelease", 0, (void *)cuMemRelease, NULL, NULL },
+	{ "cuMemMap", 0, (void *)cuMemMap, NULL, NULL },
+	{ "cuLaunchKernelEx", 0, (void *)cuLaunchKernelEx, NULL, NULL },
 };
 
 int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status)

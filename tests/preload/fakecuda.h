@@ -4,13 +4,17 @@
 #define VMMX_TESTS_FAKECUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum fake_call {
 	FAKE_cudaMalloc, FAKE_cudaFree, FAKE_cudaMallocAsync, FAKE_cudaFreeAsync,
 	FAKE_cudaMemGetInfo, FAKE_cudaMallocPitch, FAKE_cudaMalloc3D, FAKE_cudaIpcGetMemHandle,
 	FAKE_cudaGetDevice, FAKE_cuMemAlloc_v1, FAKE_cuMemAlloc, FAKE_cuMemFree,
 	FAKE_cuMemAllocAsync, FAKE_cuMemFreeAsync, FAKE_cuMemGetInfo, FAKE_cuMemAllocPitch,
-	FAKE_cuIpcGetMemHandle, FAKE_cuCtxGetDevice, FAKE_cuGetProcAddress, FAKE_memset, FAKE_NCALLS
+	FAKE_cuIpcGetMemHandle, FAKE_cuCtxGetDevice, FAKE_cuGetProcAddress, FAKE_memset,
+	FAKE_cuMemAllocFromPoolAsync, FAKE_cuDeviceGetDefaultMemPool, FAKE_cuMemPoolCreate,
+	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
+	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_NCALLS
 };
 
 /* One memset that reached the fake (FAKE_memset counts them all). */
@@ -85,6 +89,26 @@ int cuMemsetD32Async(unsigned long long p, unsigned int v, size_t n, void *s);
 int cuMemsetD8Async_ptsz(unsigned long long p, unsigned char v, size_t n, void *s);
 int cuMemsetD16Async_ptsz(unsigned long long p, unsigned short v, size_t n, void *s);
 int cuMemsetD32Async_ptsz(unsigned long long p, unsigned int v, size_t n, void *s);
+/*
+ * Stream-ordered pools: device d's default pool is FAKE_DEFAULT_POOL(d); a
+ * pool made with cuMemPoolCreate is FAKE_OWN_POOL; its allocations come from
+ * the arena.  The usage attributes of every pool are 0.
+ */
+#define FAKE_DEFAULT_POOL(d) ((void *)(uintptr_t)(0xd00 + (d)))
+#define FAKE_OWN_POOL ((void *)(uintptr_t)0xe00)
+int cuMemAllocFromPoolAsync(unsigned long long *p, size_t n, void *pool, void *s);
+int cuMemAllocFromPoolAsync_ptsz(unsigned long long *p, size_t n, void *pool, void *s);
+int cuDeviceGetDefaultMemPool(void **pool, int dev);
+int cuDeviceGetMemPool(void **pool, int dev);
+int cuMemPoolCreate(void **pool, const void *props);
+int cuMemPoolDestroy(void *pool);
+int cuMemPoolTrimTo(void *pool, size_t keep);
+int cuMemPoolGetAttribute(void *pool, int attr, void *value);
+/* The program's own VMM: handles are counted, nothing is mapped. */
+int cuMemCreate(unsigned long long *h, size_t n, const void *prop, unsigned long long flags);
+int cuMemRelease(unsigned long long h);
+int cuMemMap(unsigned long long p, size_t n, size_t off, unsigned long long h, unsigned long long flags);
+int cuLaunchKernelEx(const void *config, void *f, void **params, void **extra);
 int cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
 int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status);
 

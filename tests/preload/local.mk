@@ -8,7 +8,12 @@ check_LTLIBRARIES += %D%/libvmmxfakecuda.la
 # -rpath makes it a shared library; -Bsymbolic: its calls to itself stay its own,
 # as a real libcuda's do, past the interposer.
 %C%_libvmmxfakecuda_la_LDFLAGS = $(AM_LDFLAGS) -avoid-version -rpath /nowhere \
-	-Wl,-Bsymbolic-functions
+	-Wl,-Bsymbolic-functions -Wl,--version-script=$(srcdir)/%D%/fakecuda.map
+EXTRA_%C%_libvmmxfakecuda_la_DEPENDENCIES = %D%/fakecuda.map
+# A library that is not the driver but defines cuMemAlloc_v2 (dlclient.c).
+check_LTLIBRARIES += %D%/libvmmxnotcuda.la
+%C%_libvmmxnotcuda_la_SOURCES = %D%/notcuda.c
+%C%_libvmmxnotcuda_la_LDFLAGS = $(AM_LDFLAGS) -avoid-version -rpath /nowhere
 
 check_PROGRAMS += %D%/client
 %C%_client_SOURCES = %D%/client.c tests/tap/basic.c tests/tap/basic.h
@@ -17,7 +22,20 @@ check_PROGRAMS += %D%/client
 %C%_client_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la $(PTHREAD_LIBS)
 %C%_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 
-TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh
-EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/env.sh
+# A program linked against no CUDA library that finds the driver by dlopen,
+# dlsym, dlvsym and cuGetProcAddress, as XLA, Triton and cuda-python do.
+check_PROGRAMS += %D%/dlclient
+%C%_dlclient_SOURCES = %D%/dlclient.c tests/tap/basic.c tests/tap/basic.h
+%C%_dlclient_CPPFLAGS = $(AM_CPPFLAGS) -DNOTCUDA_SO='"libvmmxnotcuda.so"'
+%C%_dlclient_LDADD = lib/libvmmx.la -ldl
+%C%_dlclient_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh
+EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/env.sh %D%/fakecuda.map
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
+# Unmodified JAX, Triton and numba-cuda past a device limit, and numba-cuda's
+# own driver tests, on the GPU machine from a built tree (docs/PRELOAD.md).
+EXTRA_DIST += %D%/frameworks.sh %D%/numba_suite.sh %D%/frameworks/common.py \
+	%D%/frameworks/compare.py %D%/frameworks/hold.py %D%/frameworks/jax_mlp.py \
+	%D%/frameworks/triton_kernel.py %D%/frameworks/numba_kernel.py

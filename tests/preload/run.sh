@@ -1,14 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # vmmx-run itself: options refused by name (exit 2), a program that never
-# uses CUDA runs unchanged, cudaMemGetInfo in both modes, --report and
-# --trace on a program that spills.
+# uses CUDA runs unchanged, cudaMemGetInfo in each --meminfo mode, a pool
+# sized from it as XLA's BFC allocator sizes its own, --report and --trace
+# on a program that spills.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-run.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/preload/env.sh"
 export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
 
-echo "1..23"
+echo "1..28"
 
 refused() { # OPTION VALUE: exit 2 and the option named on stderr
 	"$run" "$1" "$2" -- true 2>"$tmp/err"
@@ -22,6 +23,7 @@ refused --host-limit 101%
 refused --policy no-such-policy
 refused --policy device-first:bogus=1
 refused --meminfo both
+refused --meminfo device+host:12XB
 "$run" --bogus -- true 2>/dev/null
 check $([ $? -eq 2 ]; echo $?) "an unknown option: exit 2"
 "$run" 2>/dev/null
@@ -43,8 +45,8 @@ check $? "a program without CUDA keeps its output (standard output and error)"
 "$run" -- "$client" spill >"$tmp/out" 2>"$tmp/err"
 check $? "a CUDA program without hooks of its own runs (the client's spill mode)"
 
-# cudaMemGetInfo, both modes (client meminfo prints 3 TAP lines each; renumbered here)
-for mode in device device+host; do
+# cudaMemGetInfo, each mode (client meminfo prints 3 TAP lines each; renumbered here)
+for mode in device device+host device+host:512MiB; do
 	"$run" --policy device-first --device-limit 256MiB --headroom 0 --meminfo $mode -- \
 		"$client" meminfo >"$tmp/mi" 2>&1
 	st=$?
@@ -53,6 +55,26 @@ for mode in device device+host; do
 	check $st "cudaMemGetInfo in --meminfo $mode mode: $(grep '^ok 2' "$tmp/mi" | sed 's/^ok 2 - //')"
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/mi"
 done
+
+# A pool sized from cuMemGetInfo in one cuMemAlloc of 3/4 of the total (XLA's
+# BFC allocator with preallocation), found through dlsym on libcuda.so.1: in
+# device mode it fits the device; in device+host modes it is larger than the
+# device limit, is made, and lies in host memory (one location per segment).
+LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$top_builddir/tests/preload/.libs"
+export LD_LIBRARY_PATH
+bfc() { # MODE EXPECTED-POOL-MiB HOST-PEAK
+	"$run" --policy device-first --device-limit 256MiB --headroom 0 --meminfo "$1" \
+		--report-file "$tmp/bfc.rep" -- "$top_builddir/tests/preload/dlclient" bfc >"$tmp/bfc" 2>&1
+	st=$?
+	grep -q "bfc pool of $2 MiB (3/4 of .*): made" "$tmp/bfc" || st=1
+	grep -q "peak  *device .*, host $3 (mapped)" "$tmp/bfc.rep" || st=1
+	check $st "--meminfo $1: a BFC-style pool of 3/4 of the total ($2 MiB) is made, $3 of it in host memory"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/bfc" "$tmp/bfc.rep"
+	rm -f "$tmp/bfc.rep"
+}
+bfc device 192 '0 B'
+bfc device+host 960 '960.0 MiB'
+bfc device+host:512MiB 576 '576.0 MiB'
 
 # --report and --trace on a program that spills (plain device-first: every
 # host chunk is a fallback at the limit)
