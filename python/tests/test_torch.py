@@ -368,13 +368,13 @@ GUARD = """
     if OFFLOAD is not None:
         vmmx.torch.enable(device_limit="640MiB")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, dtype=torch.bfloat16)
-                                  for _ in range(12)]).cuda()
+    # fp32 (a GradScaler refuses bf16 gradients): 12 x 64 MiB, past the 640 MiB cap
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096) for _ in range(12)]).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     if OFFLOAD is not None:
         vmmx.torch.offload(model, optimizer=opt if OFFLOAD else None)
     g = torch.Generator(device="cuda").manual_seed(1)
-    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    x = torch.randn(64, 4096, device="cuda", generator=g)
     scaler = torch.amp.GradScaler("cuda", enabled=WHAT == "scaler")
     try:
         for step in range(3):
@@ -406,7 +406,7 @@ def test_offload_with_the_optimizer_refuses_what_reads_gradients_after_backward(
     assert "LOSS" in native and "ERROR" not in native, native
     refused = run(GUARD.format(what=what, offload=True))
     assert needle in _get(refused, "ERROR"), refused
-    assert "offload without optimizer=" in _get(refused, "ERROR"), refused
+    assert "offload without optimizer=" in _get(refused, "ERROR").lower(), refused
     plain = run(GUARD.format(what=what, offload=False))
     assert abs(float(_get(plain, "LOSS")) - float(_get(native, "LOSS"))) <= \
         2e-2 * max(1.0, abs(float(_get(native, "LOSS")))), (plain, native)

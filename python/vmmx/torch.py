@@ -589,9 +589,9 @@ class Offloader:
         torch.cuda.synchronize(d)
 
     def _bring_in(self, kept, spare):
-        """Put the kept parameters on the GPU: a migration for those with a buffer of
-        their own, a copy into storage a streamed parameter left (or a new tensor)
-        for the others.  What finds no room stays where it is (counted in stats).
+        """Put the kept parameters on the GPU: a copy into device storage a streamed
+        parameter left, else a migration of the chunks under them, else a copy into a
+        new tensor.  What finds no room stays where it is (counted in stats).
         Returns the bytes copied."""
         d, self.kept_host_bytes, moved = self.device, 0, 0
         for i, (p, dd, ptr, n) in enumerate(kept):
@@ -599,17 +599,18 @@ class Offloader:
                 continue
             if spare.get(n):
                 new = spare[n].pop().view(-1).view(torch.uint8).view(p.dtype).view(p.shape)
-            elif id(p) in self.owned:
+            else:
+                # migrate the chunks under it (the GPU is idle: setup synchronized it, so
+                # no kernel uses what shares them), room permitting
                 try:
                     _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
                 except _v.VmmxError as e:
                     if e.code != _v.ENOMEM:
                         raise
-                self.kept_host_bytes += n - _on_device(p.data, d)
-                continue
-            else:
-                new = torch.empty_like(p.data)
-                if _on_device(new, d) < n:
+                if _on_device(p.data, d) >= n:
+                    continue
+                new = torch.empty_like(p.data) if id(p) not in self.owned else None
+                if new is None or _on_device(new, d) < n:
                     del new
                     self.kept_host_bytes += n - _on_device(p.data, d)
                     continue
@@ -928,12 +929,12 @@ class _Stepper:
         room = cap - (held - on_dev) - act
         slot_bytes, deficit = _slot_size(size, total, room, self.nslots)
         self.planned_room, self.planned_activations = room - self.nslots * slot_bytes, act
-        alone = (cap - (held - on_dev) - (self.activations or 0) -
-                 max(p.nbytes for p in self.params))
+        params_dev = sum(_on_device(p, d) for p in self.params)
+        alone = cap - params_dev - (self.activations or 0)
         if self.activations is not None and alone < 0:
-            # the activations the first step measured do not fit even with none of the
-            # state on the GPU: they spill whatever the plan, and streaming the state
-            # only adds its copies to the link they spill over
+            # the activations the first step measured do not fit beside the parameters
+            # even with no optimizer state on the GPU: they spill whatever the plan, and
+            # streaming the state only adds its copies to the link they spill over
             self.fallback = (f"the activations ({self.activations} bytes) do not fit beside "
                              f"the parameters even with no optimizer state on the GPU (short "
                              f"by {-alone} bytes): the optimizer steps after backward, as "
