@@ -17,7 +17,8 @@ Columns (each a process of its own):
   vmmx         vmmx.torch.enable(device_limit=cap)
   offload      the same plus vmmx.torch.offload(model) (optimizer=opt in training)
   vmmx-run     the native script, unmodified, under vmmx-run --device-limit cap
-  accelerate   from_pretrained(device_map="auto", max_memory={0: cap, "cpu": ...})
+  accelerate   from_pretrained(device_map="auto", max_memory={0: 7/8 cap, "cpu": ...}),
+               the process capped as "capped" is (max_memory bounds the weights only)
   floor        max(native time, the bytes past the cap at the pinned copy rate
                measured in the same run; twice that in training)
 
@@ -65,7 +66,9 @@ def _load(spec, torch):
     dtype = torch.float32 if spec["workload"] == "hf-train" else torch.bfloat16
     kw = {"device_map": "cuda"}
     if spec["column"] == "accelerate":
-        kw = {"device_map": "auto", "max_memory": {0: spec["cap"], "cpu": 512 * GiB}}
+        # the weights may take the cap less what offload leaves for activations (1/8)
+        kw = {"device_map": "auto",
+              "max_memory": {0: spec["cap"] - spec["cap"] // 8, "cpu": 512 * GiB}}
     return LlamaForCausalLM.from_pretrained(spec["dir"], dtype=dtype, **kw)
 
 
@@ -96,7 +99,7 @@ def child(spec):
     if col in ("vmmx", "offload"):
         import vmmx.torch
         vmmx.torch.enable(device_limit=cap)
-    if col == "capped":
+    if col in ("capped", "accelerate"):  # accelerate's max_memory caps the weights only
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total), 0)
     t0 = time.perf_counter()
@@ -205,7 +208,7 @@ def table(wl, ratio, row, h2d_gbs):
     against native (tokens or losses)."""
     nat = row.get("native") or {}
     peak = nat.get("peak_bytes")
-    cap = next((r["cap"] for r in row.values() if r and "cap" in r), 0)
+    cap = next((r["cap"] for r in row.values() if r and r.get("cap")), 0)
     floor = {}
     if peak:
         spill = max(0, peak - cap)

@@ -929,14 +929,15 @@ class _Stepper:
         room = cap - (held - on_dev) - act
         slot_bytes, deficit = _slot_size(size, total, room, self.nslots)
         self.planned_room, self.planned_activations = room - self.nslots * slot_bytes, act
-        params_dev = sum(_on_device(p, d) for p in self.params)
-        alone = cap - params_dev - (self.activations or 0)
+        # the activations and the gradients alive at once (the margin above) against the
+        # whole cap: parameters can stream, these cannot
+        alone = cap - (self.activations or 0) - 4 * max(p.nbytes for p in self.params)
         if self.activations is not None and alone < 0:
-            # the activations the first step measured do not fit beside the parameters
-            # even with no optimizer state on the GPU: they spill whatever the plan, and
+            # the activations the first step measured do not fit on the GPU even with no
+            # parameter and no optimizer state there: they spill whatever the plan, and
             # streaming the state only adds its copies to the link they spill over
-            self.fallback = (f"the activations ({self.activations} bytes) do not fit beside "
-                             f"the parameters even with no optimizer state on the GPU (short "
+            self.fallback = (f"the activations ({self.activations} bytes) do not fit on the "
+                             f"GPU even with no parameter and no optimizer state there (short "
                              f"by {-alone} bytes): the optimizer steps after backward, as "
                              f"without offload")
             _log.warning("vmmx.torch.offload: %s", self.fallback)
