@@ -523,13 +523,9 @@ class Offloader:
         self._make_homes(spare)
         if self.home_kind == "pinned" and self.streamed:
             empty_cache()  # the streamed parameters' old segments: device room for the rest
-        moved = self._bring_in([t for u in self.units if not u.streamed for t in u.params] +
-                               kept, spare)
-        spare.clear()
-        if moved:
-            # the copied parameters' old storage: cached host segments the next
-            # allocations (activations) must not land in
-            empty_cache()
+        self._bring_in([t for u in self.units if not u.streamed for t in u.params] + kept,
+                       spare)
+        spare.clear()  # what no kept parameter took: free blocks on the GPU, for activations
         self.strays_moved = 0
         for ptr, n, host in strays:
             try:
@@ -593,7 +589,7 @@ class Offloader:
         parameter left, else a migration of the chunks under them, else a copy into a
         new tensor.  What finds no room stays where it is (counted in stats).
         Returns the bytes copied."""
-        d, self.kept_host_bytes, moved = self.device, 0, 0
+        d, self.kept_host_bytes, moved, self.ballast = self.device, 0, 0, []
         for i, (p, dd, ptr, n) in enumerate(kept):
             if _on_device(p.data, d) >= n:
                 continue
@@ -615,6 +611,10 @@ class Offloader:
                     self.kept_host_bytes += n - _on_device(p.data, d)
                     continue
             _copy_split(new, p.data, d)
+            if _on_device(p.data, d) < n:
+                # its old storage stays held: freed, PyTorch's cache would hand that host
+                # memory to the next allocations (activations, read over the link)
+                self.ballast.append(p.data)
             p.data = new
             self.owned.discard(id(p))
             moved += n
@@ -786,7 +786,8 @@ class Offloader:
                    headroom=getattr(self, "headroom", 0), home=self.home_kind,
                    copied_home_bytes=getattr(self, "copied_bytes", 0),
                    brought_in_bytes=getattr(self, "brought_bytes", 0),
-                   kept_in_host_bytes=getattr(self, "kept_host_bytes", 0))
+                   kept_in_host_bytes=getattr(self, "kept_host_bytes", 0),
+                   held_host_bytes=sum(t.nbytes for t in getattr(self, "ballast", ())))
         if self.stepped_by is not None:
             out["optimizer"] = self.stepped_by.stats()
         return out
