@@ -26,7 +26,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: vmmx-demo [--size SIZE] [--steps N] [--version]\n"
 		   "Grows one buffer in N steps (default 4) to SIZE (default: 1.5 times the\n"
 		   "device limit or, on the simulated backend, the device's memory) and prints\n"
-		   "where every chunk landed.  The VMMX_* environment applies (see README).\n");
+		   "where every chunk landed.  The VMMX_* environment applies (see docs/REFERENCE.md).\n");
 }
 
 static const char *fmt(uint64_t b, char *buf, size_t len)
