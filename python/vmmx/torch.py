@@ -1422,9 +1422,11 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optim
     not fit on the GPU lives in pinned host memory and streams through device
     slots, both directions overlapping backward (see :class:`_Stepper`).  The
     training loop stays ``loss.backward(); optimizer.step();
-    optimizer.zero_grad()``: the step finds nothing left to do.  What this
-    rules out: gradients read after backward (clipping by global norm,
-    accumulation over several backward passes before a step).  Synchronize
+    optimizer.zero_grad()``: the step finds nothing left to do.  What reads
+    or scales gradients after backward raises a RuntimeError saying what to do
+    instead of silently training differently: a second backward before
+    ``optimizer.step()`` (gradient accumulation), ``clip_grad_norm_`` /
+    ``clip_grad_value_`` on its parameters, an enabled ``GradScaler``.  Synchronize
     (``torch.cuda.synchronize()``) before reading streamed state, e.g. to
     save it.  The first step measures the activations; the state is placed
     before the second.
