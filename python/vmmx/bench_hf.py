@@ -114,7 +114,7 @@ def _infer(spec, torch, model, out):
     off = None
     if spec["column"] == "offload":
         import vmmx.torch
-        off = vmmx.torch.offload(model, lookahead=spec["lookahead"])
+        off = vmmx.torch.offload(model, lookahead=spec["lookahead"], home=spec["home"])
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, 32000, (spec["hf_batch"], spec["hf_seq"]), generator=g).cuda()
     prompt = ids[:1, :32]
@@ -128,6 +128,15 @@ def _infer(spec, torch, model, out):
             if i >= spec["warmup"]:
                 times.append((time.perf_counter() - t) * 1e3)
         out["prefill_ms"] = statistics.median(times)
+        prof = os.environ.get("VMMX_BENCH_PROFILE")  # a file: one prefill's profile
+        if prof:
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as pr:
+                model(ids, use_cache=False)
+                torch.cuda.synchronize()
+            with open(f"{prof}.{spec['column']}.txt", "w") as f:
+                f.write(pr.key_averages().table(sort_by="cuda_time_total", row_limit=25))
+            pr.export_chrome_trace(f"{prof}.{spec['column']}.json")
         out["logits_sum"] = float(logits[:, -1].float().sum())
         del logits
         n = spec["new_tokens"]
@@ -152,7 +161,8 @@ def _train(spec, torch, model, out):
     off = None
     if spec["column"] == "offload":
         import vmmx.torch
-        off = vmmx.torch.offload(model, lookahead=spec["lookahead"], optimizer=opt)
+        off = vmmx.torch.offload(model, lookahead=spec["lookahead"], optimizer=opt,
+                                 home=spec["home"])
     g = torch.Generator().manual_seed(1)
     dev = next(model.parameters()).device if spec["column"] != "accelerate" else "cuda"
     ids = torch.randint(0, 32000, (spec["hf_batch"], spec["hf_seq"]), generator=g).to(dev)
