@@ -520,9 +520,8 @@ class Offloader:
                 self.stepper.unit.pop(id(t[0]), None)  # stepped in place, as resident
         slot_bytes = max((u.slot_need for u in self.streamed), default=0)
         spare = {}  # device storage the streamed parameters left: room for kept ones
+        self.ballast = []  # host storage held so that PyTorch's cache never hands it out
         self._make_homes(spare)
-        if self.home_kind == "pinned" and self.streamed:
-            empty_cache()  # the streamed parameters' old segments: device room for the rest
         self._bring_in([t for u in self.units if not u.streamed for t in u.params] + kept,
                        spare)
         spare.clear()  # what no kept parameter took: free blocks on the GPU, for activations
@@ -577,7 +576,9 @@ class Offloader:
                     _copy_split(home, old, d)
                     p.data = home
                     u.src.append(home)
-                if id(p) not in self.owned and _on_device(old, d) == n:
+                if _on_device(old, d) < n:
+                    self.ballast.append(old)  # freed, activations would land there
+                elif id(p) not in self.owned:
                     spare.setdefault(n, []).append(old)
                 u.params[i] = (p, dd, p.data_ptr(), n)
             u.home = [p.data for p, _, _, _ in u.params]
@@ -589,7 +590,7 @@ class Offloader:
         parameter left, else a migration of the chunks under them, else a copy into a
         new tensor.  What finds no room stays where it is (counted in stats).
         Returns the bytes copied."""
-        d, self.kept_host_bytes, moved, self.ballast = self.device, 0, 0, []
+        d, self.kept_host_bytes, moved = self.device, 0, 0
         for i, (p, dd, ptr, n) in enumerate(kept):
             if _on_device(p.data, d) >= n:
                 continue
