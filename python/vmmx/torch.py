@@ -329,6 +329,12 @@ def prefetch(obj, to="device", stream=None, owned_only=True):
     return total
 
 
+# Units smaller than this never stream: a copy and two events to save the room of a
+# norm's weights (the spread used to pick Llama's norms, whose slots then held the
+# wrong units: 2.45 copies of every streamed unit a pass)
+_MIN_STREAM = 1 << 20
+
+
 class _Unit:
     """A module that owns parameters directly: what offload streams or keeps."""
 
@@ -411,6 +417,7 @@ class Offloader:
         self.lock = threading.RLock()
         self.phase, self.training = "fwd", False
         self.counters = {"copies": 0, "recopies": 0, "from_host": 0}
+        self.seen, self._order = {}, None  # the forward order of the units (_key)
         self.units, self.owned = self._find_units(model)
         self.streamed, self.slots, self.stepper, self.stepped_by = [], [], None, None
         self.device = self.units[0].params[0][1] if self.units else _first_cuda(optimizer)
@@ -501,13 +508,14 @@ class Offloader:
             quota, mov = 0.0, sum(size.values())
             for u in movable:  # spread evenly, in proportion to bytes
                 quota += deficit * size[id(u)] / mov
-                if size[id(u)] and quota >= size[id(u)] / 2 and got() < deficit:
+                if size[id(u)] >= _MIN_STREAM and quota >= size[id(u)] / 2 and \
+                        got() < deficit:
                     self.streamed.append(u)
                     quota -= size[id(u)]
             for u in reversed(movable):  # rounding left some: the last ones
                 if got() >= deficit:
                     break
-                if size[id(u)] and u not in self.streamed:
+                if size[id(u)] >= _MIN_STREAM and u not in self.streamed:
                     self.streamed.append(u)
             self.streamed.sort(key=lambda w: w.index)
             for u in self.streamed:  # the parameters past the piece stay on the GPU
@@ -661,14 +669,23 @@ class Offloader:
 
     # -- the schedule
 
+    def _key(self, u):
+        """u's place in the forward order seen so far; units not seen yet after the
+        seen ones, by index (the order of registration, which may differ from the
+        order of execution: a Llama layer registers its norms after its MLP)."""
+        return self.seen.get(id(u), len(self.units) + u.index)
+
     def _upcoming(self, after):
-        """Streamed units in the order they are expected next, after unit index ``after``."""
-        s = self.streamed
+        """Streamed units in the order they are expected next, after the unit whose
+        key (:meth:`_key`) is ``after``."""
+        if self._order is None:
+            self._order = sorted(self.streamed, key=self._key)
+        s, key = self._order, self._key
         if self.phase == "fwd":
-            out = [u for u in s if u.index > after]
-            out += list(reversed(s)) if self.training else [u for u in s if u.index <= after]
+            out = [u for u in s if key(u) > after]
+            out += list(reversed(s)) if self.training else [u for u in s if key(u) <= after]
         else:
-            out = [u for u in reversed(s) if u.index < after]
+            out = [u for u in reversed(s) if key(u) < after]
             # the optimizer step comes next and changes the parameters: no wrap-around
         return out
 
@@ -737,6 +754,10 @@ class Offloader:
         def hook(module, args):
             # grad mode is per thread: read it here
             self.phase, self.training = "fwd", torch.is_grad_enabled() and module.training
+            if id(u) not in self.seen:  # the order of execution, learnt on the first pass
+                with self.lock:
+                    self.seen[id(u)] = len(self.seen)
+                    self._order = None
             self._enter(u)
         return hook
 
@@ -775,7 +796,7 @@ class Offloader:
         u.versions = [p._version for p, _, _, _ in u.params]
         u.active = u.deferred = False
         u.pending = set()
-        self._fill(u.index)
+        self._fill(self._key(u))
 
     def stats(self):
         """Units, bytes streamed per pass, slots, and what the hooks did; with an
