@@ -148,6 +148,12 @@ def _infer(spec, torch, model, out):
         out["decode_ms"] = (time.perf_counter() - t) * 1e3 / n
     out["tokens"] = toks[0, 32:].tolist()
     out["ms"] = out["prefill_ms"]
+    return _finish(spec, torch, model, off, out)
+
+
+def _finish(spec, torch, model, off, out):
+    """What every column reports after its timings: native's peak (the cap of the
+    ratios), where the weights are, offload's statistics."""
     out["peak_bytes"] = torch.cuda.max_memory_allocated() if spec["column"] == "native" else None
     out["device_bytes"], out["host_bytes"] = _where(torch, model)
     if off is not None:
@@ -181,11 +187,7 @@ def _train(spec, torch, model, out):
             times.append((time.perf_counter() - t) * 1e3)
     out["ms"] = statistics.median(times)
     out["losses"] = losses
-    out["peak_bytes"] = torch.cuda.max_memory_allocated() if spec["column"] == "native" else None
-    out["device_bytes"], out["host_bytes"] = _where(torch, model)
-    if off is not None:
-        out["offload"] = off.stats()
-    return out
+    return _finish(spec, torch, model, off, out)
 
 
 def run_column(spec, timeout, run_child, vmmx_run):

@@ -535,12 +535,8 @@ class Offloader:
         spare.clear()  # what no kept parameter took: free blocks on the GPU, for activations
         self.strays_moved = 0
         for ptr, n, host in strays:
-            try:
-                _v.prefetch(ptr, n, _v.DEVICE(self.device), device=self.device)
+            if _prefetch_if_room(ptr, n, _v.DEVICE(self.device), self.device):
                 self.strays_moved += host
-            except _v.VmmxError as e:
-                if e.code != _v.ENOMEM:
-                    raise
         self.slots = [_slot(slot_bytes, self.device)
                       for _ in range(min(self.nslots, len(self.streamed)))]
 
@@ -570,11 +566,7 @@ class Offloader:
                     cpu, p.data = _pin(old, d)
                     u.src.append(cpu)
                 elif id(p) in self.owned:
-                    try:
-                        _v.prefetch(ptr, n, _v.HOST, device=d)
-                    except _v.VmmxError as e:
-                        if e.code != _v.ENOMEM:
-                            raise
+                    _prefetch_if_room(ptr, n, _v.HOST, d)
                     u.src.append(p.data)
                     continue
                 else:
@@ -596,10 +588,9 @@ class Offloader:
     def _bring_in(self, kept, spare):
         """Put the kept parameters on the GPU: a copy into device storage a streamed
         parameter left, else a migration of the chunks under them, else a copy into a
-        new tensor.  What finds no room stays where it is (counted in stats).
-        Returns the bytes copied."""
+        new tensor.  What finds no room stays where it is (counted in stats)."""
         d, self.kept_host_bytes, moved = self.device, 0, 0
-        for i, (p, dd, ptr, n) in enumerate(kept):
+        for p, _, ptr, n in kept:
             if _on_device(p.data, d) >= n:
                 continue
             if spare.get(n):
@@ -607,11 +598,7 @@ class Offloader:
             else:
                 # migrate the chunks under it (the GPU is idle: setup synchronized it, so
                 # no kernel uses what shares them), room permitting
-                try:
-                    _v.prefetch(ptr, n, _v.DEVICE(d), device=d)
-                except _v.VmmxError as e:
-                    if e.code != _v.ENOMEM:
-                        raise
+                _prefetch_if_room(ptr, n, _v.DEVICE(d), d)
                 if _on_device(p.data, d) >= n:
                     continue
                 new = torch.empty_like(p.data) if id(p) not in self.owned else None
@@ -629,7 +616,6 @@ class Offloader:
             moved += n
         torch.cuda.synchronize(d)
         self.brought_bytes = moved
-        return moved
 
     def _piece(self, movable, total, room):
         """The slot size that streams the fewest bytes, and the bytes to stream.
@@ -1003,11 +989,7 @@ class _Stepper:
         for t, cpu in back:
             t.data = torch.empty(cpu.shape, dtype=cpu.dtype, device=f"cuda:{d}")
             if _on_device(t, d) < t.nbytes and _v.owns_segment(t.data_ptr(), t.nbytes, d):
-                try:
-                    _v.prefetch(t.data_ptr(), t.nbytes, _v.DEVICE(d), device=d)
-                except _v.VmmxError as e:
-                    if e.code != _v.ENOMEM:
-                        raise
+                _prefetch_if_room(t.data_ptr(), t.nbytes, _v.DEVICE(d), d)
             _copy_split(t.data, cpu, d)
         # resident state left in host memory: the step updates it over the link (slow)
         self.state_host_bytes = sum(t.nbytes - _on_device(t, d) for p in self.order
@@ -1347,14 +1329,30 @@ def _copy_split(dst, src, device):
         a[lo:hi].copy_(b[lo:hi])
 
 
+def _prefetch_if_room(ptr, nbytes, loc, device):
+    """vmmx.prefetch, where no room at ``loc`` is an answer, not an error: whether
+    the range moved (False: it stays where it is)."""
+    try:
+        _v.prefetch(ptr, nbytes, loc, device=device)
+    except _v.VmmxError as e:
+        if e.code != _v.ENOMEM:
+            raise
+        return False
+    return True
+
+
+def _bytes_interface(ptr, nbytes):
+    """__cuda_array_interface__ of nbytes of bytes at a GPU-visible address."""
+    return {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3,
+            "strides": None}
+
+
 class _CudaArray:
     """A pinned CPU tensor's bytes seen through __cuda_array_interface__ (UVA)."""
 
     def __init__(self, cpu):
         self.cpu = cpu  # kept alive by the CUDA tensor made from this object
-        self.__cuda_array_interface__ = {"shape": (cpu.nbytes,), "typestr": "|u1",
-                                         "data": (cpu.data_ptr(), False), "version": 3,
-                                         "strides": None}
+        self.__cuda_array_interface__ = _bytes_interface(cpu.data_ptr(), cpu.nbytes)
 
 
 class _Arena:
@@ -1372,9 +1370,7 @@ class _Arena:
             _v.free(ptr, device=device)
             raise
         self.ptr = ptr
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
-                                         "data": (ptr, False), "version": 3,
-                                         "strides": None}
+        self.__cuda_array_interface__ = _bytes_interface(ptr, nbytes)
 
     def __del__(self):
         if self.ptr is not None:
