@@ -6,15 +6,12 @@ each naming the function and the argument, and nothing done by a refused call.
 Runs after test_core.py (file order), on the same process-wide allocator: the
 settings that need a fresh one are checked in child processes."""
 import ctypes
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 import vmmx
+from subproc import child
 from vmmx import bench
 
 MiB = 1 << 20
@@ -35,15 +32,6 @@ def refused(exc, fn, arg, call, *args, **kw):
     return msg
 
 
-def child(code):
-    """Run code in a fresh process (a process-wide allocator not made yet); its
-    stdout parsed as JSON."""
-    env = dict(os.environ, VMMX_BACKEND="sim",
-               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout)
 
 
 # -- the defects, one test each

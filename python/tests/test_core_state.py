@@ -3,30 +3,19 @@
 allocator exists), sizes in accelerate's forms ("8GB", {0: "8GiB"}), and
 __version__.  Each case that needs a fresh process-wide allocator runs in a
 child process."""
-import json
 import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 import vmmx
+from subproc import child
 
 MiB = 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 
 
-def child(code):
-    """Run code in a fresh process; its stdout parsed as JSON."""
-    env = dict(os.environ, VMMX_BACKEND="sim",
-               PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return json.loads(r.stdout)
 
 
 def test_stats_before_configure_make_nothing():
