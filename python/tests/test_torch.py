@@ -148,6 +148,55 @@ def test_offload_inference_matches_native_and_sees_changed_weights(home):
     assert st["from_host"] == 0, st
 
 
+ADAPT = """
+    import torch, vmmx, vmmx.torch
+    MODE = {mode!r}
+    if MODE:
+        vmmx.torch.enable(device_limit="1GiB")
+    torch.manual_seed(0)
+    # 24 x 32 MiB of bf16 weights: 768 MiB; a 512 MiB headroom streams far more than the
+    # small passes need, so the second pass promotes what fits
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, bias=False, dtype=torch.bfloat16)
+                                  for _ in range(24)]).cuda()
+    off = vmmx.torch.offload(model, lookahead=2, headroom="512MiB") if MODE else None
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    out = []
+    with torch.no_grad():
+        out.append(model(x).float().pow(2).sum().item())
+        out.append(model(x).float().pow(2).sum().item())  # promotes at its start
+        if off:
+            print("MID", off.stats())
+        for m in model:
+            m.weight.mul_(1.5)   # promoted weights change on the GPU, streamed ones at home
+        out.append(model(x).float().pow(2).sum().item())
+        big = torch.randn(32768, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+        out.append(model(big).float().pow(2).sum().item())  # 256 MiB activations: a spill
+        out.append(model(x).float().pow(2).sum().item())    # demotes at its start
+    print("OUT", *out)
+    if off:
+        print("STATS", off.stats())
+"""
+
+
+@pytest.mark.gpu
+def test_offload_adapt_promotes_into_unused_room_and_demotes_on_a_spill():
+    native = run(ADAPT.format(mode=None))
+    ours = run(ADAPT.format(mode="pool"))
+    want = [float(v) for v in native.split("OUT ")[1].split()[:5]]
+    got = [float(v) for v in ours.split("OUT ")[1].split()[:5]]
+    for w, g in zip(want, got):
+        assert abs(g - w) <= 1e-3 * max(1.0, abs(w)), (want, got)
+    mid = eval(ours.split("MID ")[1].splitlines()[0])
+    assert mid["promotions"] > 0 and mid["promoted_bytes"] >= 32 << 20, mid
+    assert mid["streamed"] > 0, mid  # the room was not enough for all of them
+    st = eval(ours.split("STATS ")[1].splitlines()[0])
+    # the big pass spilled: every promoted unit streams again (the weights changed on the
+    # GPU were written home: the last pass equals native's), and promotion stopped
+    assert st["demotions"] == mid["promotions"] and st["promoted"] == 0, st
+    assert st["from_host"] == 0, st
+
+
 PARTIAL = """
     import torch, vmmx, vmmx.torch
     MODE = {mode!r}

@@ -30,6 +30,7 @@ Two ways in (``mode=``):
     stream only) and CUDA graphs cannot capture; it must be chosen before
     CUDA is initialised.
 """
+import bisect
 import functools
 import logging
 import threading
@@ -333,6 +334,12 @@ def prefetch(obj, to="device", stream=None, owned_only=True):
 # norm's weights (the spread used to pick Llama's norms, whose slots then held the
 # wrong units: 2.45 copies of every streamed unit a pass)
 _MIN_STREAM = 1 << 20
+# The candidates to stream hold this many times the bytes that must stream (the largest
+# units first, _largest): room to spread the choice evenly over the execution order.
+_SPREAD = 1.5
+# Device room _adapt leaves free beyond what the passes so far held (at least; a quarter
+# of the headroom when that is more): new segments for activations that vary a little.
+_MARGIN = 256 << 20
 
 
 class _Unit:
@@ -348,11 +355,25 @@ class _Unit:
         self.src = []             # what slot copies read: home, or its pinned CPU view
         self.versions = []        # their _version when last copied into a slot
         self.slot = None          # the slot holding (or loading) its parameters
+        self.on_gpu = None        # promoted: its parameters' device tensors (see _adapt)
+        self.views = {}           # slot -> its parameters' views of that slot
         self.active = False       # running from its slot now
         self.pending = set()      # ids of its parameters the stepper has yet to step
         self.deferred = False     # backward is done with it; the stepper releases it
         self.written = torch.cuda.Event()  # its last write-back home is done
         self.wb_stream = None     # the stream of its write-backs this step
+
+
+def _largest(units, size, need):
+    """The units of the largest sizes whose bytes reach ``need`` (all if they never
+    do), in their order.  Streaming large units only means fewer copies and fewer
+    hooks per pass for the same bytes: each costs the CPU tens of microseconds,
+    which a pass bound by the CPU (decoding one token) pays in full."""
+    sizes = sorted({size(u) for u in units}, reverse=True)
+    for floor in sizes:
+        if sum(size(u) for u in units if size(u) >= floor) >= need:
+            return [u for u in units if size(u) >= floor]
+    return units
 
 
 def _align(n, a=256):
@@ -400,11 +421,20 @@ class Offloader:
     waits.  Copies run while the resident units between two streamed ones
     compute.  A parameter changed in place between passes (an optimizer
     step) is seen by its version counter and copied again.
+
+    The headroom is a guess made before any pass ran.  With ``adapt`` (and
+    no optimizer stepping), each pass from the second starts by looking at
+    what the passes so far left unused (:meth:`_adapt`): streamed units that
+    fit in the device room nobody holds, beyond a margin, are promoted to
+    device tensors of their own and stop streaming; if memory then spills to
+    host memory (a later pass needs more than the first ones did), every
+    promoted unit streams again and promotion stops.
     """
 
     def __init__(self, model, lookahead=2, headroom=None, backward=True, home="vmmx",
-                 optimizer=None):
+                 optimizer=None, adapt=True):
         lookahead, headroom, backward = _offload_args(lookahead, headroom, backward)
+        adapt = _args.flag("vmmx.torch.offload", "adapt", adapt)
         if home not in ("vmmx", "pinned"):
             raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "bad home",
                                f"{home!r}: use 'vmmx' or 'pinned'")
@@ -416,7 +446,9 @@ class Offloader:
         self.closed, self.handles = False, []
         self.lock = threading.RLock()
         self.phase, self.training = "fwd", False
-        self.counters = {"copies": 0, "recopies": 0, "from_host": 0}
+        self.counters = {"copies": 0, "recopies": 0, "from_host": 0, "promotions": 0,
+                         "demotions": 0}
+        self.adapt, self.promoted, self.host_base = adapt, [], None
         self.seen, self._order = {}, None  # the forward order of the units (_key)
         self.units, self.owned = self._find_units(model)
         self.streamed, self.slots, self.stepper, self.stepped_by = [], [], None, None
@@ -424,6 +456,7 @@ class Offloader:
         if self.device is None:
             return
         self.headroom = _headroom(headroom, self.device)
+        self.margin = max(_MARGIN, self.headroom // 4)
         torch.cuda.synchronize(self.device)  # the kernels that made the weights are done
         if optimizer is not None:
             self.stepper = _Stepper(self, model, optimizer)
@@ -434,6 +467,7 @@ class Offloader:
         self.side = torch.cuda.Stream(self.device)
         self.ready = [torch.cuda.Event() for _ in self.slots]
         self.free = [torch.cuda.Event() for _ in self.slots]
+        self.now = [torch.cuda.Event() for _ in self.slots]
         self.owner = [None] * len(self.slots)
         for u in self.streamed:
             self.handles.append(u.module.register_forward_pre_hook(self._pre_fwd(u)))
@@ -505,11 +539,12 @@ class Offloader:
             part = {id(u): _part(u, piece) for u in movable}
             size = {id(u): sum(n for _, _, _, n in part[id(u)]) for u in movable}
             got = lambda: sum(size[id(w)] for w in self.streamed)  # noqa: E731
-            quota, mov = 0.0, sum(size.values())
-            for u in movable:  # spread evenly, in proportion to bytes
+            cands = _largest([u for u in movable if size[id(u)] >= _MIN_STREAM],
+                             lambda w: size[id(w)], deficit * _SPREAD)
+            quota, mov = 0.0, sum(size[id(u)] for u in cands)
+            for u in cands:  # spread evenly, in proportion to bytes
                 quota += deficit * size[id(u)] / mov
-                if size[id(u)] >= _MIN_STREAM and quota >= size[id(u)] / 2 and \
-                        got() < deficit:
+                if quota >= size[id(u)] / 2 and got() < deficit:
                     self.streamed.append(u)
                     quota -= size[id(u)]
             for u in reversed(movable):  # rounding left some: the last ones
@@ -529,10 +564,15 @@ class Offloader:
         slot_bytes = max((u.slot_need for u in self.streamed), default=0)
         spare = {}  # device storage the streamed parameters left: room for kept ones
         self.ballast = []  # host storage held so that PyTorch's cache never hands it out
-        self._make_homes(spare)
-        self._bring_in([t for u in self.units if not u.streamed for t in u.params] + kept,
-                       spare)
-        spare.clear()  # what no kept parameter took: free blocks on the GPU, for activations
+        reserve = _reserve(self.headroom // 4, self.device)
+        try:
+            self._make_homes(spare)
+            self._bring_in([t for u in self.units if not u.streamed for t in u.params] + kept,
+                           spare)
+        finally:
+            spare.clear()  # what no kept parameter took: free blocks on the GPU
+            if reserve is not None:
+                _v.free(reserve, device=self.device)
         self.strays_moved = 0
         for ptr, n, host in strays:
             if _prefetch_if_room(ptr, n, _v.DEVICE(self.device), self.device):
@@ -587,35 +627,46 @@ class Offloader:
 
     def _bring_in(self, kept, spare):
         """Put the kept parameters on the GPU: a copy into device storage a streamed
-        parameter left, else a migration of the chunks under them, else a copy into a
-        new tensor.  What finds no room stays where it is (counted in stats)."""
-        d, self.kept_host_bytes, moved = self.device, 0, 0
-        for p, _, ptr, n in kept:
+        parameter of the same size left; then, with the rest of that storage given
+        back to PyTorch's cache (``spare`` is emptied), a migration of the chunks
+        under a parameter, else a copy into a new tensor (which PyTorch carves out
+        of the storage just given back).  What finds no room stays where it is
+        (counted in stats)."""
+        d, self.kept_host_bytes, moved, rest = self.device, 0, 0, []
+        for t in kept:
+            p, _, _, n = t
             if _on_device(p.data, d) >= n:
                 continue
             if spare.get(n):
                 new = spare[n].pop().view(-1).view(torch.uint8).view(p.dtype).view(p.shape)
+                moved += self._move(p, new)
             else:
-                # migrate the chunks under it (the GPU is idle: setup synchronized it, so
-                # no kernel uses what shares them), room permitting
-                _prefetch_if_room(ptr, n, _v.DEVICE(d), d)
-                if _on_device(p.data, d) >= n:
-                    continue
-                new = torch.empty_like(p.data) if id(p) not in self.owned else None
-                if new is None or _on_device(new, d) < n:
-                    del new
-                    self.kept_host_bytes += n - _on_device(p.data, d)
-                    continue
-            _copy_split(new, p.data, d)
-            if _on_device(p.data, d) < n:
-                # its old storage stays held: freed, PyTorch's cache would hand that host
-                # memory to the next allocations (activations, read over the link)
-                self.ballast.append(p.data)
-            p.data = new
-            self.owned.discard(id(p))
-            moved += n
+                rest.append(t)
+        spare.clear()
+        for p, _, ptr, n in rest:
+            new = torch.empty_like(p.data)
+            if _on_device(new, d) >= n:
+                moved += self._move(p, new)
+                continue
+            del new
+            # else migrate the chunks under it (the GPU is idle: setup synchronized it,
+            # so no kernel uses what shares them), room permitting
+            _prefetch_if_room(ptr, n, _v.DEVICE(d), d)
+            self.kept_host_bytes += n - _on_device(p.data, d)
         torch.cuda.synchronize(d)
         self.brought_bytes = moved
+
+    def _move(self, p, new):
+        """p's data into device tensor new; its bytes."""
+        d = self.device
+        _copy_split(new, p.data, d)
+        if _on_device(p.data, d) < p.nbytes:
+            # its old storage stays held: freed, PyTorch's cache would hand that host
+            # memory to the next allocations (activations, read over the link)
+            self.ballast.append(p.data)
+        p.data = new
+        self.owned.discard(id(p))
+        return p.nbytes
 
     def _piece(self, movable, total, room):
         """The slot size that streams the fewest bytes, and the bytes to stream.
@@ -663,17 +714,29 @@ class Offloader:
 
     def _upcoming(self, after):
         """Streamed units in the order they are expected next, after the unit whose
-        key (:meth:`_key`) is ``after``."""
+        key (:meth:`_key`) is ``after``.  The hooks ask this for every streamed
+        unit of every pass: slices of the sorted order, no scan."""
         if self._order is None:
             self._order = sorted(self.streamed, key=self._key)
-        s, key = self._order, self._key
+            self._keys = [self._key(u) for u in self._order]
+        s = self._order
         if self.phase == "fwd":
-            out = [u for u in s if key(u) > after]
-            out += list(reversed(s)) if self.training else [u for u in s if key(u) <= after]
-        else:
-            out = [u for u in reversed(s) if key(u) < after]
-            # the optimizer step comes next and changes the parameters: no wrap-around
-        return out
+            i = bisect.bisect_right(self._keys, after)
+            return s[i:] + (s[::-1] if self.training else s[:i])
+        # the optimizer step comes next and changes the parameters: no wrap-around
+        return s[:bisect.bisect_left(self._keys, after)][::-1]
+
+    def _views(self, u, k):
+        """u's parameters as views of slot k (made once: the hooks are the CPU's cost
+        of every streamed unit of every pass)."""
+        v = u.views.get(k)
+        if v is None:
+            off, v = 0, []
+            for h in u.home:
+                v.append(self.slots[k][off:off + h.nbytes].view(h.dtype).view(h.shape))
+                off = _align(off + h.nbytes)
+            u.views[k] = v
+        return v
 
     def _copy(self, u, k):
         """Queue the copy of u's parameters into slot k on the side stream."""
@@ -681,18 +744,16 @@ class Offloader:
         if prev is not None:
             prev.slot = None
         self.owner[k], u.slot = u, k
-        now = torch.cuda.Event()
+        side, now = self.side, self.now[k]
+        # one event per slot will do: a wait takes the event's last record when queued
         now.record(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(self.side):
-            self.side.wait_event(self.free[k])  # the slot's last user is done
-            self.side.wait_event(now)           # and the parameters' last writer
-            self.side.wait_event(u.written)     # and their last write-back home
-            off = 0
-            for h in u.src:
-                n = h.nbytes
-                self.slots[k][off:off + n].view(h.dtype).view(h.shape).copy_(h, non_blocking=True)
-                off = _align(off + n)
-            self.ready[k].record(self.side)
+        side.wait_event(self.free[k])  # the slot's last user is done
+        side.wait_event(now)           # and the parameters' last writer
+        side.wait_event(u.written)     # and their last write-back home
+        with torch.cuda.stream(side):
+            for dst, h in zip(self._views(u, k), u.src):
+                dst.copy_(h, non_blocking=True)
+        self.ready[k].record(side)
         u.versions = [p._version for p, _, _, _ in u.params]
         self.counters["copies"] += 1
 
@@ -715,7 +776,7 @@ class Offloader:
 
     def _enter(self, u):
         with self.lock:
-            if self.closed or u.active:
+            if self.closed or u.active or not u.streamed:
                 return
             stale = u.slot is not None and any(
                 p._version != v for (p, _, _, _), v in zip(u.params, u.versions))
@@ -730,10 +791,8 @@ class Offloader:
                 self._copy(u, k)
             k = u.slot
             torch.cuda.current_stream(self.device).wait_event(self.ready[k])
-            off = 0
-            for (p, _, _, _), h in zip(u.params, u.home):
-                p.data = self.slots[k][off:off + h.nbytes].view(h.dtype).view(h.shape)
-                off = _align(off + h.nbytes)
+            for (p, _, _, _), v in zip(u.params, self._views(u, k)):
+                p.data = v
             u.active = True
 
     def _pre_fwd(self, u):
@@ -744,6 +803,9 @@ class Offloader:
                 with self.lock:
                     self.seen[id(u)] = len(self.seen)
                     self._order = None
+            elif self.seen[id(u)] == 0 and self.adapt and self.stepper is None:
+                with self.lock:  # a new pass starts: the ones before have been measured
+                    self._adapt()
             self._enter(u)
         return hook
 
@@ -784,10 +846,103 @@ class Offloader:
         u.pending = set()
         self._fill(self._key(u))
 
+    # -- adapting to what the passes used
+
+    def _adapt(self):
+        """At the start of a pass: promote streamed units into the device room the
+        passes so far left unused, or demote them all if memory spilled since.
+
+        The room is the cap less what libvmmx holds on the device for anyone
+        (PyTorch's cached blocks included: they are the activations the passes
+        needed), less ``margin``.  Promoted units are chosen spread over the
+        execution order, as the plan chose the streamed ones, so that copies
+        still overlap compute everywhere.  A spill is host memory in use growing
+        past what it was when the first promotion was made: a later pass needed
+        more than the earlier ones, so the promoted units give their device
+        memory back (to PyTorch's cache, for the activations) and promotion
+        stops for the life of the offloader."""
+        cap, used = _device_cap(self.device)
+        if cap is None:
+            self.adapt = False
+            return
+        host = _host_used(self.device)
+        if self.promoted and host > self.host_base:
+            n = len(self.promoted)
+            for w in reversed(self.promoted):
+                self._demote(w)
+            self.promoted, self.adapt = [], False
+            _log.warning("vmmx.torch.offload: %d bytes spilled to host memory since %d "
+                         "units were promoted to the GPU: they stream again", host -
+                         self.host_base, n)
+            return
+        room = cap - used - self.margin
+        cands = [w for w in sorted(self.streamed, key=self._key) if not w.active]
+        total = sum(w.nbytes for w in cands)
+        if room <= 0 or not total:
+            return
+        quota, got, take = 0.0, 0, []
+        for w in cands:  # spread evenly, in proportion to bytes
+            quota += min(1.0, room / total) * w.nbytes
+            if quota >= w.nbytes / 2 and got + w.nbytes <= room:
+                take.append(w)
+                got += w.nbytes
+                quota -= w.nbytes
+        for w in take:
+            if not self._promote(w):
+                break
+        if self.promoted and self.host_base is None:
+            self.host_base = host
+        if take:
+            _log.info("vmmx.torch.offload: %d units (%d bytes) promoted to the GPU, into "
+                      "room the passes left unused", len(self.promoted),
+                      sum(w.nbytes for w in self.promoted))
+
+    def _promote(self, w):
+        """Give streamed unit w device tensors of its own (False: no device room)."""
+        d = self.device
+        new = []
+        for h in w.home:
+            t = torch.empty_like(h)
+            if _on_device(t, d) < t.nbytes:
+                return False  # freed with new: back to PyTorch's cache
+            new.append(t)
+        cur = torch.cuda.current_stream(d)
+        cur.wait_event(w.written)
+        for t, src in zip(new, w.src):
+            t.copy_(src, non_blocking=True)
+        for (p, _, _, _), t in zip(w.params, new):
+            p.data = t
+        if w.slot is not None:  # the copy queued into it is harmless: nobody waits on it
+            self.owner[w.slot], w.slot = None, None
+        w.on_gpu, w.versions = new, [p._version for p, _, _, _ in w.params]
+        w.streamed = False
+        self.streamed.remove(w)
+        self._order = None
+        self.promoted.append(w)
+        self.counters["promotions"] += 1
+        return True
+
+    def _demote(self, w):
+        """Stream promoted unit w again: its home gets what changed on the GPU."""
+        cur = torch.cuda.current_stream(self.device)
+        for (p, _, _, _), h, v in zip(w.params, w.home, w.versions):
+            if p._version != v:
+                h.copy_(p.data, non_blocking=True)
+        w.written.record(cur)  # the slot copies of w wait for this write-back
+        for (p, _, _, _), h in zip(w.params, w.home):
+            p.data = h
+        w.on_gpu, w.streamed = None, True
+        w.versions = [None] * len(w.params)
+        self.streamed.append(w)
+        self._order = None
+        self.counters["demotions"] += 1
+
     def stats(self):
         """Units, bytes streamed per pass, slots, and what the hooks did; with an
         optimizer, what the stepper did (see :class:`_Stepper`)."""
         out = dict(self.counters, units=len(self.units), streamed=len(self.streamed),
+                   promoted=len(self.promoted),
+                   promoted_bytes=sum(w.nbytes for w in self.promoted),
                    streamed_bytes=sum(u.nbytes for u in self.streamed),
                    slots=len(self.slots), strays_moved_bytes=getattr(self, "strays_moved", 0),
                    slot_bytes=self.slots[0].nbytes if self.slots else 0,
@@ -815,6 +970,7 @@ class Offloader:
                     for (p, _, _, _), h in zip(u.params, u.home):
                         p.data = h
                     u.active = False
+                u.views = {}  # they hold the slots
             torch.cuda.synchronize(self.device)
             self.slots = []
 
@@ -1393,6 +1549,36 @@ def _cuda_alias(cpu, device):
     return raw.view(cpu.dtype).view(cpu.shape)
 
 
+def _reserve(nbytes, device):
+    """nbytes of libvmmx device memory held while offload places the parameters (None
+    if it is not all on the device).
+
+    The headroom the plan leaves must not all end up as holes that the streamed
+    parameters left in a larger segment (transformers' warm-up tensor's): PyTorch's
+    cache hands those to large allocations only.  Its small pool (blocks under
+    1 MiB: every activation of a decode step) makes segments of its own, which
+    then found no device room and went to host memory, where every kernel of a
+    decode step read them over the link: 520 ms a token instead of 144 for a 7B
+    Llama on an H100.  Freed after placement, this stays room for new segments."""
+    if nbytes <= 0:
+        return None
+    try:
+        ptr = _v.malloc(nbytes, device=device)
+    except _v.VmmxError:
+        return None
+    r = _v.residency(ptr, nbytes, device)
+    if not r or r[0] < nbytes:
+        _v.free(ptr, device=device)
+        return None
+    return ptr
+
+
+def _host_used(device):
+    """Bytes of host memory libvmmx's context of device holds in use (not cached)."""
+    return sum(loc["held"] - loc["cached"] for loc in _v.context_stats(device)["locations"]
+               if not loc["location"].startswith("device:"))
+
+
 def _device_cap(device):
     """(cap, held): the device's limit (or its memory) and the bytes libvmmx holds there
     that are in use (not cached); (None, 0) when the context has no such location."""
@@ -1411,7 +1597,8 @@ def _headroom(headroom, device):
     return cap // 8 if cap is not None else 0
 
 
-def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optimizer=None):
+def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optimizer=None,
+            adapt=True):
     """Run a model whose parameters do not fit on the GPU, streaming the rest.
 
     The model's code is unchanged; forward (and backward) hooks do the work.
@@ -1432,6 +1619,16 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optim
     by the GPU at the same address; copies run on the copy engines).  Needs
     vmmx.torch.enable() before the model is made (parameters must live in
     libvmmx buffers).
+
+    ``adapt`` (a bool, default True): the headroom is a guess made before
+    any pass; from the second pass on, streamed units that fit in the device
+    room the passes so far left unused (less a margin of 256 MiB, or a
+    quarter of the headroom) are promoted to the GPU and stop streaming.  If
+    a later pass needs more memory than those did and something spills to
+    host memory, the promoted units stream again and promotion stops (a
+    warning on the ``vmmx.torch`` logger).  ``stats()`` counts
+    ``promotions``, ``demotions``, ``promoted`` and ``promoted_bytes``.
+    Without an optimizer only (with one, the stepper plans the room).
 
     ``optimizer``: for training, the model's optimizer.  Its step then runs in
     backward, for each parameter as soon as its gradient is complete (with the
@@ -1454,7 +1651,7 @@ def offload(model, lookahead=2, headroom=None, backward=True, home="vmmx", optim
         raise _v.VmmxError("vmmx.torch.offload", _v.EINVAL, "libvmmx is not enabled",
                            "call vmmx.torch.enable() before the model is made")
     return Offloader(model, lookahead=lookahead, headroom=headroom, backward=backward, home=home,
-                     optimizer=optimizer)
+                     optimizer=optimizer, adapt=adapt)
 
 
 def _check_entry_points():
