@@ -356,6 +356,7 @@ def child(spec):
         if spec["column"] == "offload":
             import vmmx.torch
             off = vmmx.torch.offload(model, lookahead=spec["lookahead"],
+                                     adapt=spec.get("adapt", True),
                                      headroom=spec["headroom"], backward=(wl == "train"),
                                      home=spec.get("home", "vmmx"),
                                      optimizer=opt if wl == "train" else None)
@@ -523,6 +524,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--lookahead", type=int, default=2)
+    ap.add_argument("--no-adapt", dest="adapt", action="store_false",
+                    help="offload(adapt=False): keep the first plan")
     ap.add_argument("--home", default="vmmx", choices=("vmmx", "pinned"),
                     help="where offload keeps streamed parameters (vmmx.torch.offload home=)")
     ap.add_argument("--headroom", default="1GiB",
@@ -549,7 +552,7 @@ def main(argv=None):
         return 0
     cap = parse_size(a.cap)
     base = dict(cap=cap, seq=a.seq, d_model=a.d_model, heads=a.heads, vocab=a.vocab,
-                steps=a.steps, warmup=a.warmup, lookahead=a.lookahead, home=a.home,
+                steps=a.steps, warmup=a.warmup, lookahead=a.lookahead, adapt=a.adapt, home=a.home,
                 headroom=parse_size(a.headroom))
     bw = run_child(dict(base, workload="bandwidth", column="native", ratio=0), a.timeout)
     results = {"machine": bw, "cap": cap, "runs": []}
