@@ -18,6 +18,10 @@ ap.add_argument("--gib", type=float, default=6.0)
 args = ap.parse_args()
 
 np = common.need("numpy")
+if not hasattr(np, "row_stack"):
+    # numba-cuda's compiler still names np.row_stack, an alias of vstack that NumPy
+    # 2.4 removed: without it every @cuda.jit fails natively, before anything of ours
+    np.row_stack = np.vstack
 numba_cuda = common.need("numba.cuda")
 cuda = numba_cuda
 
