@@ -40,6 +40,7 @@ import torch
 
 import vmmx as _v
 from vmmx import _args
+from vmmx import _plan as _planner
 
 __all__ = ["enable", "is_enabled", "stats", "empty_cache", "prefetch", "offload", "Offloader"]
 
@@ -333,10 +334,6 @@ def prefetch(obj, to="device", stream=None, owned_only=True):
 # Units smaller than this never stream: a copy and two events to save the room of a
 # norm's weights (the spread used to pick Llama's norms, whose slots then held the
 # wrong units: 2.45 copies of every streamed unit a pass)
-_MIN_STREAM = 1 << 20
-# The candidates to stream hold this many times the bytes that must stream (the largest
-# units first, _largest): room to spread the choice evenly over the execution order.
-_SPREAD = 1.5
 # Device room _adapt leaves free beyond what the passes so far held (at least; a quarter
 # of the headroom when that is more): new segments for activations that vary a little.
 _MARGIN = 256 << 20
@@ -364,40 +361,7 @@ class _Unit:
         self.wb_stream = None     # the stream of its write-backs this step
 
 
-def _largest(units, size, need):
-    """The units of the largest sizes whose bytes reach ``need`` (all if they never
-    do), in their order.  Streaming large units only means fewer copies and fewer
-    hooks per pass for the same bytes: each costs the CPU tens of microseconds,
-    which a pass bound by the CPU (decoding one token) pays in full."""
-    sizes = sorted({size(u) for u in units}, reverse=True)
-    for floor in sizes:
-        if sum(size(u) for u in units if size(u) >= floor) >= need:
-            return [u for u in units if size(u) >= floor]
-    return units
-
-
-def _align(n, a=256):
-    return (n + a - 1) // a * a
-
-
-def _part(u, piece):
-    """The parameters of unit u a slot of ``piece`` bytes holds, the largest first,
-    in u's order."""
-    take, used = set(), 0
-    for i in sorted(range(len(u.params)), key=lambda i: -u.params[i][3]):
-        if used + _align(u.params[i][3]) <= piece:
-            take.add(i)
-            used += _align(u.params[i][3])
-    return [t for i, t in enumerate(u.params) if i in take]
-
-
-def _prefixes(u):
-    """The slot sizes unit u's largest parameters fill, one more each time."""
-    out, used = [], 0
-    for n in sorted((t[3] for t in u.params), reverse=True):
-        used += _align(n)
-        out.append(used)
-    return out
+_align = _planner.align
 
 
 class Offloader:
@@ -411,7 +375,7 @@ class Offloader:
     chosen evenly spread over the execution order and moved to host memory
     once; the others are moved to the GPU.  A slot's room is streamed bytes
     too, so a unit need not stream whole: the slot size is the one that
-    streams the fewest bytes in all (``_piece``), and a streamed unit streams
+    streams the fewest bytes in all (``vmmx._plan``), and a streamed unit streams
     the largest of its parameters that fill it, the rest staying on the GPU.
     Each pass, a streamed unit's parameters are copied on a side stream into
     one of ``lookahead`` (at least 2) device buffers, the slots, ahead of its
@@ -534,31 +498,16 @@ class Offloader:
             room -= sum(host for _, _, host in strays)  # they come to the GPU below
         movable = [u for u in self.units if not u.container]
         self.streamed, kept = [], []
-        if movable and room is not None and total > room - self.headroom:
-            piece, deficit = self._piece(movable, total, room)
-            part = {id(u): _part(u, piece) for u in movable}
-            size = {id(u): sum(n for _, _, _, n in part[id(u)]) for u in movable}
-            got = lambda: sum(size[id(w)] for w in self.streamed)  # noqa: E731
-            cands = _largest([u for u in movable if size[id(u)] >= _MIN_STREAM],
-                             lambda w: size[id(w)], deficit * _SPREAD)
-            quota, mov = 0.0, sum(size[id(u)] for u in cands)
-            for u in cands:  # spread evenly, in proportion to bytes
-                quota += deficit * size[id(u)] / mov
-                if quota >= size[id(u)] / 2 and got() < deficit:
-                    self.streamed.append(u)
-                    quota -= size[id(u)]
-            for u in reversed(movable):  # rounding left some: the last ones
-                if got() >= deficit:
-                    break
-                if size[id(u)] >= _MIN_STREAM and u not in self.streamed:
-                    self.streamed.append(u)
-            self.streamed.sort(key=lambda w: w.index)
-            for u in self.streamed:  # the parameters past the piece stay on the GPU
-                mine = {id(t[0]) for t in part[id(u)]}
-                kept += [t for t in u.params if id(t[0]) not in mine]
-                u.params, u.streamed = part[id(u)], True
-                u.nbytes = size[id(u)]
+        if movable and room is not None:
+            plan = _planner.choose([[t[3] for t in u.params] for u in movable], total, room,
+                                self.headroom, self.nslots)
+            for k, idx in plan.streamed:  # the parameters past the piece stay on the GPU
+                u = movable[k]
+                kept += [t for i, t in enumerate(u.params) if i not in idx]
+                u.params, u.streamed = [u.params[i] for i in idx], True
+                u.nbytes = sum(n for _, _, _, n in u.params)
                 u.slot_need = sum(_align(n) for _, _, _, n in u.params)
+                self.streamed.append(u)
             for t in kept if self.stepper is not None else ():
                 self.stepper.unit.pop(id(t[0]), None)  # stepped in place, as resident
         slot_bytes = max((u.slot_need for u in self.streamed), default=0)
@@ -667,21 +616,6 @@ class Offloader:
         p.data = new
         self.owned.discard(id(p))
         return p.nbytes
-
-    def _piece(self, movable, total, room):
-        """The slot size that streams the fewest bytes, and the bytes to stream.
-
-        Each slot costs device room, so it is streamed bytes too: a unit need
-        not stream whole.  For each size a unit's largest parameters can fill
-        (``_part``), smallest first, the deficit is what does not fit beside
-        the headroom and the slots; the first size whose parts cover it wins,
-        else the largest (stream all that can be)."""
-        sizes = sorted({c for u in movable for c in _prefixes(u)})
-        for c in sizes:
-            deficit = total - (room - self.headroom - self.nslots * c)
-            if sum(sum(n for _, _, _, n in _part(u, c)) for u in movable) >= deficit:
-                return c, deficit
-        return sizes[-1], total - (room - self.headroom - self.nslots * sizes[-1])
 
     def _strays(self):
         """Tensors in use outside the units that lie partly in host memory, as
