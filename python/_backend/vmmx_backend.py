@@ -5,8 +5,8 @@
 nothing else: setuptools below 70.1 needs the separate `wheel` package for
 bdist_wheel, which Debian's python3 (setuptools 66, no python3-wheel) and a
 venv made from it lack, so the setuptools backend failed there with
-"invalid command 'bdist_wheel'".  The package is one directory of .py files,
-so its wheel is a zip of them and four metadata files (PEP 427, PEP 376,
+"invalid command 'bdist_wheel'".  The package is a directory of .py files (and
+subpackages: vmmx/torch/), so its wheel is a zip of them and four metadata files (PEP 427, PEP 376,
 core metadata 2.1); the metadata is read from pyproject.toml's [project]
 table (tomllib, or tomli on Python < 3.11, asked for as a build requirement).
 Left out: vmmx/_build.py, which `make` writes with its own libdir.
@@ -59,8 +59,14 @@ def _entry_points():
 
 
 def _sources():
-    d = os.path.join(HERE, PACKAGE)
-    return sorted(f for f in os.listdir(d) if f.endswith(".py") and f not in SKIP)
+    """The package's .py files, paths relative to it ("torch/_offload.py")."""
+    top, out = os.path.join(HERE, PACKAGE), []
+    for d, dirs, files in os.walk(top):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        rel = os.path.relpath(d, top)
+        out += [f if rel == "." else rel + "/" + f for f in files
+                if f.endswith(".py") and f not in SKIP]
+    return sorted(out)
 
 
 def _dist_info():

@@ -36,7 +36,7 @@ TRAIN = """
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     off = None
     if {piece}:
-        vmmx.torch._PIECE = {piece}  # pieces that cut state tensors and span two of them
+        vmmx.torch._stepper._PIECE = {piece}  # pieces that cut state tensors and span two of them
     if MODE and {offload}:
         off = vmmx.torch.offload(model, lookahead=2, optimizer=opt if {stepper} else None)
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -462,3 +462,74 @@ def test_offload_with_the_optimizer_refuses_what_reads_gradients_after_backward(
     if what == "clip":
         assert abs(float(_get(plain, "NORM")) - float(_get(native, "NORM"))) <= \
             2e-2 * float(_get(native, "NORM")), (plain, native)
+
+
+DISABLE = """
+    import torch, vmmx, vmmx.torch
+    vmmx.torch.enable(device_limit="2GiB")
+    a = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+    print("A_VMMX", vmmx.lookup(a.data_ptr()) is not None)
+    print("CAP", torch.cuda.mem_get_info()[1])
+    vmmx.torch.disable()
+    print("ENABLED", vmmx.torch.is_enabled())
+    b = torch.ones(1 << 20, device="cuda")
+    print("B_VMMX", vmmx.lookup(b.data_ptr()) is not None)
+    print("A_SUM", float(a.sum()))  # made under libvmmx: still valid
+    print("NATIVE_TOTAL", torch.cuda.mem_get_info()[1] == torch.cuda.get_device_properties(0).total_memory)
+    vmmx.torch.disable()            # twice: nothing to do
+    vmmx.torch.enable(device_limit="2GiB", force=True)
+    c = torch.ones(1 << 20, device="cuda")
+    print("C_VMMX", vmmx.lookup(c.data_ptr()) is not None, float(a.sum() + c.sum()))
+"""
+
+
+@pytest.mark.gpu
+def test_disable_routes_new_tensors_natively_and_keeps_the_old_ones():
+    out = run(DISABLE)
+    v = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    assert v["A_VMMX"] == "True" and int(v["CAP"]) == 2 << 30, out
+    assert v["ENABLED"] == "None" and v["B_VMMX"] == "False", out
+    assert float(v["A_SUM"]) == float(sum(range(1 << 20))), out
+    assert v["NATIVE_TOTAL"] == "True", out
+    assert v["C_VMMX"].split()[0] == "True", out
+
+
+@pytest.mark.gpu
+def test_disable_in_the_allocator_mode_says_why():
+    out = run("""
+        import torch, vmmx, vmmx.torch
+        vmmx.torch.enable(mode="allocator")
+        torch.ones(4, device="cuda")
+        try:
+            vmmx.torch.disable()
+        except vmmx.VmmxError as e:
+            print("ERR", e.code == vmmx.EBUSY, "swap its allocator back" in str(e))
+    """)
+    assert "ERR True True" in out, out
+
+
+@pytest.mark.gpu
+def test_bad_arguments_raise_python_errors_naming_them():
+    out = run("""
+        import torch, vmmx, vmmx.torch
+        for call in (lambda: vmmx.torch.enable(mode="bogus"),
+                     lambda: vmmx.torch.enable(mode=1)):
+            try:
+                call()
+            except (TypeError, ValueError) as e:
+                print("ERR", type(e).__name__, e)
+        vmmx.torch.enable(device_limit="1GiB")
+        m = torch.nn.Linear(64, 64).cuda()
+        for kw in ({"home": "x"}, {"optimizer": object()}):
+            try:
+                vmmx.torch.offload(m, **kw)
+            except (TypeError, ValueError) as e:
+                print("ERR", type(e).__name__, e)
+    """)
+    errs = [line for line in out.splitlines() if line.startswith("ERR")]
+    assert errs == [
+        "ERR ValueError vmmx.torch.enable: mode 'bogus' is not one of 'pool', 'allocator'",
+        "ERR TypeError vmmx.torch.enable: mode must be a str, not int",
+        "ERR ValueError vmmx.torch.offload: home 'x' is not one of 'vmmx', 'pinned'",
+        "ERR TypeError vmmx.torch.offload: optimizer must be a torch.optim.Optimizer, not object",
+    ], out
