@@ -533,3 +533,17 @@ def test_bad_arguments_raise_python_errors_naming_them():
         "ERR ValueError vmmx.torch.offload: home 'x' is not one of 'vmmx', 'pinned'",
         "ERR TypeError vmmx.torch.offload: optimizer must be a torch.optim.Optimizer, not object",
     ], out
+
+
+@pytest.mark.gpu
+def test_a_pytorch_without_a_private_call_is_refused_by_name():
+    out = run("""
+        import torch, vmmx, vmmx.torch
+        del torch._C._cuda_beginAllocateToPool
+        try:
+            vmmx.torch.enable(device_limit="1GiB")
+        except vmmx.VmmxError as e:
+            print("ERR", e.code == vmmx.ENOTSUP, "torch._C._cuda_beginAllocateToPool" in str(e),
+                  vmmx.torch.is_enabled())
+    """)
+    assert "ERR True True None" in out, out

@@ -116,6 +116,7 @@ def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None
                                 **settings))
     devices, force = _device_list(fn, devices), _args.flag(fn, "force", force)
     mode = _args.choice(fn, "mode", mode, ("pool", "allocator"))
+    _check_torch(mode)
     with _lock:
         if _state["mode"]:
             raise _v.VmmxError("vmmx.torch.enable", _v.EBUSY, "already enabled",
@@ -262,6 +263,35 @@ def empty_cache():
             torch.cuda.empty_cache()
         for d in _state["devices"]:
             _v.empty_cache(d)
+
+
+# The PyTorch calls each mode relies on, private ones included (PyTorch 2.8 and later
+# have them all): checked before anything is done, so that a PyTorch without one fails
+# with its name instead of an AttributeError half-way through enable().
+_TORCH_NEEDS = {
+    "pool": ("torch.cuda.MemPool", "torch.cuda.memory.CUDAPluggableAllocator",
+             "torch._C._cuda_beginAllocateToPool", "torch._C._cuda_endAllocateToPool",
+             "torch._C._cuda_releasePool"),
+    "allocator": ("torch.cuda.memory.CUDAPluggableAllocator",
+                  "torch.cuda.memory.change_current_allocator"),
+}
+
+
+def _check_torch(mode):
+    """Raise VmmxError (ENOTSUP) naming what this PyTorch lacks for ``mode``."""
+    missing = []
+    for path in _TORCH_NEEDS[mode]:
+        obj = torch
+        for part in path.split(".")[1:]:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                missing.append(path)
+                break
+    if missing:
+        raise _v.VmmxError(
+            "vmmx.torch.enable", _v.ENOTSUP, "PyTorch too old or changed",
+            f"PyTorch {torch.__version__} has no {', '.join(missing)}, which mode={mode!r} "
+            "needs (PyTorch 2.8 or later has them)")
 
 
 def _check_entry_points():
