@@ -42,9 +42,9 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 
 /*
  * Every entry point the interposer takes over (hooked) and the helpers it
- * calls in the real runtime or driver (real only).  Adding a call (kernel
- * launches, one day) is one line here, one hook in hooks.c and, for driver
- * calls, one line in resolve.c's cuGetProcAddress map.
+ * calls in the real runtime or driver (real only).  Adding a call is one
+ * line here, one hook in hooks.c (launch.c for kernel launches) and, for
+ * driver calls, one line in resolve.c's cuGetProcAddress map.
  */
 #define VMMXP_HOOKS(X)                                                                     \
 	X(cudaMalloc)                                                                      \
@@ -94,11 +94,26 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuMemRelease)                                                                    \
 	X(cuMemMap)                                                                        \
 	X(cuGetProcAddress)                                                                \
-	X(cuGetProcAddress_v2)
+	X(cuGetProcAddress_v2)                                                             \
+	X(cuLaunchKernel)                                                                  \
+	X(cuLaunchKernel_ptsz)                                                             \
+	X(cuLaunchKernelEx)                                                                \
+	X(cuLaunchKernelEx_ptsz)                                                           \
+	X(cuLaunchCooperativeKernel)                                                       \
+	X(cuLaunchCooperativeKernel_ptsz)                                                  \
+	X(cudaLaunchKernel)                                                                \
+	X(cudaLaunchKernel_ptsz)                                                           \
+	X(cudaLaunchKernelExC)                                                             \
+	X(cudaLaunchKernelExC_ptsz)
 
 #define VMMXP_HELPERS(X)                                                                   \
 	X(cudaGetDevice)                                                                   \
-	X(cuCtxGetDevice)
+	X(cuCtxGetDevice)                                                                  \
+	X(cuFuncGetParamInfo)                                                              \
+	X(cuKernelGetParamInfo)                                                            \
+	X(cuFuncGetName)                                                                   \
+	X(cuKernelGetName)                                                                 \
+	X(cudaGetFuncBySymbol)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -177,6 +192,71 @@ VMMXP_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int versi
 				       unsigned long long flags);
 VMMXP_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 					  unsigned long long flags, int *status);
+
+/* launch.c: kernel launches (types of cuda.h and driver_types.h, by their ABI) */
+typedef void *CUfunction;
+typedef void *CUstream;
+
+/* dim3 */
+struct vmmxp_dim3 {
+	unsigned int x, y, z;
+};
+
+/* CUlaunchConfig: the stream is the only member read */
+struct vmmxp_cu_config {
+	unsigned int grid[3], block[3], shared;
+	CUstream stream;
+	void *attrs;
+	unsigned int nattrs;
+};
+
+/* cudaLaunchConfig_t: likewise */
+struct vmmxp_rt_config {
+	struct vmmxp_dim3 grid, block;
+	size_t shared;
+	CUstream stream;
+	void *attrs;
+	unsigned int nattrs;
+};
+
+VMMXP_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+				     unsigned int gz, unsigned int bx, unsigned int by,
+				     unsigned int bz, unsigned int shared, CUstream stream,
+				     void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+					  unsigned int gz, unsigned int bx, unsigned int by,
+					  unsigned int bz, unsigned int shared, CUstream stream,
+					  void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchKernelEx(const struct vmmxp_cu_config *config, CUfunction f,
+				       void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchKernelEx_ptsz(const struct vmmxp_cu_config *config, CUfunction f,
+					    void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+						unsigned int gz, unsigned int bx, unsigned int by,
+						unsigned int bz, unsigned int shared,
+						CUstream stream, void **params);
+VMMXP_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
+						     unsigned int gy, unsigned int gz,
+						     unsigned int bx, unsigned int by,
+						     unsigned int bz, unsigned int shared,
+						     CUstream stream, void **params);
+VMMXP_EXPORT cudaError_t cudaLaunchKernel(const void *func, struct vmmxp_dim3 grid,
+					  struct vmmxp_dim3 block, void **args, size_t shared,
+					  CUstream stream);
+VMMXP_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, struct vmmxp_dim3 grid,
+					       struct vmmxp_dim3 block, void **args,
+					       size_t shared, CUstream stream);
+VMMXP_EXPORT cudaError_t cudaLaunchKernelExC(const struct vmmxp_rt_config *config,
+					     const void *func, void **args);
+VMMXP_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const struct vmmxp_rt_config *config,
+						  const void *func, void **args);
+/* helpers, called only (CUDA 12.3 and 12.4 on; absent from older drivers) */
+VMMXP_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
+VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset,
+					   size_t *size);
+VMMXP_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);
+VMMXP_EXPORT CUresult cuKernelGetName(const char **name, void *kernel);
+VMMXP_EXPORT cudaError_t cudaGetFuncBySymbol(CUfunction *f, const void *symbol);
 
 /* resolve.c */
 
@@ -258,5 +338,47 @@ void vmmxp_refuse(const char *call, const void *ptr, const char *why);
  */
 typedef int vmmxp_piece_fn(void *arg, uintptr_t ptr, size_t len);
 int vmmxp_split(const void *ptr, size_t len, size_t align, vmmxp_piece_fn *fn, void *arg);
+
+/* The most devices the interposer serves (state.c's allocators). */
+#define VMMXP_MAX_DEVICES 64
+
+/* The contexts of the allocators made so far, up to @max in @ctx; returns how many. */
+int vmmxp_ctxs(struct vmmx_ctx **ctx, int max);
+
+/* ---- kernel launches (launch.c) ---- */
+
+/*
+ * vmmxp_launch_on() (resolve.c) - whether launches are watched:
+ * VMMX_RUN_LAUNCHES=1 (vmmx-run --launches) or a launch trace asked for
+ * (VMMX_RUN_LAUNCH_TRACE, vmmx-run --trace).  Read once.  Off, the launch
+ * hooks call the real entry point at once and the lookups hand back the
+ * real address.
+ */
+int vmmxp_launch_on(void);
+/* Whether @fn is one of the launch hooks. */
+int vmmxp_fn_is_launch(int fn);
+
+/* The launch entry points, counted apart (each with its _ptsz form). */
+enum vmmxp_launch_api {
+	VMMXP_LAUNCH_CU,        /* cuLaunchKernel */
+	VMMXP_LAUNCH_CU_EX,     /* cuLaunchKernelEx */
+	VMMXP_LAUNCH_CU_COOP,   /* cuLaunchCooperativeKernel */
+	VMMXP_LAUNCH_RT,        /* cudaLaunchKernel */
+	VMMXP_LAUNCH_RT_EX,     /* cudaLaunchKernelExC */
+	VMMXP_NLAUNCH_APIS
+};
+
+/* What the launches named, for the report. */
+struct vmmxp_launch_stats {
+	uint64_t launches[VMMXP_NLAUNCH_APIS]; /* watched, per entry point */
+	uint64_t unread;           /* launches whose parameter layout the driver did not give */
+	uint64_t uncached;         /* launches whose layout found no room in the cache */
+	uint64_t named;            /* distinct libvmmx chunks named, summed over launches */
+	uint64_t named_host;       /* ... of them in host memory at launch */
+	uint64_t spilled_launches; /* launches that named at least one chunk in host memory */
+};
+
+struct vmmxp_launch_stats vmmxp_launch_stats(void);
+const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);
 
 #endif /* VMMX_PRELOAD_H */

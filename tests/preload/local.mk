@@ -30,8 +30,15 @@ check_PROGRAMS += %D%/dlclient
 %C%_dlclient_LDADD = lib/libvmmx.la -ldl
 %C%_dlclient_LDFLAGS = $(AM_LDFLAGS) -no-install
 
-TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh
-EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/env.sh %D%/fakecuda.map
+# Kernel launches watched, counted and traced (launches.sh runs it).
+check_PROGRAMS += %D%/launchclient
+%C%_launchclient_SOURCES = %D%/launchclient.c tests/tap/basic.c tests/tap/basic.h
+%C%_launchclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la -ldl
+%C%_launchclient_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh
+EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/env.sh \
+	%D%/fakecuda.map
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
 # Unmodified JAX, Triton and numba-cuda past a device limit, and numba-cuda's

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/*
+ * launchclient.c - kernel launches through vmmx-run on the sim backend,
+ * over the fake driver and runtime (fakecuda.c), run by launches.sh.
+ *
+ * Two 128 MiB allocations fill the 256 MiB device limit (device-first, no
+ * headroom); a third lies in host memory, in 64 MiB chunks.  Then nine
+ * launches, one through each entry point (and _ptsz form), with pointers
+ * passed plainly, interior pointers, pointers inside a by-value struct, a
+ * packed "extra" buffer, a kernel handed as a CUkernel, a kernel whose
+ * layout the driver does not give, and an address libvmmx does not map.
+ * This program checks that every launch reaches the fake driver unchanged
+ * (function, stream, parameter array); launches.sh checks what the
+ * interposer counted (--report) and recorded (--trace).
+ *
+ * Mode "lookups": the launch entry points found through cuGetProcAddress and
+ * dlsym are the interposer's when launches are watched (VMMX_RUN_LAUNCHES
+ * set) and the driver's own when not.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/preload/fakecuda.h"
+#include "tests/tap/basic.h"
+#include "vmmx.h"
+
+#define MiB ((size_t)1 << 20)
+#define STREAM ((void *)0x5eed)
+
+static struct vmmx_ctx *ctx_of(int dev)
+{
+	struct vmmx_alloc *a;
+
+	return vmmx_alloc_global(dev, &a) ? NULL : vmmx_alloc_ctx(a);
+}
+
+static enum vmmx_loc_kind where(const void *p)
+{
+	struct vmmx_chunk_info ci;
+
+	return vmmx_lookup(ctx_of(0), p, &ci) ? VMMX_LOC_NONE : ci.loc.kind;
+}
+
+/* The last launch the fake driver saw was @call of @f on @stream with @params and @extra. */
+static void reached(const char *call, const void *f, void *stream, void **params, void **extra)
+{
+	const struct fake_launch *log;
+	size_t n = fake_launch_log(&log);
+
+	if (!n) {
+		ok(0, "%s reaches the driver", call);
+		return;
+	}
+	ok(!strcmp(log[n - 1].call, call) && log[n - 1].f == f && log[n - 1].stream == stream &&
+		   log[n - 1].params == params && log[n - 1].extra == extra,
+	   "%s reaches the driver's %s with its function, stream and parameters unchanged", call,
+	   log[n - 1].call);
+}
+
+/* K1(float *a, int n, float *b) */
+static struct fake_kernel k1 = { "k1_two_pointers", 0, 0, 3, { 0, 8, 16 }, { 8, 4, 8 } };
+
+/* K2(struct { int n; int pad; float *p; float *q; } s, float f) */
+struct k2_arg {
+	int n, pad;
+	void *p, *q;
+};
+
+static struct fake_kernel k2 = { "k2_struct", 0, 0, 2, { 0, 24 }, { 24, 4 } };
+/* K3(float *a) */
+static struct fake_kernel k3 = { "k3_one_pointer", 0, 0, 1, { 0 }, { 8 } };
+/* K4(float *a), a CUkernel */
+static struct fake_kernel k4 = { "k4_cukernel", 1, 0, 1, { 0 }, { 8 } };
+/* K5(float *a), on a driver that gives no layout */
+static struct fake_kernel k5 = { "k5_no_layout", 0, 1, 1, { 0 }, { 8 } };
+static struct fake_stub stub1 = { &k1 };
+static struct fake_stub stub4 = { &k4 };
+
+static int launches(void)
+{
+	void *a = NULL, *a2 = NULL, *b = NULL, *ai, *bi, *bfar, *foreign;
+	int n = 7;
+	float f = 1.5f;
+	struct fake_dim3 one = { 1, 1, 1 };
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a, 128 MiB");
+	is_int(0, cudaMalloc(&a2, 128 * MiB), "cudaMalloc a2, 128 MiB (the device limit reached)");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b, 128 MiB (past the limit)");
+	ok(where(a) == VMMX_LOC_DEVICE && where(b) == VMMX_LOC_HOST,
+	   "a lies on the device, b in host memory");
+	ai = (char *)a + 4096 + 3;
+	bi = (char *)b + 12345;
+	bfar = (char *)b + 100 * MiB;
+	foreign = fake_real_alloc();
+
+	/* 1: two plain pointers, one spilled (named 2, host 1) */
+	{
+		void *params[] = { &a, &n, &b };
+
+		is_int(0, cuLaunchKernel(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL),
+		       "cuLaunchKernel(k1, a, n, b)");
+		reached("cuLaunchKernel", &k1, STREAM, params, NULL);
+	}
+	/* 2: interior pointers into a and into b's second chunk, per-thread stream (2, 1) */
+	{
+		void *params[] = { &ai, &n, &bfar };
+
+		is_int(0, cuLaunchKernel_ptsz(&k1, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+		       "cuLaunchKernel_ptsz(k1, a + 4099, n, b + 100 MiB)");
+		reached("cuLaunchKernel_ptsz", &k1, NULL, params, NULL);
+	}
+	/* 3: pointers inside a by-value struct (2, 1) */
+	{
+		struct k2_arg s = { 3, 0, (char *)a + 8, bi };
+		void *params[] = { &s, &f };
+		struct fake_cu_config cfg = { { 1, 1, 1 }, { 32, 1, 1 }, 0, STREAM, NULL, 0 };
+
+		is_int(0, cuLaunchKernelEx(&cfg, &k2, params, NULL),
+		       "cuLaunchKernelEx(k2, { n, a + 8, b + 12345 }, f)");
+		reached("cuLaunchKernelEx", &k2, STREAM, params, NULL);
+	}
+	/* 4: cooperative, one device pointer (1, 0) */
+	{
+		void *params[] = { &a2 };
+
+		is_int(0, cuLaunchCooperativeKernel(&k3, 1, 1, 1, 32, 1, 1, 0, STREAM, params),
+		       "cuLaunchCooperativeKernel(k3, a2)");
+		reached("cuLaunchCooperativeKernel", &k3, STREAM, params, NULL);
+	}
+	/* 5: a packed buffer through extra (2, 1) */
+	{
+		struct {
+			void *a;
+			int n, pad;
+			void *b;
+		} buf = { a, 7, 0, b };
+		size_t len = sizeof(buf);
+		void *extra[] = { (void *)1, &buf, (void *)2, &len, (void *)0 };
+
+		is_int(0, cuLaunchKernel(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, extra),
+		       "cuLaunchKernel(k1) with the parameters packed in extra");
+		reached("cuLaunchKernel", &k1, STREAM, NULL, extra);
+	}
+	/* 6: the runtime, a stub; the same chunk named three times counts once (1, 0) */
+	{
+		void *a8 = (char *)a + 8;
+		void *params[] = { &a, &n, &a8 };
+
+		is_int(0, cudaLaunchKernel(&stub1, one, one, params, 0, STREAM),
+		       "cudaLaunchKernel(stub of k1, a, n, a + 8)");
+		reached("cudaLaunchKernel", &stub1, STREAM, params, NULL);
+	}
+	/* 7: the runtime's Ex form with a CUkernel: cuKernelGetParamInfo gives the layout (1, 1) */
+	{
+		void *params[] = { &bi };
+		struct fake_rt_config cfg = { one, one, 0, STREAM, NULL, 0 };
+
+		is_int(0, cudaLaunchKernelExC_ptsz(&cfg, &stub4, params),
+		       "cudaLaunchKernelExC_ptsz(stub of the CUkernel k4, b + 12345)");
+		reached("cudaLaunchKernelExC_ptsz", &stub4, STREAM, params, NULL);
+	}
+	/* 8: no layout from the driver: passed on unread (0, 0) */
+	{
+		void *params[] = { &b };
+
+		is_int(0, cuLaunchKernel(&k5, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL),
+		       "cuLaunchKernel(k5, whose layout the driver does not give)");
+		reached("cuLaunchKernel", &k5, STREAM, params, NULL);
+	}
+	/* 9: memory libvmmx does not map, and a small integer (0, 0) */
+	{
+		unsigned long long small = 7;
+		void *params[] = { &foreign };
+		void *params2[] = { &small, &n, &small };
+
+		is_int(0, cuLaunchKernel(&k3, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL),
+		       "cuLaunchKernel(k3, an address of the driver's own)");
+		reached("cuLaunchKernel", &k3, STREAM, params, NULL);
+		is_int(0, cuLaunchKernel_ptsz(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, params2, NULL),
+		       "cuLaunchKernel_ptsz(k1, 7, n, 7): no pointer at all");
+	}
+	/* A launch's error is the driver's own. */
+	is_int(1, cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, NULL),
+	       "cuLaunchKernel(NULL): the driver's error comes back");
+	cudaFree(a);
+	cudaFree(a2);
+	cudaFree(b);
+	return tap_done();
+}
+
+/* cuGetProcAddress and dlsym hand back the interposer's launch when watching, else the driver's. */
+static int lookups(void)
+{
+	const char *const names[] = { "cuLaunchKernel", "cuLaunchKernelEx",
+				      "cuLaunchCooperativeKernel" };
+	int on = getenv("VMMX_RUN_LAUNCHES") != NULL;
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	plan_lazy();
+	ok(drv != NULL, "dlopen(libcuda.so.1)");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *p = NULL, *own = fake_own(names[i]);
+		int st = -1;
+
+		is_int(0, cuGetProcAddress_v2(names[i], &p, 12000, 0, &st), "cuGetProcAddress_v2(%s)",
+		       names[i]);
+		ok(on ? p && p != own : p == own, "cuGetProcAddress_v2(%s) is %s", names[i],
+		   on ? "the interposer's" : "the driver's own (launches not watched)");
+		p = drv ? dlsym(drv, names[i]) : NULL;
+		ok(on ? p && p != own : p == own, "dlsym(libcuda, %s) is %s", names[i],
+		   on ? "the interposer's" : "the driver's own (launches not watched)");
+	}
+	{
+		void *p = NULL;
+
+		is_int(0, cuGetProcAddress_v2("cuLaunchKernel", &p, 12000, 2, NULL),
+		       "cuGetProcAddress_v2(cuLaunchKernel, per-thread stream)");
+		ok(on ? p && p != fake_own("cuLaunchKernel_ptsz") : p == fake_own("cuLaunchKernel_ptsz"),
+		   "... is %s _ptsz form", on ? "the interposer's" : "the driver's own");
+	}
+	if (drv)
+		dlclose(drv);
+	return tap_done();
+}
+
+int main(int argc, char **argv)
+{
+	if (!getenv("LD_PRELOAD"))
+		skip_all("not under vmmx-run (launches.sh runs this)");
+	if (argc > 1 && !strcmp(argv[1], "lookups"))
+		return lookups();
+	return launches();
+}

@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Kernel launches through vmmx-run on the sim backend: launchclient.c
+# prints the TAP of its launches (each reaches the driver unchanged); then
+# the report's counts, the trace's records, and launches passed straight
+# through when they are not watched.  1 device of 1 GiB, a 256 MiB device
+# limit, no headroom, chunks of at most 64 MiB.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-launches.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/preload/env.sh"
+lc="$top_builddir/tests/preload/launchclient"
+export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB VMMX_CHUNK_MAX=64MiB
+opts="--policy device-first --device-limit 256MiB --headroom 0"
+
+# Watched, reported and traced.
+"$run" $opts --launches --report-file "$tmp/rep" --trace "$tmp/trace" -- "$lc" >"$tmp/tap" 2>"$tmp/err"
+st=$?
+grep -v '^1\.\.' "$tmp/tap"
+n=$(grep -c '^\(not \)\{0,1\}ok ' "$tmp/tap")
+sed 's/^/# /' "$tmp/err"
+check $st "launchclient exits 0 under vmmx-run --launches --trace"
+grep -q 'launches  *11 watched: cuLaunchKernel 7, cuLaunchKernelEx 1, cuLaunchCooperativeKernel 1, cudaLaunchKernel 1, cudaLaunchKernelExC 1; without a parameter layout 1$' "$tmp/rep"
+check $? "--report counts the watched launches per entry point (_ptsz forms with theirs), one without a layout"
+grep -q 'chunks named  *11, 5 of them in host memory; 5 launches read spilled memory$' "$tmp/rep"
+check $? "--report counts the distinct chunks the launches named: plain, interior and struct-held pointers, extra's buffer; a repeated chunk once; foreign memory and integers never"
+sed 's/^/# /' "$tmp/rep"
+
+# The trace: one JSON line per launch, in order, each with its chunks and their locations.
+grep '"event":"launch"' "$tmp/trace" >"$tmp/launches"
+[ "$(wc -l <"$tmp/launches")" -eq 11 ]
+check $? "--trace writes one launch record per launch"
+l() { sed -n "${1}p" "$tmp/launches"; }
+l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host"}\]}$'
+check $? "a launch record: kernel name, stream, parameters, and each chunk named with its base, size and location"
+l 2 | grep -q '"stream":"0x2",.*"chunks_named":2,"chunks_host":1'
+check $? "a _ptsz launch on stream 0 is recorded on the per-thread stream (0x2)"
+l 3 | grep -q '"api":"cuLaunchKernelEx","kernel":"k2_struct",.*"chunks_named":2,"chunks_host":1'
+check $? "pointers inside a by-value struct are named"
+l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5eed","params":1,"chunks_named":1,"chunks_host":1'
+check $? "the runtime's launch of a CUkernel: its layout and name from cuKernelGetParamInfo and cuKernelGetName"
+l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"chunks_named":0'
+check $? "a kernel without a layout is recorded, nothing read"
+b1=$(l 1 | sed 's/.*"loc":"device:0"},{"base":"\(0x[0-9a-f]*\)".*/\1/')
+l 7 | grep -q "\"base\":\"$b1\""
+check $? "an interior pointer maps to its chunk's base"
+grep -q '"chosen":' "$tmp/trace"
+check $? "the same file keeps libvmmx's placement records"
+
+# Not watched: the same launches reach the driver, nothing is counted.
+"$run" $opts --report-file "$tmp/rep0" -- "$lc" >"$tmp/tap0" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap0" && st=1
+check $st "without --launches every launch reaches the driver unchanged ($(grep -c '^ok' "$tmp/tap0") checks)"
+grep -q 'launches  *not watched' "$tmp/rep0"
+check $? "--report says launches were not watched"
+
+# The lookup paths, watched and not.
+"$run" $opts --launches -- "$lc" lookups >"$tmp/tap1" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap1" && st=1
+check $st "watched: cuGetProcAddress and dlsym hand back the interposer's launch entry points ($(grep -c '^ok' "$tmp/tap1") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap1"
+"$run" $opts -- "$lc" lookups >"$tmp/tap2" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap2" && st=1
+check $st "not watched: they hand back the driver's own, so launches found that way never pass through the interposer ($(grep -c '^ok' "$tmp/tap2") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap2"
+echo "1..$n"
