@@ -29,6 +29,9 @@
  * a handle it does not know) is counted and passed on unread: without the
  * number of parameters, the kernelParams array cannot be read safely.
  *
+ * Graph launches (cuGraphLaunch, cudaGraphLaunch and their _ptsz forms) are
+ * counted, not read: their kernels' parameters were given at capture.
+ *
  * A runtime launch reaches the driver's launch inside the runtime: a
  * thread-local mark keeps it from being watched twice.  A thread inside
  * libvmmx (vmmxp_busy()) is never watched.
@@ -87,7 +90,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int in_launch; /* > 0: a runtime launch of this thread is being passed on */
 
 static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_spilled_launch,
-	n_uncached;
+	n_uncached, n_graphs;
 
 static void count(uint64_t *c, uint64_t n)
 {
@@ -422,6 +425,7 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void)
 	st.named = __atomic_load_n(&n_named, __ATOMIC_RELAXED);
 	st.named_host = __atomic_load_n(&n_named_host, __ATOMIC_RELAXED);
 	st.spilled_launches = __atomic_load_n(&n_spilled_launch, __ATOMIC_RELAXED);
+	st.graphs = __atomic_load_n(&n_graphs, __ATOMIC_RELAXED);
 	return st;
 }
 
@@ -535,3 +539,40 @@ RT_LAUNCH(cudaLaunchKernel_ptsz, 1)
 RT_LAUNCH_EX(cudaLaunchKernelExC, 0)
 RT_LAUNCH_EX(cudaLaunchKernelExC_ptsz, 1)
 #undef RT_LAUNCH_EX
+
+/* ---- graphs: counted only; the runtime's launch is not counted again in the driver's ---- */
+
+#define DRV_GRAPH(name)                                                                         \
+	VMMXP_EXPORT CUresult name(void *exec, CUstream stream)                                 \
+	{                                                                                       \
+		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+                                                                                                \
+		if (!real)                                                                      \
+			return CUDA_ENOTFOUND;                                                  \
+		if (watching())                                                                 \
+			count(&n_graphs, 1);                                                    \
+		return real(exec, stream);                                                      \
+	}
+DRV_GRAPH(cuGraphLaunch)
+DRV_GRAPH(cuGraphLaunch_ptsz)
+#undef DRV_GRAPH
+
+#define RT_GRAPH(name)                                                                          \
+	VMMXP_EXPORT cudaError_t name(void *exec, CUstream stream)                              \
+	{                                                                                       \
+		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+		cudaError_t r;                                                                  \
+                                                                                                \
+		if (!real)                                                                      \
+			return RT_ENOTFOUND;                                                    \
+		if (!watching())                                                                \
+			return real(exec, stream);                                              \
+		count(&n_graphs, 1);                                                            \
+		in_launch++;                                                                    \
+		r = real(exec, stream);                                                         \
+		in_launch--;                                                                    \
+		return r;                                                                       \
+	}
+RT_GRAPH(cudaGraphLaunch)
+RT_GRAPH(cudaGraphLaunch_ptsz)
+#undef RT_GRAPH

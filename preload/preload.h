@@ -104,7 +104,11 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cudaLaunchKernel)                                                                \
 	X(cudaLaunchKernel_ptsz)                                                           \
 	X(cudaLaunchKernelExC)                                                             \
-	X(cudaLaunchKernelExC_ptsz)
+	X(cudaLaunchKernelExC_ptsz)                                                        \
+	X(cuGraphLaunch)                                                                   \
+	X(cuGraphLaunch_ptsz)                                                              \
+	X(cudaGraphLaunch)                                                                 \
+	X(cudaGraphLaunch_ptsz)
 
 #define VMMXP_HELPERS(X)                                                                   \
 	X(cudaGetDevice)                                                                   \
@@ -250,6 +254,11 @@ VMMXP_EXPORT cudaError_t cudaLaunchKernelExC(const struct vmmxp_rt_config *confi
 					     const void *func, void **args);
 VMMXP_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const struct vmmxp_rt_config *config,
 						  const void *func, void **args);
+/* graph launches: counted, not read (their kernels' parameters were given at capture) */
+VMMXP_EXPORT CUresult cuGraphLaunch(void *exec, CUstream stream);
+VMMXP_EXPORT CUresult cuGraphLaunch_ptsz(void *exec, CUstream stream);
+VMMXP_EXPORT cudaError_t cudaGraphLaunch(void *exec, CUstream stream);
+VMMXP_EXPORT cudaError_t cudaGraphLaunch_ptsz(void *exec, CUstream stream);
 /* helpers, called only (CUDA 12.3 and 12.4 on; absent from older drivers) */
 VMMXP_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
 VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset,
@@ -376,6 +385,7 @@ struct vmmxp_launch_stats {
 	uint64_t named;            /* distinct libvmmx chunks named, summed over launches */
 	uint64_t named_host;       /* ... of them in host memory at launch */
 	uint64_t spilled_launches; /* launches that named at least one chunk in host memory */
+	uint64_t graphs;           /* graph launches (cuGraphLaunch, cudaGraphLaunch), not read */
 };
 
 struct vmmxp_launch_stats vmmxp_launch_stats(void);

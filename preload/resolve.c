@@ -266,7 +266,7 @@ int vmmxp_launch_on(void)
 
 int vmmxp_fn_is_launch(int fn)
 {
-	return fn >= VMMXP_FN_cuLaunchKernel && fn <= VMMXP_FN_cudaLaunchKernelExC_ptsz;
+	return fn >= VMMXP_FN_cuLaunchKernel && fn <= VMMXP_FN_cudaGraphLaunch_ptsz;
 }
 
 static int fn_find(const char *name)
@@ -475,6 +475,7 @@ static const struct proc_entry proc_table[] = {
 	{ "cuLaunchKernelEx", 0, FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), -1 },
 	{ "cuLaunchCooperativeKernel", 0, FN(cuLaunchCooperativeKernel),
 	  FN(cuLaunchCooperativeKernel_ptsz), -1 },
+	{ "cuGraphLaunch", 0, FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz), -1 },
 	{ "cuFuncGetParamInfo", 0, FN(cuFuncGetParamInfo), -1, -1 },
 	{ "cuKernelGetParamInfo", 0, FN(cuKernelGetParamInfo), -1, -1 },
 	{ "cuFuncGetName", 0, FN(cuFuncGetName), -1, -1 },

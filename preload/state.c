@@ -538,7 +538,8 @@ static void report_launches(FILE *out)
 	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
 		fprintf(out, "%s %s %llu", a ? "," : "", vmmxp_launch_api_name(a),
 			(unsigned long long)ls.launches[a]);
-	fprintf(out, "; without a parameter layout %llu\n", (unsigned long long)(ls.unread + ls.uncached));
+	fprintf(out, "; without a parameter layout %llu; graph launches (not read) %llu\n",
+		(unsigned long long)(ls.unread + ls.uncached), (unsigned long long)ls.graphs);
 	fprintf(out, "    chunks named   %llu, %llu of them in host memory; %llu launches read spilled "
 		     "memory\n",
 		(unsigned long long)ls.named, (unsigned long long)ls.named_host,

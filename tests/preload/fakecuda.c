@@ -193,6 +193,11 @@ int cudaLaunchKernel_ptsz(const void *func, struct fake_dim3 grid, struct fake_d
 int cudaLaunchKernelExC(const void *config, const void *func, void **args) { return fake_launch(__func__, func, ((const struct fake_rt_config *)config)->stream, args, NULL); }
 int cudaLaunchKernelExC_ptsz(const void *config, const void *func, void **args) { return fake_launch(__func__, func, ((const struct fake_rt_config *)config)->stream, args, NULL); }
 
+int cuGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+int cuGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+int cudaGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+
 /* CUDA_ERROR_INVALID_VALUE past the last parameter, and for a handle of the other kind. */
 static int param_info(const struct fake_kernel *k, int want_kernel, size_t i, size_t *off, size_t *size)
 {
@@ -271,6 +276,7 @@ static const struct proc procs[] = {
 	{ "cuLaunchKernel", 0, (void *)cuLaunchKernel, NULL, (void *)cuLaunchKernel_ptsz },
 	{ "cuLaunchCooperativeKernel", 0, (void *)cuLaunchCooperativeKernel, NULL,
 	  (void *)cuLaunchCooperativeKernel_ptsz },
+	{ "cuGraphLaunch", 0, (void *)cuGraphLaunch, NULL, (void *)cuGraphLaunch_ptsz },
 	{ "cuFuncGetParamInfo", 0, (void *)cuFuncGetParamInfo, NULL, NULL },
 	{ "cuKernelGetParamInfo", 0, (void *)cuKernelGetParamInfo, NULL, NULL },
 	{ "cuFuncGetName", 0, (void *)cuFuncGetName, NULL, NULL },

@@ -183,6 +183,11 @@ int cudaLaunchKernel_ptsz(const void *func, struct fake_dim3 grid, struct fake_d
 			  void **args, size_t shared, void *s);
 int cudaLaunchKernelExC(const void *config, const void *func, void **args);
 int cudaLaunchKernelExC_ptsz(const void *config, const void *func, void **args);
+/* Graph launches: logged with the executable graph as the function, no parameters. */
+int cuGraphLaunch(void *exec, void *s);
+int cuGraphLaunch_ptsz(void *exec, void *s);
+int cudaGraphLaunch(void *exec, void *s);
+int cudaGraphLaunch_ptsz(void *exec, void *s);
 int cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size);
 int cuKernelGetParamInfo(void *k, size_t i, size_t *off, size_t *size);
 int cuFuncGetName(const char **name, void *f);

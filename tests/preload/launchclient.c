@@ -8,7 +8,8 @@
  * launches, one through each entry point (and _ptsz form), with pointers
  * passed plainly, interior pointers, pointers inside a by-value struct, a
  * packed "extra" buffer, a kernel handed as a CUkernel, a kernel whose
- * layout the driver does not give, and an address libvmmx does not map.
+ * layout the driver does not give, an address libvmmx does not map, and
+ * two graph launches.
  * This program checks that every launch reaches the fake driver unchanged
  * (function, stream, parameter array); launches.sh checks what the
  * interposer counted (--report) and recorded (--trace).
@@ -183,6 +184,15 @@ static int launches(void)
 		reached("cuLaunchKernel", &k3, STREAM, params, NULL);
 		is_int(0, cuLaunchKernel_ptsz(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, params2, NULL),
 		       "cuLaunchKernel_ptsz(k1, 7, n, 7): no pointer at all");
+	}
+	/* 10: graph launches: passed on, counted, not read */
+	{
+		static int exec;
+
+		is_int(0, cuGraphLaunch(&exec, STREAM), "cuGraphLaunch");
+		reached("cuGraphLaunch", &exec, STREAM, NULL, NULL);
+		is_int(0, cudaGraphLaunch_ptsz(&exec, STREAM), "cudaGraphLaunch_ptsz");
+		reached("cudaGraphLaunch_ptsz", &exec, STREAM, NULL, NULL);
 	}
 	/* A launch's error is the driver's own. */
 	is_int(1, cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, NULL),
