@@ -62,8 +62,13 @@
 #define CACHE_SLOTS 16384
 /* The most parameters asked for: CUDA's parameter space is 32764 bytes (4-byte ones). */
 #define MAX_PARAMS 8192
-/* Distinct chunks one launch's record keeps; more are counted, not listed. */
-#define MAX_NAMED 64
+/*
+ * Distinct chunks one launch keeps (the same chunk named twice counts once);
+ * past them, a chunk may count more than once.  The trace lists the first
+ * TRACE_CHUNKS (a record stays under 8 KiB).
+ */
+#define MAX_NAMED 256
+#define TRACE_CHUNKS 64
 /* Values below a page are never addresses: sizes, flags, counts. */
 #define MIN_ADDR 4096
 /* extra's keys (cuda.h) */
@@ -209,7 +214,7 @@ out:
 	return l;
 }
 
-/* What one launch named: distinct chunks, those listed first MAX_NAMED. */
+/* What one launch named: the first MAX_NAMED distinct chunks kept, all counted. */
 struct named {
 	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
 	int nctx;
@@ -357,7 +362,7 @@ static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUst
 			      "\",\"stream\":\"%p\",\"params\":%d,\"chunks_named\":%zu,"
 			      "\"chunks_host\":%zu,\"chunks\":[",
 			      stream, l ? l->nparams : -1, nm->total, nm->host);
-	for (size_t i = 0; i < nm->n && n + 128 < room; i++)
+	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
 		n += (size_t)snprintf(line + n, room - n,
 				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\"}",
 				      i ? "," : "", nm->chunk[i].base, nm->chunk[i].size,

@@ -14,6 +14,10 @@
  * (function, stream, parameter array); launches.sh checks what the
  * interposer counted (--report) and recorded (--trace).
  *
+ * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
+ * once, 2000 launches each.  Mode "bench N" (not a test): nanoseconds per
+ * launch, to compare with and without vmmx-run --launches.
+ *
  * Mode "lookups": the launch entry points found through cuGetProcAddress and
  * dlsym are the interposer's when launches are watched (VMMX_RUN_LAUNCHES
  * set) and the driver's own when not.
@@ -21,9 +25,11 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/preload/fakecuda.h"
 #include "tests/tap/basic.h"
@@ -203,6 +209,72 @@ static int launches(void)
 	return tap_done();
 }
 
+#define THREADS 4
+#define THREAD_LAUNCHES 2000
+#define THREAD_KERNELS 32
+
+static struct fake_kernel tk[THREAD_KERNELS];
+static void *ta, *tb;
+
+/* Launches of THREAD_KERNELS kernels, new to the layout cache, from every thread at once. */
+static void *launcher(void *arg)
+{
+	void *params[] = { &ta, &tb };
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < THREAD_LAUNCHES; i++)
+		bad += cuLaunchKernel(&tk[i % THREAD_KERNELS], 1, 1, 1, 32, 1, 1, 0, NULL, params,
+				      NULL) != 0;
+	return (void *)bad;
+}
+
+static int threads(void)
+{
+	pthread_t t[THREADS];
+	long bad = 0;
+
+	plan_lazy();
+	for (int k = 0; k < THREAD_KERNELS; k++)
+		tk[k] = (struct fake_kernel){ "tk", 0, 0, 2, { 0, 8 }, { 8, 8 } };
+	is_int(0, cudaMalloc(&ta, 256 * MiB), "cudaMalloc 256 MiB (the device limit)");
+	is_int(0, cudaMalloc(&tb, 64 * MiB), "cudaMalloc 64 MiB (past it)");
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, launcher, NULL);
+	for (int i = 0; i < THREADS; i++) {
+		void *r;
+
+		pthread_join(t[i], &r);
+		bad += (long)r;
+	}
+	is_int(0, (int)bad, "%d threads x %d launches of %d kernels succeed", THREADS,
+	       THREAD_LAUNCHES, THREAD_KERNELS);
+	is_int(THREADS * THREAD_LAUNCHES, (int)fake_calls(FAKE_launch),
+	       "every launch reaches the driver once");
+	cudaFree(ta);
+	cudaFree(tb);
+	return tap_done();
+}
+
+/* Not a test: nanoseconds per cuLaunchKernel(k1, a, n, b), for a look at the watch's CPU cost. */
+static int bench(long n)
+{
+	void *a = NULL, *b = NULL;
+	int v = 7;
+	void *params[] = { &a, &v, &b };
+	struct timespec t0, t1;
+
+	if (cudaMalloc(&a, 256 * MiB) || cudaMalloc(&b, 64 * MiB))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < n; i++)
+		cuLaunchKernel(&k1, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("%.1f ns per launch\n",
+	       ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)n);
+	return 0;
+}
+
 /* cuGetProcAddress and dlsym hand back the interposer's launch when watching, else the driver's. */
 static int lookups(void)
 {
@@ -240,9 +312,13 @@ static int lookups(void)
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "bench"))
+		return bench(atol(argv[2]));
 	if (!getenv("LD_PRELOAD"))
 		skip_all("not under vmmx-run (launches.sh runs this)");
 	if (argc > 1 && !strcmp(argv[1], "lookups"))
 		return lookups();
+	if (argc > 1 && !strcmp(argv[1], "threads"))
+		return threads();
 	return launches();
 }

@@ -54,6 +54,15 @@ check $st "without --launches every launch reaches the driver unchanged ($(grep 
 grep -q 'launches  *not watched' "$tmp/rep0"
 check $? "--report says launches were not watched"
 
+# Many threads launching kernels new to the layout cache at once: every launch counted once.
+"$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap3" && st=1
+grep -q 'launches  *8000 watched: cuLaunchKernel 8000,' "$tmp/rep3" &&
+	grep -q 'chunks named  *16000, 8000 of them in host memory; 8000 launches read spilled memory$' "$tmp/rep3" || st=1
+check $st "4 threads launching 32 new kernels at once: 8000 launches, each counted once with its 2 chunks"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap3" "$tmp/rep3"
+
 # The lookup paths, watched and not.
 "$run" $opts --launches -- "$lc" lookups >"$tmp/tap1" 2>&1
 st=$?

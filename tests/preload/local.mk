@@ -33,7 +33,8 @@ check_PROGRAMS += %D%/dlclient
 # Kernel launches watched, counted and traced (launches.sh runs it).
 check_PROGRAMS += %D%/launchclient
 %C%_launchclient_SOURCES = %D%/launchclient.c tests/tap/basic.c tests/tap/basic.h
-%C%_launchclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la -ldl
+%C%_launchclient_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_launchclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la -ldl $(PTHREAD_LIBS)
 %C%_launchclient_LDFLAGS = $(AM_LDFLAGS) -no-install
 
 TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh
