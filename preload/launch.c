@@ -439,72 +439,29 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 	return api_names[api];
 }
 
-/* ---- driver ---- */
-
-#define DRV_LAUNCH(name, ptsz)                                                                  \
-	VMMXP_EXPORT CUresult name(CUfunction f, unsigned int gx, unsigned int gy,               \
-				   unsigned int gz, unsigned int bx, unsigned int by,            \
-				   unsigned int bz, unsigned int shared, CUstream stream,        \
-				   void **params, void **extra)                                  \
+/*
+ * The hooks.  DRV_HOOK: the driver's @name(@params), whose real call is
+ * @name@args; when launches are watched, @watched runs first.  RT_HOOK: the
+ * runtime's, likewise, and the real call then runs with the thread marked,
+ * so that the driver's launch inside it is not watched again.
+ */
+#define DRV_HOOK(name, params, args, watched)                                                   \
+	VMMXP_EXPORT CUresult name params                                                       \
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
                                                                                                 \
 		if (!real)                                                                      \
 			return CUDA_ENOTFOUND;                                                  \
 		if (watching())                                                                 \
-			watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, ptsz), params,   \
-			      extra);                                                           \
-		return real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);          \
+			watched;                                                                \
+		return real args;                                                               \
 	}
-DRV_LAUNCH(cuLaunchKernel, 0)
-DRV_LAUNCH(cuLaunchKernel_ptsz, 1)
-#undef DRV_LAUNCH
-
-#define DRV_LAUNCH_EX(name, ptsz)                                                               \
-	VMMXP_EXPORT CUresult name(const struct vmmxp_cu_config *config, CUfunction f,           \
-				   void **params, void **extra)                                  \
-	{                                                                                       \
-		__typeof__(&name) real = VMMXP_REAL(name);                                      \
-                                                                                                \
-		if (!real)                                                                      \
-			return CUDA_ENOTFOUND;                                                  \
-		if (config && watching())                                                       \
-			watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC,                                  \
-			      drv_stream(config->stream, ptsz), params, extra);                 \
-		return real(config, f, params, extra);                                          \
-	}
-DRV_LAUNCH_EX(cuLaunchKernelEx, 0)
-DRV_LAUNCH_EX(cuLaunchKernelEx_ptsz, 1)
-#undef DRV_LAUNCH_EX
-
-#define DRV_LAUNCH_COOP(name, ptsz)                                                             \
-	VMMXP_EXPORT CUresult name(CUfunction f, unsigned int gx, unsigned int gy,               \
-				   unsigned int gz, unsigned int bx, unsigned int by,            \
-				   unsigned int bz, unsigned int shared, CUstream stream,        \
-				   void **params)                                                \
-	{                                                                                       \
-		__typeof__(&name) real = VMMXP_REAL(name);                                      \
-                                                                                                \
-		if (!real)                                                                      \
-			return CUDA_ENOTFOUND;                                                  \
-		if (watching())                                                                 \
-			watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, ptsz),      \
-			      params, NULL);                                                    \
-		return real(f, gx, gy, gz, bx, by, bz, shared, stream, params);                 \
-	}
-DRV_LAUNCH_COOP(cuLaunchCooperativeKernel, 0)
-DRV_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, 1)
-#undef DRV_LAUNCH_COOP
-
-/* ---- runtime: watched here, then marked so that the driver's launch inside is not ---- */
 
 /* cudaErrorSymbolNotFound: the runtime's entry point is not there. */
 #define RT_ENOTFOUND 500
 
-#define RT_LAUNCH(name, ptsz)                                                                   \
-	VMMXP_EXPORT cudaError_t name(const void *func, struct vmmxp_dim3 grid,                  \
-				      struct vmmxp_dim3 block, void **args, size_t shared,       \
-				      CUstream stream)                                           \
+#define RT_HOOK(name, params, args, watched)                                                    \
+	VMMXP_EXPORT cudaError_t name params                                                    \
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
 		cudaError_t r;                                                                  \
@@ -512,72 +469,64 @@ DRV_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, 1)
 		if (!real)                                                                      \
 			return RT_ENOTFOUND;                                                    \
 		if (!watching())                                                                \
-			return real(func, grid, block, args, shared, stream);                   \
-		watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, ptsz), args, NULL);   \
+			return real args;                                                       \
+		watched;                                                                        \
 		in_launch++;                                                                    \
-		r = real(func, grid, block, args, shared, stream);                              \
+		r = real args;                                                                  \
 		in_launch--;                                                                    \
 		return r;                                                                       \
 	}
-RT_LAUNCH(cudaLaunchKernel, 0)
-RT_LAUNCH(cudaLaunchKernel_ptsz, 1)
-#undef RT_LAUNCH
 
-#define RT_LAUNCH_EX(name, ptsz)                                                                \
-	VMMXP_EXPORT cudaError_t name(const struct vmmxp_rt_config *config, const void *func,    \
-				      void **args)                                               \
-	{                                                                                       \
-		__typeof__(&name) real = VMMXP_REAL(name);                                      \
-		cudaError_t r;                                                                  \
-                                                                                                \
-		if (!real)                                                                      \
-			return RT_ENOTFOUND;                                                    \
-		if (!config || !watching())                                                     \
-			return real(config, func, args);                                        \
-		watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, ptsz),     \
-		      args, NULL);                                                              \
-		in_launch++;                                                                    \
-		r = real(config, func, args);                                                   \
-		in_launch--;                                                                    \
-		return r;                                                                       \
-	}
-RT_LAUNCH_EX(cudaLaunchKernelExC, 0)
-RT_LAUNCH_EX(cudaLaunchKernelExC_ptsz, 1)
-#undef RT_LAUNCH_EX
+#define LAUNCH_PARAMS                                                                           \
+	(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
+	 unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params, \
+	 void **extra)
+#define LAUNCH_ARGS (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+DRV_HOOK(cuLaunchKernel, LAUNCH_PARAMS, LAUNCH_ARGS,
+	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 0), params, extra))
+DRV_HOOK(cuLaunchKernel_ptsz, LAUNCH_PARAMS, LAUNCH_ARGS,
+	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 1), params, extra))
 
-/* ---- graphs: counted only; the runtime's launch is not counted again in the driver's ---- */
+#define EX_PARAMS (const struct vmmxp_cu_config *config, CUfunction f, void **params, void **extra)
+#define EX_ARGS (config, f, params, extra)
+DRV_HOOK(cuLaunchKernelEx, EX_PARAMS, EX_ARGS,
+	 if (config) watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 0),
+			   params, extra))
+DRV_HOOK(cuLaunchKernelEx_ptsz, EX_PARAMS, EX_ARGS,
+	 if (config) watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 1),
+			   params, extra))
 
-#define DRV_GRAPH(name)                                                                         \
-	VMMXP_EXPORT CUresult name(void *exec, CUstream stream)                                 \
-	{                                                                                       \
-		__typeof__(&name) real = VMMXP_REAL(name);                                      \
-                                                                                                \
-		if (!real)                                                                      \
-			return CUDA_ENOTFOUND;                                                  \
-		if (watching())                                                                 \
-			count(&n_graphs, 1);                                                    \
-		return real(exec, stream);                                                      \
-	}
-DRV_GRAPH(cuGraphLaunch)
-DRV_GRAPH(cuGraphLaunch_ptsz)
-#undef DRV_GRAPH
+#define COOP_PARAMS                                                                             \
+	(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
+	 unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params)
+#define COOP_ARGS (f, gx, gy, gz, bx, by, bz, shared, stream, params)
+DRV_HOOK(cuLaunchCooperativeKernel, COOP_PARAMS, COOP_ARGS,
+	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 0), params, NULL))
+DRV_HOOK(cuLaunchCooperativeKernel_ptsz, COOP_PARAMS, COOP_ARGS,
+	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 1), params, NULL))
 
-#define RT_GRAPH(name)                                                                          \
-	VMMXP_EXPORT cudaError_t name(void *exec, CUstream stream)                              \
-	{                                                                                       \
-		__typeof__(&name) real = VMMXP_REAL(name);                                      \
-		cudaError_t r;                                                                  \
-                                                                                                \
-		if (!real)                                                                      \
-			return RT_ENOTFOUND;                                                    \
-		if (!watching())                                                                \
-			return real(exec, stream);                                              \
-		count(&n_graphs, 1);                                                            \
-		in_launch++;                                                                    \
-		r = real(exec, stream);                                                         \
-		in_launch--;                                                                    \
-		return r;                                                                       \
-	}
-RT_GRAPH(cudaGraphLaunch)
-RT_GRAPH(cudaGraphLaunch_ptsz)
-#undef RT_GRAPH
+#define RT_PARAMS                                                                               \
+	(const void *func, struct vmmxp_dim3 grid, struct vmmxp_dim3 block, void **args,        \
+	 size_t shared, CUstream stream)
+#define RT_ARGS (func, grid, block, args, shared, stream)
+RT_HOOK(cudaLaunchKernel, RT_PARAMS, RT_ARGS,
+	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 0), args, NULL))
+RT_HOOK(cudaLaunchKernel_ptsz, RT_PARAMS, RT_ARGS,
+	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 1), args, NULL))
+
+#define RT_EX_PARAMS (const struct vmmxp_rt_config *config, const void *func, void **args)
+#define RT_EX_ARGS (config, func, args)
+RT_HOOK(cudaLaunchKernelExC, RT_EX_PARAMS, RT_EX_ARGS,
+	if (config) watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 0),
+			  args, NULL))
+RT_HOOK(cudaLaunchKernelExC_ptsz, RT_EX_PARAMS, RT_EX_ARGS,
+	if (config) watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1),
+			  args, NULL))
+
+/* Graphs: counted only (their kernels' parameters were given at capture). */
+#define GRAPH_PARAMS (void *exec, CUstream stream)
+#define GRAPH_ARGS (exec, stream)
+DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
+DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
+RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
+RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))

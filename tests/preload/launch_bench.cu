@@ -19,7 +19,8 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "bench_time.h"
 
 #define BATCH 256
 
@@ -30,21 +31,6 @@ struct eight {
 __global__ void k0(void) {}
 __global__ void k4(float *a, float *b, float *c, float *d) {}
 __global__ void k8(struct eight e) {}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 enum which { RT0, RT4, RT8, DRV0, DRV4, DRV8 };
 

@@ -41,7 +41,7 @@ TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh
 EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/env.sh \
 	%D%/fakecuda.map
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
-EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_bench.cu %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
+EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_bench.cu %D%/bench_time.h %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
 # Unmodified JAX, Triton and numba-cuda past a device limit, and numba-cuda's
 # own driver tests, on the GPU machine from a built tree (docs/PRELOAD.md).
 EXTRA_DIST += %D%/frameworks.sh %D%/numba_suite.sh %D%/frameworks/common.py \
