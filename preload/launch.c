@@ -24,7 +24,9 @@
  *    context (lock-free); an interior pointer maps to its chunk; the
  *    distinct chunks a launch names are counted, those in host memory
  *    apart, for the report, and written to the trace (--trace) with their
- *    location at launch.
+ *    location at launch;
+ *  - the launch's signature (kernel and chunks) goes to the cycle learner
+ *    (cycle.c), which says where in the step the launch falls.
  * A kernel whose layout the driver cannot give (a driver older than 12.4,
  * a handle it does not know) is counted and passed on unread: without the
  * number of parameters, the kernelParams array cannot be read safely.
@@ -340,7 +342,7 @@ static void put_escaped(char *line, size_t room, size_t *n, const char *s)
  * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0"},...]}
  */
 static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUstream stream,
-			 const struct named *nm)
+			 const struct named *nm, long at)
 {
 	char line[8192], loc[32];
 	size_t n = 0, room = sizeof(line);
@@ -359,9 +361,9 @@ static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUst
 	n = (size_t)w;
 	put_escaped(line, room - 512, &n, l && l->name[0] ? l->name : "?");
 	n += (size_t)snprintf(line + n, room - n,
-			      "\",\"stream\":\"%p\",\"params\":%d,\"chunks_named\":%zu,"
-			      "\"chunks_host\":%zu,\"chunks\":[",
-			      stream, l ? l->nparams : -1, nm->total, nm->host);
+			      "\",\"stream\":\"%p\",\"params\":%d,\"cycle_pos\":%ld,"
+			      "\"chunks_named\":%zu,\"chunks_host\":%zu,\"chunks\":[",
+			      stream, l ? l->nparams : -1, at, nm->total, nm->host);
 	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
 		n += (size_t)snprintf(line + n, room - n,
 				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\"}",
@@ -373,6 +375,18 @@ static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUst
 	trace_write(line, n);
 }
 
+/* A launch's signature for the cycle: its kernel, then the chunks it named, in order (FNV-1a). */
+static uint64_t signature(const void *key, enum key_kind kind, const struct named *nm)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = (h ^ (uint64_t)(uintptr_t)key) * 0x100000001b3ull;
+	h = (h ^ (uint64_t)kind) * 0x100000001b3ull;
+	for (size_t i = 0; i < nm->n; i++)
+		h = (h ^ (uint64_t)(uintptr_t)nm->chunk[i].base) * 0x100000001b3ull;
+	return h;
+}
+
 /*
  * Watch one launch of @key (@kind) on @stream, whose parameters are
  * @params (an array of pointers to each) or @extra; the caller passes it on.
@@ -382,6 +396,7 @@ static void watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind
 {
 	const struct layout *l;
 	struct named nm;
+	long at;
 
 	vmmxp_depth(1);
 	count(&n_launch[api], 1);
@@ -399,13 +414,14 @@ static void watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind
 	} else if (params && l && l->nparams < 0) {
 		count(&n_unread, 1);
 	}
+	at = vmmxp_cycle_note(signature(key, kind, &nm));
 	count(&n_named, nm.total);
 	count(&n_named_host, nm.host);
 	if (nm.host)
 		count(&n_spilled_launch, 1);
 	pthread_once(&trace_once, trace_open);
 	if (trace_fd >= 0)
-		trace_launch(api, l, stream, &nm);
+		trace_launch(api, l, stream, &nm, at);
 	vmmxp_depth(-1);
 }
 

@@ -389,6 +389,25 @@ struct vmmxp_launch_stats {
 };
 
 struct vmmxp_launch_stats vmmxp_launch_stats(void);
+
+/* ---- the launch cycle (cycle.c) ---- */
+
+struct vmmxp_cycle_stats {
+	uint64_t learned;       /* cycles learned */
+	uint64_t dropped;       /* ... dropped when a launch was not the one expected */
+	uint64_t last_len;      /* launches in the last cycle learned */
+	uint64_t in_cycle;      /* launches that fell where a known cycle expected them */
+	uint64_t overflows;     /* first passes too long to learn */
+};
+
+/*
+ * vmmxp_cycle_note() - one launch, by its signature (kernel and chunks named).
+ * Return: its position in the known cycle, or -1 when none is known (or it
+ * just broke one).
+ * Context: any thread; takes the cycle's mutex.
+ */
+long vmmxp_cycle_note(uint64_t sig);
+struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
 const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);
 
 #endif /* VMMX_PRELOAD_H */

@@ -526,6 +526,7 @@ static const char *kind_name(enum vmmxp_kind k)
 static void report_launches(FILE *out)
 {
 	struct vmmxp_launch_stats ls = vmmxp_launch_stats();
+	struct vmmxp_cycle_stats cs = vmmxp_cycle_stats();
 	uint64_t total = 0;
 
 	if (!vmmxp_launch_on()) {
@@ -544,6 +545,10 @@ static void report_launches(FILE *out)
 		     "memory\n",
 		(unsigned long long)ls.named, (unsigned long long)ls.named_host,
 		(unsigned long long)ls.spilled_launches);
+	fprintf(out, "    cycle          learned %llu times (the last %llu launches long), dropped %llu "
+		     "times when the order changed; %llu launches where a known cycle expected them\n",
+		(unsigned long long)cs.learned, (unsigned long long)cs.last_len,
+		(unsigned long long)cs.dropped, (unsigned long long)cs.in_cycle);
 }
 
 static void report(void)

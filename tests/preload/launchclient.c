@@ -14,6 +14,7 @@
  * (function, stream, parameter array); launches.sh checks what the
  * interposer counted (--report) and recorded (--trace).
  *
+ * Mode "cycle": a step of three launches repeated, then in another order.
  * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
  * once, 2000 launches each.  Mode "bench N" (not a test): nanoseconds per
  * launch, to compare with and without vmmx-run --launches.
@@ -209,6 +210,33 @@ static int launches(void)
 	return tap_done();
 }
 
+/* A step of three launches, three times; then the order changes (B and C swap), three times. */
+static int cycle(void)
+{
+	static struct fake_kernel ka = { "ka", 0, 0, 1, { 0 }, { 8 } }, kb = { "kb", 0, 0, 1, { 0 }, { 8 } },
+				  kc = { "kc", 0, 0, 1, { 0 }, { 8 } };
+	void *a = NULL, *a2 = NULL, *b = NULL;
+	void *pa[] = { &a }, *pb[] = { &b }, *pc[] = { &a2 };
+	struct fake_kernel *k[2][3] = { { &ka, &kb, &kc }, { &ka, &kc, &kb } };
+	void **p[2][3] = { { pa, pb, pc }, { pa, pc, pb } };
+	int bad = 0;
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a");
+	is_int(0, cudaMalloc(&a2, 128 * MiB), "cudaMalloc a2");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b");
+	for (int order = 0; order < 2; order++)
+		for (int step = 0; step < 3; step++)
+			for (int i = 0; i < 3; i++)
+				bad += cuLaunchKernel(k[order][i], 1, 1, 1, 32, 1, 1, 0, NULL,
+						      p[order][i], NULL) != 0;
+	is_int(0, bad, "18 launches: 3 steps of (ka, kb, kc), then 3 of (ka, kc, kb)");
+	cudaFree(a);
+	cudaFree(a2);
+	cudaFree(b);
+	return tap_done();
+}
+
 #define THREADS 4
 #define THREAD_LAUNCHES 2000
 #define THREAD_KERNELS 32
@@ -320,5 +348,7 @@ int main(int argc, char **argv)
 		return lookups();
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return threads();
+	if (argc > 1 && !strcmp(argv[1], "cycle"))
+		return cycle();
 	return launches();
 }

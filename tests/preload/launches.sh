@@ -30,15 +30,15 @@ grep '"event":"launch"' "$tmp/trace" >"$tmp/launches"
 [ "$(wc -l <"$tmp/launches")" -eq 11 ]
 check $? "--trace writes one launch record per launch"
 l() { sed -n "${1}p" "$tmp/launches"; }
-l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host"}\]}$'
+l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"cycle_pos":-1,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host"}\]}$'
 check $? "a launch record: kernel name, stream, parameters, and each chunk named with its base, size and location"
 l 2 | grep -q '"stream":"0x2",.*"chunks_named":2,"chunks_host":1'
 check $? "a _ptsz launch on stream 0 is recorded on the per-thread stream (0x2)"
 l 3 | grep -q '"api":"cuLaunchKernelEx","kernel":"k2_struct",.*"chunks_named":2,"chunks_host":1'
 check $? "pointers inside a by-value struct are named"
-l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5eed","params":1,"chunks_named":1,"chunks_host":1'
+l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5eed","params":1,"cycle_pos":-1,"chunks_named":1,"chunks_host":1'
 check $? "the runtime's launch of a CUkernel: its layout and name from cuKernelGetParamInfo and cuKernelGetName"
-l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"chunks_named":0'
+l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"cycle_pos":-1,"chunks_named":0'
 check $? "a kernel without a layout is recorded, nothing read"
 b1=$(l 1 | sed 's/.*"loc":"device:0"},{"base":"\(0x[0-9a-f]*\)".*/\1/')
 l 7 | grep -q "\"base\":\"$b1\""
@@ -53,6 +53,19 @@ grep -q '^not ok' "$tmp/tap0" && st=1
 check $st "without --launches every launch reaches the driver unchanged ($(grep -c '^ok' "$tmp/tap0") checks)"
 grep -q 'launches  *not watched' "$tmp/rep0"
 check $? "--report says launches were not watched"
+
+# The cycle: learned at the first launch of the second step, dropped when the
+# order changes, learned again (rotated) once the new order has come round.
+"$run" $opts --launches --report-file "$tmp/rep4" --trace "$tmp/trace4" -- "$lc" cycle >"$tmp/tap4" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap4" && st=1
+check $st "the cycle client runs its 18 launches"
+grep -q 'cycle  *learned 2 times (the last 3 launches long), dropped 1 times when the order changed; 12 launches where a known cycle expected them$' "$tmp/rep4"
+check $? "--report: a cycle of 3 launches learned, dropped when the order changed, learned again; 12 launches fell where it expected"
+pos=$(sed -n 's/.*"event":"launch".*"cycle_pos":\(-\{0,1\}[0-9]*\).*/\1/p' "$tmp/trace4" | tr '\n' ' ')
+[ "$pos" = "-1 -1 -1 0 1 2 0 1 2 0 -1 -1 -1 0 1 2 0 1 " ]
+check $? "--trace gives each launch's place in the cycle, -1 outside one (got: $pos)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap4" "$tmp/rep4"
 
 # Many threads launching kernels new to the layout cache at once: every launch counted once.
 "$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1
