@@ -86,3 +86,13 @@ struct vmmxp_cycle_stats vmmxp_cycle_stats(void)
 	pthread_mutex_unlock(&lock);
 	return s;
 }
+
+uint64_t vmmxp_cycle_len(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&lock);
+	n = cycle_len;
+	pthread_mutex_unlock(&lock);
+	return n;
+}

@@ -69,7 +69,7 @@
  * past them, a chunk may count more than once.  The trace lists the first
  * TRACE_CHUNKS (a record stays under 8 KiB).
  */
-#define MAX_NAMED 256
+#define MAX_NAMED VMMXP_PLACE_MAX
 #define TRACE_CHUNKS 64
 /* Values below a page are never addresses: sizes, flags, counts. */
 #define MIN_ADDR 4096
@@ -221,6 +221,7 @@ struct named {
 	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
 	int nctx;
 	struct vmmx_chunk_info chunk[MAX_NAMED];
+	struct vmmx_ctx *chunk_ctx[MAX_NAMED]; /* the context that maps each */
 	size_t n, total, host;
 };
 
@@ -239,8 +240,10 @@ static void name_word(struct named *nm, uint64_t w)
 		nm->total++;
 		if (ci.loc.kind != VMMX_LOC_DEVICE)
 			nm->host++;
-		if (nm->n < MAX_NAMED)
+		if (nm->n < MAX_NAMED) {
+			nm->chunk_ctx[nm->n] = nm->ctx[c];
 			nm->chunk[nm->n++] = ci;
+		}
 		return;
 	}
 }
@@ -389,14 +392,17 @@ static uint64_t signature(const void *key, enum key_kind kind, const struct name
 
 /*
  * Watch one launch of @key (@kind) on @stream, whose parameters are
- * @params (an array of pointers to each) or @extra; the caller passes it on.
+ * @params (an array of pointers to each) or @extra; the caller passes it
+ * on.  Returns 1 when the placement lock is held (--placement launch): the
+ * caller calls vmmxp_place_done() once the launch is passed on.
  */
-static void watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind, CUstream stream,
+static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind, CUstream stream,
 		  void **params, void **extra)
 {
 	const struct layout *l;
 	struct named nm;
 	long at;
+	int held = 0;
 
 	vmmxp_depth(1);
 	count(&n_launch[api], 1);
@@ -422,7 +428,10 @@ static void watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind
 	pthread_once(&trace_once, trace_open);
 	if (trace_fd >= 0)
 		trace_launch(api, l, stream, &nm, at);
+	if (vmmxp_place_on())
+		held = vmmxp_place_launch(nm.chunk, nm.chunk_ctx, nm.n);
 	vmmxp_depth(-1);
+	return held;
 }
 
 static int watching(void)
@@ -457,7 +466,9 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 
 /*
  * The hooks.  DRV_HOOK: the driver's @name(@params), whose real call is
- * @name@args; when launches are watched, @watched runs first.  RT_HOOK: the
+ * @name@args; when launches are watched, @watched runs first, and when it
+ * returns 1 (the placement lock held) vmmxp_place_done() follows the real
+ * call.  RT_HOOK: the
  * runtime's, likewise, and the real call then runs with the thread marked,
  * so that the driver's launch inside it is not watched again.
  */
@@ -465,12 +476,17 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 	VMMXP_EXPORT CUresult name params                                                       \
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+		CUresult r;                                                                     \
+		int held = 0;                                                                   \
                                                                                                 \
 		if (!real)                                                                      \
 			return CUDA_ENOTFOUND;                                                  \
 		if (watching())                                                                 \
-			watched;                                                                \
-		return real args;                                                               \
+			held = (watched);                                                       \
+		r = real args;                                                                  \
+		if (held)                                                                       \
+			vmmxp_place_done();                                                     \
+		return r;                                                                       \
 	}
 
 /* cudaErrorSymbolNotFound: the runtime's entry point is not there. */
@@ -481,15 +497,18 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
 		cudaError_t r;                                                                  \
+		int held;                                                                       \
                                                                                                 \
 		if (!real)                                                                      \
 			return RT_ENOTFOUND;                                                    \
 		if (!watching())                                                                \
 			return real args;                                                       \
-		watched;                                                                        \
+		held = (watched);                                                               \
 		in_launch++;                                                                    \
 		r = real args;                                                                  \
 		in_launch--;                                                                    \
+		if (held)                                                                       \
+			vmmxp_place_done();                                                     \
 		return r;                                                                       \
 	}
 
@@ -506,11 +525,11 @@ DRV_HOOK(cuLaunchKernel_ptsz, LAUNCH_PARAMS, LAUNCH_ARGS,
 #define EX_PARAMS (const struct vmmxp_cu_config *config, CUfunction f, void **params, void **extra)
 #define EX_ARGS (config, f, params, extra)
 DRV_HOOK(cuLaunchKernelEx, EX_PARAMS, EX_ARGS,
-	 if (config) watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 0),
-			   params, extra))
+	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 0), params,
+			extra) : 0)
 DRV_HOOK(cuLaunchKernelEx_ptsz, EX_PARAMS, EX_ARGS,
-	 if (config) watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 1),
-			   params, extra))
+	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 1), params,
+			extra) : 0)
 
 #define COOP_PARAMS                                                                             \
 	(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
@@ -533,16 +552,16 @@ RT_HOOK(cudaLaunchKernel_ptsz, RT_PARAMS, RT_ARGS,
 #define RT_EX_PARAMS (const struct vmmxp_rt_config *config, const void *func, void **args)
 #define RT_EX_ARGS (config, func, args)
 RT_HOOK(cudaLaunchKernelExC, RT_EX_PARAMS, RT_EX_ARGS,
-	if (config) watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 0),
-			  args, NULL))
+	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 0), args,
+		       NULL) : 0)
 RT_HOOK(cudaLaunchKernelExC_ptsz, RT_EX_PARAMS, RT_EX_ARGS,
-	if (config) watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1),
-			  args, NULL))
+	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1), args,
+		       NULL) : 0)
 
 /* Graphs: counted only (their kernels' parameters were given at capture). */
 #define GRAPH_PARAMS (void *exec, CUstream stream)
 #define GRAPH_ARGS (exec, stream)
-DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
-DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
-RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
-RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, count(&n_graphs, 1))
+DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))

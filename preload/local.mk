@@ -8,6 +8,7 @@ lib_LTLIBRARIES += %D%/libvmmx-preload.la
 	%D%/hooks.c \
 	%D%/launch.c \
 	%D%/cycle.c \
+	%D%/place.c \
 	%D%/state.c
 %C%_libvmmx_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(PTHREAD_CFLAGS)
 %C%_libvmmx_preload_la_LIBADD = %D%/libresolve.la lib/libvmmx.la $(PTHREAD_LIBS)

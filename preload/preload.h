@@ -358,8 +358,9 @@ int vmmxp_ctxs(struct vmmx_ctx **ctx, int max);
 
 /*
  * vmmxp_launch_on() (resolve.c) - whether launches are watched:
- * VMMX_RUN_LAUNCHES=1 (vmmx-run --launches) or a launch trace asked for
- * (VMMX_RUN_LAUNCH_TRACE, vmmx-run --trace).  Read once.  Off, the launch
+ * VMMX_RUN_LAUNCHES=1 (vmmx-run --launches), a launch trace asked for
+ * (VMMX_RUN_LAUNCH_TRACE, vmmx-run --trace) or placement by launches
+ * (VMMX_RUN_PLACEMENT=launch).  Read once.  Off, the launch
  * hooks call the real entry point at once and the lookups hand back the
  * real address.
  */
@@ -407,6 +408,37 @@ struct vmmxp_cycle_stats {
  * Context: any thread; takes the cycle's mutex.
  */
 long vmmxp_cycle_note(uint64_t sig);
+/* The known cycle's length in launches; 0 while none is known. */
+uint64_t vmmxp_cycle_len(void);
+
+/* ---- --placement launch (place.c) ---- */
+
+/* The most chunks of one launch placed (and kept by the watch, distinct). */
+#define VMMXP_PLACE_MAX 256
+
+struct vmmxp_place_stats {
+	uint64_t promoted, promoted_bytes;  /* chunks brought to the device before a launch */
+	uint64_t evicted, evicted_bytes;    /* chunks sent back to host memory for room */
+	uint64_t evicted_next_use;          /* ... chosen by next use, a cycle being known */
+	uint64_t evicted_lru;               /* ... chosen as the least recently named */
+	uint64_t no_room;                   /* chunks left in host memory: no victim */
+	uint64_t failed;                    /* moves that failed (the chunk stays where it was) */
+};
+
+/* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
+int vmmxp_place_on(void);
+/*
+ * vmmxp_place_launch() - place the @n chunks one launch names (@chunk, each
+ * of context @ctx[i]) before it is passed on.
+ * Return: 1: the placement lock is held; the caller passes the launch on,
+ * then calls vmmxp_place_done().
+ * Context: the thread inside libvmmx (vmmxp_depth()); may block (waits for
+ * the device, copies); calls the driver.
+ */
+int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+		       size_t n);
+void vmmxp_place_done(void);
+struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
 const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);
 

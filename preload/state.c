@@ -549,6 +549,19 @@ static void report_launches(FILE *out)
 		     "times when the order changed; %llu launches where a known cycle expected them\n",
 		(unsigned long long)cs.learned, (unsigned long long)cs.last_len,
 		(unsigned long long)cs.dropped, (unsigned long long)cs.in_cycle);
+	if (vmmxp_place_on()) {
+		struct vmmxp_place_stats ps = vmmxp_place_stats();
+		char b1[32], b2[32];
+
+		human(b1, sizeof(b1), ps.promoted_bytes);
+		human(b2, sizeof(b2), ps.evicted_bytes);
+		fprintf(out, "  placement        launch: %llu chunks brought to the device (%s), %llu sent "
+			     "back (%s: by next use %llu, least recently named %llu); left in host "
+			     "memory: no room %llu, failed moves %llu\n",
+			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.evicted, b2,
+			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
+			(unsigned long long)ps.no_room, (unsigned long long)ps.failed);
+	}
 }
 
 static void report(void)

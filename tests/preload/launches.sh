@@ -67,6 +67,37 @@ pos=$(sed -n 's/.*"event":"launch".*"cycle_pos":\(-\{0,1\}[0-9]*\).*/\1/p' "$tmp
 check $? "--trace gives each launch's place in the cycle, -1 outside one (got: $pos)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap4" "$tmp/rep4"
 
+# --placement launch: spilled chunks brought in before each launch, room made
+# by the least recently named, then, the cycle known, by the next use.
+"$run" $opts --placement launch --report-file "$tmp/rep5" -- "$lc" place >"$tmp/tap5" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap5" && st=1
+check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
+grep -q 'placement  *launch: 8 chunks brought to the device (512.0 MiB), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, failed moves 0$' "$tmp/rep5"
+check $? "--report: 8 chunks brought in, 8 sent back, 2 by least recent use (first step), 6 by next use"
+"$run" --placement bogus -- true 2>"$tmp/err"
+st=$?
+[ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
+check $? "vmmx-run --placement bogus is refused by name with exit 2"
+
+# The torture: one driver call failed in turn through the steps' moves
+# (copies, maps, handles, access, unmaps, syncs); the data survives every one.
+lost=0 landed=0 runs=0
+for f in copy:385 copy:388 copy:391 copy:394 create:7 create:9 create:12 map:7 map:9 map:12 \
+	set_access:8 set_access:11 unmap:1 unmap:3 unmap:6 sync:2 sync:5; do
+	VMMX_FAULT=$f "$run" $opts --placement launch --report-file "$tmp/rep6" -- "$lc" torture >"$tmp/out6" 2>&1
+	st=$?
+	runs=$((runs + 1))
+	grep -q 'DATA LOST' "$tmp/out6" && { lost=$((lost + 1)); echo "# $f: $(cat "$tmp/out6")"; }
+	[ $st -eq 0 ] || { lost=$((lost + 1)); echo "# $f: exit $st: $(cat "$tmp/out6")"; }
+	grep -q 'failed moves [1-9]' "$tmp/rep6" && landed=$((landed + 1))
+	rm -f "$tmp/rep6"
+done
+check $lost "the torture: $runs runs, each with one driver call failed; no data lost, every launch passed on"
+[ $landed -gt 0 ]
+check $? "the torture: the failure fell in a move in $landed of the runs"
+
 # Many threads launching kernels new to the layout cache at once: every launch counted once.
 "$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1
 st=$?

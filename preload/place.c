@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/*
+ * place.c - vmmx-run --placement launch: before a watched launch is passed
+ * on, the chunks it names that lie in host memory are brought to the
+ * device, under the same address (vmmx_prefetch()); when the device is
+ * full, a chunk that an earlier launch named is sent back to host memory
+ * to make room.
+ *
+ * The victim: never a chunk this launch names.  With a known launch cycle
+ * (cycle.c) of L launches, a chunk last named at launch s is next needed
+ * at about s + L (a step later; exact for a chunk named once per step),
+ * and the chunk needed furthest in the future goes (Belady); without a
+ * cycle, the least recently named one.  Only chunks some launch named are
+ * tracked, so memory no kernel was seen to use (activations of kernels
+ * not yet run, the program's own buffers) is never pushed out by this.
+ *
+ * Ordering, in this first version: before the first move of a launch the
+ * device is synchronised (vmmx_sync()), so no work queued on any stream,
+ * including work that reaches a chunk through a pointer the watch cannot
+ * see, still reads or writes what moves; the moves then complete before
+ * the launch is passed on.  The placement lock is held from the moves
+ * until the real launch returns (vmmxp_place_done()), so another thread's
+ * launch cannot slip in between the wait and the moves, nor between the
+ * moves and the launch they were made for.  Moves keep the data: each
+ * chunk moves whole or not at all (vmmx_buf_migrate()), and a move that
+ * fails leaves it where it was, to be read in place as before.
+ *
+ * Locking: lock over the table and counters; taken by vmmxp_place_launch()
+ * and released by vmmxp_place_done(), around the real launch.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "preload/preload.h"
+
+/* Chunks tracked: past this, new chunks are moved but never chosen as victims. */
+#define MAX_TRACKED 16384
+#define INDEX_SLOTS (2 * MAX_TRACKED)
+/* Victims tried for one chunk before it is left where it is. */
+#define MAX_EVICT 16
+
+struct tracked {
+	void *base;
+	size_t size;
+	struct vmmx_ctx *ctx;
+	uint64_t last;          /* the launch (seq) that last named it */
+	int on_device;          /* as last seen or made here; checked before eviction */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tracked track[MAX_TRACKED]; /* lock */
+static int ntracked;                      /* lock */
+static int index_[INDEX_SLOTS];           /* lock: 1 + the chunk's slot in track[], 0 empty */
+static uint64_t seq;                      /* lock: launches placed */
+static struct vmmxp_place_stats st;       /* lock */
+
+int vmmxp_place_on(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *s = getenv("VMMX_RUN_PLACEMENT");
+
+		v = s && !strcmp(s, "launch");
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* The tracked record of the chunk at @base, made if new; NULL when the table is full. */
+static struct tracked *find(void *base)
+{
+	size_t i = (size_t)(((uint64_t)(uintptr_t)base * 0x9e3779b97f4a7c15ull) >> 40) &
+		   (INDEX_SLOTS - 1);
+
+	for (;; i = (i + 1) & (INDEX_SLOTS - 1)) {
+		int t = index_[i];
+
+		if (t && track[t - 1].base == base)
+			return &track[t - 1];
+		if (!t)
+			break;
+	}
+	if (ntracked == MAX_TRACKED)
+		return NULL;
+	track[ntracked] = (struct tracked){ .base = base };
+	index_[i] = ++ntracked;
+	return &track[ntracked - 1];
+}
+
+/* Whether @t's chunk is still a chunk of its context, at its base, on a device. */
+static int still_on_device(const struct tracked *t)
+{
+	struct vmmx_chunk_info ci;
+
+	return !vmmx_lookup(t->ctx, t->base, &ci) && ci.base == t->base &&
+	       ci.loc.kind == VMMX_LOC_DEVICE;
+}
+
+/* The chunk of @ctx on the device to send back for room, or NULL. */
+static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
+{
+	struct tracked *best = NULL;
+
+	for (int i = 0; i < ntracked; i++) {
+		struct tracked *t = &track[i];
+
+		if (t->ctx != ctx || !t->on_device || t->last == seq)
+			continue;
+		if (!still_on_device(t)) {
+			t->on_device = 0;
+			continue;
+		}
+		/* Next use about a cycle after the last: the furthest is the latest named. */
+		if (!best || (cycle_len ? t->last + cycle_len > best->last + cycle_len :
+					  t->last < best->last))
+			best = t;
+	}
+	return best;
+}
+
+/* Bring @t's chunk to @ctx's device, sending victims back as needed. */
+static void promote(struct tracked *t, int *synced)
+{
+	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
+	uint64_t cycle_len = vmmxp_cycle_len();
+	int err;
+
+	if (vmmx_ctx_query(t->ctx, &ci)) {
+		st.failed++;
+		return;
+	}
+	if (!*synced) {
+		/* Nothing queued may still use what moves: see the top of the file. */
+		if (vmmx_sync(t->ctx)) {
+			st.failed++;
+			return;
+		}
+		*synced = 1;
+	}
+	for (int tries = 0;; tries++) {
+		struct vmmx_loc dev = { VMMX_LOC_DEVICE, ci.device };
+		struct tracked *v;
+
+		err = vmmx_prefetch(t->ctx, t->base, t->size, dev, NULL);
+		if (!err) {
+			st.promoted++;
+			st.promoted_bytes += t->size;
+			t->on_device = 1;
+			return;
+		}
+		if (err != -VMMX_ENOMEM) {
+			st.failed++;
+			return;
+		}
+		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len) : NULL;
+		if (!v) {
+			st.no_room++;
+			return;
+		}
+		err = vmmx_prefetch(v->ctx, v->base, v->size, host, NULL);
+		if (err) {
+			/* What moved stays moved; what did not is still on the device. */
+			v->on_device = still_on_device(v);
+			st.failed++;
+			return;
+		}
+		v->on_device = 0;
+		st.evicted++;
+		st.evicted_bytes += v->size;
+		if (cycle_len)
+			st.evicted_next_use++;
+		else
+			st.evicted_lru++;
+	}
+}
+
+int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+		       size_t n)
+{
+	struct tracked *t[VMMXP_PLACE_MAX];
+	int synced = 0;
+
+	if (n > VMMXP_PLACE_MAX)
+		n = VMMXP_PLACE_MAX;
+	pthread_mutex_lock(&lock);
+	seq++;
+	/* First mark them all named now, so that none is a victim for another. */
+	for (size_t i = 0; i < n; i++) {
+		t[i] = find(chunk[i].base);
+		if (!t[i])
+			continue;
+		t[i]->size = chunk[i].size;
+		t[i]->ctx = ctx[i];
+		t[i]->last = seq;
+		t[i]->on_device = chunk[i].loc.kind == VMMX_LOC_DEVICE;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (chunk[i].loc.kind == VMMX_LOC_DEVICE)
+			continue;
+		if (t[i]) {
+			promote(t[i], &synced);
+		} else {
+			struct tracked tmp = { chunk[i].base, chunk[i].size, ctx[i], seq, 0 };
+
+			promote(&tmp, &synced);
+		}
+	}
+	return 1;
+}
+
+void vmmxp_place_done(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+struct vmmxp_place_stats vmmxp_place_stats(void)
+{
+	struct vmmxp_place_stats s;
+
+	pthread_mutex_lock(&lock);
+	s = st;
+	pthread_mutex_unlock(&lock);
+	return s;
+}
