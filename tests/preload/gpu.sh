@@ -15,11 +15,12 @@
 # The launch rate of empty kernels natively, under vmmx-run and under
 # vmmx-run --launches, and the PyTorch chain fitting on the device with
 # launches watched (launch_bench.cu, torch_chain.py).
+# The PyTorch chain under --placement launch against the default placement.
 # GPU_SECTIONS picks some of them (default: all): c fork alloc launch torch
-# cupy candidates; CANDIDATES replaces the list of policies the last one runs;
+# placement cupy candidates; CANDIDATES replaces the list of policies the last one runs;
 # BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096).
 set -u
-sections=" ${GPU_SECTIONS:-c fork alloc launch torch cupy candidates} "
+sections=" ${GPU_SECTIONS:-c fork alloc launch torch placement cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
 prefix=${1:?usage: gpu.sh PREFIX [PYTHON]}
 py=${2:-/opt/torch/.venv/bin/python}
@@ -136,6 +137,25 @@ sleep 20
 exec 9>&-
 wait $holder
 rm -f "$out/hold.fifo"
+
+fi
+if want placement; then
+# Targets: batch 4096 within 1.5x the floor (about 64 ms); batches 1 and 16
+# not slower than the default placement; checksums equal to native.
+echo "== PyTorch chain, 6 GiB limit: --placement launch against the default"
+for batch in ${BATCHES:-1 16 256 4096}; do
+	"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.native.$batch" 2>&1
+	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch >"$out/pl.alloc.$batch" 2>&1
+	"$run" --device-limit 6GiB --placement launch --report-file "$out/pl.report.$batch" -- \
+		"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.launch.$batch" 2>&1
+	echo "batch $batch native : $(tail -1 "$out/pl.native.$batch")"
+	echo "batch $batch alloc  : $(tail -1 "$out/pl.alloc.$batch")"
+	echo "batch $batch launch : $(tail -1 "$out/pl.launch.$batch")"
+	a=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.native.$batch")
+	b=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.launch.$batch")
+	[ -n "$a" ] && [ "$a" = "$b" ] && echo "batch $batch: checksums equal" || echo "batch $batch: CHECKSUMS DIFFER ($a vs $b)"
+	grep -A3 '^  launches' "$out/pl.report.$batch"
+done
 
 fi
 if want cupy; then
