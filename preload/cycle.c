@@ -18,7 +18,7 @@
  * MAX_CYCLE launches is not learned: recording starts over.
  *
  * Locking: one mutex over all of it: the cycle is the process's order of
- * launches, whatever thread made them.
+ * launches, whatever thread made them.  A forked child gets it afresh.
  */
 #include "config.h"
 
@@ -35,6 +35,12 @@ static size_t rec_n;            /* lock: signatures recorded */
 static size_t cycle_len;        /* lock: 0 while recording */
 static size_t pos;              /* lock: the cycle's next position */
 static struct vmmxp_cycle_stats st; /* lock */
+
+/* A forked child's lock afresh (launch.c's fork handler). */
+void vmmxp_cycle_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
 
 /* lock held: start a record with @sig. */
 static void record(uint64_t sig)

@@ -378,6 +378,26 @@ static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUst
 	trace_write(line, n);
 }
 
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * A forked child gets every lock of the watch afresh: its launches then
+ * fail in the driver, as CUDA after fork does, rather than hang on a lock
+ * a vanished thread held.
+ */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&cache_lock, NULL);
+	vmmxp_cycle_after_fork();
+	vmmxp_place_after_fork();
+}
+
+static void atfork_init(void)
+{
+	/* Swallowed: without it, only a child that forks during a launch, then launches, could hang. */
+	(void)pthread_atfork(NULL, NULL, after_fork_child);
+}
+
 /* A launch's signature for the cycle: its kernel, then the chunks it named, in order (FNV-1a). */
 static uint64_t signature(const void *key, enum key_kind kind, const struct named *nm)
 {
@@ -405,6 +425,7 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 	int held = 0;
 
 	vmmxp_depth(1);
+	pthread_once(&atfork_once, atfork_init);
 	count(&n_launch[api], 1);
 	nm.nctx = vmmxp_ctxs(nm.ctx, VMMXP_MAX_DEVICES);
 	nm.n = nm.total = nm.host = 0;

@@ -26,7 +26,10 @@
  * fails leaves it where it was, to be read in place as before.
  *
  * Locking: lock over the table and counters; taken by vmmxp_place_launch()
- * and released by vmmxp_place_done(), around the real launch.
+ * and released by vmmxp_place_done(), around the real launch.  A forked
+ * child gets it afresh (the thread that held it is not there): its
+ * launches then fail in the driver, as CUDA after fork does, rather than
+ * hang here.
  */
 #include "config.h"
 
@@ -56,6 +59,12 @@ static int ntracked;                      /* lock */
 static int index_[INDEX_SLOTS];           /* lock: 1 + the chunk's slot in track[], 0 empty */
 static uint64_t seq;                      /* lock: launches placed */
 static struct vmmxp_place_stats st;       /* lock */
+
+/* A forked child's lock afresh (launch.c's fork handler). */
+void vmmxp_place_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
 
 int vmmxp_place_on(void)
 {

@@ -410,6 +410,9 @@ struct vmmxp_cycle_stats {
 long vmmxp_cycle_note(uint64_t sig);
 /* The known cycle's length in launches; 0 while none is known. */
 uint64_t vmmxp_cycle_len(void);
+/* A forked child's locks afresh (the threads that held them are not there). */
+void vmmxp_cycle_after_fork(void);
+void vmmxp_place_after_fork(void);
 
 /* ---- --placement launch (place.c) ---- */
 
