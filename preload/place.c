@@ -1,22 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
  * place.c - vmmx-run --placement launch: before a watched launch is passed
- * on, the chunks it names that lie in host memory are brought to the
- * device, under the same address (vmmx_prefetch()); when the device is
- * full, a chunk that an earlier launch named is sent back to host memory
- * to make room.
+ * on, the segments it names that lie in host memory, wholly or partly, are
+ * brought to the device under the same address (vmmx_prefetch()); when the
+ * device is full, a segment an earlier launch named is sent back to host
+ * memory to make room.
  *
- * The victim: never a chunk this launch names.  With a known launch cycle
- * (cycle.c) of L launches, a chunk last named at launch s is next needed
- * at about s + L (a step later; exact for a chunk named once per step),
- * and the chunk needed furthest in the future goes (Belady); without a
- * cycle, the least recently named one.  Only chunks some launch named are
- * tracked, so memory no kernel was seen to use (activations of kernels
- * not yet run, the program's own buffers) is never pushed out by this.
+ * The unit is the segment (the libvmmx buffer a named chunk belongs to),
+ * not the chunk: a kernel given a tensor's base reads the whole tensor,
+ * which spans many chunks.  An allocation of 10 MiB or more is a segment
+ * of its own; smaller ones share the allocator's segments, which then move
+ * together.
+ *
+ * The victim: never a segment this launch names.  With a known launch
+ * cycle (cycle.c) of L launches, a segment last named at launch s is next
+ * needed at about s + L (a step later; exact for one named once per step,
+ * as a layer's weights are), and the one needed furthest in the future
+ * goes (Belady); without a cycle, the least recently named.  Only segments
+ * some launch named are tracked, so memory no kernel was seen to use is
+ * never pushed out by this.
  *
  * Ordering, in this first version: before the first move of a launch the
  * device is synchronised (vmmx_sync()), so no work queued on any stream,
- * including work that reaches a chunk through a pointer the watch cannot
+ * including work that reaches memory through a pointer the watch cannot
  * see, still reads or writes what moves; the moves then complete before
  * the launch is passed on.  The placement lock is held from the moves
  * until the real launch returns (vmmxp_place_done()), so another thread's
@@ -27,9 +33,7 @@
  *
  * Locking: lock over the table and counters; taken by vmmxp_place_launch()
  * and released by vmmxp_place_done(), around the real launch.  A forked
- * child gets it afresh (the thread that held it is not there): its
- * launches then fail in the driver, as CUDA after fork does, rather than
- * hang here.
+ * child gets it afresh (vmmxp_place_after_fork()).
  */
 #include "config.h"
 
@@ -39,10 +43,10 @@
 
 #include "preload/preload.h"
 
-/* Chunks tracked: past this, new chunks are moved but never chosen as victims. */
+/* Segments tracked: past this, new ones are moved but never chosen as victims. */
 #define MAX_TRACKED 16384
 #define INDEX_SLOTS (2 * MAX_TRACKED)
-/* Victims tried for one chunk before it is left where it is. */
+/* Victims tried for one segment before it is left where it is. */
 #define MAX_EVICT 16
 
 struct tracked {
@@ -53,10 +57,18 @@ struct tracked {
 	int on_device;          /* as last seen or made here; checked before eviction */
 };
 
+/* A segment one launch names. */
+struct seg {
+	void *base;
+	size_t size;
+	struct vmmx_ctx *ctx;
+	int host;               /* some of it lies in host memory */
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tracked track[MAX_TRACKED]; /* lock */
 static int ntracked;                      /* lock */
-static int index_[INDEX_SLOTS];           /* lock: 1 + the chunk's slot in track[], 0 empty */
+static int index_[INDEX_SLOTS];           /* lock: 1 + the segment's slot in track[], 0 empty */
 static uint64_t seq;                      /* lock: launches placed */
 static struct vmmxp_place_stats st;       /* lock */
 
@@ -80,7 +92,7 @@ int vmmxp_place_on(void)
 	return v;
 }
 
-/* The tracked record of the chunk at @base, made if new; NULL when the table is full. */
+/* The tracked record of the segment at @base, made if new; NULL when the table is full. */
 static struct tracked *find(void *base)
 {
 	size_t i = (size_t)(((uint64_t)(uintptr_t)base * 0x9e3779b97f4a7c15ull) >> 40) &
@@ -101,16 +113,17 @@ static struct tracked *find(void *base)
 	return &track[ntracked - 1];
 }
 
-/* Whether @t's chunk is still a chunk of its context, at its base, on a device. */
+/* Whether @t's segment is still a buffer of its context, at its base, with device memory. */
 static int still_on_device(const struct tracked *t)
 {
+	struct vmmx_residency r = { 0, 0 };
 	struct vmmx_chunk_info ci;
 
-	return !vmmx_lookup(t->ctx, t->base, &ci) && ci.base == t->base &&
-	       ci.loc.kind == VMMX_LOC_DEVICE;
+	return !vmmx_lookup(t->ctx, t->base, &ci) && vmmx_buf_ptr(ci.buf) == t->base &&
+	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && r.device;
 }
 
-/* The chunk of @ctx on the device to send back for room, or NULL. */
+/* The segment of @ctx on the device to send back for room, or NULL. */
 static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
 {
 	struct tracked *best = NULL;
@@ -132,7 +145,7 @@ static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
 	return best;
 }
 
-/* Bring @t's chunk to @ctx's device, sending victims back as needed. */
+/* Bring @t's segment to its context's device, sending victims back as needed. */
 static void promote(struct tracked *t, int *synced)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
@@ -189,33 +202,59 @@ static void promote(struct tracked *t, int *synced)
 	}
 }
 
+/* The buffer (allocator segment) of each named chunk, once each: the unit that moves. */
+static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+			  size_t n, struct seg *seg)
+{
+	size_t nseg = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct vmmx_residency r = { 0, 0 };
+		void *base = vmmx_buf_ptr(chunk[i].buf);
+		size_t j, size = vmmx_buf_size(chunk[i].buf);
+
+		for (j = 0; j < nseg && seg[j].base != base; j++)
+			;
+		if (j < nseg)
+			continue;
+		/* Any part in host memory is a reason to move it (a segment may straddle). */
+		if (vmmx_buf_residency(chunk[i].buf, 0, size, &r))
+			r.host = chunk[i].loc.kind != VMMX_LOC_DEVICE;
+		seg[nseg++] = (struct seg){ base, size, ctx[i], r.host != 0 };
+	}
+	return nseg;
+}
+
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 		       size_t n)
 {
+	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
 	struct tracked *t[VMMXP_PLACE_MAX];
 	int synced = 0;
+	size_t nseg;
 
 	if (n > VMMXP_PLACE_MAX)
 		n = VMMXP_PLACE_MAX;
 	pthread_mutex_lock(&lock);
 	seq++;
+	nseg = segments_of(chunk, ctx, n, seg);
 	/* First mark them all named now, so that none is a victim for another. */
-	for (size_t i = 0; i < n; i++) {
-		t[i] = find(chunk[i].base);
+	for (size_t i = 0; i < nseg; i++) {
+		t[i] = find(seg[i].base);
 		if (!t[i])
 			continue;
-		t[i]->size = chunk[i].size;
-		t[i]->ctx = ctx[i];
+		t[i]->size = seg[i].size;
+		t[i]->ctx = seg[i].ctx;
 		t[i]->last = seq;
-		t[i]->on_device = chunk[i].loc.kind == VMMX_LOC_DEVICE;
+		t[i]->on_device = !seg[i].host;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (chunk[i].loc.kind == VMMX_LOC_DEVICE)
+	for (size_t i = 0; i < nseg; i++) {
+		if (!seg[i].host)
 			continue;
 		if (t[i]) {
 			promote(t[i], &synced);
 		} else {
-			struct tracked tmp = { chunk[i].base, chunk[i].size, ctx[i], seq, 0 };
+			struct tracked tmp = { seg[i].base, seg[i].size, seg[i].ctx, seq, 0 };
 
 			promote(&tmp, &synced);
 		}

@@ -420,19 +420,19 @@ void vmmxp_place_after_fork(void);
 #define VMMXP_PLACE_MAX 256
 
 struct vmmxp_place_stats {
-	uint64_t promoted, promoted_bytes;  /* chunks brought to the device before a launch */
-	uint64_t evicted, evicted_bytes;    /* chunks sent back to host memory for room */
+	uint64_t promoted, promoted_bytes;  /* segments brought to the device before a launch */
+	uint64_t evicted, evicted_bytes;    /* segments sent back to host memory for room */
 	uint64_t evicted_next_use;          /* ... chosen by next use, a cycle being known */
 	uint64_t evicted_lru;               /* ... chosen as the least recently named */
-	uint64_t no_room;                   /* chunks left in host memory: no victim */
-	uint64_t failed;                    /* moves that failed (the chunk stays where it was) */
+	uint64_t no_room;                   /* segments left in host memory: no victim */
+	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 };
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
 int vmmxp_place_on(void);
 /*
- * vmmxp_place_launch() - place the @n chunks one launch names (@chunk, each
- * of context @ctx[i]) before it is passed on.
+ * vmmxp_place_launch() - place the segments of the @n chunks one launch
+ * names (@chunk, each of context @ctx[i]) before it is passed on.
  * Return: 1: the placement lock is held; the caller passes the launch on,
  * then calls vmmxp_place_done().
  * Context: the thread inside libvmmx (vmmxp_depth()); may block (waits for

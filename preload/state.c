@@ -555,7 +555,7 @@ static void report_launches(FILE *out)
 
 		human(b1, sizeof(b1), ps.promoted_bytes);
 		human(b2, sizeof(b2), ps.evicted_bytes);
-		fprintf(out, "  placement        launch: %llu chunks brought to the device (%s), %llu sent "
+		fprintf(out, "  placement        launch: %llu segments brought to the device (%s), %llu sent "
 			     "back (%s: by next use %llu, least recently named %llu); left in host "
 			     "memory: no room %llu, failed moves %llu\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.evicted, b2,

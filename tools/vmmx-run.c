@@ -70,7 +70,7 @@ static void usage(FILE *f)
 	      "      --launches           watch kernel launches: the chunks each one names,\n"
 	      "                           counted in --report (VMMX_RUN_LAUNCHES=1)\n"
 	      "      --placement MODE     alloc (default): chunks stay where allocation put\n"
-	      "                           them; launch: bring the spilled chunks a launch\n"
+	      "                           them; launch: bring the spilled segments a launch\n"
 	      "                           names to the device first (implies --launches)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "  -h, --help               this text\n"

@@ -74,8 +74,14 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 chunks brought to the device (512.0 MiB), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, failed moves 0$' "$tmp/rep5"
-check $? "--report: 8 chunks brought in, 8 sent back, 2 by least recent use (first step), 6 by next use"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, failed moves 0$' "$tmp/rep5"
+check $? "--report: 8 segments brought in, 8 sent back, 2 by least recent use (first step), 6 by next use"
+# The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
+VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap7" && st=1
+check $st "--placement launch with 16 MiB chunks: each 64 MiB buffer (4 chunks) moves whole ($(grep -c '^ok' "$tmp/tap7") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap7"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
 [ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
