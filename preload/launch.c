@@ -39,9 +39,9 @@
  * libvmmx (vmmxp_busy()) is never watched.
  *
  * Locking: the layout cache is an open-addressed table whose slots are
- * written once, under cache_lock, with a release store, and read with
- * acquire loads; entries are never freed (one per kernel, the process's
- * life).  Counters are relaxed atomics.  The trace descriptor is opened
+ * written under cache_lock, with a release store, and read with acquire
+ * loads; entries are never freed (one per kernel, the process's life; an
+ * unload empties the table, and a reader may still hold an entry).  Counters are relaxed atomics.  The trace descriptor is opened
  * once (pthread_once); each record is one write() to it (O_APPEND), as in
  * libvmmx's own trace, and a failed write is dropped: tracing never fails
  * a launch.
@@ -586,3 +586,21 @@ DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
 DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
 RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
 RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+
+/*
+ * Unloads: the functions of an unloaded module or library are gone, and
+ * their addresses may be another's next: the layout cache is emptied (its
+ * entries are not freed: a reader may still hold one), so every kernel's
+ * layout is asked again at its next launch.
+ */
+static int forget_layouts(void)
+{
+	pthread_mutex_lock(&cache_lock);
+	for (size_t i = 0; i < CACHE_SLOTS; i++)
+		__atomic_store_n(&cache[i], NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cache_lock);
+	return 0;
+}
+
+DRV_HOOK(cuModuleUnload, (void *module), (module), forget_layouts())
+DRV_HOOK(cuLibraryUnload, (void *library), (library), forget_layouts())

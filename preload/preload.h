@@ -108,7 +108,9 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuGraphLaunch)                                                                   \
 	X(cuGraphLaunch_ptsz)                                                              \
 	X(cudaGraphLaunch)                                                                 \
-	X(cudaGraphLaunch_ptsz)
+	X(cudaGraphLaunch_ptsz)                                                            \
+	X(cuModuleUnload)                                                                  \
+	X(cuLibraryUnload)
 
 #define VMMXP_HELPERS(X)                                                                   \
 	X(cudaGetDevice)                                                                   \
@@ -259,6 +261,9 @@ VMMXP_EXPORT CUresult cuGraphLaunch(void *exec, CUstream stream);
 VMMXP_EXPORT CUresult cuGraphLaunch_ptsz(void *exec, CUstream stream);
 VMMXP_EXPORT cudaError_t cudaGraphLaunch(void *exec, CUstream stream);
 VMMXP_EXPORT cudaError_t cudaGraphLaunch_ptsz(void *exec, CUstream stream);
+/* unloads: a function's address may be another's after them (the layout cache is emptied) */
+VMMXP_EXPORT CUresult cuModuleUnload(void *module);
+VMMXP_EXPORT CUresult cuLibraryUnload(void *library);
 /* helpers, called only (CUDA 12.3 and 12.4 on; absent from older drivers) */
 VMMXP_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
 VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset,

@@ -267,7 +267,7 @@ int vmmxp_launch_on(void)
 
 int vmmxp_fn_is_launch(int fn)
 {
-	return fn >= VMMXP_FN_cuLaunchKernel && fn <= VMMXP_FN_cudaGraphLaunch_ptsz;
+	return fn >= VMMXP_FN_cuLaunchKernel && fn <= VMMXP_FN_cuLibraryUnload;
 }
 
 static int fn_find(const char *name)
@@ -477,6 +477,8 @@ static const struct proc_entry proc_table[] = {
 	{ "cuLaunchCooperativeKernel", 0, FN(cuLaunchCooperativeKernel),
 	  FN(cuLaunchCooperativeKernel_ptsz), -1 },
 	{ "cuGraphLaunch", 0, FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz), -1 },
+	{ "cuModuleUnload", 0, FN(cuModuleUnload), -1, -1 },
+	{ "cuLibraryUnload", 0, FN(cuLibraryUnload), -1, -1 },
 	{ "cuFuncGetParamInfo", 0, FN(cuFuncGetParamInfo), -1, -1 },
 	{ "cuKernelGetParamInfo", 0, FN(cuKernelGetParamInfo), -1, -1 },
 	{ "cuFuncGetName", 0, FN(cuFuncGetName), -1, -1 },

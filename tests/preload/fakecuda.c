@@ -198,6 +198,9 @@ int cuGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec,
 int cudaGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
 int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
 
+int cuModuleUnload(void *module) { CALL(FAKE_unload); (void)module; return 0; }
+int cuLibraryUnload(void *library) { CALL(FAKE_unload); (void)library; return 0; }
+
 /* CUDA_ERROR_INVALID_VALUE past the last parameter, and for a handle of the other kind. */
 static int param_info(const struct fake_kernel *k, int want_kernel, size_t i, size_t *off, size_t *size)
 {
@@ -276,6 +279,8 @@ static const struct proc procs[] = {
 	{ "cuLaunchKernel", 0, (void *)cuLaunchKernel, NULL, (void *)cuLaunchKernel_ptsz },
 	{ "cuLaunchCooperativeKernel", 0, (void *)cuLaunchCooperativeKernel, NULL,
 	  (void *)cuLaunchCooperativeKernel_ptsz },
+	{ "cuModuleUnload", 0, (void *)cuModuleUnload, NULL, NULL },
+	{ "cuLibraryUnload", 0, (void *)cuLibraryUnload, NULL, NULL },
 	{ "cuGraphLaunch", 0, (void *)cuGraphLaunch, NULL, (void *)cuGraphLaunch_ptsz },
 	{ "cuFuncGetParamInfo", 0, (void *)cuFuncGetParamInfo, NULL, NULL },
 	{ "cuKernelGetParamInfo", 0, (void *)cuKernelGetParamInfo, NULL, NULL },

@@ -14,7 +14,7 @@ enum fake_call {
 	FAKE_cuIpcGetMemHandle, FAKE_cuCtxGetDevice, FAKE_cuGetProcAddress, FAKE_memset,
 	FAKE_cuMemAllocFromPoolAsync, FAKE_cuDeviceGetDefaultMemPool, FAKE_cuMemPoolCreate,
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
-	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info,
+	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
 	FAKE_NCALLS
 };
 
@@ -188,6 +188,8 @@ int cuGraphLaunch(void *exec, void *s);
 int cuGraphLaunch_ptsz(void *exec, void *s);
 int cudaGraphLaunch(void *exec, void *s);
 int cudaGraphLaunch_ptsz(void *exec, void *s);
+int cuModuleUnload(void *module);
+int cuLibraryUnload(void *library);
 int cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size);
 int cuKernelGetParamInfo(void *k, size_t i, size_t *off, size_t *size);
 int cuFuncGetName(const char **name, void *f);

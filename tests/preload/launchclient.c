@@ -15,6 +15,7 @@
  * interposer counted (--report) and recorded (--trace).
  *
  * Mode "cycle": a step of three launches repeated, then in another order.
+ * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
  * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
@@ -235,6 +236,32 @@ static int cycle(void)
 	is_int(0, bad, "18 launches: 3 steps of (ka, kb, kc), then 3 of (ka, kc, kb)");
 	cudaFree(a);
 	cudaFree(a2);
+	cudaFree(b);
+	return tap_done();
+}
+
+/*
+ * A function unloaded and another at its address: the layout cached for the
+ * first (one pointer) serves until the unload, then the new one's (two) is
+ * asked.  launches.sh reads the trace: 1, 1 and 2 chunks named.
+ */
+static int unload(void)
+{
+	static struct fake_kernel kx = { "kx", 0, 0, 1, { 0, 8 }, { 8, 8 } };
+	void *a = NULL, *b = NULL;
+	void *params[] = { &a, &b };
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b");
+	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "kx(a) launched");
+	kx.nparams = 2;
+	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+	       "kx, now with two parameters at the same address, launched before the unload");
+	is_int(0, cuModuleUnload(&kx), "cuModuleUnload");
+	is_int(1, (int)fake_calls(FAKE_unload), "cuModuleUnload reaches the driver");
+	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "kx(a, b) launched after it");
+	cudaFree(a);
 	cudaFree(b);
 	return tap_done();
 }
@@ -479,6 +506,8 @@ int main(int argc, char **argv)
 		return cycle();
 	if (argc > 1 && !strcmp(argv[1], "place"))
 		return place();
+	if (argc > 1 && !strcmp(argv[1], "unload"))
+		return unload();
 	if (argc > 1 && !strcmp(argv[1], "torture"))
 		return torture();
 	return launches();

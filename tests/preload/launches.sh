@@ -67,6 +67,15 @@ pos=$(sed -n 's/.*"event":"launch".*"cycle_pos":\(-\{0,1\}[0-9]*\).*/\1/p' "$tmp
 check $? "--trace gives each launch's place in the cycle, -1 outside one (got: $pos)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap4" "$tmp/rep4"
 
+# An unload empties the layout cache: a new function at the same address is asked for its own.
+"$run" $opts --launches --trace "$tmp/trace8" -- "$lc" unload >"$tmp/tap8" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap8" && st=1
+named=$(sed -n 's/.*"event":"launch".*"chunks_named":\([0-9]*\).*/\1/p' "$tmp/trace8" | tr '\n' ' ')
+[ "$named" = "1 1 2 " ] || st=1
+check $st "cuModuleUnload empties the layout cache: chunks named before and after it: $named(1 1 2 expected)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap8"
+
 # --placement launch: spilled chunks brought in before each launch, room made
 # by the least recently named, then, the cycle known, by the next use.
 "$run" $opts --placement launch --report-file "$tmp/rep5" -- "$lc" place >"$tmp/tap5" 2>&1
