@@ -14,9 +14,11 @@
  *
  * The victim: never a segment this launch names.  With a known launch
  * cycle (cycle.c) of L launches, a segment last named at launch s is next
- * needed at about s + L (a step later; exact for one named once per step,
- * as a layer's weights are), and the one needed furthest in the future
- * goes (Belady); without a cycle, the least recently named.  Only segments
+ * needed at about s + L (a step later: exact for one named once per step,
+ * as a layer's weights are), or at s + g when the gap g between its last
+ * two uses is shorter (an activation buffer named by layer after layer),
+ * and the one needed furthest in the future goes (Belady); without a
+ * cycle, the least recently named.  Only segments
  * some launch named are tracked, so memory no kernel was seen to use is
  * never pushed out by this.
  *
@@ -54,6 +56,7 @@ struct tracked {
 	size_t size;
 	struct vmmx_ctx *ctx;
 	uint64_t last;          /* the launch (seq) that last named it */
+	uint64_t prev;          /* ... the one before, 0 if none */
 	int on_device;          /* as last seen or made here; checked before eviction */
 };
 
@@ -123,6 +126,19 @@ static int still_on_device(const struct tracked *t)
 	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && r.device;
 }
 
+/*
+ * When @t is next needed, a cycle of @cycle_len launches being known: a
+ * step after its last use, or sooner by the gap between its last two uses
+ * when that is shorter (an activation named by every layer is needed again
+ * at once, a layer's weights a step later).
+ */
+static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
+{
+	uint64_t gap = t->prev ? t->last - t->prev : cycle_len;
+
+	return t->last + (gap < cycle_len ? gap : cycle_len);
+}
+
 /* The segment of @ctx on the device to send back for room, or NULL. */
 static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
 {
@@ -138,7 +154,7 @@ static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
 			continue;
 		}
 		/* Next use about a cycle after the last: the furthest is the latest named. */
-		if (!best || (cycle_len ? t->last + cycle_len > best->last + cycle_len :
+		if (!best || (cycle_len ? next_use(t, cycle_len) > next_use(best, cycle_len) :
 					  t->last < best->last))
 			best = t;
 	}
@@ -245,7 +261,10 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			continue;
 		t[i]->size = seg[i].size;
 		t[i]->ctx = seg[i].ctx;
-		t[i]->last = seq;
+		if (t[i]->last != seq) {
+			t[i]->prev = t[i]->last;
+			t[i]->last = seq;
+		}
 		t[i]->on_device = !seg[i].host;
 	}
 	for (size_t i = 0; i < nseg; i++) {
@@ -254,7 +273,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		if (t[i]) {
 			promote(t[i], &synced);
 		} else {
-			struct tracked tmp = { seg[i].base, seg[i].size, seg[i].ctx, seq, 0 };
+			struct tracked tmp = { seg[i].base, seg[i].size, seg[i].ctx, seq, 0, 0 };
 
 			promote(&tmp, &synced);
 		}

@@ -15,6 +15,7 @@
  * interposer counted (--report) and recorded (--trace).
  *
  * Mode "cycle": a step of three launches repeated, then in another order.
+ * Mode "place-act": the same with an activation named every other launch.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
@@ -391,6 +392,43 @@ static int place(void)
 	return tap_done();
 }
 
+/*
+ * --placement launch with an activation: x is named by every other launch,
+ * five weights once per step each; four buffers fit.  Once the cycle is
+ * known, x, needed again two launches later, is never the one sent back.
+ */
+static int place_act(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	void *x = NULL, *w[5] = { 0 };
+	int gone = 0, bad = 0;
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&x, WSIZE), "cudaMalloc x, 64 MiB");
+	for (int i = 0; i < 5; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	ok(all_on_device(x) && all_on_device(w[2]) && !all_on_device(w[3]),
+	   "x, w0-w2 on the device, w3 and w4 in host memory");
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < 10; i++) {
+			void *params[] = { i % 2 ? &x : &w[i / 2] };
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			if (!all_on_device(i % 2 ? x : w[i / 2]))
+				bad++;
+			if (step > 0 && !all_on_device(x)) {
+				diag("step %d launch %d: x sent back", step, i);
+				gone++;
+			}
+		}
+	is_int(0, bad, "30 launches succeed, each with its buffer on the device");
+	is_int(0, gone, "with the cycle known, x (named every other launch) is never sent back");
+	cudaFree(x);
+	for (int i = 0; i < 5; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
 #define THREADS 4
 #define THREAD_LAUNCHES 2000
 #define THREAD_KERNELS 32
@@ -508,6 +546,8 @@ int main(int argc, char **argv)
 		return place();
 	if (argc > 1 && !strcmp(argv[1], "unload"))
 		return unload();
+	if (argc > 1 && !strcmp(argv[1], "place-act"))
+		return place_act();
 	if (argc > 1 && !strcmp(argv[1], "torture"))
 		return torture();
 	return launches();

@@ -85,6 +85,12 @@ check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency 
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
 grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, failed moves 0$' "$tmp/rep5"
 check $? "--report: 8 segments brought in, 8 sent back, 2 by least recent use (first step), 6 by next use"
+# An activation named every other launch stays; the weights around it move.
+"$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap9" && st=1
+check $st "--placement launch: a buffer named every other launch is never the victim once the cycle is known ($(grep -c '^ok' "$tmp/tap9") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap9" "$tmp/rep9"
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
 VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
 st=$?
