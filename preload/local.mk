@@ -6,6 +6,9 @@ lib_LTLIBRARIES += %D%/libvmmx-preload.la
 %C%_libvmmx_preload_la_SOURCES = \
 	%D%/preload.h \
 	%D%/hooks.c \
+	%D%/launch.c \
+	%D%/cycle.c \
+	%D%/place.c \
 	%D%/state.c
 %C%_libvmmx_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(PTHREAD_CFLAGS)
 %C%_libvmmx_preload_la_LIBADD = %D%/libresolve.la lib/libvmmx.la $(PTHREAD_LIBS)

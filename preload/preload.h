@@ -42,9 +42,9 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 
 /*
  * Every entry point the interposer takes over (hooked) and the helpers it
- * calls in the real runtime or driver (real only).  Adding a call (kernel
- * launches, one day) is one line here, one hook in hooks.c and, for driver
- * calls, one line in resolve.c's cuGetProcAddress map.
+ * calls in the real runtime or driver (real only).  Adding a call is one
+ * line here, one hook in hooks.c (launch.c for kernel launches) and, for
+ * driver calls, one line in resolve.c's cuGetProcAddress map.
  */
 #define VMMXP_HOOKS(X)                                                                     \
 	X(cudaMalloc)                                                                      \
@@ -94,11 +94,32 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuMemRelease)                                                                    \
 	X(cuMemMap)                                                                        \
 	X(cuGetProcAddress)                                                                \
-	X(cuGetProcAddress_v2)
+	X(cuGetProcAddress_v2)                                                             \
+	X(cuLaunchKernel)                                                                  \
+	X(cuLaunchKernel_ptsz)                                                             \
+	X(cuLaunchKernelEx)                                                                \
+	X(cuLaunchKernelEx_ptsz)                                                           \
+	X(cuLaunchCooperativeKernel)                                                       \
+	X(cuLaunchCooperativeKernel_ptsz)                                                  \
+	X(cudaLaunchKernel)                                                                \
+	X(cudaLaunchKernel_ptsz)                                                           \
+	X(cudaLaunchKernelExC)                                                             \
+	X(cudaLaunchKernelExC_ptsz)                                                        \
+	X(cuGraphLaunch)                                                                   \
+	X(cuGraphLaunch_ptsz)                                                              \
+	X(cudaGraphLaunch)                                                                 \
+	X(cudaGraphLaunch_ptsz)                                                            \
+	X(cuModuleUnload)                                                                  \
+	X(cuLibraryUnload)
 
 #define VMMXP_HELPERS(X)                                                                   \
 	X(cudaGetDevice)                                                                   \
-	X(cuCtxGetDevice)
+	X(cuCtxGetDevice)                                                                  \
+	X(cuFuncGetParamInfo)                                                              \
+	X(cuKernelGetParamInfo)                                                            \
+	X(cuFuncGetName)                                                                   \
+	X(cuKernelGetName)                                                                 \
+	X(cudaGetFuncBySymbol)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -177,6 +198,79 @@ VMMXP_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int versi
 				       unsigned long long flags);
 VMMXP_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 					  unsigned long long flags, int *status);
+
+/* launch.c: kernel launches (types of cuda.h and driver_types.h, by their ABI) */
+typedef void *CUfunction;
+typedef void *CUstream;
+
+/* dim3 */
+struct vmmxp_dim3 {
+	unsigned int x, y, z;
+};
+
+/* CUlaunchConfig: the stream is the only member read */
+struct vmmxp_cu_config {
+	unsigned int grid[3], block[3], shared;
+	CUstream stream;
+	void *attrs;
+	unsigned int nattrs;
+};
+
+/* cudaLaunchConfig_t: likewise */
+struct vmmxp_rt_config {
+	struct vmmxp_dim3 grid, block;
+	size_t shared;
+	CUstream stream;
+	void *attrs;
+	unsigned int nattrs;
+};
+
+VMMXP_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+				     unsigned int gz, unsigned int bx, unsigned int by,
+				     unsigned int bz, unsigned int shared, CUstream stream,
+				     void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+					  unsigned int gz, unsigned int bx, unsigned int by,
+					  unsigned int bz, unsigned int shared, CUstream stream,
+					  void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchKernelEx(const struct vmmxp_cu_config *config, CUfunction f,
+				       void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchKernelEx_ptsz(const struct vmmxp_cu_config *config, CUfunction f,
+					    void **params, void **extra);
+VMMXP_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+						unsigned int gz, unsigned int bx, unsigned int by,
+						unsigned int bz, unsigned int shared,
+						CUstream stream, void **params);
+VMMXP_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
+						     unsigned int gy, unsigned int gz,
+						     unsigned int bx, unsigned int by,
+						     unsigned int bz, unsigned int shared,
+						     CUstream stream, void **params);
+VMMXP_EXPORT cudaError_t cudaLaunchKernel(const void *func, struct vmmxp_dim3 grid,
+					  struct vmmxp_dim3 block, void **args, size_t shared,
+					  CUstream stream);
+VMMXP_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, struct vmmxp_dim3 grid,
+					       struct vmmxp_dim3 block, void **args,
+					       size_t shared, CUstream stream);
+VMMXP_EXPORT cudaError_t cudaLaunchKernelExC(const struct vmmxp_rt_config *config,
+					     const void *func, void **args);
+VMMXP_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const struct vmmxp_rt_config *config,
+						  const void *func, void **args);
+/* graph launches: counted, not read (their kernels' parameters were given at capture) */
+VMMXP_EXPORT CUresult cuGraphLaunch(void *exec, CUstream stream);
+VMMXP_EXPORT CUresult cuGraphLaunch_ptsz(void *exec, CUstream stream);
+VMMXP_EXPORT cudaError_t cudaGraphLaunch(void *exec, CUstream stream);
+VMMXP_EXPORT cudaError_t cudaGraphLaunch_ptsz(void *exec, CUstream stream);
+/* unloads: a function's address may be another's after them (the layout cache is emptied) */
+VMMXP_EXPORT CUresult cuModuleUnload(void *module);
+VMMXP_EXPORT CUresult cuLibraryUnload(void *library);
+/* helpers, called only (CUDA 12.3 and 12.4 on; absent from older drivers) */
+VMMXP_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
+VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset,
+					   size_t *size);
+VMMXP_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);
+VMMXP_EXPORT CUresult cuKernelGetName(const char **name, void *kernel);
+VMMXP_EXPORT cudaError_t cudaGetFuncBySymbol(CUfunction *f, const void *symbol);
 
 /* resolve.c */
 
@@ -258,5 +352,102 @@ void vmmxp_refuse(const char *call, const void *ptr, const char *why);
  */
 typedef int vmmxp_piece_fn(void *arg, uintptr_t ptr, size_t len);
 int vmmxp_split(const void *ptr, size_t len, size_t align, vmmxp_piece_fn *fn, void *arg);
+
+/* The most devices the interposer serves (state.c's allocators). */
+#define VMMXP_MAX_DEVICES 64
+
+/* The contexts of the allocators made so far, up to @max in @ctx; returns how many. */
+int vmmxp_ctxs(struct vmmx_ctx **ctx, int max);
+
+/* ---- kernel launches (launch.c) ---- */
+
+/*
+ * vmmxp_launch_on() (resolve.c) - whether launches are watched:
+ * VMMX_RUN_LAUNCHES=1 (vmmx-run --launches), a launch trace asked for
+ * (VMMX_RUN_LAUNCH_TRACE, vmmx-run --trace) or placement by launches
+ * (VMMX_RUN_PLACEMENT=launch).  Read once.  Off, the launch
+ * hooks call the real entry point at once and the lookups hand back the
+ * real address.
+ */
+int vmmxp_launch_on(void);
+/* Whether @fn is one of the launch hooks. */
+int vmmxp_fn_is_launch(int fn);
+
+/* The launch entry points, counted apart (each with its _ptsz form). */
+enum vmmxp_launch_api {
+	VMMXP_LAUNCH_CU,        /* cuLaunchKernel */
+	VMMXP_LAUNCH_CU_EX,     /* cuLaunchKernelEx */
+	VMMXP_LAUNCH_CU_COOP,   /* cuLaunchCooperativeKernel */
+	VMMXP_LAUNCH_RT,        /* cudaLaunchKernel */
+	VMMXP_LAUNCH_RT_EX,     /* cudaLaunchKernelExC */
+	VMMXP_NLAUNCH_APIS
+};
+
+/* What the launches named, for the report. */
+struct vmmxp_launch_stats {
+	uint64_t launches[VMMXP_NLAUNCH_APIS]; /* watched, per entry point */
+	uint64_t unread;           /* launches whose parameter layout the driver did not give */
+	uint64_t uncached;         /* launches whose layout found no room in the cache */
+	uint64_t named;            /* distinct libvmmx chunks named, summed over launches */
+	uint64_t named_host;       /* ... of them in host memory at launch */
+	uint64_t spilled_launches; /* launches that named at least one chunk in host memory */
+	uint64_t graphs;           /* graph launches (cuGraphLaunch, cudaGraphLaunch), not read */
+};
+
+struct vmmxp_launch_stats vmmxp_launch_stats(void);
+
+/* ---- the launch cycle (cycle.c) ---- */
+
+struct vmmxp_cycle_stats {
+	uint64_t learned;       /* cycles learned */
+	uint64_t dropped;       /* ... dropped when a launch was not the one expected */
+	uint64_t last_len;      /* launches in the last cycle learned */
+	uint64_t in_cycle;      /* launches that fell where a known cycle expected them */
+	uint64_t overflows;     /* first passes too long to learn */
+};
+
+/*
+ * vmmxp_cycle_note() - one launch, by its signature (kernel and chunks named).
+ * Return: its position in the known cycle, or -1 when none is known (or it
+ * just broke one).
+ * Context: any thread; takes the cycle's mutex.
+ */
+long vmmxp_cycle_note(uint64_t sig);
+/* The known cycle's length in launches; 0 while none is known. */
+uint64_t vmmxp_cycle_len(void);
+/* A forked child's locks afresh (the threads that held them are not there). */
+void vmmxp_cycle_after_fork(void);
+void vmmxp_place_after_fork(void);
+
+/* ---- --placement launch (place.c) ---- */
+
+/* The most chunks of one launch placed (and kept by the watch, distinct). */
+#define VMMXP_PLACE_MAX 256
+
+struct vmmxp_place_stats {
+	uint64_t promoted, promoted_bytes;  /* segments brought to the device before a launch */
+	uint64_t evicted, evicted_bytes;    /* segments sent back to host memory for room */
+	uint64_t evicted_next_use;          /* ... chosen by next use, a cycle being known */
+	uint64_t evicted_lru;               /* ... chosen as the least recently named */
+	uint64_t no_room;                   /* segments left in host memory: no victim */
+	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
+};
+
+/* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
+int vmmxp_place_on(void);
+/*
+ * vmmxp_place_launch() - place the segments of the @n chunks one launch
+ * names (@chunk, each of context @ctx[i]) before it is passed on.
+ * Return: 1: the placement lock is held; the caller passes the launch on,
+ * then calls vmmxp_place_done().
+ * Context: the thread inside libvmmx (vmmxp_depth()); may block (waits for
+ * the device, copies); calls the driver.
+ */
+int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+		       size_t n);
+void vmmxp_place_done(void);
+struct vmmxp_place_stats vmmxp_place_stats(void);
+struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
+const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);
 
 #endif /* VMMX_PRELOAD_H */

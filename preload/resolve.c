@@ -250,6 +250,26 @@ void *vmmxp_hook(enum vmmxp_fn fn)
 	return hooks[fn];
 }
 
+int vmmxp_launch_on(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *l = getenv("VMMX_RUN_LAUNCHES"), *t = getenv("VMMX_RUN_LAUNCH_TRACE");
+		const char *p = getenv("VMMX_RUN_PLACEMENT");
+
+		v = (l && *l && strcmp(l, "0")) || (t && *t) || (p && !strcmp(p, "launch"));
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+int vmmxp_fn_is_launch(int fn)
+{
+	return fn >= VMMXP_FN_cuLaunchKernel && fn <= VMMXP_FN_cuLibraryUnload;
+}
+
 static int fn_find(const char *name)
 {
 	if (!name || name[0] != 'c' || name[1] != 'u')
@@ -385,7 +405,7 @@ static void *answer(void *handle, const char *name, void *p, enum vmmxp_path pat
 		__atomic_store_n(name[2] == 'd' ? &cudart_handle : &cuda_handle, handle,
 				 __ATOMIC_RELEASE);
 	offer_real(fn, p);
-	if (fn >= VMMXP_FN_NHOOKS)
+	if (fn >= VMMXP_FN_NHOOKS || (vmmxp_fn_is_launch(fn) && !vmmxp_launch_on()))
 		return p;
 	__atomic_fetch_add(&n_answered[path], 1, __ATOMIC_RELAXED);
 	debug(path == VMMXP_PATH_DLSYM ? "dlsym" : "dlvsym", name, fn);
@@ -452,6 +472,17 @@ static const struct proc_entry proc_table[] = {
 	{ "cuMemCreate", 0, FN(cuMemCreate), -1, -1 },
 	{ "cuMemRelease", 0, FN(cuMemRelease), -1, -1 },
 	{ "cuMemMap", 0, FN(cuMemMap), -1, -1 },
+	{ "cuLaunchKernel", 0, FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz), -1 },
+	{ "cuLaunchKernelEx", 0, FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), -1 },
+	{ "cuLaunchCooperativeKernel", 0, FN(cuLaunchCooperativeKernel),
+	  FN(cuLaunchCooperativeKernel_ptsz), -1 },
+	{ "cuGraphLaunch", 0, FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz), -1 },
+	{ "cuModuleUnload", 0, FN(cuModuleUnload), -1, -1 },
+	{ "cuLibraryUnload", 0, FN(cuLibraryUnload), -1, -1 },
+	{ "cuFuncGetParamInfo", 0, FN(cuFuncGetParamInfo), -1, -1 },
+	{ "cuKernelGetParamInfo", 0, FN(cuKernelGetParamInfo), -1, -1 },
+	{ "cuFuncGetName", 0, FN(cuFuncGetName), -1, -1 },
+	{ "cuKernelGetName", 0, FN(cuKernelGetName), -1, -1 },
 };
 #undef FN
 
@@ -479,6 +510,8 @@ static void proc_swap(const char *symbol, int version, unsigned long long flags,
 	if (fn < 0 || !*pfn || vmmxp_busy())
 		return;
 	offer_real(fn, *pfn);
+	if (vmmxp_fn_is_launch(fn) && !vmmxp_launch_on())
+		return;
 	debug("cuGetProcAddress", symbol, fn);
 	if (fn < VMMXP_FN_NHOOKS) {
 		*pfn = hooks[fn];

@@ -47,7 +47,7 @@
 
 #include "preload/preload.h"
 
-#define MAX_DEVICES 64
+#define MAX_DEVICES VMMXP_MAX_DEVICES
 /* Allocations smaller than a 2 MiB chunk are not looked at for the report's spill table. */
 #define SPILL_MIN ((size_t)2 << 20)
 #define TOP_SPILLED 8
@@ -192,6 +192,19 @@ static struct vmmx_alloc *owner_of(const void *ptr, struct vmmx_chunk_info *ci)
 			return a;
 	}
 	return NULL;
+}
+
+int vmmxp_ctxs(struct vmmx_ctx **ctx, int max)
+{
+	int n = 0;
+
+	for (int d = 0; d < MAX_DEVICES && n < max; d++) {
+		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
+
+		if (a)
+			ctx[n++] = vmmx_alloc_ctx(a);
+	}
+	return n;
 }
 
 int vmmxp_owned(const void *ptr)
@@ -509,6 +522,48 @@ static const char *kind_name(enum vmmxp_kind k)
 	return names[k];
 }
 
+/* The launches line: watched launches per entry point, what they named. */
+static void report_launches(FILE *out)
+{
+	struct vmmxp_launch_stats ls = vmmxp_launch_stats();
+	struct vmmxp_cycle_stats cs = vmmxp_cycle_stats();
+	uint64_t total = 0;
+
+	if (!vmmxp_launch_on()) {
+		fprintf(out, "  launches         not watched (vmmx-run --launches or --trace watches them)\n");
+		return;
+	}
+	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
+		total += ls.launches[a];
+	fprintf(out, "  launches         %llu watched:", (unsigned long long)total);
+	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
+		fprintf(out, "%s %s %llu", a ? "," : "", vmmxp_launch_api_name(a),
+			(unsigned long long)ls.launches[a]);
+	fprintf(out, "; without a parameter layout %llu; graph launches (not read) %llu\n",
+		(unsigned long long)(ls.unread + ls.uncached), (unsigned long long)ls.graphs);
+	fprintf(out, "    chunks named   %llu, %llu of them in host memory; %llu launches read spilled "
+		     "memory\n",
+		(unsigned long long)ls.named, (unsigned long long)ls.named_host,
+		(unsigned long long)ls.spilled_launches);
+	fprintf(out, "    cycle          learned %llu times (the last %llu launches long), dropped %llu "
+		     "times when the order changed; %llu launches where a known cycle expected them\n",
+		(unsigned long long)cs.learned, (unsigned long long)cs.last_len,
+		(unsigned long long)cs.dropped, (unsigned long long)cs.in_cycle);
+	if (vmmxp_place_on()) {
+		struct vmmxp_place_stats ps = vmmxp_place_stats();
+		char b1[32], b2[32];
+
+		human(b1, sizeof(b1), ps.promoted_bytes);
+		human(b2, sizeof(b2), ps.evicted_bytes);
+		fprintf(out, "  placement        launch: %llu segments brought to the device (%s), %llu sent "
+			     "back (%s: by next use %llu, least recently named %llu); left in host "
+			     "memory: no room %llu, failed moves %llu\n",
+			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.evicted, b2,
+			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
+			(unsigned long long)ps.no_room, (unsigned long long)ps.failed);
+	}
+}
+
 static void report(void)
 {
 	FILE *out = stderr;
@@ -562,6 +617,7 @@ static void report(void)
 		(unsigned long long)n_passed[VMMXP_N_POOL_ALLOC], b1);
 	if (n_ipc_refused)
 		fprintf(out, "  IPC refused      %llu\n", (unsigned long long)n_ipc_refused);
+	report_launches(out);
 	for (int d = 0; d < MAX_DEVICES; d++) {
 		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
 		struct vmmx_ctx_info ci = { .size = sizeof(ci) };

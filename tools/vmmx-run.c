@@ -66,6 +66,12 @@ static void usage(FILE *f)
 	      "  -r, --report             print a summary to standard error at exit\n"
 	      "      --report-file FILE   append it to FILE instead\n"
 	      "  -t, --trace FILE         write libvmmx's JSON trace of placements (VMMX_TRACE)\n"
+	      "                           and of kernel launches (implies --launches)\n"
+	      "      --launches           watch kernel launches: the chunks each one names,\n"
+	      "                           counted in --report (VMMX_RUN_LAUNCHES=1)\n"
+	      "      --placement MODE     alloc (default): chunks stay where allocation put\n"
+	      "                           them; launch: bring the spilled segments a launch\n"
+	      "                           names to the device first (implies --launches)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "  -h, --help               this text\n"
 	      "      --version            the version\n"
@@ -518,7 +524,7 @@ static void preload(void)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION };
+	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION, OPT_LAUNCHES, OPT_PLACEMENT };
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "device-limit", required_argument, NULL, 'l' },
@@ -528,6 +534,8 @@ int main(int argc, char **argv)
 		{ "report", no_argument, NULL, 'r' },
 		{ "report-file", required_argument, NULL, OPT_REPORT_FILE },
 		{ "trace", required_argument, NULL, 't' },
+		{ "launches", no_argument, NULL, OPT_LAUNCHES },
+		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "log", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -564,6 +572,16 @@ int main(int argc, char **argv)
 			if (!*optarg)
 				bad("--trace", optarg, "expected a file name");
 			set_opt("--trace", "VMMX_TRACE", optarg);
+			/* Launch records go to the same file, one JSON line each (O_APPEND). */
+			set_opt("--trace", "VMMX_RUN_LAUNCH_TRACE", optarg);
+			break;
+		case OPT_LAUNCHES:
+			set_opt("--launches", "VMMX_RUN_LAUNCHES", "1");
+			break;
+		case OPT_PLACEMENT:
+			if (strcmp(optarg, "alloc") && strcmp(optarg, "launch"))
+				bad("--placement", optarg, "expected alloc or launch");
+			set_opt("--placement", "VMMX_RUN_PLACEMENT", optarg);
 			break;
 		case 'v':
 			if (strcmp(optarg, "none") && strcmp(optarg, "error") &&

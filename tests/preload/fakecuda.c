@@ -101,7 +101,6 @@ int cuMemPoolGetAttribute(void *pool, int attr, void *value) { CALL(FAKE_cuMemPo
 int cuMemCreate(unsigned long long *h, size_t n, const void *prop, unsigned long long flags) { CALL(FAKE_cuMemCreate); (void)n; (void)prop; (void)flags; *h = 0x4a11; return 0; }
 int cuMemRelease(unsigned long long h) { CALL(FAKE_cuMemRelease); (void)h; return 0; }
 int cuMemMap(unsigned long long p, size_t n, size_t off, unsigned long long h, unsigned long long flags) { CALL(FAKE_cuMemMap); (void)p; (void)n; (void)off; (void)h; (void)flags; return 0; }
-int cuLaunchKernelEx(const void *config, void *f, void **params, void **extra) { CALL(FAKE_cuLaunchKernelEx); (void)config; (void)f; (void)params; (void)extra; return 0; }
 
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_set set_log[FAKE_SET_LOG]; /* set_lock */
@@ -148,6 +147,101 @@ int cuMemsetD16Async_ptsz(unsigned long long p, unsigned short v, size_t n, void
 int cuMemsetD32Async_ptsz(unsigned long long p, unsigned int v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 4, n, s); }
 #undef PTR
 
+static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_launch launch_log[FAKE_LAUNCH_LOG]; /* launch_lock */
+static size_t launch_n;                                /* launch_lock */
+
+size_t fake_launch_log(const struct fake_launch **log)
+{
+	*log = launch_log;
+	return launch_n < FAKE_LAUNCH_LOG ? launch_n : FAKE_LAUNCH_LOG;
+}
+
+void fake_launch_log_clear(void) { pthread_mutex_lock(&launch_lock); launch_n = 0; pthread_mutex_unlock(&launch_lock); }
+
+static int fake_launch(const char *call, const void *f, void *s, void **params, void **extra)
+{
+	struct fake_launch e = { call, f, s, params, extra };
+
+	CALL(FAKE_launch);
+	pthread_mutex_lock(&launch_lock);
+	if (launch_n < FAKE_LAUNCH_LOG)
+		launch_log[launch_n++] = e;
+	pthread_mutex_unlock(&launch_lock);
+	return f ? 0 : 1;
+}
+
+#define DIMS unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared
+#define UNUSED_DIMS (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared
+int cuLaunchKernel(void *f, DIMS, void *s, void **params, void **extra) { UNUSED_DIMS; return fake_launch(__func__, f, s, params, extra); }
+int cuLaunchKernel_ptsz(void *f, DIMS, void *s, void **params, void **extra) { UNUSED_DIMS; return fake_launch(__func__, f, s, params, extra); }
+int cuLaunchCooperativeKernel(void *f, DIMS, void *s, void **params) { UNUSED_DIMS; return fake_launch(__func__, f, s, params, NULL); }
+int cuLaunchCooperativeKernel_ptsz(void *f, DIMS, void *s, void **params) { UNUSED_DIMS; return fake_launch(__func__, f, s, params, NULL); }
+#undef DIMS
+#undef UNUSED_DIMS
+int cuLaunchKernelEx(const void *config, void *f, void **params, void **extra)
+{
+	CALL(FAKE_cuLaunchKernelEx);
+	return fake_launch(__func__, f, config ? ((const struct fake_cu_config *)config)->stream : NULL, params, extra);
+}
+int cuLaunchKernelEx_ptsz(const void *config, void *f, void **params, void **extra)
+{
+	return fake_launch(__func__, f, config ? ((const struct fake_cu_config *)config)->stream : NULL, params, extra);
+}
+int cudaLaunchKernel(const void *func, struct fake_dim3 grid, struct fake_dim3 block, void **args, size_t shared, void *s) { (void)grid; (void)block; (void)shared; return fake_launch(__func__, func, s, args, NULL); }
+int cudaLaunchKernel_ptsz(const void *func, struct fake_dim3 grid, struct fake_dim3 block, void **args, size_t shared, void *s) { (void)grid; (void)block; (void)shared; return fake_launch(__func__, func, s, args, NULL); }
+int cudaLaunchKernelExC(const void *config, const void *func, void **args) { return fake_launch(__func__, func, ((const struct fake_rt_config *)config)->stream, args, NULL); }
+int cudaLaunchKernelExC_ptsz(const void *config, const void *func, void **args) { return fake_launch(__func__, func, ((const struct fake_rt_config *)config)->stream, args, NULL); }
+
+int cuGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+int cuGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+int cudaGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
+
+int cuModuleUnload(void *module) { CALL(FAKE_unload); (void)module; return 0; }
+int cuLibraryUnload(void *library) { CALL(FAKE_unload); (void)library; return 0; }
+
+/* CUDA_ERROR_INVALID_VALUE past the last parameter, and for a handle of the other kind. */
+static int param_info(const struct fake_kernel *k, int want_kernel, size_t i, size_t *off, size_t *size)
+{
+	CALL(FAKE_param_info);
+	if (!k || k->no_layout || k->is_kernel != want_kernel || i >= (size_t)k->nparams)
+		return 1;
+	*off = k->off[i];
+	*size = k->size[i];
+	return 0;
+}
+
+int cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size) { return param_info(f, 0, i, off, size); }
+int cuKernelGetParamInfo(void *k, size_t i, size_t *off, size_t *size) { return param_info(k, 1, i, off, size); }
+int cuFuncGetName(const char **name, void *f)
+{
+	const struct fake_kernel *k = f;
+
+	if (!k || k->is_kernel)
+		return 1;
+	*name = k->name;
+	return 0;
+}
+int cuKernelGetName(const char **name, void *f)
+{
+	const struct fake_kernel *k = f;
+
+	if (!k || !k->is_kernel)
+		return 1;
+	*name = k->name;
+	return 0;
+}
+int cudaGetFuncBySymbol(void **f, const void *symbol)
+{
+	const struct fake_stub *st = symbol;
+
+	if (!st || !st->kernel)
+		return 98; /* cudaErrorInvalidDeviceFunction */
+	*f = st->kernel;
+	return 0;
+}
+
 struct proc {
 	const char *name;
 	int v2_from;            /* cudaVersion from which the _v2 entry is returned, 0: none */
@@ -181,8 +275,35 @@ static const struct proc procs[] = {
 	{ "cuMemCreate", 0, (void *)cuMemCreate, NULL, NULL },
 	{ "cuMemRelease", 0, (void *)cuMemRelease, NULL, NULL },
 	{ "cuMemMap", 0, (void *)cuMemMap, NULL, NULL },
-	{ "cuLaunchKernelEx", 0, (void *)cuLaunchKernelEx, NULL, NULL },
+	{ "cuLaunchKernelEx", 0, (void *)cuLaunchKernelEx, NULL, (void *)cuLaunchKernelEx_ptsz },
+	{ "cuLaunchKernel", 0, (void *)cuLaunchKernel, NULL, (void *)cuLaunchKernel_ptsz },
+	{ "cuLaunchCooperativeKernel", 0, (void *)cuLaunchCooperativeKernel, NULL,
+	  (void *)cuLaunchCooperativeKernel_ptsz },
+	{ "cuModuleUnload", 0, (void *)cuModuleUnload, NULL, NULL },
+	{ "cuLibraryUnload", 0, (void *)cuLibraryUnload, NULL, NULL },
+	{ "cuGraphLaunch", 0, (void *)cuGraphLaunch, NULL, (void *)cuGraphLaunch_ptsz },
+	{ "cuFuncGetParamInfo", 0, (void *)cuFuncGetParamInfo, NULL, NULL },
+	{ "cuKernelGetParamInfo", 0, (void *)cuKernelGetParamInfo, NULL, NULL },
+	{ "cuFuncGetName", 0, (void *)cuFuncGetName, NULL, NULL },
+	{ "cuKernelGetName", 0, (void *)cuKernelGetName, NULL, NULL },
 };
+
+void *fake_own(const char *name)
+{
+	static const struct { const char *name; void *fn; } own[] = {
+		{ "cuLaunchKernel", (void *)cuLaunchKernel },
+		{ "cuLaunchKernel_ptsz", (void *)cuLaunchKernel_ptsz },
+		{ "cuLaunchKernelEx", (void *)cuLaunchKernelEx },
+		{ "cuLaunchKernelEx_ptsz", (void *)cuLaunchKernelEx_ptsz },
+		{ "cuLaunchCooperativeKernel", (void *)cuLaunchCooperativeKernel },
+		{ "cudaLaunchKernel", (void *)cudaLaunchKernel },
+	};
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strcmp(own[i].name, name))
+			return own[i].fn;
+	return NULL;
+}
 
 int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status)
 {

@@ -14,7 +14,8 @@ enum fake_call {
 	FAKE_cuIpcGetMemHandle, FAKE_cuCtxGetDevice, FAKE_cuGetProcAddress, FAKE_memset,
 	FAKE_cuMemAllocFromPoolAsync, FAKE_cuDeviceGetDefaultMemPool, FAKE_cuMemPoolCreate,
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
-	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_NCALLS
+	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
+	FAKE_NCALLS
 };
 
 /* One memset that reached the fake (FAKE_memset counts them all). */
@@ -108,7 +109,92 @@ int cuMemPoolGetAttribute(void *pool, int attr, void *value);
 int cuMemCreate(unsigned long long *h, size_t n, const void *prop, unsigned long long flags);
 int cuMemRelease(unsigned long long h);
 int cuMemMap(unsigned long long p, size_t n, size_t off, unsigned long long h, unsigned long long flags);
+/*
+ * Kernels: a CUfunction (or a CUkernel) of the fake is a pointer to a
+ * struct fake_kernel, whose parameter layout cuFuncGetParamInfo (or, for a
+ * CUkernel, cuKernelGetParamInfo) gives; a runtime host stub is a struct
+ * fake_stub, which cudaGetFuncBySymbol turns into its kernel.  Every launch
+ * is logged (the last FAKE_LAUNCH_LOG, oldest first) with what it was given.
+ */
+#define FAKE_MAX_PARAMS 16
+struct fake_kernel {
+	const char *name;
+	int is_kernel;          /* a CUkernel: cuFuncGetParamInfo refuses it */
+	int no_layout;          /* neither call answers (a driver before 12.4) */
+	int nparams;
+	size_t off[FAKE_MAX_PARAMS], size[FAKE_MAX_PARAMS];
+};
+
+struct fake_stub {
+	struct fake_kernel *kernel; /* NULL: cudaGetFuncBySymbol fails */
+};
+
+struct fake_launch {
+	const char *call;       /* the entry point's name */
+	const void *f;          /* the function, kernel or stub given */
+	void *stream;
+	void **params;
+	void **extra;
+};
+
+#define FAKE_LAUNCH_LOG 256
+size_t fake_launch_log(const struct fake_launch **log);
+void fake_launch_log_clear(void);
+/* The fake's own address of a launch entry point @name, or NULL. */
+void *fake_own(const char *name);
+
+struct fake_dim3 {
+	unsigned int x, y, z;
+};
+
+/* CUlaunchConfig and cudaLaunchConfig_t, as cuda.h and driver_types.h lay them out */
+struct fake_cu_config {
+	unsigned int grid[3], block[3], shared;
+	void *stream;
+	void *attrs;
+	unsigned int nattrs;
+};
+
+struct fake_rt_config {
+	struct fake_dim3 grid, block;
+	size_t shared;
+	void *stream;
+	void *attrs;
+	unsigned int nattrs;
+};
+
+int cuLaunchKernel(void *f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+		   unsigned int by, unsigned int bz, unsigned int shared, void *s, void **params,
+		   void **extra);
+int cuLaunchKernel_ptsz(void *f, unsigned int gx, unsigned int gy, unsigned int gz,
+			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+			void *s, void **params, void **extra);
 int cuLaunchKernelEx(const void *config, void *f, void **params, void **extra);
+int cuLaunchKernelEx_ptsz(const void *config, void *f, void **params, void **extra);
+int cuLaunchCooperativeKernel(void *f, unsigned int gx, unsigned int gy, unsigned int gz,
+			      unsigned int bx, unsigned int by, unsigned int bz,
+			      unsigned int shared, void *s, void **params);
+int cuLaunchCooperativeKernel_ptsz(void *f, unsigned int gx, unsigned int gy, unsigned int gz,
+				   unsigned int bx, unsigned int by, unsigned int bz,
+				   unsigned int shared, void *s, void **params);
+int cudaLaunchKernel(const void *func, struct fake_dim3 grid, struct fake_dim3 block,
+		     void **args, size_t shared, void *s);
+int cudaLaunchKernel_ptsz(const void *func, struct fake_dim3 grid, struct fake_dim3 block,
+			  void **args, size_t shared, void *s);
+int cudaLaunchKernelExC(const void *config, const void *func, void **args);
+int cudaLaunchKernelExC_ptsz(const void *config, const void *func, void **args);
+/* Graph launches: logged with the executable graph as the function, no parameters. */
+int cuGraphLaunch(void *exec, void *s);
+int cuGraphLaunch_ptsz(void *exec, void *s);
+int cudaGraphLaunch(void *exec, void *s);
+int cudaGraphLaunch_ptsz(void *exec, void *s);
+int cuModuleUnload(void *module);
+int cuLibraryUnload(void *library);
+int cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size);
+int cuKernelGetParamInfo(void *k, size_t i, size_t *off, size_t *size);
+int cuFuncGetName(const char **name, void *f);
+int cuKernelGetName(const char **name, void *k);
+int cudaGetFuncBySymbol(void **f, const void *symbol);
 int cuGetProcAddress(const char *sym, void **pfn, int ver, unsigned long long flags);
 int cuGetProcAddress_v2(const char *sym, void **pfn, int ver, unsigned long long flags, int *status);
 

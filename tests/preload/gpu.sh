@@ -12,11 +12,15 @@
 # vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
 # A threaded program that forks (fork_threads.cu) natively and under
 # vmmx-run: every child's cudaMalloc refused, none hung.
-# GPU_SECTIONS picks some of them (default: all): c fork alloc torch cupy
-# candidates; CANDIDATES replaces the list of policies the last one runs;
+# The launch rate of empty kernels natively, under vmmx-run and under
+# vmmx-run --launches, and the PyTorch chain fitting on the device with
+# launches watched (launch_bench.cu, torch_chain.py).
+# The PyTorch chain under --placement launch against the default placement.
+# GPU_SECTIONS picks some of them (default: all): c fork alloc launch torch
+# placement cupy candidates; CANDIDATES replaces the list of policies the last one runs;
 # BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096).
 set -u
-sections=" ${GPU_SECTIONS:-c fork alloc torch cupy candidates} "
+sections=" ${GPU_SECTIONS:-c fork alloc launch torch placement cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
 prefix=${1:?usage: gpu.sh PREFIX [PYTHON]}
 py=${2:-/opt/torch/.venv/bin/python}
@@ -39,6 +43,8 @@ $nvcc -O2 $arch -cudart shared -o "$out/gpu_fill_shared" "$src/gpu_fill.cu" -lcu
 $nvcc -O2 $arch -cudart shared -o "$out/alloc_bench" "$src/alloc_bench.cu" || exit 1
 $nvcc -O2 $arch -o "$out/alloc_bench_static" "$src/alloc_bench.cu" || exit 1
 $nvcc -O2 $arch -cudart shared -o "$out/fork_threads" "$src/fork_threads.cu" || exit 1
+$nvcc -O2 $arch -cudart shared -o "$out/launch_bench" "$src/launch_bench.cu" -lcuda || exit 1
+$nvcc -O2 $arch -o "$out/launch_bench_static" "$src/launch_bench.cu" -lcuda || exit 1
 echo "static runtime: $(ldd "$out/gpu_fill_static" | grep -c cudart) cudart libraries linked (0 expected)"
 echo "shared runtime: $(ldd "$out/gpu_fill_shared" | grep cudart)"
 
@@ -87,6 +93,27 @@ for b in alloc_bench alloc_bench_static; do
 done
 
 fi
+if want launch; then
+# Target: watching costs under 1 us per launch (the --launches column less
+# the native one); passed straight through (vmmx-run without it), nothing.
+echo "== launch cost: empty kernels, native against vmmx-run and vmmx-run --launches (us per launch)"
+for b in launch_bench launch_bench_static; do
+	"$out/$b" 200 >"$out/$b.native"
+	"$run" -- "$out/$b" 200 >"$out/$b.off"
+	"$run" --launches --report -- "$out/$b" 200 >"$out/$b.on" 2>"$out/$b.report"
+	echo "-- $b"
+	join <(grep -v '^#' "$out/$b.native") <(grep -v '^#' "$out/$b.off") |
+		join - <(grep -v '^#' "$out/$b.on") |
+		awk '{ printf "%-26s native %7.3f  vmmx-run %7.3f  --launches %7.3f  cost %+.3f us\n", $1, $3, $5, $7, $7 - $3 }'
+	grep -A1 '^  launches' "$out/$b.report"
+done
+# Target: at most 2% slower than native when everything fits.
+echo "== PyTorch chain fitting on the device (batch 16): native against vmmx-run --launches"
+"$py" "$src/torch_chain.py" --batch 16 2>&1 | tail -1
+"$run" --launches --report-file "$out/torch.launch.report" -- "$py" "$src/torch_chain.py" --batch 16 2>&1 | tail -1
+grep -A1 '^  launches' "$out/torch.launch.report"
+
+fi
 if want torch; then
 echo "== PyTorch: bf16 chain of 72 8192x8192 layers (9 GiB), unmodified"
 for batch in ${BATCHES:-1 16 256 4096}; do
@@ -110,6 +137,25 @@ sleep 20
 exec 9>&-
 wait $holder
 rm -f "$out/hold.fifo"
+
+fi
+if want placement; then
+# Targets: batch 4096 within 1.5x the floor (about 64 ms); batches 1 and 16
+# not slower than the default placement; checksums equal to native.
+echo "== PyTorch chain, 6 GiB limit: --placement launch against the default"
+for batch in ${BATCHES:-1 16 256 4096}; do
+	"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.native.$batch" 2>&1
+	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch >"$out/pl.alloc.$batch" 2>&1
+	"$run" --device-limit 6GiB --placement launch --report-file "$out/pl.report.$batch" -- \
+		"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.launch.$batch" 2>&1
+	echo "batch $batch native : $(tail -1 "$out/pl.native.$batch")"
+	echo "batch $batch alloc  : $(tail -1 "$out/pl.alloc.$batch")"
+	echo "batch $batch launch : $(tail -1 "$out/pl.launch.$batch")"
+	a=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.native.$batch")
+	b=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.launch.$batch")
+	[ -n "$a" ] && [ "$a" = "$b" ] && echo "batch $batch: checksums equal" || echo "batch $batch: CHECKSUMS DIFFER ($a vs $b)"
+	grep -A3 '^  launches' "$out/pl.report.$batch"
+done
 
 fi
 if want cupy; then

@@ -30,10 +30,18 @@ check_PROGRAMS += %D%/dlclient
 %C%_dlclient_LDADD = lib/libvmmx.la -ldl
 %C%_dlclient_LDFLAGS = $(AM_LDFLAGS) -no-install
 
-TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh
-EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/env.sh %D%/fakecuda.map
+# Kernel launches watched, counted and traced (launches.sh runs it).
+check_PROGRAMS += %D%/launchclient
+%C%_launchclient_SOURCES = %D%/launchclient.c tests/tap/basic.c tests/tap/basic.h
+%C%_launchclient_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_launchclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la -ldl $(PTHREAD_LIBS)
+%C%_launchclient_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh
+EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/env.sh \
+	%D%/fakecuda.map
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
-EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
+EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_bench.cu %D%/bench_time.h %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
 # Unmodified JAX, Triton and numba-cuda past a device limit, and numba-cuda's
 # own driver tests, on the GPU machine from a built tree (docs/PRELOAD.md).
 EXTRA_DIST += %D%/frameworks.sh %D%/numba_suite.sh %D%/frameworks/common.py \

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: MIT
+/*
+ * launch.c - the interposed kernel launches: cuLaunchKernel,
+ * cuLaunchKernelEx, cuLaunchCooperativeKernel, cudaLaunchKernel and
+ * cudaLaunchKernelExC, with their _ptsz forms.
+ *
+ * Off by default (vmmx-run without --launches or --trace): each hook calls
+ * the real entry point at once, and the dlsym and cuGetProcAddress paths
+ * hand back the real address itself (resolve.c), so a launch found that way
+ * does not pass through this file at all.
+ *
+ * On, each launch is watched before it is passed on, unchanged:
+ *  - the kernel's parameter layout (the offset and size of each parameter)
+ *    comes from the driver, cuFuncGetParamInfo() on a CUfunction or
+ *    cuKernelGetParamInfo() on a CUkernel (the runtime's cudaLaunchKernel
+ *    takes a host stub, which cudaGetFuncBySymbol() turns into the
+ *    CUfunction), and is cached per handle: the first launch of a kernel
+ *    asks, the others read the cache;
+ *  - every 8-byte-aligned word of the parameter block is a candidate
+ *    pointer (a pointer inside a by-value struct counts), and so is every
+ *    such word of a packed buffer given through "extra"
+ *    (CU_LAUNCH_PARAM_BUFFER_POINTER);
+ *  - each candidate is resolved with vmmx_lookup() on every device's
+ *    context (lock-free); an interior pointer maps to its chunk; the
+ *    distinct chunks a launch names are counted, those in host memory
+ *    apart, for the report, and written to the trace (--trace) with their
+ *    location at launch;
+ *  - the launch's signature (kernel and chunks) goes to the cycle learner
+ *    (cycle.c), which says where in the step the launch falls.
+ * A kernel whose layout the driver cannot give (a driver older than 12.4,
+ * a handle it does not know) is counted and passed on unread: without the
+ * number of parameters, the kernelParams array cannot be read safely.
+ *
+ * Graph launches (cuGraphLaunch, cudaGraphLaunch and their _ptsz forms) are
+ * counted, not read: their kernels' parameters were given at capture.
+ *
+ * A runtime launch reaches the driver's launch inside the runtime: a
+ * thread-local mark keeps it from being watched twice.  A thread inside
+ * libvmmx (vmmxp_busy()) is never watched.
+ *
+ * Locking: the layout cache is an open-addressed table whose slots are
+ * written under cache_lock, with a release store, and read with acquire
+ * loads; entries are never freed (one per kernel, the process's life; an
+ * unload empties the table, and a reader may still hold an entry).  Counters are relaxed atomics.  The trace descriptor is opened
+ * once (pthread_once); each record is one write() to it (O_APPEND), as in
+ * libvmmx's own trace, and a failed write is dropped: tracing never fails
+ * a launch.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload/preload.h"
+
+/* Slots of the layout cache: a power of two, more than the kernels of a large program. */
+#define CACHE_SLOTS 16384
+/* The most parameters asked for: CUDA's parameter space is 32764 bytes (4-byte ones). */
+#define MAX_PARAMS 8192
+/*
+ * Distinct chunks one launch keeps (the same chunk named twice counts once);
+ * past them, a chunk may count more than once.  The trace lists the first
+ * TRACE_CHUNKS (a record stays under 8 KiB).
+ */
+#define MAX_NAMED VMMXP_PLACE_MAX
+#define TRACE_CHUNKS 64
+/* Values below a page are never addresses: sizes, flags, counts. */
+#define MIN_ADDR 4096
+/* extra's keys (cuda.h) */
+#define PARAM_END ((void *)0x00)
+#define PARAM_BUFFER_POINTER ((void *)0x01)
+#define PARAM_BUFFER_SIZE ((void *)0x02)
+#define PARAM_END_AS_INT ((void *)0x03) /* CU_LAUNCH_PARAM_END_AS_INT */
+
+enum key_kind {
+	KEY_FUNC,       /* a CUfunction (or a CUkernel passed as one) */
+	KEY_STUB,       /* a runtime host stub, or a cudaKernel_t */
+};
+
+struct layout {
+	const void *key;
+	enum key_kind kind;
+	int nparams;            /* -1: the driver gave none */
+	uint32_t *off, *size;   /* nparams each */
+	char name[];            /* the kernel's name, "" if unknown */
+};
+
+static struct layout *cache[CACHE_SLOTS]; /* written once under cache_lock; acquire loads */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int in_launch; /* > 0: a runtime launch of this thread is being passed on */
+
+static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_spilled_launch,
+	n_uncached, n_graphs;
+
+static void count(uint64_t *c, uint64_t n)
+{
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+static size_t slot_of(const void *key, enum key_kind kind)
+{
+	uint64_t h = (uint64_t)(uintptr_t)key * 0x9e3779b97f4a7c15ull + (uint64_t)kind;
+
+	return (size_t)(h >> 40) & (CACHE_SLOTS - 1);
+}
+
+/*
+ * The offsets and sizes of @key's parameters, in @off and @size (up to
+ * MAX_PARAMS); -1 if the driver cannot say.  The runtime's key is a stub:
+ * its CUfunction comes from cudaGetFuncBySymbol(); failing that, the key is
+ * taken for a CUkernel (cudaGetKernel()'s handle, which cudaLaunchKernel
+ * also takes).
+ */
+static int ask_layout(const void *key, enum key_kind kind, uint32_t *off, uint32_t *size,
+		      const char **name)
+{
+	CUresult (*fparam)(CUfunction, size_t, size_t *, size_t *) = VMMXP_REAL(cuFuncGetParamInfo);
+	CUresult (*kparam)(void *, size_t, size_t *, size_t *) = VMMXP_REAL(cuKernelGetParamInfo);
+	CUresult (*fname)(const char **, CUfunction) = VMMXP_REAL(cuFuncGetName);
+	CUresult (*kname)(const char **, void *) = VMMXP_REAL(cuKernelGetName);
+	CUfunction f = (CUfunction)key;
+	size_t o, s;
+	int n, is_kernel = 0;
+
+	if (kind == KEY_STUB) {
+		cudaError_t (*by_symbol)(CUfunction *, const void *) =
+			VMMXP_REAL(cudaGetFuncBySymbol);
+
+		if (!by_symbol || by_symbol(&f, key) != CUDA_OK)
+			f = (CUfunction)key;
+	}
+	*name = NULL;
+	/*
+	 * Index 0 refused by both calls: a handle the driver cannot describe,
+	 * or a kernel without parameters; either way nothing is read, and the
+	 * launch counts as one without a layout.
+	 */
+	if (!fparam || fparam(f, 0, &o, &s) != CUDA_OK) {
+		is_kernel = kparam && kparam(f, 0, &o, &s) == CUDA_OK;
+		if (!is_kernel) {
+			if (!fname || fname(name, f) != CUDA_OK)
+				*name = NULL;
+			return -1;
+		}
+	}
+	for (n = 0; n < MAX_PARAMS; n++) {
+		CUresult r = is_kernel ? kparam(f, (size_t)n, &o, &s) : fparam(f, (size_t)n, &o, &s);
+
+		if (r != CUDA_OK)
+			break;
+		off[n] = (uint32_t)o;
+		size[n] = (uint32_t)s;
+	}
+	if (is_kernel ? kname && kname(name, f) != CUDA_OK : fname && fname(name, f) != CUDA_OK)
+		*name = NULL;
+	return n;
+}
+
+/* The cached layout of @key, made on its first launch; NULL if there is no room to keep it. */
+static const struct layout *layout_of(const void *key, enum key_kind kind)
+{
+	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS]; /* cache_lock */
+	size_t i = slot_of(key, kind), probes;
+	struct layout *l;
+	const char *name = NULL;
+	size_t nlen;
+	int n;
+
+	for (probes = 0; probes < CACHE_SLOTS; probes++, i = (i + 1) & (CACHE_SLOTS - 1)) {
+		l = __atomic_load_n(&cache[i], __ATOMIC_ACQUIRE);
+		if (!l)
+			break;
+		if (l->key == key && l->kind == kind)
+			return l;
+	}
+	if (probes == CACHE_SLOTS)
+		return NULL;
+	pthread_mutex_lock(&cache_lock);
+	/* Another thread may have made it, or taken the free slot, meanwhile. */
+	for (; probes < CACHE_SLOTS; probes++, i = (i + 1) & (CACHE_SLOTS - 1)) {
+		l = cache[i];
+		if (!l)
+			break;
+		if (l->key == key && l->kind == kind)
+			goto out;
+	}
+	l = NULL;
+	if (probes == CACHE_SLOTS)
+		goto out;
+	n = ask_layout(key, kind, off, size, &name);
+	nlen = name ? strlen(name) : 0;
+	/* The name, then the two arrays at the next 4-byte boundary (3 bytes of slack). */
+	l = malloc(sizeof(*l) + nlen + 1 + 3 + (n > 0 ? (size_t)n * 2 * sizeof(uint32_t) : 0));
+	if (!l)
+		goto out;
+	l->key = key;
+	l->kind = kind;
+	l->nparams = n;
+	l->off = (uint32_t *)(((uintptr_t)(l->name + nlen + 1) + 3) & ~(uintptr_t)3);
+	l->size = l->off + (n > 0 ? n : 0);
+	memcpy(l->name, name ? name : "", nlen + 1);
+	if (n > 0) {
+		memcpy(l->off, off, (size_t)n * sizeof(uint32_t));
+		memcpy(l->size, size, (size_t)n * sizeof(uint32_t));
+	}
+	__atomic_store_n(&cache[i], l, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&cache_lock);
+	return l;
+}
+
+/* What one launch named: the first MAX_NAMED distinct chunks kept, all counted. */
+struct named {
+	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
+	int nctx;
+	struct vmmx_chunk_info chunk[MAX_NAMED];
+	struct vmmx_ctx *chunk_ctx[MAX_NAMED]; /* the context that maps each */
+	size_t n, total, host;
+};
+
+static void name_word(struct named *nm, uint64_t w)
+{
+	struct vmmx_chunk_info ci;
+
+	if (w < MIN_ADDR)
+		return;
+	for (int c = 0; c < nm->nctx; c++) {
+		if (vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)w, &ci))
+			continue;
+		for (size_t i = 0; i < nm->n; i++)
+			if (nm->chunk[i].base == ci.base)
+				return;
+		nm->total++;
+		if (ci.loc.kind != VMMX_LOC_DEVICE)
+			nm->host++;
+		if (nm->n < MAX_NAMED) {
+			nm->chunk_ctx[nm->n] = nm->ctx[c];
+			nm->chunk[nm->n++] = ci;
+		}
+		return;
+	}
+}
+
+/* Each 8-byte-aligned word of [@base_off, @base_off + @len) of the block; its bytes are at @p. */
+static void name_words(struct named *nm, const unsigned char *p, size_t base_off, size_t len)
+{
+	size_t first = (base_off + 7) & ~(size_t)7;
+
+	for (size_t w = first; w + 8 <= base_off + len; w += 8) {
+		uint64_t v;
+
+		memcpy(&v, p + (w - base_off), sizeof(v));
+		name_word(nm, v);
+	}
+}
+
+/* The packed buffer of CU_LAUNCH_PARAM_BUFFER_POINTER, if @extra gives one with its size. */
+static void name_extra(struct named *nm, void **extra)
+{
+	const unsigned char *buf = NULL;
+	size_t len = 0;
+
+	for (int i = 0; extra[i] != PARAM_END && extra[i] != PARAM_END_AS_INT && i < 64; i += 2) {
+		if (extra[i] == PARAM_BUFFER_POINTER)
+			buf = extra[i + 1];
+		else if (extra[i] == PARAM_BUFFER_SIZE && extra[i + 1])
+			len = *(const size_t *)extra[i + 1];
+	}
+	if (buf && len)
+		name_words(nm, buf, 0, len);
+}
+
+static int trace_fd = -1;
+static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
+static uint64_t seq;
+
+static void trace_open(void)
+{
+	const char *path = getenv("VMMX_RUN_LAUNCH_TRACE");
+
+	if (path && *path) {
+		trace_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+		if (trace_fd < 0)
+			fprintf(stderr, "vmmx-run: cannot open %s for the launch trace: %s; launches "
+					"are not traced\n", path, strerror(errno));
+	}
+}
+
+/*
+ * One write(), never blocking, never raising SIGPIPE (a FIFO whose reader
+ * left): the signal is blocked around it and taken back if the write
+ * raised it.  A failed write is dropped.
+ */
+static void trace_write(const char *line, size_t n)
+{
+	static const struct timespec now = { 0, 0 };
+	sigset_t pipe_set, old, pending;
+	int was_pending;
+	ssize_t w;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old))
+		return;
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE) == 1;
+	w = write(trace_fd, line, n);
+	if (w < 0 && errno == EPIPE && !was_pending)
+		while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR)
+			;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static const char *const api_names[VMMXP_NLAUNCH_APIS] = {
+	"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cudaLaunchKernel",
+	"cudaLaunchKernelExC",
+};
+
+/* Append @s to @line at *@n, JSON-escaped; stops quietly at the end of the room. */
+static void put_escaped(char *line, size_t room, size_t *n, const char *s)
+{
+	for (; *s && *n + 8 < room; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			*n += (size_t)snprintf(line + *n, room - *n, "\\%c", c);
+		else if (c < 0x20)
+			*n += (size_t)snprintf(line + *n, room - *n, "\\u%04x", c);
+		else
+			line[(*n)++] = (char)c;
+	}
+	line[*n] = '\0';
+}
+
+/*
+ * One JSON line: {"time":..,"pid":..,"event":"launch","seq":N,"api":"...",
+ * "kernel":"...","stream":"0x..","params":N,"chunks_named":N,
+ * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0"},...]}
+ */
+static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUstream stream,
+			 const struct named *nm, long at)
+{
+	char line[8192], loc[32];
+	size_t n = 0, room = sizeof(line);
+	struct timespec ts;
+	int w;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	w = snprintf(line, room,
+		     "{\"time\":%lld.%06ld,\"pid\":%d,\"event\":\"launch\",\"seq\":%llu,"
+		     "\"api\":\"%s\",\"kernel\":\"",
+		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(),
+		     (unsigned long long)__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED),
+		     api_names[api]);
+	if (w < 0)
+		return;
+	n = (size_t)w;
+	put_escaped(line, room - 512, &n, l && l->name[0] ? l->name : "?");
+	n += (size_t)snprintf(line + n, room - n,
+			      "\",\"stream\":\"%p\",\"params\":%d,\"cycle_pos\":%ld,"
+			      "\"chunks_named\":%zu,\"chunks_host\":%zu,\"chunks\":[",
+			      stream, l ? l->nparams : -1, at, nm->total, nm->host);
+	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
+		n += (size_t)snprintf(line + n, room - n,
+				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\"}",
+				      i ? "," : "", nm->chunk[i].base, nm->chunk[i].size,
+				      vmmx_loc_name(nm->chunk[i].loc, loc, sizeof(loc)));
+	if (n + 4 > room)
+		return;
+	n += (size_t)snprintf(line + n, room - n, "]}\n");
+	trace_write(line, n);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/*
+ * A forked child gets every lock of the watch afresh: its launches then
+ * fail in the driver, as CUDA after fork does, rather than hang on a lock
+ * a vanished thread held.
+ */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&cache_lock, NULL);
+	vmmxp_cycle_after_fork();
+	vmmxp_place_after_fork();
+}
+
+static void atfork_init(void)
+{
+	/* Swallowed: without it, only a child that forks during a launch, then launches, could hang. */
+	(void)pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* A launch's signature for the cycle: its kernel, then the chunks it named, in order (FNV-1a). */
+static uint64_t signature(const void *key, enum key_kind kind, const struct named *nm)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = (h ^ (uint64_t)(uintptr_t)key) * 0x100000001b3ull;
+	h = (h ^ (uint64_t)kind) * 0x100000001b3ull;
+	for (size_t i = 0; i < nm->n; i++)
+		h = (h ^ (uint64_t)(uintptr_t)nm->chunk[i].base) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * Watch one launch of @key (@kind) on @stream, whose parameters are
+ * @params (an array of pointers to each) or @extra; the caller passes it
+ * on.  Returns 1 when the placement lock is held (--placement launch): the
+ * caller calls vmmxp_place_done() once the launch is passed on.
+ */
+static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind, CUstream stream,
+		  void **params, void **extra)
+{
+	const struct layout *l;
+	struct named nm;
+	long at;
+	int held = 0;
+
+	vmmxp_depth(1);
+	pthread_once(&atfork_once, atfork_init);
+	count(&n_launch[api], 1);
+	nm.nctx = vmmxp_ctxs(nm.ctx, VMMXP_MAX_DEVICES);
+	nm.n = nm.total = nm.host = 0;
+	l = layout_of(key, kind);
+	if (!l)
+		count(&n_uncached, 1);
+	if (params && l && l->nparams > 0) {
+		for (int i = 0; i < l->nparams; i++)
+			if (params[i])
+				name_words(&nm, params[i], l->off[i], l->size[i]);
+	} else if (!params && extra) {
+		name_extra(&nm, extra);
+	} else if (params && l && l->nparams < 0) {
+		count(&n_unread, 1);
+	}
+	at = vmmxp_cycle_note(signature(key, kind, &nm));
+	count(&n_named, nm.total);
+	count(&n_named_host, nm.host);
+	if (nm.host)
+		count(&n_spilled_launch, 1);
+	pthread_once(&trace_once, trace_open);
+	if (trace_fd >= 0)
+		trace_launch(api, l, stream, &nm, at);
+	if (vmmxp_place_on())
+		held = vmmxp_place_launch(nm.chunk, nm.chunk_ctx, nm.n);
+	vmmxp_depth(-1);
+	return held;
+}
+
+static int watching(void)
+{
+	return vmmxp_launch_on() && !in_launch && !vmmxp_busy();
+}
+
+static CUstream drv_stream(CUstream s, int ptsz)
+{
+	return !s && ptsz ? CU_STREAM_PER_THREAD_ : s;
+}
+
+struct vmmxp_launch_stats vmmxp_launch_stats(void)
+{
+	struct vmmxp_launch_stats st;
+
+	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
+		st.launches[a] = __atomic_load_n(&n_launch[a], __ATOMIC_RELAXED);
+	st.unread = __atomic_load_n(&n_unread, __ATOMIC_RELAXED);
+	st.uncached = __atomic_load_n(&n_uncached, __ATOMIC_RELAXED);
+	st.named = __atomic_load_n(&n_named, __ATOMIC_RELAXED);
+	st.named_host = __atomic_load_n(&n_named_host, __ATOMIC_RELAXED);
+	st.spilled_launches = __atomic_load_n(&n_spilled_launch, __ATOMIC_RELAXED);
+	st.graphs = __atomic_load_n(&n_graphs, __ATOMIC_RELAXED);
+	return st;
+}
+
+const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
+{
+	return api_names[api];
+}
+
+/*
+ * The hooks.  DRV_HOOK: the driver's @name(@params), whose real call is
+ * @name@args; when launches are watched, @watched runs first, and when it
+ * returns 1 (the placement lock held) vmmxp_place_done() follows the real
+ * call.  RT_HOOK: the
+ * runtime's, likewise, and the real call then runs with the thread marked,
+ * so that the driver's launch inside it is not watched again.
+ */
+#define DRV_HOOK(name, params, args, watched)                                                   \
+	VMMXP_EXPORT CUresult name params                                                       \
+	{                                                                                       \
+		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+		CUresult r;                                                                     \
+		int held = 0;                                                                   \
+                                                                                                \
+		if (!real)                                                                      \
+			return CUDA_ENOTFOUND;                                                  \
+		if (watching())                                                                 \
+			held = (watched);                                                       \
+		r = real args;                                                                  \
+		if (held)                                                                       \
+			vmmxp_place_done();                                                     \
+		return r;                                                                       \
+	}
+
+/* cudaErrorSymbolNotFound: the runtime's entry point is not there. */
+#define RT_ENOTFOUND 500
+
+#define RT_HOOK(name, params, args, watched)                                                    \
+	VMMXP_EXPORT cudaError_t name params                                                    \
+	{                                                                                       \
+		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+		cudaError_t r;                                                                  \
+		int held;                                                                       \
+                                                                                                \
+		if (!real)                                                                      \
+			return RT_ENOTFOUND;                                                    \
+		if (!watching())                                                                \
+			return real args;                                                       \
+		held = (watched);                                                               \
+		in_launch++;                                                                    \
+		r = real args;                                                                  \
+		in_launch--;                                                                    \
+		if (held)                                                                       \
+			vmmxp_place_done();                                                     \
+		return r;                                                                       \
+	}
+
+#define LAUNCH_PARAMS                                                                           \
+	(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
+	 unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params, \
+	 void **extra)
+#define LAUNCH_ARGS (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+DRV_HOOK(cuLaunchKernel, LAUNCH_PARAMS, LAUNCH_ARGS,
+	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 0), params, extra))
+DRV_HOOK(cuLaunchKernel_ptsz, LAUNCH_PARAMS, LAUNCH_ARGS,
+	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 1), params, extra))
+
+#define EX_PARAMS (const struct vmmxp_cu_config *config, CUfunction f, void **params, void **extra)
+#define EX_ARGS (config, f, params, extra)
+DRV_HOOK(cuLaunchKernelEx, EX_PARAMS, EX_ARGS,
+	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 0), params,
+			extra) : 0)
+DRV_HOOK(cuLaunchKernelEx_ptsz, EX_PARAMS, EX_ARGS,
+	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 1), params,
+			extra) : 0)
+
+#define COOP_PARAMS                                                                             \
+	(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
+	 unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params)
+#define COOP_ARGS (f, gx, gy, gz, bx, by, bz, shared, stream, params)
+DRV_HOOK(cuLaunchCooperativeKernel, COOP_PARAMS, COOP_ARGS,
+	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 0), params, NULL))
+DRV_HOOK(cuLaunchCooperativeKernel_ptsz, COOP_PARAMS, COOP_ARGS,
+	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 1), params, NULL))
+
+#define RT_PARAMS                                                                               \
+	(const void *func, struct vmmxp_dim3 grid, struct vmmxp_dim3 block, void **args,        \
+	 size_t shared, CUstream stream)
+#define RT_ARGS (func, grid, block, args, shared, stream)
+RT_HOOK(cudaLaunchKernel, RT_PARAMS, RT_ARGS,
+	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 0), args, NULL))
+RT_HOOK(cudaLaunchKernel_ptsz, RT_PARAMS, RT_ARGS,
+	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 1), args, NULL))
+
+#define RT_EX_PARAMS (const struct vmmxp_rt_config *config, const void *func, void **args)
+#define RT_EX_ARGS (config, func, args)
+RT_HOOK(cudaLaunchKernelExC, RT_EX_PARAMS, RT_EX_ARGS,
+	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 0), args,
+		       NULL) : 0)
+RT_HOOK(cudaLaunchKernelExC_ptsz, RT_EX_PARAMS, RT_EX_ARGS,
+	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1), args,
+		       NULL) : 0)
+
+/* Graphs: counted only (their kernels' parameters were given at capture). */
+#define GRAPH_PARAMS (void *exec, CUstream stream)
+#define GRAPH_ARGS (exec, stream)
+DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+
+/*
+ * Unloads: the functions of an unloaded module or library are gone, and
+ * their addresses may be another's next: the layout cache is emptied (its
+ * entries are not freed: a reader may still hold one), so every kernel's
+ * layout is asked again at its next launch.
+ */
+static int forget_layouts(void)
+{
+	pthread_mutex_lock(&cache_lock);
+	for (size_t i = 0; i < CACHE_SLOTS; i++)
+		__atomic_store_n(&cache[i], NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cache_lock);
+	return 0;
+}
+
+DRV_HOOK(cuModuleUnload, (void *module), (module), forget_layouts())
+DRV_HOOK(cuLibraryUnload, (void *library), (library), forget_layouts())

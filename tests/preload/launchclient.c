@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: MIT
+/*
+ * launchclient.c - kernel launches through vmmx-run on the sim backend,
+ * over the fake driver and runtime (fakecuda.c), run by launches.sh.
+ *
+ * Two 128 MiB allocations fill the 256 MiB device limit (device-first, no
+ * headroom); a third lies in host memory, in 64 MiB chunks.  Then nine
+ * launches, one through each entry point (and _ptsz form), with pointers
+ * passed plainly, interior pointers, pointers inside a by-value struct, a
+ * packed "extra" buffer, a kernel handed as a CUkernel, a kernel whose
+ * layout the driver does not give, an address libvmmx does not map, and
+ * two graph launches.
+ * This program checks that every launch reaches the fake driver unchanged
+ * (function, stream, parameter array); launches.sh checks what the
+ * interposer counted (--report) and recorded (--trace).
+ *
+ * Mode "cycle": a step of three launches repeated, then in another order.
+ * Mode "place-act": the same with an activation named every other launch.
+ * Mode "unload": a function's layout asked again after cuModuleUnload.
+ * Mode "place": --placement launch over six buffers, four of which fit;
+ * "torture", the same under an injected driver failure (VMMX_FAULT).
+ * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
+ * once, 2000 launches each.  Mode "bench N" (not a test): nanoseconds per
+ * launch, to compare with and without vmmx-run --launches.
+ *
+ * Mode "lookups": the launch entry points found through cuGetProcAddress and
+ * dlsym are the interposer's when launches are watched (VMMX_RUN_LAUNCHES
+ * set) and the driver's own when not.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/preload/fakecuda.h"
+#include "tests/tap/basic.h"
+#include "vmmx.h"
+
+#define MiB ((size_t)1 << 20)
+#define STREAM ((void *)0x5eed)
+
+static struct vmmx_ctx *ctx_of(int dev)
+{
+	struct vmmx_alloc *a;
+
+	return vmmx_alloc_global(dev, &a) ? NULL : vmmx_alloc_ctx(a);
+}
+
+static enum vmmx_loc_kind where(const void *p)
+{
+	struct vmmx_chunk_info ci;
+
+	return vmmx_lookup(ctx_of(0), p, &ci) ? VMMX_LOC_NONE : ci.loc.kind;
+}
+
+/* The last launch the fake driver saw was @call of @f on @stream with @params and @extra. */
+static void reached(const char *call, const void *f, void *stream, void **params, void **extra)
+{
+	const struct fake_launch *log;
+	size_t n = fake_launch_log(&log);
+
+	if (!n) {
+		ok(0, "%s reaches the driver", call);
+		return;
+	}
+	ok(!strcmp(log[n - 1].call, call) && log[n - 1].f == f && log[n - 1].stream == stream &&
+		   log[n - 1].params == params && log[n - 1].extra == extra,
+	   "%s reaches the driver's %s with its function, stream and parameters unchanged", call,
+	   log[n - 1].call);
+}
+
+/* K1(float *a, int n, float *b) */
+static struct fake_kernel k1 = { "k1_two_pointers", 0, 0, 3, { 0, 8, 16 }, { 8, 4, 8 } };
+
+/* K2(struct { int n; int pad; float *p; float *q; } s, float f) */
+struct k2_arg {
+	int n, pad;
+	void *p, *q;
+};
+
+static struct fake_kernel k2 = { "k2_struct", 0, 0, 2, { 0, 24 }, { 24, 4 } };
+/* K3(float *a) */
+static struct fake_kernel k3 = { "k3_one_pointer", 0, 0, 1, { 0 }, { 8 } };
+/* K4(float *a), a CUkernel */
+static struct fake_kernel k4 = { "k4_cukernel", 1, 0, 1, { 0 }, { 8 } };
+/* K5(float *a), on a driver that gives no layout */
+static struct fake_kernel k5 = { "k5_no_layout", 0, 1, 1, { 0 }, { 8 } };
+static struct fake_stub stub1 = { &k1 };
+static struct fake_stub stub4 = { &k4 };
+
+static int launches(void)
+{
+	void *a = NULL, *a2 = NULL, *b = NULL, *ai, *bi, *bfar, *foreign;
+	int n = 7;
+	float f = 1.5f;
+	struct fake_dim3 one = { 1, 1, 1 };
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a, 128 MiB");
+	is_int(0, cudaMalloc(&a2, 128 * MiB), "cudaMalloc a2, 128 MiB (the device limit reached)");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b, 128 MiB (past the limit)");
+	ok(where(a) == VMMX_LOC_DEVICE && where(b) == VMMX_LOC_HOST,
+	   "a lies on the device, b in host memory");
+	ai = (char *)a + 4096 + 3;
+	bi = (char *)b + 12345;
+	bfar = (char *)b + 100 * MiB;
+	foreign = fake_real_alloc();
+
+	/* 1: two plain pointers, one spilled (named 2, host 1) */
+	{
+		void *params[] = { &a, &n, &b };
+
+		is_int(0, cuLaunchKernel(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL),
+		       "cuLaunchKernel(k1, a, n, b)");
+		reached("cuLaunchKernel", &k1, STREAM, params, NULL);
+	}
+	/* 2: interior pointers into a and into b's second chunk, per-thread stream (2, 1) */
+	{
+		void *params[] = { &ai, &n, &bfar };
+
+		is_int(0, cuLaunchKernel_ptsz(&k1, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+		       "cuLaunchKernel_ptsz(k1, a + 4099, n, b + 100 MiB)");
+		reached("cuLaunchKernel_ptsz", &k1, NULL, params, NULL);
+	}
+	/* 3: pointers inside a by-value struct (2, 1) */
+	{
+		struct k2_arg s = { 3, 0, (char *)a + 8, bi };
+		void *params[] = { &s, &f };
+		struct fake_cu_config cfg = { { 1, 1, 1 }, { 32, 1, 1 }, 0, STREAM, NULL, 0 };
+
+		is_int(0, cuLaunchKernelEx(&cfg, &k2, params, NULL),
+		       "cuLaunchKernelEx(k2, { n, a + 8, b + 12345 }, f)");
+		reached("cuLaunchKernelEx", &k2, STREAM, params, NULL);
+	}
+	/* 4: cooperative, one device pointer (1, 0) */
+	{
+		void *params[] = { &a2 };
+
+		is_int(0, cuLaunchCooperativeKernel(&k3, 1, 1, 1, 32, 1, 1, 0, STREAM, params),
+		       "cuLaunchCooperativeKernel(k3, a2)");
+		reached("cuLaunchCooperativeKernel", &k3, STREAM, params, NULL);
+	}
+	/* 5: a packed buffer through extra (2, 1) */
+	{
+		struct {
+			void *a;
+			int n, pad;
+			void *b;
+		} buf = { a, 7, 0, b };
+		size_t len = sizeof(buf);
+		void *extra[] = { (void *)1, &buf, (void *)2, &len, (void *)0 };
+
+		is_int(0, cuLaunchKernel(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, extra),
+		       "cuLaunchKernel(k1) with the parameters packed in extra");
+		reached("cuLaunchKernel", &k1, STREAM, NULL, extra);
+	}
+	/* 6: the runtime, a stub; the same chunk named three times counts once (1, 0) */
+	{
+		void *a8 = (char *)a + 8;
+		void *params[] = { &a, &n, &a8 };
+
+		is_int(0, cudaLaunchKernel(&stub1, one, one, params, 0, STREAM),
+		       "cudaLaunchKernel(stub of k1, a, n, a + 8)");
+		reached("cudaLaunchKernel", &stub1, STREAM, params, NULL);
+	}
+	/* 7: the runtime's Ex form with a CUkernel: cuKernelGetParamInfo gives the layout (1, 1) */
+	{
+		void *params[] = { &bi };
+		struct fake_rt_config cfg = { one, one, 0, STREAM, NULL, 0 };
+
+		is_int(0, cudaLaunchKernelExC_ptsz(&cfg, &stub4, params),
+		       "cudaLaunchKernelExC_ptsz(stub of the CUkernel k4, b + 12345)");
+		reached("cudaLaunchKernelExC_ptsz", &stub4, STREAM, params, NULL);
+	}
+	/* 8: no layout from the driver: passed on unread (0, 0) */
+	{
+		void *params[] = { &b };
+
+		is_int(0, cuLaunchKernel(&k5, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL),
+		       "cuLaunchKernel(k5, whose layout the driver does not give)");
+		reached("cuLaunchKernel", &k5, STREAM, params, NULL);
+	}
+	/* 9: memory libvmmx does not map, and a small integer (0, 0) */
+	{
+		unsigned long long small = 7;
+		void *params[] = { &foreign };
+		void *params2[] = { &small, &n, &small };
+
+		is_int(0, cuLaunchKernel(&k3, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL),
+		       "cuLaunchKernel(k3, an address of the driver's own)");
+		reached("cuLaunchKernel", &k3, STREAM, params, NULL);
+		is_int(0, cuLaunchKernel_ptsz(&k1, 1, 1, 1, 32, 1, 1, 0, STREAM, params2, NULL),
+		       "cuLaunchKernel_ptsz(k1, 7, n, 7): no pointer at all");
+	}
+	/* 10: graph launches: passed on, counted, not read */
+	{
+		static int exec;
+
+		is_int(0, cuGraphLaunch(&exec, STREAM), "cuGraphLaunch");
+		reached("cuGraphLaunch", &exec, STREAM, NULL, NULL);
+		is_int(0, cudaGraphLaunch_ptsz(&exec, STREAM), "cudaGraphLaunch_ptsz");
+		reached("cudaGraphLaunch_ptsz", &exec, STREAM, NULL, NULL);
+	}
+	/* A launch's error is the driver's own. */
+	is_int(1, cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, NULL),
+	       "cuLaunchKernel(NULL): the driver's error comes back");
+	cudaFree(a);
+	cudaFree(a2);
+	cudaFree(b);
+	return tap_done();
+}
+
+/* A step of three launches, three times; then the order changes (B and C swap), three times. */
+static int cycle(void)
+{
+	static struct fake_kernel ka = { "ka", 0, 0, 1, { 0 }, { 8 } }, kb = { "kb", 0, 0, 1, { 0 }, { 8 } },
+				  kc = { "kc", 0, 0, 1, { 0 }, { 8 } };
+	void *a = NULL, *a2 = NULL, *b = NULL;
+	void *pa[] = { &a }, *pb[] = { &b }, *pc[] = { &a2 };
+	struct fake_kernel *k[2][3] = { { &ka, &kb, &kc }, { &ka, &kc, &kb } };
+	void **p[2][3] = { { pa, pb, pc }, { pa, pc, pb } };
+	int bad = 0;
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a");
+	is_int(0, cudaMalloc(&a2, 128 * MiB), "cudaMalloc a2");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b");
+	for (int order = 0; order < 2; order++)
+		for (int step = 0; step < 3; step++)
+			for (int i = 0; i < 3; i++)
+				bad += cuLaunchKernel(k[order][i], 1, 1, 1, 32, 1, 1, 0, NULL,
+						      p[order][i], NULL) != 0;
+	is_int(0, bad, "18 launches: 3 steps of (ka, kb, kc), then 3 of (ka, kc, kb)");
+	cudaFree(a);
+	cudaFree(a2);
+	cudaFree(b);
+	return tap_done();
+}
+
+/*
+ * A function unloaded and another at its address: the layout cached for the
+ * first (one pointer) serves until the unload, then the new one's (two) is
+ * asked.  launches.sh reads the trace: 1, 1 and 2 chunks named.
+ */
+static int unload(void)
+{
+	static struct fake_kernel kx = { "kx", 0, 0, 1, { 0, 8 }, { 8, 8 } };
+	void *a = NULL, *b = NULL;
+	void *params[] = { &a, &b };
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b");
+	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "kx(a) launched");
+	kx.nparams = 2;
+	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+	       "kx, now with two parameters at the same address, launched before the unload");
+	is_int(0, cuModuleUnload(&kx), "cuModuleUnload");
+	is_int(1, (int)fake_calls(FAKE_unload), "cuModuleUnload reaches the driver");
+	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "kx(a, b) launched after it");
+	cudaFree(a);
+	cudaFree(b);
+	return tap_done();
+}
+
+#define NW 6
+#define WSIZE (64 * MiB)
+
+/* Whether all of the 64 MiB at @p, whatever its chunks, lies on the device. */
+static int all_on_device(const void *p)
+{
+	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_chunk_info ci;
+
+	return !vmmx_lookup(ctx_of(0), p, &ci) &&
+	       !vmmx_buf_residency(ci.buf, (size_t)((const char *)p - (char *)vmmx_buf_ptr(ci.buf)),
+				   WSIZE, &r) &&
+	       r.device == WSIZE;
+}
+
+/* Which of the NW buffers lie wholly on the device, as a bit set. */
+static unsigned resident(void *const *w)
+{
+	unsigned set = 0;
+
+	for (int i = 0; i < NW; i++)
+		if (all_on_device(w[i]))
+			set |= 1u << i;
+	return set;
+}
+
+/*
+ * Fill (@check 0) or compare (@check 1) @p with the byte @v, 1 MiB at a
+ * time, through libvmmx's copies.  A read that fails is tried once more (a
+ * fault the torture injected fails one call, not the data).
+ */
+static int pattern(void *p, unsigned char v, int check)
+{
+	static unsigned char buf[MiB], want[MiB];
+
+	memset(want, v, sizeof(want));
+	for (size_t off = 0; off < WSIZE; off += MiB) {
+		if (!check) {
+			if (vmmx_memcpy(ctx_of(0), (char *)p + off, want, MiB))
+				return 0;
+		} else if ((vmmx_memcpy(ctx_of(0), buf, (char *)p + off, MiB) &&
+			    vmmx_memcpy(ctx_of(0), buf, (char *)p + off, MiB)) ||
+			   memcmp(buf, want, MiB)) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The torture (VMMX_FAULT set by launches.sh): the same three steps with
+ * one driver call failed somewhere; where it lands in a move, the move
+ * fails and the chunk stays where it was.  Setup the fault hit is not
+ * what is tested: "skip".  Prints "data intact" or "DATA LOST".
+ */
+static int torture(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	void *w[NW] = { 0 };
+	int bad = 0;
+
+	for (int i = 0; i < NW; i++)
+		if (cudaMalloc(&w[i], WSIZE) || !pattern(w[i], (unsigned char)(0x10 + i), 0)) {
+			printf("skip: the fault hit the setup\n");
+			return 0;
+		}
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		}
+	for (int i = 0; i < NW; i++)
+		if (!pattern(w[i], (unsigned char)(0x10 + i), 1)) {
+			printf("DATA LOST in w%d\n", i);
+			return 1;
+		}
+	printf("data intact, %d launches failed\n", bad);
+	return bad != 0;
+}
+
+/*
+ * --placement launch: six 64 MiB buffers, four of which fit under the
+ * device limit, each named by one launch, for three steps.  The first step
+ * (no cycle yet) makes room by the least recently named; from the second,
+ * the cycle known, by the next use (the latest named goes first).
+ */
+static int place(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	void *w[NW] = { 0 };
+	int ok_fill = 1, ok_data = 1, bad = 0;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++) {
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+		ok_fill &= pattern(w[i], (unsigned char)(0x10 + i), 0);
+	}
+	ok(ok_fill, "each buffer filled with its own byte");
+	is_int(0x0f, (int)resident(w), "w0-w3 on the device, w4 and w5 in host memory");
+	for (int step = 0; step < 3; step++) {
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			if (!all_on_device(w[i]))
+				diag("step %d: w%d not wholly on the device at its launch", step, i), bad++;
+			if (step == 0 && i == NW - 1)
+				is_int(0x3c, (int)resident(w),
+				       "after the first step: w4 and w5 brought in, w0 and w1 (least recently named) sent back");
+			if (step == 1 && i == 0)
+				is_int(0x1d, (int)resident(w),
+				       "w0 named again (the cycle now known): w5, needed furthest ahead, made room; w2, needed next, stayed");
+		}
+	}
+	is_int(0, bad, "18 launches succeed, each with its buffer on the device when passed on");
+	is_int(0x27, (int)resident(w), "after the third step: w0, w1, w2 and w5 on the device");
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every buffer still holds its byte after 8 moves in and 8 out");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
+/*
+ * --placement launch with an activation: x is named by every other launch,
+ * five weights once per step each; four buffers fit.  Once the cycle is
+ * known, x, needed again two launches later, is never the one sent back.
+ */
+static int place_act(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	void *x = NULL, *w[5] = { 0 };
+	int gone = 0, bad = 0;
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&x, WSIZE), "cudaMalloc x, 64 MiB");
+	for (int i = 0; i < 5; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	ok(all_on_device(x) && all_on_device(w[2]) && !all_on_device(w[3]),
+	   "x, w0-w2 on the device, w3 and w4 in host memory");
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < 10; i++) {
+			void *params[] = { i % 2 ? &x : &w[i / 2] };
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			if (!all_on_device(i % 2 ? x : w[i / 2]))
+				bad++;
+			if (step > 0 && !all_on_device(x)) {
+				diag("step %d launch %d: x sent back", step, i);
+				gone++;
+			}
+		}
+	is_int(0, bad, "30 launches succeed, each with its buffer on the device");
+	is_int(0, gone, "with the cycle known, x (named every other launch) is never sent back");
+	cudaFree(x);
+	for (int i = 0; i < 5; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
+#define THREADS 4
+#define THREAD_LAUNCHES 2000
+#define THREAD_KERNELS 32
+
+static struct fake_kernel tk[THREAD_KERNELS];
+static void *ta, *tb;
+
+/* Launches of THREAD_KERNELS kernels, new to the layout cache, from every thread at once. */
+static void *launcher(void *arg)
+{
+	void *params[] = { &ta, &tb };
+	long bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < THREAD_LAUNCHES; i++)
+		bad += cuLaunchKernel(&tk[i % THREAD_KERNELS], 1, 1, 1, 32, 1, 1, 0, NULL, params,
+				      NULL) != 0;
+	return (void *)bad;
+}
+
+static int threads(void)
+{
+	pthread_t t[THREADS];
+	long bad = 0;
+
+	plan_lazy();
+	for (int k = 0; k < THREAD_KERNELS; k++)
+		tk[k] = (struct fake_kernel){ "tk", 0, 0, 2, { 0, 8 }, { 8, 8 } };
+	is_int(0, cudaMalloc(&ta, 256 * MiB), "cudaMalloc 256 MiB (the device limit)");
+	is_int(0, cudaMalloc(&tb, 64 * MiB), "cudaMalloc 64 MiB (past it)");
+	for (int i = 0; i < THREADS; i++)
+		pthread_create(&t[i], NULL, launcher, NULL);
+	for (int i = 0; i < THREADS; i++) {
+		void *r;
+
+		pthread_join(t[i], &r);
+		bad += (long)r;
+	}
+	is_int(0, (int)bad, "%d threads x %d launches of %d kernels succeed", THREADS,
+	       THREAD_LAUNCHES, THREAD_KERNELS);
+	is_int(THREADS * THREAD_LAUNCHES, (int)fake_calls(FAKE_launch),
+	       "every launch reaches the driver once");
+	cudaFree(ta);
+	cudaFree(tb);
+	return tap_done();
+}
+
+/* Not a test: nanoseconds per cuLaunchKernel(k1, a, n, b), for a look at the watch's CPU cost. */
+static int bench(long n)
+{
+	void *a = NULL, *b = NULL;
+	int v = 7;
+	void *params[] = { &a, &v, &b };
+	struct timespec t0, t1;
+
+	if (cudaMalloc(&a, 256 * MiB) || cudaMalloc(&b, 64 * MiB))
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < n; i++)
+		cuLaunchKernel(&k1, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("%.1f ns per launch\n",
+	       ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)n);
+	return 0;
+}
+
+/* cuGetProcAddress and dlsym hand back the interposer's launch when watching, else the driver's. */
+static int lookups(void)
+{
+	const char *const names[] = { "cuLaunchKernel", "cuLaunchKernelEx",
+				      "cuLaunchCooperativeKernel" };
+	int on = getenv("VMMX_RUN_LAUNCHES") != NULL;
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	plan_lazy();
+	ok(drv != NULL, "dlopen(libcuda.so.1)");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *p = NULL, *own = fake_own(names[i]);
+		int st = -1;
+
+		is_int(0, cuGetProcAddress_v2(names[i], &p, 12000, 0, &st), "cuGetProcAddress_v2(%s)",
+		       names[i]);
+		ok(on ? p && p != own : p == own, "cuGetProcAddress_v2(%s) is %s", names[i],
+		   on ? "the interposer's" : "the driver's own (launches not watched)");
+		p = drv ? dlsym(drv, names[i]) : NULL;
+		ok(on ? p && p != own : p == own, "dlsym(libcuda, %s) is %s", names[i],
+		   on ? "the interposer's" : "the driver's own (launches not watched)");
+	}
+	{
+		void *p = NULL;
+
+		is_int(0, cuGetProcAddress_v2("cuLaunchKernel", &p, 12000, 2, NULL),
+		       "cuGetProcAddress_v2(cuLaunchKernel, per-thread stream)");
+		ok(on ? p && p != fake_own("cuLaunchKernel_ptsz") : p == fake_own("cuLaunchKernel_ptsz"),
+		   "... is %s _ptsz form", on ? "the interposer's" : "the driver's own");
+	}
+	if (drv)
+		dlclose(drv);
+	return tap_done();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "bench"))
+		return bench(atol(argv[2]));
+	if (!getenv("LD_PRELOAD"))
+		skip_all("not under vmmx-run (launches.sh runs this)");
+	if (argc > 1 && !strcmp(argv[1], "lookups"))
+		return lookups();
+	if (argc > 1 && !strcmp(argv[1], "threads"))
+		return threads();
+	if (argc > 1 && !strcmp(argv[1], "cycle"))
+		return cycle();
+	if (argc > 1 && !strcmp(argv[1], "place"))
+		return place();
+	if (argc > 1 && !strcmp(argv[1], "unload"))
+		return unload();
+	if (argc > 1 && !strcmp(argv[1], "place-act"))
+		return place_act();
+	if (argc > 1 && !strcmp(argv[1], "torture"))
+		return torture();
+	return launches();
+}

@@ -1,0 +1,142 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Kernel launches through vmmx-run on the sim backend: launchclient.c
+# prints the TAP of its launches (each reaches the driver unchanged); then
+# the report's counts, the trace's records, and launches passed straight
+# through when they are not watched.  1 device of 1 GiB, a 256 MiB device
+# limit, no headroom, chunks of at most 64 MiB.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-launches.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/preload/env.sh"
+lc="$top_builddir/tests/preload/launchclient"
+export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB VMMX_CHUNK_MAX=64MiB
+opts="--policy device-first --device-limit 256MiB --headroom 0"
+
+# Watched, reported and traced.
+"$run" $opts --launches --report-file "$tmp/rep" --trace "$tmp/trace" -- "$lc" >"$tmp/tap" 2>"$tmp/err"
+st=$?
+grep -v '^1\.\.' "$tmp/tap"
+n=$(grep -c '^\(not \)\{0,1\}ok ' "$tmp/tap")
+sed 's/^/# /' "$tmp/err"
+check $st "launchclient exits 0 under vmmx-run --launches --trace"
+grep -q 'launches  *11 watched: cuLaunchKernel 7, cuLaunchKernelEx 1, cuLaunchCooperativeKernel 1, cudaLaunchKernel 1, cudaLaunchKernelExC 1; without a parameter layout 1; graph launches (not read) 2$' "$tmp/rep"
+check $? "--report counts the watched launches per entry point (_ptsz forms with theirs), one without a layout, and the graph launches"
+grep -q 'chunks named  *11, 5 of them in host memory; 5 launches read spilled memory$' "$tmp/rep"
+check $? "--report counts the distinct chunks the launches named: plain, interior and struct-held pointers, extra's buffer; a repeated chunk once; foreign memory and integers never"
+sed 's/^/# /' "$tmp/rep"
+
+# The trace: one JSON line per launch, in order, each with its chunks and their locations.
+grep '"event":"launch"' "$tmp/trace" >"$tmp/launches"
+[ "$(wc -l <"$tmp/launches")" -eq 11 ]
+check $? "--trace writes one launch record per launch"
+l() { sed -n "${1}p" "$tmp/launches"; }
+l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"cycle_pos":-1,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host"}\]}$'
+check $? "a launch record: kernel name, stream, parameters, and each chunk named with its base, size and location"
+l 2 | grep -q '"stream":"0x2",.*"chunks_named":2,"chunks_host":1'
+check $? "a _ptsz launch on stream 0 is recorded on the per-thread stream (0x2)"
+l 3 | grep -q '"api":"cuLaunchKernelEx","kernel":"k2_struct",.*"chunks_named":2,"chunks_host":1'
+check $? "pointers inside a by-value struct are named"
+l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5eed","params":1,"cycle_pos":-1,"chunks_named":1,"chunks_host":1'
+check $? "the runtime's launch of a CUkernel: its layout and name from cuKernelGetParamInfo and cuKernelGetName"
+l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"cycle_pos":-1,"chunks_named":0'
+check $? "a kernel without a layout is recorded, nothing read"
+b1=$(l 1 | sed 's/.*"loc":"device:0"},{"base":"\(0x[0-9a-f]*\)".*/\1/')
+l 7 | grep -q "\"base\":\"$b1\""
+check $? "an interior pointer maps to its chunk's base"
+grep -q '"chosen":' "$tmp/trace"
+check $? "the same file keeps libvmmx's placement records"
+
+# Not watched: the same launches reach the driver, nothing is counted.
+"$run" $opts --report-file "$tmp/rep0" -- "$lc" >"$tmp/tap0" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap0" && st=1
+check $st "without --launches every launch reaches the driver unchanged ($(grep -c '^ok' "$tmp/tap0") checks)"
+grep -q 'launches  *not watched' "$tmp/rep0"
+check $? "--report says launches were not watched"
+
+# The cycle: learned at the first launch of the second step, dropped when the
+# order changes, learned again (rotated) once the new order has come round.
+"$run" $opts --launches --report-file "$tmp/rep4" --trace "$tmp/trace4" -- "$lc" cycle >"$tmp/tap4" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap4" && st=1
+check $st "the cycle client runs its 18 launches"
+grep -q 'cycle  *learned 2 times (the last 3 launches long), dropped 1 times when the order changed; 12 launches where a known cycle expected them$' "$tmp/rep4"
+check $? "--report: a cycle of 3 launches learned, dropped when the order changed, learned again; 12 launches fell where it expected"
+pos=$(sed -n 's/.*"event":"launch".*"cycle_pos":\(-\{0,1\}[0-9]*\).*/\1/p' "$tmp/trace4" | tr '\n' ' ')
+[ "$pos" = "-1 -1 -1 0 1 2 0 1 2 0 -1 -1 -1 0 1 2 0 1 " ]
+check $? "--trace gives each launch's place in the cycle, -1 outside one (got: $pos)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap4" "$tmp/rep4"
+
+# An unload empties the layout cache: a new function at the same address is asked for its own.
+"$run" $opts --launches --trace "$tmp/trace8" -- "$lc" unload >"$tmp/tap8" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap8" && st=1
+named=$(sed -n 's/.*"event":"launch".*"chunks_named":\([0-9]*\).*/\1/p' "$tmp/trace8" | tr '\n' ' ')
+[ "$named" = "1 1 2 " ] || st=1
+check $st "cuModuleUnload empties the layout cache: chunks named before and after it: $named(1 1 2 expected)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap8"
+
+# --placement launch: spilled chunks brought in before each launch, room made
+# by the least recently named, then, the cycle known, by the next use.
+"$run" $opts --placement launch --report-file "$tmp/rep5" -- "$lc" place >"$tmp/tap5" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap5" && st=1
+check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, failed moves 0$' "$tmp/rep5"
+check $? "--report: 8 segments brought in, 8 sent back, 2 by least recent use (first step), 6 by next use"
+# An activation named every other launch stays; the weights around it move.
+"$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap9" && st=1
+check $st "--placement launch: a buffer named every other launch is never the victim once the cycle is known ($(grep -c '^ok' "$tmp/tap9") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap9" "$tmp/rep9"
+# The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
+VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap7" && st=1
+check $st "--placement launch with 16 MiB chunks: each 64 MiB buffer (4 chunks) moves whole ($(grep -c '^ok' "$tmp/tap7") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap7"
+"$run" --placement bogus -- true 2>"$tmp/err"
+st=$?
+[ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
+check $? "vmmx-run --placement bogus is refused by name with exit 2"
+
+# The torture: one driver call failed in turn through the steps' moves
+# (copies, maps, handles, access, unmaps, syncs); the data survives every one.
+lost=0 landed=0 runs=0
+for f in copy:385 copy:388 copy:391 copy:394 create:7 create:9 create:12 map:7 map:9 map:12 \
+	set_access:8 set_access:11 unmap:1 unmap:3 unmap:6 sync:2 sync:5; do
+	VMMX_FAULT=$f "$run" $opts --placement launch --report-file "$tmp/rep6" -- "$lc" torture >"$tmp/out6" 2>&1
+	st=$?
+	runs=$((runs + 1))
+	grep -q 'DATA LOST' "$tmp/out6" && { lost=$((lost + 1)); echo "# $f: $(cat "$tmp/out6")"; }
+	[ $st -eq 0 ] || { lost=$((lost + 1)); echo "# $f: exit $st: $(cat "$tmp/out6")"; }
+	grep -q 'failed moves [1-9]' "$tmp/rep6" && landed=$((landed + 1))
+	rm -f "$tmp/rep6"
+done
+check $lost "the torture: $runs runs, each with one driver call failed; no data lost, every launch passed on"
+[ $landed -gt 0 ]
+check $? "the torture: the failure fell in a move in $landed of the runs"
+
+# Many threads launching kernels new to the layout cache at once: every launch counted once.
+"$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap3" && st=1
+grep -q 'launches  *8000 watched: cuLaunchKernel 8000,' "$tmp/rep3" &&
+	grep -q 'chunks named  *16000, 8000 of them in host memory; 8000 launches read spilled memory$' "$tmp/rep3" || st=1
+check $st "4 threads launching 32 new kernels at once: 8000 launches, each counted once with its 2 chunks"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap3" "$tmp/rep3"
+
+# The lookup paths, watched and not.
+"$run" $opts --launches -- "$lc" lookups >"$tmp/tap1" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap1" && st=1
+check $st "watched: cuGetProcAddress and dlsym hand back the interposer's launch entry points ($(grep -c '^ok' "$tmp/tap1") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap1"
+"$run" $opts -- "$lc" lookups >"$tmp/tap2" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap2" && st=1
+check $st "not watched: they hand back the driver's own, so launches found that way never pass through the interposer ($(grep -c '^ok' "$tmp/tap2") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap2"
+echo "1..$n"
