@@ -16,6 +16,9 @@
  *  - discard: the memory goes, the wake brings the size back, writable;
  *  - refusal while work is queued on the stream, with nothing changed;
  *  - bad arguments, each by code and message;
+ *  - the framework allocator: a block made in a tagged scope has a segment
+ *    of its own with the tag, an idle segment of a sleeping tag is never
+ *    handed out, and after the wake the tag's requests reuse it;
  *  - every driver call of a sleep/wake scenario failed in turn (the fault
  *    layer): no byte of an offloaded buffer is lost, a failed sleep leaves
  *    nothing asleep, a failed wake leaves the buffer asleep and a retry
@@ -285,7 +288,61 @@ static void refusals(void)
 	vmmx_ctx_destroy(ctx);
 }
 
-/* ---- 6. the fault sweep ---- */
+/* ---- 6. the framework allocator ---- */
+
+static struct vmmx_buf *buf_of(struct vmmx_ctx *ctx, void *p)
+{
+	struct vmmx_chunk_info ci;
+
+	if (vmmx_lookup(ctx, p, &ci))
+		bail("vmmx_lookup: %s", vmmx_last_error());
+	return ci.buf;
+}
+
+static void allocator(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(vars);
+	struct vmmx_alloc *a;
+	void *kv, *plain, *q, *q1;
+	char tag[VMMX_TAG_MAX];
+
+	if (vmmx_alloc_create(ctx, NULL, &a))
+		bail("vmmx_alloc_create: %s", vmmx_last_error());
+	vmmx_tag_scope("kv");
+	ok(!vmmx_alloc_malloc(a, 64 * 1024, NULL, &kv), "vmmx_alloc_malloc: a small block in a tagged scope");
+	vmmx_tag_scope(NULL);
+	ok(!vmmx_alloc_malloc(a, 64 * 1024, NULL, &plain), "vmmx_alloc_malloc: one outside it");
+	ok(buf_of(ctx, kv) != buf_of(ctx, plain), "vmmx_alloc_malloc: the tagged block has a segment of its own");
+	ok(!vmmx_buf_tag(buf_of(ctx, kv), tag, sizeof(tag)) && !strcmp(tag, "kv"),
+	   "vmmx_alloc_malloc: its segment carries the tag");
+	ok(!vmmx_buf_tag(buf_of(ctx, plain), tag, sizeof(tag)) && !strcmp(tag, ""),
+	   "vmmx_alloc_malloc: the other's carries none");
+	ok(!vmmx_alloc_free(a, kv, NULL), "vmmx_alloc_free: the tagged block");
+	ok(!vmmx_sleep(ctx, KV, 1, VMMX_SLEEP_DISCARD, NULL, NULL), "vmmx_sleep: the allocator's tag");
+	vmmx_tag_scope("kv");
+	ok(!vmmx_alloc_malloc(a, 64 * 1024, NULL, &q1) && q1 != kv,
+	   "vmmx_alloc_malloc: a sleeping tag's idle segment is not handed out");
+	vmmx_alloc_free(a, q1, NULL);
+	vmmx_tag_scope(NULL);
+	ok(!vmmx_wake(ctx, KV, 1, NULL), "vmmx_wake: the allocator's tag");
+	ok(!vmmx_alloc_malloc(a, 64 * 1024, NULL, &q) && q != kv,
+	   "vmmx_alloc_malloc: an untagged request does not take a tagged segment");
+	vmmx_alloc_free(a, q, NULL);
+	vmmx_tag_scope("kv");
+	/* Both idle "kv" segments are awake now: either serves, none is made. */
+	ok(!vmmx_alloc_malloc(a, 64 * 1024, NULL, &q) && (q == kv || q == q1),
+	   "vmmx_alloc_malloc: after the wake the tag's request reuses a segment of the tag");
+	ok(!vmmx_buf_tag(buf_of(ctx, q), tag, sizeof(tag)) && !strcmp(tag, "kv"),
+	   "vmmx_alloc_malloc: tagged \"kv\"");
+	vmmx_tag_scope(NULL);
+	vmmx_alloc_free(a, q, NULL);
+	vmmx_alloc_free(a, plain, NULL);
+	vmmx_alloc_destroy(a);
+	ok(test_no_leaks(ctx), "allocator: nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
+/* ---- 7. the fault sweep ---- */
 
 struct result {
 	int bad;        /* the contract broke */
@@ -433,6 +490,7 @@ int main(void)
 	read_mostly();
 	discard();
 	refusals();
+	allocator();
 	fault_sweep();
 	return tap_done();
 }
