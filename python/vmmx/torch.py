@@ -1464,3 +1464,6 @@ def _check_entry_points():
         if not hasattr(lib, name):
             raise _v.VmmxError("vmmx.torch", _v.ENOENT, "old libvmmx",
                                f"no {name} in {_v.library_path()}")
+
+# Sleep and wake of tagged memory (python/vmmx/_torch_sleep.py).
+from ._torch_sleep import region, sleep, tag_stats, wake  # noqa: E402,F401
