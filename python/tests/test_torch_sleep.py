@@ -28,7 +28,8 @@ import torch, vmmx, vmmx.torch
 SLEEP, OUT = int(sys.argv[1]), sys.argv[2]
 LAYERS, WIDTH, CYCLES = int(os.environ.get("LAYERS", 8)), int(os.environ.get("WIDTH", 4096)), 3
 torch.use_deterministic_algorithms(True)
-vmmx.torch.enable(mode="pool")
+# The chunk cache keeps the offloaded host memory between cycles: room for all of it.
+vmmx.torch.enable(mode="pool", cache_limit=os.environ.get("CACHE_LIMIT", "32GiB"))
 dev = torch.device("cuda", 0)
 GiB = 1 << 30
 res = {"losses": [], "graph_equal": [], "kv_same_address": [], "sleep_s": [], "wake_s": []}
