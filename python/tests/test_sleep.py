@@ -1,27 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Sleep and wake through the ctypes layer (sim backend in CI, no torch):
 tags from the thread's scope, offload keeps the data at the same address,
-discard gives the memory back, per-tag statistics, and the arguments the
-package refuses.  The PyTorch side (vmmx.torch.region/sleep/wake) runs on
-the GPU: tests/gpu/sleep_rl.py."""
-import ctypes
-
+discard gives the memory back, per-tag statistics, a library error.  The
+arguments the package refuses are in test_core_args.py; the PyTorch side
+(vmmx.torch.region/sleep/wake) runs on the GPU: test_torch_sleep.py."""
 import pytest
 
 import vmmx
-
-MiB = 1 << 20
-
-
-def _copy_in(ctx, dst, data):
-    buf = ctypes.create_string_buffer(data, len(data))
-    assert vmmx.library().vmmx_memcpy(ctx, dst, buf, len(data)) == 0
-
-
-def _copy_out(ctx, src, n):
-    buf = ctypes.create_string_buffer(n)
-    assert vmmx.library().vmmx_memcpy(ctx, buf, src, n) == 0
-    return buf.raw
+from test_core import MiB, _copy_in, _copy_out  # the tests' directory is on sys.path
 
 
 def _tagged(tag, size):
