@@ -1258,6 +1258,11 @@ VMMX_API int vmmx_tag_scope(const char *tag);
  * host memory over the link.  With VMMX_SLEEP_DISCARD every chunk is
  * unmapped: a kernel touching the buffer while asleep faults.
  *
+ * While a buffer sleeps, vmmx_buf_resize() and vmmx_buf_set_tag() refuse it
+ * (-VMMX_EBUSY) and its policy moves none of its chunks; a
+ * vmmx_buf_migrate() or vmmx_prefetch() the caller asks for is obeyed (it
+ * takes device memory without waking the buffer).
+ *
  * Queued work: before anything moves, an event is recorded on @stream and
  * queried without waiting; if the work before it has not finished the call
  * fails with -VMMX_EBUSY and changes nothing.  Synchronise that stream (or

@@ -260,7 +260,20 @@ static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes)
 	return 0;
 }
 
-static int wake_one(struct vmmx_buf *buf, size_t *bytes)
+/* Keep the failing step's message: the undo below clears it. */
+static void keep_why(char *why, size_t len)
+{
+	if (why)
+		snprintf(why, len, "%s", vmmx_last_error());
+}
+
+/*
+ * Wake one buffer.  A wake that fails puts back what it took, so an asleep
+ * buffer never holds device memory: a discarded one shrinks to nothing
+ * again, an offloaded one moves what it restored back to host memory (each
+ * chunk intact wherever it is).  @why gets the failure's message.
+ */
+static int wake_one(struct vmmx_buf *buf, size_t *bytes, char *why, size_t len)
 {
 	int st = __atomic_load_n(&buf->sleep, __ATOMIC_RELAXED);
 	int err;
@@ -270,13 +283,24 @@ static int wake_one(struct vmmx_buf *buf, size_t *bytes)
 		__atomic_store_n(&buf->sleep, VMMX__AWAKE, __ATOMIC_RELEASE);
 		err = vmmx_buf_resize(buf, buf->sleep_size);
 		if (err) {
+			keep_why(why, len);
+			/* Swallowed: a shrink to nothing fails only when out of
+			 * memory, and then keeps its chunks mapped as slack. */
+			(void)vmmx_buf_resize(buf, 0);
+			(void)vmmx_buf_trim(buf);
 			__atomic_store_n(&buf->sleep, VMMX__DISCARDED, __ATOMIC_RELEASE);
 			return err;
 		}
 	} else {
 		err = restore_runs(buf);
-		if (err)
-			return err; /* still asleep; a later wake moves what is left */
+		if (err) {
+			keep_why(why, len);
+			/* Swallowed: each chunk is intact where it is; the
+			 * restore's error is the answer. */
+			if (buf->sleep_size)
+				(void)vmmx_buf_migrate(buf, 0, buf->sleep_size, HOST, NULL);
+			return err; /* still asleep: a later wake tries again */
+		}
 		__atomic_store_n(&buf->sleep, VMMX__AWAKE, __ATOMIC_RELEASE);
 	}
 	*bytes += buf->sleep_size;
@@ -368,7 +392,7 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 		/* The wakes below clear the error message: keep it. */
 		snprintf(why, sizeof(why), "%s", vmmx_last_error());
 		while (i--)
-			if (wake_one(v[i], &undone))
+			if (wake_one(v[i], &undone, NULL, 0))
 				break; /* stays asleep, intact: vmmx_wake() finishes */
 		vmmx__fail(&ctx->conf.log, err, "%s", why);
 		goto out_free;
@@ -400,12 +424,12 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	if (err)
 		goto out_unlock;
 	for (size_t i = 0; i < n; i++) {
-		err = wake_one(v[i], &bytes);
-		if (err && !first) {
+		err = wake_one(v[i], &bytes, first ? NULL : why, sizeof(why));
+		if (err && !first)
 			first = err;
-			snprintf(why, sizeof(why), "%s", vmmx_last_error());
-		}
 	}
+	/* What failed wakes took back from the devices goes back to the driver. */
+	release_devices(ctx, v, n);
 	free(v);
 	err = first;
 	if (err)

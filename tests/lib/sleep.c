@@ -159,9 +159,14 @@ static void offload(void)
 	ok(!vmmx_buf_resize(other, 28 * MiB), "the freed device memory serves another buffer");
 	is_err(-VMMX_ENOMEM, vmmx_wake(ctx, TRAIN, 1, NULL), "vmmx_wake: no room on the device");
 	ok(stats(ctx, "train").asleep_bytes == 20 * MiB, "vmmx_wake: a failed wake leaves the tag asleep");
+	is_string("HHHHH", test_layout(w), "vmmx_wake: and puts back in host memory what it restored");
+	is_uint(4 * MiB, dev_free(ctx), "vmmx_wake: so the device holds only the other buffer");
 	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 1), "vmmx_wake: and its data intact");
 	vmmx_buf_destroy(other);
-	vmmx_ctx_trim(ctx, 64 * MiB); /* the device chunks */
+	vmmx_ctx_trim(ctx, 0); /* the cached device chunks go back */
+	/* Room came back: the policy's rebalance must not promote a sleeping buffer. */
+	is_string("HHHHH", test_layout(w), "vmmx_sleep: a rebalance leaves the sleeping buffer alone");
+	is_uint(total, dev_free(ctx), "vmmx_sleep: and the device's memory free");
 
 	bytes = 0;
 	ok(!vmmx_wake(ctx, TRAIN, 1, &bytes) && bytes == 20 * MiB, "vmmx_wake: the tag wakes");
