@@ -1173,6 +1173,157 @@ VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, st
  */
 VMMX_API int vmmx_advise(struct vmmx_ctx *ctx, const void *ptr, size_t len, int advice);
 
+/* ---- sleep and wake: tagged memory given back and taken again ---- */
+
+/** VMMX_TAG_MAX - bytes of a tag, its terminating NUL included. */
+#define VMMX_TAG_MAX 32
+
+/** enum vmmx_sleep_mode - what vmmx_sleep() does with the contents. */
+enum vmmx_sleep_mode {
+	VMMX_SLEEP_OFFLOAD = 0, /**< copied to pinned host memory, back at the wake */
+	VMMX_SLEEP_DISCARD = 1, /**< dropped: physical memory released, contents
+				 *   undefined at the wake */
+};
+
+/**
+ * struct vmmx_sleep_stats - one tag's memory, as vmmx_sleep_stats() finds it.
+ */
+struct vmmx_sleep_stats {
+	uint64_t buffers;        /**< buffers carrying the tag */
+	uint64_t bytes;          /**< their sizes, added (asleep ones: the size they wake to) */
+	uint64_t asleep_bytes;   /**< of which asleep */
+	uint64_t offloaded_bytes; /**< of which asleep with their contents in host memory */
+	uint64_t device_bytes;   /**< bytes of the tag's chunks on a device now */
+	uint64_t host_bytes;     /**< bytes of the tag's chunks in host memory now */
+};
+
+/**
+ * vmmx_buf_set_tag() - name the group a buffer sleeps and wakes with.
+ * @buf: buffer.
+ * @tag: up to VMMX_TAG_MAX - 1 bytes; NULL or "" takes the tag away.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @buf or a tag too long;
+ * -VMMX_EBUSY while the buffer is asleep.
+ *
+ * Context: any thread; takes the buffer's mutex; no driver call.
+ */
+VMMX_API int vmmx_buf_set_tag(struct vmmx_buf *buf, const char *tag);
+
+/**
+ * vmmx_buf_tag() - a buffer's tag.
+ * @buf: buffer.
+ * @out: receives the tag ("" for none), NUL-terminated.
+ * @len: bytes at @out; VMMX_TAG_MAX is always enough.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument; -VMMX_ERANGE when @len is
+ * too small.
+ *
+ * Context: any thread; takes the buffer's mutex.
+ */
+VMMX_API int vmmx_buf_tag(struct vmmx_buf *buf, char *out, size_t len);
+
+/**
+ * vmmx_tag_scope() - set the calling thread's current tag.
+ * @tag: the tag every buffer this thread creates from now on carries (the
+ *       framework allocator's segments included); NULL or "" for none.
+ *
+ * The framework allocator reuses its free blocks across tags: to keep a
+ * tag's memory apart, give each tag segments of its own (the Python
+ * package's vmmx.torch.region() routes each tag to a memory pool of its
+ * own, docs/FRAMEWORKS.md).
+ *
+ * Return: 0; -VMMX_EINVAL for a tag too long (the current tag is kept).
+ *
+ * Context: any thread; thread-local; no lock.
+ */
+VMMX_API int vmmx_tag_scope(const char *tag);
+
+/**
+ * vmmx_sleep() - give the device memory of tagged buffers back.
+ * @ctx: context.
+ * @tags: tags to put to sleep; NULL for every tagged buffer of @ctx.
+ * @ntags: entries of @tags.
+ * @mode: enum vmmx_sleep_mode.
+ * @stream: the stream (a CUstream; NULL: the default stream) whose queued
+ *          work may use the memory.
+ * @bytes_p: out (may be NULL): bytes put to sleep by this call.
+ *
+ * Every buffer carrying one of @tags, and awake, goes to sleep.  Its
+ * addresses stay reserved; its device memory goes back to the driver, so
+ * other processes can allocate it (chunks this context keeps cached on those
+ * devices go back too).  With VMMX_SLEEP_OFFLOAD each device chunk moves to
+ * pinned host memory under the same address, in large asynchronous copies
+ * (vmmx_buf_migrate()); a read-mostly chunk whose host copy is current is
+ * mapped again, not copied.  While asleep, a kernel reading the buffer reads
+ * host memory over the link.  With VMMX_SLEEP_DISCARD every chunk is
+ * unmapped: a kernel touching the buffer while asleep faults.
+ *
+ * While a buffer sleeps, vmmx_buf_resize() and vmmx_buf_set_tag() refuse it
+ * (-VMMX_EBUSY) and its policy moves none of its chunks; a
+ * vmmx_buf_migrate() or vmmx_prefetch() the caller asks for is obeyed (it
+ * takes device memory without waking the buffer).
+ *
+ * Queued work: before anything moves, an event is recorded on @stream and
+ * queried without waiting; if the work before it has not finished the call
+ * fails with -VMMX_EBUSY and changes nothing.  Synchronise that stream (or
+ * the device) first.  Work on other streams is the caller's to finish.
+ *
+ * All or nothing: when a step fails, the buffers this call put to sleep are
+ * woken again before it returns.  No byte of an offloaded buffer is lost
+ * at any failure: each chunk is where it was or moved, intact.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx, a bad @mode, or a NULL @tags
+ * with @ntags nonzero; -VMMX_EBUSY while work is queued on @stream, or a
+ * libvmmx copy uses a buffer; -VMMX_ENOMEM when host memory is short;
+ * -VMMX_EDRIVER or -VMMX_EFAULTINJ when a driver step failed.
+ *
+ * Context: any thread; takes each buffer's mutex in turn; blocks until the
+ * data is moved; calls the driver.  Do not resize or migrate the buffers
+ * from another thread meanwhile.
+ */
+VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags, int mode,
+			void *stream, size_t *bytes_p);
+
+/**
+ * vmmx_wake() - bring sleeping tagged buffers back, at the same addresses.
+ * @ctx: context.
+ * @tags: tags to wake; NULL for every sleeping buffer of @ctx.
+ * @ntags: entries of @tags.
+ * @bytes_p: out (may be NULL): bytes woken by this call.
+ *
+ * Each chunk goes back to the device it was on when it went to sleep.
+ * Offloaded contents are copied back; the host memory they used goes to the
+ * context's chunk cache, so the next sleep of the same size pins nothing
+ * new (VMMX_CACHE_LIMIT bounds what is kept; vmmx_ctx_trim() gives it back).
+ * A discarded buffer gets new device memory of its old size, contents
+ * undefined.
+ *
+ * A buffer that cannot be woken (its device is full) stays asleep, intact,
+ * and the call goes on with the others; it returns the first error, and a
+ * later call finishes the job.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx, or a NULL @tags with @ntags
+ * nonzero; -VMMX_ENOMEM when a device has no room; -VMMX_EDRIVER or
+ * -VMMX_EFAULTINJ when a driver step failed.
+ *
+ * Context: as vmmx_sleep().
+ */
+VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags,
+		       size_t *bytes_p);
+
+/**
+ * vmmx_sleep_stats() - a tag's buffers and where their memory is.
+ * @ctx: context.
+ * @tag: tag; "" for untagged buffers.
+ * @st: out.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument.
+ *
+ * Context: any thread; RCU read side; no lock, no driver call.
+ */
+VMMX_API int vmmx_sleep_stats(struct vmmx_ctx *ctx, const char *tag,
+			      struct vmmx_sleep_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -353,10 +353,29 @@ static bool huge_fits(size_t have, size_t want)
 	return have >= want && have - want <= slack;
 }
 
+/* ---- sleep and wake: tagged segments (vmmx_tag_scope, sleep.c) ----
+ *
+ * A request made while the thread has a tag gets a huge segment (a buffer
+ * of its own, which carries the tag from vmmx_buf_create), and a huge
+ * segment serves again only requests of its own tag while it is awake: so
+ * a tag's memory never shares a buffer with another tag's, and an idle
+ * segment whose tag sleeps is never handed out.  Frameworks already ask
+ * for segment-sized blocks in a tagged scope (PyTorch's caching allocator
+ * over a memory pool per tag, python/vmmx/_torch_sleep.py).
+ */
+static bool seg_serves_tag(const struct seg *s)
+{
+	const char *t = __atomic_load_n(&s->buf->tag, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&s->buf->sleep, __ATOMIC_ACQUIRE) != VMMX__AWAKE)
+		return false;
+	return !strcmp(t ? t : "", vmmx__tag_cur);
+}
+
 static struct blk *huge_find(struct spool *sp, size_t size)
 {
 	for (struct blk *b = sp->huge; b; b = b->fnext)
-		if (b->size >= size)
+		if (b->size >= size && seg_serves_tag(b->seg))
 			return huge_fits(b->size, size) ? b : NULL;
 	return NULL;
 }
@@ -685,7 +704,7 @@ static struct blk *adopt_block(struct vmmx_alloc *a, struct spool *sp, enum seg_
 	for (struct seg *s = a->segs; s; s = s->next) {
 		if (s->sp == sp || s->kind != kind || !seg_idle(s) || s->size < size)
 			continue;
-		if (kind == SEG_HUGE && !huge_fits(s->size, size))
+		if (kind == SEG_HUGE && (!huge_fits(s->size, size) || !seg_serves_tag(s)))
 			continue;
 		if (seg_adopt(a, s, sp))
 			return s->head;
@@ -756,7 +775,7 @@ VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, 
 		return vmmx__fail(&a->ctx->conf.log, -VMMX_ENOMEM,
 				  "vmmx_alloc_malloc: %zu bytes is more than any device holds", size);
 	want = vmmx__round_up(size, MIN_BLOCK);
-	kind = kind_of(want);
+	kind = vmmx__tag_cur[0] ? SEG_HUGE : kind_of(want); /* a tag: a segment of its own */
 	if (kind == SEG_HUGE)
 		want = vmmx__round_up(want, a->ctx->chunk_min);
 

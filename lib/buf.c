@@ -96,13 +96,23 @@ VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *
 	if (err)
 		goto err_mutex;
 	buf->base = (uintptr_t)va;
+	if (vmmx__tag_cur[0]) {
+		buf->tag = strdup(vmmx__tag_cur);
+		if (!buf->tag) {
+			err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+					 "vmmx_buf_create: out of memory");
+			goto err_reserve;
+		}
+	}
 	err = vmmx__ctx_add_buf(ctx, buf);
 	if (err)
-		goto err_reserve;
+		goto err_tag;
 	vmmx__policy_buf_event(pol, buf->id, buf->capacity, 1);
 	*buf_p = buf;
 	return 0;
 
+err_tag:
+	free(buf->tag);
 err_reserve:
 	vmmx__unreserve_or_defer(ctx, va, buf->capacity);
 err_mutex:
@@ -719,6 +729,10 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ERANGE,
 				  "vmmx_buf_resize: size %zu exceeds the capacity %zu", size,
 				  buf->capacity);
+	/* Sleep and wake: an asleep buffer keeps its size until it wakes. */
+	if (__atomic_load_n(&buf->sleep, __ATOMIC_ACQUIRE) != VMMX__AWAKE)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EBUSY,
+				  "vmmx_buf_resize: the buffer is asleep (vmmx_wake() it first)");
 	size = vmmx__round_up(size, ctx->chunk_min);
 	vmmx__deferred_retry(ctx);
 
@@ -820,6 +834,7 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 		vmmx__policy_rebalance(ctx, buf->policy);
 	vmmx__policy_put(ctx, buf->policy);
 	pthread_mutex_destroy(&buf->lock);
+	vmmx__buf_sleep_free(buf);
 	free(t);
 	free(buf);
 }
@@ -979,11 +994,20 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
 	return 0;
 }
 
+__thread char vmmx__tag_cur[VMMX_TAG_MAX];
+
+void vmmx__buf_sleep_free(struct vmmx_buf *buf)
+{
+	free(buf->tag);
+	free(buf->sleep_runs);
+}
+
 /* In a forked child: host-side records only, no driver, no plugin (fork.c). */
 void vmmx__buf_abandon(struct vmmx_buf *buf)
 {
 	vmmx__buflist_abandon(buf->ctx, buf);
 	/* The policy keeps its reference: vmmx__ctx_abandon() frees policies whole. */
+	vmmx__buf_sleep_free(buf);
 	free(buf->table);
 	free(buf);
 }

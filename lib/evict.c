@@ -77,7 +77,9 @@ static int do_move(struct vmmx_ctx *ctx, struct vmmx__policy *pol, struct vmmx_b
 		return 0; /* gone, or busy too long: skip this move */
 	t = buf->table;
 	err = 0;
-	if (t->n && mv->offset < t->mapped) {
+	/* An asleep buffer (sleep.c) stays where its sleep put it until its wake. */
+	if (t->n && mv->offset < t->mapped &&
+	    __atomic_load_n(&buf->sleep, __ATOMIC_ACQUIRE) == VMMX__AWAKE) {
 		i = vmmx__table_find(t, mv->offset);
 		if (t->c[i].off == mv->offset &&
 		    (t->c[i].loc.kind != mv->to.kind || t->c[i].loc.id != mv->to.id)) {

@@ -45,6 +45,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/hmm.c \
 	%D%/stats.c \
 	%D%/prefetch.c \
+	%D%/sleep.c \
 	%D%/internal/alloc.h \
 	%D%/alloc.c \
 	%D%/alloc_frameworks.c

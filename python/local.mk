@@ -8,7 +8,8 @@ vmmx_py_sources = %D%/vmmx/__init__.py %D%/vmmx/_lib.py %D%/vmmx/_args.py %D%/vm
 # vmmx.torch by concern: the allocator hook-up, prefetch, offload, the stepper, memory helpers
 vmmxtorchdir = $(pythondir)/vmmx/torch
 vmmx_torch_sources = %D%/vmmx/torch/__init__.py %D%/vmmx/torch/_alloc.py %D%/vmmx/torch/_mem.py \
-	%D%/vmmx/torch/_prefetch.py %D%/vmmx/torch/_offload.py %D%/vmmx/torch/_stepper.py
+	%D%/vmmx/torch/_prefetch.py %D%/vmmx/torch/_offload.py %D%/vmmx/torch/_stepper.py \
+	%D%/vmmx/torch/_sleep.py
 if HAVE_PYTHON
 vmmxpy_PYTHON = $(vmmx_py_sources)
 vmmxtorch_PYTHON = $(vmmx_torch_sources)
@@ -17,7 +18,8 @@ bin_SCRIPTS += %D%/vmmx-torch-bench
 endif
 EXTRA_DIST += $(vmmx_py_sources) $(vmmx_torch_sources) %D%/pyproject.toml %D%/README.md %D%/sitedir.py %D%/_backend/vmmx_backend.py docs/FRAMEWORKS.md \
 	%D%/tests/conftest.py %D%/tests/test_bench.py %D%/tests/test_core.py %D%/tests/test_core_args.py %D%/tests/test_core_state.py %D%/tests/test_lib_layout.py \
-	%D%/tests/test_torch.py %D%/tests/test_cupy.py %D%/tests/test_plan.py \
+	%D%/tests/test_torch.py %D%/tests/test_cupy.py %D%/tests/test_plan.py %D%/tests/test_sleep.py \
+	%D%/tests/test_torch_sleep.py \
 	%D%/tests/run.py %D%/tests/subproc.py
 CLEANFILES += %D%/vmmx/_build.py %D%/vmmx-torch-bench
 

@@ -53,6 +53,7 @@ vmmx_c_tests = \
 	%D%/gpu/fallback_kernel \
 	%D%/lib/host \
 	%D%/lib/migrate \
+	%D%/lib/sleep \
 	%D%/lib/readmostly \
 	%D%/policies/lru \
 	%D%/gpu/migrate_kernel \
@@ -145,6 +146,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_host_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_migrate_LDADD = $(TEST_LDADD)
 %C%_lib_migrate_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_sleep_LDADD = $(TEST_LDADD)
+%C%_lib_sleep_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_readmostly_LDADD = $(TEST_LDADD)
 %C%_lib_readmostly_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_alloc_LDADD = $(TEST_LDADD)

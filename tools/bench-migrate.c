@@ -134,6 +134,12 @@ static void migrate_pcie(struct bench *B)
 	free(h);
 }
 
+void bench_pcie(struct bench *B)
+{
+	if (!B->pcie.name)
+		migrate_pcie(B);
+}
+
 /*
  * UVM: cuMemAllocManaged of the range (refused beyond free device memory
  * less the margin), written by the GPU, then cuMemPrefetchAsync to host

@@ -27,7 +27,8 @@
 #define MAX_STEPS     4096
 #define MAX_DOUBLINGS 40
 
-enum section { S_OPS, S_GROW, S_DOUBLING, S_SHRINK, S_COPY, S_STREAM, S_MIGRATE, S_COUNT };
+enum section { S_OPS, S_GROW, S_DOUBLING, S_SHRINK, S_COPY, S_STREAM, S_MIGRATE, S_SLEEP,
+	       S_COUNT };
 
 /* The migration target: ranges of at least this many bytes move at >= 0.8x PCIe copy. */
 #define MIGRATE_TARGET_MIN   (64ull << 20)
@@ -109,6 +110,15 @@ struct mig_row {
 	char why[256];		/* "" or why it was not measured */
 };
 
+/* The sleep section: seconds per call for the whole range (medians of --reps). */
+struct sleep_res {
+	double sleep, wake;		/* offload, after a warm-up cycle (host memory kept) */
+	double first_sleep;		/* the first offload: host memory pinned anew */
+	double discard, dwake;		/* discard and its wake */
+	uint64_t creates;		/* handles made by the warm sleeps (0: no host memory pinned anew) */
+	char why[256];			/* "" or why it was not measured */
+};
+
 /* A baseline of the migrate section: one figure each way. */
 struct mig_base {
 	const char *name;
@@ -151,6 +161,7 @@ struct bench {
 	struct mig_row mig[MAX_CHUNKS * 2 + 2];
 	size_t nmig;
 	struct mig_base pcie, uvm;
+	struct sleep_res slp;
 	struct target targets[8 + MAX_CHUNKS * 2 + 1];
 	size_t ntargets;
 	int ran[S_COUNT];
@@ -174,7 +185,7 @@ struct bench_section {
 };
 
 extern const struct bench_section bench_ops, bench_grow, bench_doubling, bench_shrink,
-    bench_copy, bench_stream, bench_migrate;
+    bench_copy, bench_stream, bench_migrate, bench_sleep;
 
 /* ---- vmmx-bench.c's helpers for the sections ---- */
 
@@ -193,6 +204,8 @@ int why_oom(struct bench *B, char *why, size_t len, const char *sec);
 int buf_grown(struct vmmx_ctx *ctx, uint64_t size, const char *policy, struct vmmx_buf **buf_p);
 /* Set by the migrate section for its row that grants moved chunks to the GPU only. */
 extern int bench_mkctx_gpu_only;
+/* The pinned copy rate into B->pcie (bench-migrate.c), unless measured already. */
+void bench_pcie(struct bench *B);
 int mkctx(struct bench *B, uint64_t chunk, uint64_t chunk_max, int64_t cache, uint64_t limit,
 	  struct vmmx_ctx **ctx_p);
 uint64_t dev_used(struct bench *B, struct vmmx_ctx *ctx);

@@ -35,7 +35,7 @@ endif
 %C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
 %C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \
 	%D%/bench-grow.c %D%/bench-doubling.c %D%/bench-shrink.c %D%/bench-copy.c \
-	%D%/bench-stream.c %D%/bench-migrate.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
+	%D%/bench-stream.c %D%/bench-migrate.c %D%/bench-sleep.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_bench_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
 EXTRA_DIST += docs/PERFORMANCE.md

@@ -26,7 +26,11 @@
  *            cache warm and cold (VMMX_CACHE_LIMIT=0), against a plain
  *            cuMemcpy of the same bytes between cuMemAlloc and
  *            cuMemHostAlloc memory (the PCIe copy rate) and UVM's
- *            cuMemPrefetchAsync of cuMemAllocManaged memory both ways.
+ *            cuMemPrefetchAsync of cuMemAllocManaged memory both ways;
+ *  sleep     vmmx_sleep (offload) and vmmx_wake of a tagged buffer of
+ *            --migrate-size, the first cycle and warm ones, and a discard
+ *            cycle, in GiB/s and against the pinned copy rate of the same
+ *            run (the migrate section's baseline).
  *
  * Times of operations are medians of --reps repetitions, taken with
  * clock_gettime around each call (migrations too: vmmx_buf_migrate returns
@@ -70,7 +74,8 @@ static void usage(FILE *f)
 	    "usage: " PROG " [OPTIONS]\n"
 	    "Costs of libvmmx operations beside same-run baselines, and the performance "
 	    "targets.\n\n"
-	    "      --only LIST        sections: ops, grow, doubling, shrink, copy, stream, migrate\n"
+	    "      --only LIST        sections: ops, grow, doubling, shrink, copy, stream, migrate,\n"
+	    "                         sleep\n"
 	    "                         (default all)\n"
 	    "      --chunk-sizes LIST ops: chunk sizes (default 2MiB,64MiB,1GiB; sim 2MiB,8MiB)\n"
 	    "      --locations LIST   ops: device, host (default both)\n"
@@ -386,7 +391,7 @@ const char *ratio(double a, double b, char *buf, size_t len)
 static const struct bench_section *const sections[S_COUNT] = {
     [S_OPS] = &bench_ops,	    [S_GROW] = &bench_grow,	[S_DOUBLING] = &bench_doubling,
     [S_SHRINK] = &bench_shrink,	    [S_COPY] = &bench_copy,	[S_STREAM] = &bench_stream,
-    [S_MIGRATE] = &bench_migrate,
+    [S_MIGRATE] = &bench_migrate, [S_SLEEP] = &bench_sleep,
 };
 
 /* The order the targets are listed in (the stream read targets first). */

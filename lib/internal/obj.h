@@ -221,7 +221,29 @@ struct vmmx_buf {
 	unsigned int users;             /* libvmmx calls using its memory now (pins); atomic */
 	bool moving;                    /* a writer is about to unmap chunks below the size:
 					 * written under @lock, read atomically */
+	/* Sleep and wake (sleep.c): written under vmmx__sleep_lock, read atomically. */
+	char *tag;                      /* NULL or the tag; freed after a grace period */
+	int sleep;                      /* enum vmmx__sleep_state */
+	size_t sleep_size;              /* the size it wakes to */
+	size_t sleep_nruns;
+	struct vmmx__sleep_run *sleep_runs; /* where its device chunks were */
 };
+
+/* ---- sleep and wake (sleep.c; the buffer's fields above) ---- */
+
+enum vmmx__sleep_state { VMMX__AWAKE = 0, VMMX__OFFLOADED, VMMX__DISCARDED };
+
+/* A run of adjacent chunks on one device, as it was before the sleep. */
+struct vmmx__sleep_run {
+	size_t off;
+	size_t len;
+	struct vmmx_loc loc;
+};
+
+/* The calling thread's current tag (vmmx_tag_scope): new buffers carry it. */
+extern __thread char vmmx__tag_cur[VMMX_TAG_MAX];
+/* Free a buffer's sleep records (destroy, abandon). */
+void vmmx__buf_sleep_free(struct vmmx_buf *buf);
 
 /*
  * Pins: a libvmmx call that uses a buffer's memory (a copy, a memset) pins

@@ -185,6 +185,20 @@ def _cases():
         add("configure", name, [(1.5, TypeError), (b"host", TypeError), ([1], TypeError),
                                 ("a\x00b", ValueError)],
             lambda p, v, n=name: vmmx.configure(**{n: v}))
+    bad_tags = [(5, TypeError), ([b"x"], TypeError), ([""], ValueError),
+                (["x" * 40], ValueError), (["a\x00b"], ValueError)]
+    add("sleep", "tag", bad_tags, lambda p, v: vmmx.sleep(v))
+    add("sleep", "offload", [(2, ValueError), ("yes", TypeError)],
+        lambda p, v: vmmx.sleep("t", offload=v))
+    add("sleep", "stream", BAD_STREAMS, lambda p, v: vmmx.sleep("t", stream=v))
+    add("sleep", "device", BAD_DEVICES, lambda p, v: vmmx.sleep("t", device=v))
+    add("wake", "tag", bad_tags, lambda p, v: vmmx.wake(v))
+    add("wake", "device", BAD_DEVICES, lambda p, v: vmmx.wake("t", device=v))
+    add("tag_scope", "tag", [(3, TypeError), (b"t", TypeError), ("", ValueError),
+                             ("x" * 32, ValueError)], lambda p, v: vmmx.tag_scope(v))
+    add("sleep_stats", "tag", [(None, TypeError), (3, TypeError), ("a\x00", ValueError)],
+        lambda p, v: vmmx.sleep_stats(v))
+    add("sleep_stats", "device", BAD_DEVICES, lambda p, v: vmmx.sleep_stats("t", device=v))
     add("configure", "setting name", [("A=B", ValueError), ("", ValueError), ("x\x00", ValueError)],
         lambda p, v: vmmx.configure(**{v: "1"}))
     return out

@@ -60,8 +60,8 @@ from ._lib import (  # noqa: F401 (re-exported: vmmx.EINVAL, vmmx.library()...)
     ADVISE_COLD, ADVISE_HOT, ADVISE_NOT_READ_MOSTLY, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED,
     ALLOC_STATS_VERSION, EBUSY, ECONFIG, EDRIVER, EEXIST, EFAULT, EINVAL, ENOBACKEND, ENODEV,
     ENODRIVER, ENOENT, ENOMEM, ENOTSUP, EPERM, EPOLICY, ERANGE, LOC_DEVICE, LOC_HOST,
-    LOC_HOST_NUMA, LOC_NONE, AllocStats, ChunkInfo, Loc, Residency, VmmxError, library,
-    library_path)
+    LOC_HOST_NUMA, LOC_NONE, SLEEP_DISCARD, SLEEP_OFFLOAD, TAG_MAX, AllocStats, ChunkInfo, Loc,
+    Residency, SleepStats, VmmxError, library, library_path)
 from ._lib import check as _check
 from ._lib import c_char_p, c_size_t, c_void_p
 
@@ -70,6 +70,7 @@ __all__ = [
     "configure", "allocator", "alloc_stats", "context_stats", "empty_cache",
     "prefetch", "advise", "lookup", "residency", "owns_segment", "parse_size", "ADVISE_HOT",
     "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY",
+    "tag_scope", "sleep", "wake", "sleep_stats", "SLEEP_OFFLOAD", "SLEEP_DISCARD",
 ]
 
 # The package's version: the libvmmx release it came with (configure.ac's
@@ -456,3 +457,81 @@ def owns_segment(ptr, nbytes, device=0):
         return False
     base, size = lib.vmmx_buf_ptr(info.buf), lib.vmmx_buf_size(info.buf)
     return base == ptr and nbytes <= size and size - nbytes <= (1 << 20)
+
+
+# ---- sleep and wake (vmmx_sleep, vmmx_wake: include/vmmx.h) ----
+
+def _tag(fn, name, v):
+    v = _args.text(fn, name, v)
+    if not v:
+        raise ValueError(f"{fn}: {name} must not be empty")
+    if len(v.encode()) >= TAG_MAX:
+        raise ValueError(f"{fn}: {name} {v!r} is longer than {TAG_MAX - 1} bytes")
+    return v
+
+
+def _tags(fn, tags):
+    """None (every tag), one tag, or an iterable of tags: a ctypes array and its length."""
+    if tags is None:
+        return None, 0
+    if isinstance(tags, str):
+        tags = [tags]
+    try:
+        tags = list(tags)
+    except TypeError:
+        raise TypeError(f"{fn}: tags must be None, a str or an iterable of str, "
+                        f"not {type(tags).__name__}") from None
+    arr = (c_char_p * max(len(tags), 1))(*[_tag(fn, "tag", t).encode() for t in tags])
+    return arr, len(tags)
+
+
+def tag_scope(tag):
+    """Set the calling thread's current tag (None: none): every buffer, and every
+    block of the process-wide allocators, made in this thread from now on
+    carries it (a tagged block gets a segment of its own).  The library does
+    not stack tags: ``vmmx.torch.region`` restores the outer one."""
+    fn = "vmmx.tag_scope"
+    tag = None if tag is None else _tag(fn, "tag", tag)
+    _check("vmmx_tag_scope", library().vmmx_tag_scope(tag.encode() if tag else None))
+
+
+def sleep(tags=None, offload=True, stream=None, device=0):
+    """Put the memory of ``tags`` (None: every tag) to sleep: its addresses stay
+    reserved, its device memory goes back to the driver.  ``offload``: keep the
+    contents in pinned host memory (False: discard them).  Refused (VmmxError
+    EBUSY) while work queued on ``stream`` (None: the default stream) has not
+    finished.  Returns the bytes put to sleep."""
+    fn = "vmmx.sleep"
+    arr, n = _tags(fn, tags)
+    offload = _args.flag(fn, "offload", offload)
+    stream, device = _args.stream(fn, "stream", stream), _args.device(fn, "device", device)
+    done = c_size_t()
+    _check("vmmx_sleep", library().vmmx_sleep(context(device), arr, n,
+                                               SLEEP_OFFLOAD if offload else SLEEP_DISCARD,
+                                               stream, ctypes.byref(done)))
+    return done.value
+
+
+def wake(tags=None, device=0):
+    """Bring the memory of sleeping ``tags`` (None: every tag) back at the same
+    addresses (offloaded contents copied back).  Returns the bytes woken."""
+    fn = "vmmx.wake"
+    arr, n = _tags(fn, tags)
+    device = _args.device(fn, "device", device)
+    done = c_size_t()
+    _check("vmmx_wake", library().vmmx_wake(context(device), arr, n, ctypes.byref(done)))
+    return done.value
+
+
+def sleep_stats(tag, device=0):
+    """A tag's memory as a dict (struct vmmx_sleep_stats): buffers, bytes,
+    asleep_bytes, offloaded_bytes, device_bytes, host_bytes.  "" for untagged
+    buffers.  Makes nothing: before the allocator of the device exists, all 0."""
+    fn = "vmmx.sleep_stats"
+    tag, device = _args.text(fn, "tag", tag), _args.device(fn, "device", device)
+    st = SleepStats()
+    a = _exists(device)
+    if a is not None:
+        _check("vmmx_sleep_stats", library().vmmx_sleep_stats(library().vmmx_alloc_ctx(a),
+                                                               tag.encode(), ctypes.byref(st)))
+    return st.as_dict()

@@ -24,13 +24,17 @@ LOC_NONE, LOC_DEVICE, LOC_HOST, LOC_HOST_NUMA = 0, 1, 2, 3
 ADVISE_HOT, ADVISE_COLD, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED = 1, 2, 3, 4
 ADVISE_NOT_READ_MOSTLY = 5
 ALLOC_STATS_VERSION = 1
+# sleep and wake: enum vmmx_sleep_mode, VMMX_TAG_MAX
+SLEEP_OFFLOAD, SLEEP_DISCARD = 0, 1
+TAG_MAX = 32
 
 # Every constant above, checked against VMMX_<name> in the header.
 CONSTANTS = (
     "EPERM", "ENOENT", "ENOMEM", "EFAULT", "EBUSY", "EEXIST", "ENODEV", "EINVAL", "ERANGE",
     "ENOTSUP", "EDRIVER", "ENODRIVER", "ECONFIG", "ENOBACKEND", "EFAULTINJ", "EPOLICY",
     "LOC_NONE", "LOC_DEVICE", "LOC_HOST", "LOC_HOST_NUMA", "ADVISE_HOT", "ADVISE_COLD",
-    "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY", "ALLOC_STATS_VERSION")
+    "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY", "ALLOC_STATS_VERSION",
+    "SLEEP_OFFLOAD", "SLEEP_DISCARD", "TAG_MAX")
 
 
 class VmmxError(RuntimeError):
@@ -81,9 +85,18 @@ class ChunkInfo(ctypes.Structure):
                 ("buf", ctypes.c_void_p)]
 
 
+class SleepStats(ctypes.Structure):
+    """struct vmmx_sleep_stats: one tag's memory."""
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "buffers", "bytes", "asleep_bytes", "offloaded_bytes", "device_bytes", "host_bytes")]
+
+    def as_dict(self):
+        return {n: getattr(self, n) for n, _ in self._fields_}
+
+
 # Every structure above, checked against struct vmmx_<name> in the header.
 STRUCTS = {"loc": Loc, "alloc_stats": AllocStats, "residency": Residency,
-           "chunk_info": ChunkInfo}
+           "chunk_info": ChunkInfo, "sleep_stats": SleepStats}
 
 c_int, c_void_p, c_size_t, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p
 
@@ -108,6 +121,12 @@ PROTOS = {
     "vmmx_memcpy": (c_int, [c_void_p, c_void_p, c_void_p, c_size_t]),
     "vmmx_sync": (c_int, [c_void_p]),
     "vmmx_parse_size": (c_int, [c_char_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]),
+    "vmmx_tag_scope": (c_int, [c_char_p]),
+    "vmmx_sleep": (c_int, [c_void_p, ctypes.POINTER(c_char_p), c_size_t, c_int, c_void_p,
+                           ctypes.POINTER(c_size_t)]),
+    "vmmx_wake": (c_int, [c_void_p, ctypes.POINTER(c_char_p), c_size_t,
+                          ctypes.POINTER(c_size_t)]),
+    "vmmx_sleep_stats": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SleepStats)]),
 }
 
 _lock = threading.Lock()
