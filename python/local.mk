@@ -21,7 +21,7 @@ bin_SCRIPTS += %D%/vmmx-torch-bench
 endif
 EXTRA_DIST += $(vmmx_py_sources) $(vmmx_torch_sources) $(vmmx_tools_sources) %D%/pyproject.toml %D%/README.md %D%/sitedir.py %D%/_backend/vmmx_backend.py docs/FRAMEWORKS.md \
 	%D%/tests/conftest.py %D%/tests/test_bench.py %D%/tests/test_core.py %D%/tests/test_core_args.py %D%/tests/test_core_state.py %D%/tests/test_lib_layout.py \
-	%D%/tests/test_torch.py %D%/tests/test_cupy.py %D%/tests/test_plan.py \
+	%D%/tests/test_torch.py %D%/tests/test_torch_iface.py %D%/tests/test_cupy.py %D%/tests/test_plan.py \
 	%D%/tests/run.py %D%/tests/subproc.py
 CLEANFILES += %D%/vmmx/_build.py %D%/vmmx-torch-bench
 
