@@ -40,7 +40,7 @@ endif
 %C%_vmmx_bench_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
 EXTRA_DIST += docs/PERFORMANCE.md
 
-# vmmx-plot: draws any tool's JSON charts with matplotlib (python/vmmx/plot.py,
+# vmmx-plot: draws any tool's JSON charts with matplotlib (python/vmmx_tools/plot.py,
 # installed with the vmmx package into $(pythondir); the wrapper finds it there).
 # Two copies: the build tree's (tools/vmmx-plot, which the tools and tests run)
 # also looks in the source tree; the installed one (tools/installed/vmmx-plot)

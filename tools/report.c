@@ -743,7 +743,7 @@ int rep_plot_check(const char *path, const char *prog)
 	const char *dot = strrchr(path, '.');
 	int fd;
 
-	/* vmmx-plot's own rule (python/vmmx/plot.py): the format is the extension. */
+	/* vmmx-plot's own rule (python/vmmx_tools/plot.py): the format is the extension. */
 	if (!dot || strchr(dot, '/') ||
 	    (strcasecmp(dot, ".png") && strcasecmp(dot, ".svg") && strcasecmp(dot, ".pdf"))) {
 		fprintf(stderr,

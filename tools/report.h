@@ -263,7 +263,7 @@ void rep_json(FILE *f, const struct rep *r);
  */
 void rep_text(FILE *f, const struct rep *r, int indent, int width);
 
-/* ---- charts, drawn by vmmx-plot (python/vmmx/plot.py) ---- */
+/* ---- charts, drawn by vmmx-plot (python/vmmx_tools/plot.py) ---- */
 
 /**
  * rep_chart() - add a chart to @doc's "charts" array (made on first use).

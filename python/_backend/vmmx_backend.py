@@ -5,8 +5,9 @@
 nothing else: setuptools below 70.1 needs the separate `wheel` package for
 bdist_wheel, which Debian's python3 (setuptools 66, no python3-wheel) and a
 venv made from it lack, so the setuptools backend failed there with
-"invalid command 'bdist_wheel'".  The package is a directory of .py files (and
-subpackages: vmmx/torch/), so its wheel is a zip of them and four metadata files (PEP 427, PEP 376,
+"invalid command 'bdist_wheel'".  The packages (vmmx, with its subpackage
+vmmx/torch/, and the tools' vmmx_tools) are directories of .py files, so the
+wheel is a zip of them and four metadata files (PEP 427, PEP 376,
 core metadata 2.1); the metadata is read from pyproject.toml's [project]
 table (tomllib, or tomli on Python < 3.11, asked for as a build requirement).
 Left out: vmmx/_build.py, which `make` writes with its own libdir.
@@ -21,6 +22,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "vmmx"
+PACKAGES = (PACKAGE, "vmmx_tools")
 SKIP = {"_build.py"}
 
 
@@ -59,13 +61,13 @@ def _entry_points():
 
 
 def _sources():
-    """The package's .py files, paths relative to it ("torch/_offload.py")."""
-    top, out = os.path.join(HERE, PACKAGE), []
-    for d, dirs, files in os.walk(top):
-        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
-        rel = os.path.relpath(d, top)
-        out += [f if rel == "." else rel + "/" + f for f in files
-                if f.endswith(".py") and f not in SKIP]
+    """The packages' .py files, paths relative to python/ ("vmmx/torch/_offload.py")."""
+    out = []
+    for pkg in PACKAGES:
+        for d, dirs, files in os.walk(os.path.join(HERE, pkg)):
+            dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+            rel = os.path.relpath(d, HERE).replace(os.sep, "/")
+            out += [rel + "/" + f for f in files if f.endswith(".py") and f not in SKIP]
     return sorted(out)
 
 
@@ -119,8 +121,8 @@ def get_requires_for_build_editable(config_settings=None):
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     files = {}
     for f in _sources():
-        with open(os.path.join(HERE, PACKAGE, f), "rb") as fh:
-            files[PACKAGE + "/" + f] = fh.read()
+        with open(os.path.join(HERE, f), "rb") as fh:
+            files[f] = fh.read()
     return _wheel(wheel_directory, files)
 
 
@@ -133,7 +135,7 @@ def build_sdist(sdist_directory, config_settings=None):
     _, stem = _dist_info()
     name = stem + ".tar.gz"
     paths = ["pyproject.toml", _project()["readme"], "_backend/vmmx_backend.py"]
-    paths += [PACKAGE + "/" + f for f in _sources()]
+    paths += _sources()
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz", format=tarfile.PAX_FORMAT) as t:
         for rel in paths:
             t.add(os.path.join(HERE, rel), arcname=stem + "/" + rel)

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from vmmx import bench
+from vmmx_tools import bench
 
 GiB = 1 << 30
 

@@ -12,7 +12,7 @@ import pytest
 
 import vmmx
 from subproc import child
-from vmmx import bench
+from vmmx_tools import bench
 
 MiB = 1 << 20
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,7 +304,7 @@ def test_configure_takes_sizes_as_ints_and_text():
     assert out == 48 * MiB
 
 
-# -- vmmx.bench (the command line's sizes)
+# -- vmmx_tools.bench (the command line's sizes)
 
 
 @pytest.mark.parametrize("value, exc", [
@@ -313,7 +313,7 @@ def test_configure_takes_sizes_as_ints_and_text():
 def test_bench_parse_size_refuses(value, exc):
     with pytest.raises(exc) as e:
         bench.parse_size(value)
-    assert str(e.value).startswith("vmmx.bench.parse_size: s "), str(e.value)
+    assert str(e.value).startswith("vmmx_tools.bench.parse_size: s "), str(e.value)
 
 
 # -- vmmx.torch and vmmx.cupy: their checks come before any call into the framework,

@@ -494,6 +494,40 @@ def test_disable_routes_new_tensors_natively_and_keeps_the_old_ones():
     assert v["C_VMMX"].split()[0] == "True", out
 
 
+DISABLE_OFFLOAD = """
+    import torch, vmmx, vmmx.torch
+    vmmx.torch.enable(device_limit="640MiB")
+    torch.manual_seed(0)
+    # 24 x 32 MiB of bf16 weights: 768 MiB, past the 640 MiB cap
+    model = torch.nn.Sequential(*[torch.nn.Linear(4096, 4096, bias=False, dtype=torch.bfloat16)
+                                  for _ in range(24)]).cuda()
+    off = vmmx.torch.offload(model, lookahead=2, headroom="64MiB")
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16, generator=g)
+    with torch.no_grad():
+        a = model(x).float().pow(2).sum().item()
+        copies = off.stats()["copies"]
+        vmmx.torch.disable()
+        b = model(x).float().pow(2).sum().item()   # still streamed through its slots
+        print("STILL_STREAMS", off.stats()["copies"] > copies)
+        home = [m.weight for m in model if vmmx.lookup(m.weight.data_ptr()) is not None]
+        print("HOMES_VMMX", len(home) > 0)
+        off.close()
+        c = model(x).float().pow(2).sum().item()   # from the homes, no hooks
+    print("OUT", a, b, c)
+"""
+
+
+@pytest.mark.gpu
+def test_disable_leaves_an_open_offloader_working():
+    """disable() with an Offloader open: the offloader's slots and homes are
+    libvmmx memory it holds, so it keeps streaming, and closes as before."""
+    out = run(DISABLE_OFFLOAD)
+    assert "STILL_STREAMS True" in out and "HOMES_VMMX True" in out, out
+    a, b, c = (float(v) for v in out.split("OUT ")[1].split()[:3])
+    assert abs(b - a) <= 1e-3 * max(1.0, abs(a)) and abs(c - a) <= 1e-3 * max(1.0, abs(a)), out
+
+
 @pytest.mark.gpu
 def test_disable_in_the_allocator_mode_says_why():
     out = run("""

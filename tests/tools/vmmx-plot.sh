@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# vmmx-plot (python/vmmx/plot.py): a chart of a tool's JSON as PNG, SVG and
+# vmmx-plot (python/vmmx_tools/plot.py): a chart of a tool's JSON as PNG, SVG and
 # PDF by the file's extension, compressed PNG under 100 KB, a log-2 axis of
 # byte sizes, --list, and its errors (no charts, a bad extension).  Every
 # drawing test skips with the reason when matplotlib is missing.
@@ -43,10 +43,10 @@ check $? ".pdf writes a PDF"
 check $? "--list names the charts"
 "$plot" - -o "$tmp/stdin.png" <"$tmp/in.json" 2>"$tmp/err" && png_ok "$tmp/stdin.png"
 check $? "- reads the JSON from standard input"
-$py -c 'import sys; sys.path.insert(0, sys.argv[1]); import vmmx.plot as p
+$py -c 'import sys; sys.path.insert(0, sys.argv[1]); import vmmx_tools.plot as p
 assert p.fmt_bytes(2097152) == "2 MiB" and p.fmt_bytes(1536 << 20) == "1.5 GiB", p.fmt_bytes(1536 << 20)
 assert "torch" not in sys.modules' "$top_srcdir/python" 2>"$tmp/err"
-check $? "vmmx.plot imports without torch; byte ticks read 2 MiB, 1.5 GiB"
+check $? "vmmx_tools.plot imports without torch; byte ticks read 2 MiB, 1.5 GiB"
 
 "$plot" "$tmp/none.json" -o "$tmp/n.png" >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q 'no "charts"' "$tmp/err" && test ! -e "$tmp/n.png"

@@ -187,7 +187,7 @@ class Offloader:
                 u.slot_need = sum(_align(n) for _, _, _, n in u.params)
                 self.streamed.append(u)
             for t in kept if self.stepper is not None else ():
-                self.stepper.unit.pop(id(t[0]), None)  # stepped in place, as resident
+                self.stepper.resident(t[0])  # stepped in place
         slot_bytes = max((u.slot_need for u in self.streamed), default=0)
         spare = {}  # device storage the streamed parameters left: room for kept ones
         self.ballast = []  # host storage held so that PyTorch's cache never hands it out
@@ -426,7 +426,7 @@ class Offloader:
             self.phase = "bwd"
             self._enter(u)
             if u.active and self.stepper is not None:
-                u.pending = {id(p) for p, _, _, _ in u.params if id(p) in self.stepper.group}
+                u.pending = {id(p) for p, _, _, _ in u.params if self.stepper.steps(p)}
         return hook
 
     def _post(self, u):
@@ -457,6 +457,59 @@ class Offloader:
         u.active = u.deferred = False
         u.pending = set()
         self._fill(self._key(u))
+
+    # -- what the stepper (_Stepper) asks of the offloader.  Besides these it reads
+    # lock (held around its hooks), closed, device, nslots and headroom, and sets
+    # nothing else of the offloader's.
+
+    def units_by_param(self):
+        """Map each unit's parameters to their unit.
+
+        Return: {id(parameter): its :class:`_Unit`} over every unit.
+        """
+        return {id(p): u for u in self.units for p, _, _, _ in u.params}
+
+    def where(self, u):
+        """Where a stepped parameter of unit u lies now.
+
+        Return: "slot" (u streams and runs from its slot: the step updates the
+        slot's copy), "home" (u streams but is not in a slot: the step updates
+        its home over the link), None (u is resident, or None).
+        """
+        if u is None or not u.streamed:
+            return None
+        return "slot" if u.active else "home"
+
+    def param_home(self, u, p):
+        """Return the tensor a write-back of p (a parameter of u, in its slot) copies into."""
+        i = next(i for i, (q, _, _, _) in enumerate(u.params) if q is p)
+        return u.src[i]
+
+    def param_stepped(self, u, p, stream):
+        """p (a parameter of u, in its slot) was stepped and its write-back queued on
+        stream: u's slot waits for that stream, and u is released once backward is
+        done with it and none of its parameters awaits a step.  Call under lock.
+        """
+        u.wb_stream = stream
+        u.pending.discard(id(p))
+        if not u.pending and u.deferred:
+            self._release(u)
+
+    def release_deferred(self):
+        """At the end of a backward: release the units backward is done with whose
+        parameters got no gradient (no step will release them).  Call under lock."""
+        for u in self.streamed:
+            if u.deferred:
+                self._release(u)
+
+    def copy_stream(self):
+        """Return the stream the slots' copies in run on, None when nothing streams."""
+        return self.side if self.slots else None
+
+    def stop_stepping(self):
+        """Backward no longer waits for steps (the stepper gave up: stats' stepped_by
+        keeps it)."""
+        self.stepper = None
 
     # -- adapting to what the passes used
 

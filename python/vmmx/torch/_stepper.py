@@ -54,7 +54,7 @@ class _Stepper:
                 if p.requires_grad and p.is_cuda and id(p) not in self.group:
                     self.group[id(p)] = gi
                     self.params.append(p)
-        self.unit = {id(p): u for u in off.units for p, _, _, _ in u.params}
+        self.unit = off.units_by_param()
         self.nslots = off.nslots
         self.order, self.seen = [], set()      # parameters in the order their grads came
         self.in_backward, self.phase = False, "first"  # first -> measured -> planned
@@ -84,6 +84,16 @@ class _Stepper:
             elif self.phase == "measured":
                 self._plan()
 
+    # -- what the offloader asks of the stepper
+
+    def steps(self, p):
+        """Return whether p's step runs in backward (p is one of the optimizer's)."""
+        return id(p) in self.group
+
+    def resident(self, p):
+        """The offloader keeps p on the device: it is stepped in place, as resident."""
+        self.unit.pop(id(p), None)
+
     def _user_step(self, optimizer, args, kwargs):
         if not self.inner:
             self.awaiting_step = False
@@ -93,9 +103,7 @@ class _Stepper:
         with self.off.lock:
             self.in_backward = False
             self.awaiting_step = True
-            for u in self.off.streamed:
-                if u.deferred:  # a parameter got no gradient this time
-                    self.off._release(u)
+            self.off.release_deferred()  # a parameter got no gradient this time
             if self.phase == "first":
                 peak = _peak(self.device)
                 made = sum(t.nbytes for _, t in self._states())
@@ -147,7 +155,7 @@ class _Stepper:
             _log.warning("vmmx.torch.offload: %s", self.fallback)
             self.phase = "off"
             self.close()
-            off.stepper = None  # backward no longer waits for steps (stats: off.stepped_by)
+            off.stop_stepping()
             return
         chosen = set()
         if deficit > 0:  # spread the state that does not fit over the backward order
@@ -190,7 +198,8 @@ class _Stepper:
         self.state_host_bytes = sum(t.nbytes - _on_device(t, d) for p in self.order
                                     if id(p) not in chosen for t in per.get(id(p), ()))
         if self.streamed:
-            self.h2d = off.side if off.slots else torch.cuda.Stream(d)
+            side = off.copy_stream()
+            self.h2d = side if side is not None else torch.cuda.Stream(d)
             self.slots = [_slot(slot_bytes, d) for _ in range(min(self.nslots, len(self.streamed)))]
             self.owner = [None] * len(self.slots)
             self.ready = [torch.cuda.Event() for _ in self.slots]
@@ -219,8 +228,9 @@ class _Stepper:
                 self.order.append(p)
             cur = torch.cuda.current_stream(self.device)
             u = self.unit.get(id(p))
-            in_slot = u is not None and u.streamed and u.active
-            if u is not None and u.streamed and not u.active:
+            where = self.off.where(u)
+            in_slot = where == "slot"
+            if where == "home":
                 self.counters["steps_on_host"] += 1
             k = self._bring(p, cur) if id(p) in self.homes else None
             self._step(p)
@@ -241,14 +251,10 @@ class _Stepper:
                     self.wb[id(p)].record(s)
                     self.counters["state_writebacks"] += 1
                 if in_slot:
-                    i = next(i for i, (q, _, _, _) in enumerate(u.params) if q is p)
-                    u.src[i].copy_(p.data, non_blocking=True)
+                    self.off.param_home(u, p).copy_(p.data, non_blocking=True)
                     self.counters["param_writebacks"] += 1
             if in_slot:
-                u.wb_stream = s
-                u.pending.discard(id(p))
-                if not u.pending and u.deferred:
-                    self.off._release(u)
+                self.off.param_stepped(u, p, s)
             if k is not None:
                 self._fill(p)
 

@@ -127,7 +127,7 @@ def _reexec_with_system_python():
     if os.path.realpath(sys.executable) == os.path.realpath(sysp):
         return
     os.environ["VMMX_PLOT_REEXEC"] = "1"
-    args = [sysp, "-c", "import sys; sys.path[:0] = %r; from vmmx.plot import main; "
+    args = [sysp, "-c", "import sys; sys.path[:0] = %r; from vmmx_tools.plot import main; "
             "sys.exit(main(sys.argv[1:]))" % [p for p in sys.path if p], ] + sys.argv[1:]
     os.execv(sysp, args)
 

@@ -29,7 +29,7 @@ median of all its rounds and its fastest round are each compared with native's.
 
 Real models (``--workload hf-infer,hf-train``): a Hugging Face Llama saved
 and loaded with ``from_pretrained``, with the columns native, capped, vmmx,
-offload, vmmx-run, accelerate and floor (see ``vmmx.bench_hf``); the cap of
+offload, vmmx-run, accelerate and floor (see ``vmmx_tools.bench_hf``); the cap of
 each ratio is native's peak divided by it.
 
 Output: a table, ``--json FILE``, ``--plot FILE.png`` (matplotlib).  Never
@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 
-from . import _args
+from vmmx import _args
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -55,7 +55,7 @@ def parse_size(s):
     ("1.5GiB"), then GiB, MiB, G, M or nothing (bytes).  ValueError for text that
     is not such a size or a negative one, TypeError for anything else (a float:
     the command line gives text)."""
-    fn = "vmmx.bench.parse_size"
+    fn = "vmmx_tools.bench.parse_size"
     if not isinstance(s, str):
         return _args.size(fn, "s", s)
     t = _args.text(fn, "s", s).strip()
@@ -496,7 +496,7 @@ def run_child(spec, timeout):
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        r = subprocess.run([sys.executable, "-m", "vmmx.bench", "--child", json.dumps(spec)],
+        r = subprocess.run([sys.executable, "-m", "vmmx_tools.bench", "--child", json.dumps(spec)],
                            capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return dict(spec, error=f"timeout after {timeout} s")

@@ -221,7 +221,7 @@ def run_column(spec, timeout, run_child, vmmx_run):
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [vmmx_run, "--device-limit", str(spec["cap"]), "--", sys.executable, "-m",
-           "vmmx.bench", "--child", json.dumps(inner)]
+           "vmmx_tools.bench", "--child", json.dumps(inner)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
