@@ -136,8 +136,16 @@ def enable(policy=None, device_limit=None, host_limit=None, device_headroom=None
                 ", ".join(f"cuda:{d}: {b} bytes" for d, b in used.items()) +
                 "); call vmmx.torch.enable() before the first CUDA tensor "
                 "(force=True keeps those tensors where they are)")
-        _v.configure(policy=policy, device_limit=device_limit, host_limit=host_limit,
-                     device_headroom=device_headroom, **settings)
+        cfg = dict(policy=policy, device_limit=device_limit, host_limit=host_limit,
+                   device_headroom=device_headroom, **settings)
+        if _state.get("settings") is None:
+            _v.configure(**cfg)
+            _state["settings"] = cfg
+        elif _state["settings"] != cfg:  # after disable(): the allocator exists already
+            raise _v.VmmxError(
+                "vmmx.torch.enable", _v.EBUSY, "settings fixed",
+                f"an earlier enable() made libvmmx's allocator with {_state['settings']}, "
+                "and its settings are read once: enable() again with the same ones")
         _check_entry_points()
         for d in devs:  # made now, so that a bad setting raises here
             _v.allocator(d)
