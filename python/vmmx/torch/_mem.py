@@ -167,20 +167,24 @@ def _reserve(nbytes, device):
     return ptr
 
 
-def _host_used(device):
-    """Bytes of host memory libvmmx's context of device holds in use (not cached)."""
-    return sum(loc["held"] - loc["cached"] for loc in _v.context_stats(device)["locations"]
-               if not loc["location"].startswith("device:"))
+def _usage(device):
+    """(cap, held, host) from one read of the context's statistics: the device's limit
+    (or its memory; None when the context has no such location), the bytes libvmmx
+    holds there in use (not cached), and the bytes of host memory it holds in use."""
+    cap, held, host = None, 0, 0
+    for loc in _v.context_stats(device)["locations"]:
+        if loc["location"] == f"device:{device}":
+            cap = min(x for x in (loc["limit"], loc["total"]) if x is not None)
+            held = loc["held"] - loc["cached"]
+        elif not loc["location"].startswith("device:"):
+            host += loc["held"] - loc["cached"]
+    return cap, held, host
 
 
 def _device_cap(device):
-    """(cap, held): the device's limit (or its memory) and the bytes libvmmx holds there
-    that are in use (not cached); (None, 0) when the context has no such location."""
-    for loc in _v.context_stats(device)["locations"]:
-        if loc["location"] == f"device:{device}":
-            return (min(x for x in (loc["limit"], loc["total"]) if x is not None),
-                    loc["held"] - loc["cached"])
-    return None, 0
+    """(cap, held) of :func:`_usage`: (None, 0) when the context has no such location."""
+    cap, held, _ = _usage(device)
+    return cap, held
 
 
 def _headroom(headroom, device):

@@ -12,7 +12,7 @@ from vmmx import _plan as _planner
 
 from ._alloc import _state
 from ._mem import (_align, _arena, _copy_split, _device_cap, _first_cuda, _headroom,
-                   _host_used, _on_device, _pin, _prefetch_if_room, _reserve, _slot)
+                   _on_device, _pin, _prefetch_if_room, _reserve, _slot, _usage)
 from ._stepper import _Stepper
 
 _log = logging.getLogger("vmmx.torch")
@@ -526,11 +526,10 @@ class Offloader:
         more than the earlier ones, so the promoted units give their device
         memory back (to PyTorch's cache, for the activations) and promotion
         stops for the life of the offloader."""
-        cap, used = _device_cap(self.device)
+        cap, used, host = _usage(self.device)  # one read of the statistics a pass
         if cap is None:
             self.adapt = False
             return
-        host = _host_used(self.device)
         if self.promoted and host > self.host_base:
             n = len(self.promoted)
             for w in reversed(self.promoted):
