@@ -1195,6 +1195,8 @@ struct vmmx_sleep_stats {
 	uint64_t offloaded_bytes; /**< of which asleep with their contents in host memory */
 	uint64_t device_bytes;   /**< bytes of the tag's chunks on a device now */
 	uint64_t host_bytes;     /**< bytes of the tag's chunks in host memory now */
+	uint64_t stash_bytes;    /**< pinned host memory holding the tag's offloaded
+				  *   contents, or kept for its next offload */
 };
 
 /**
@@ -1250,13 +1252,23 @@ VMMX_API int vmmx_tag_scope(const char *tag);
  *
  * Every buffer carrying one of @tags, and awake, goes to sleep.  Its
  * addresses stay reserved; its device memory goes back to the driver, so
- * other processes can allocate it (chunks this context keeps cached on those
- * devices go back too).  With VMMX_SLEEP_OFFLOAD each device chunk moves to
- * pinned host memory under the same address, in large asynchronous copies
- * (vmmx_buf_migrate()); a read-mostly chunk whose host copy is current is
- * mapped again, not copied.  While asleep, a kernel reading the buffer reads
- * host memory over the link.  With VMMX_SLEEP_DISCARD every chunk is
- * unmapped: a kernel touching the buffer while asleep faults.
+ * other processes can allocate it (chunks this context keeps cached on the
+ * devices go back too).
+ *
+ * VMMX_SLEEP_OFFLOAD copies the contents to the buffer's stash, pinned host
+ * memory made at its first offload and kept, mapped, across cycles (so a
+ * warm cycle pins and maps no host memory; vmmx_sleep_release() gives it
+ * back), then unmaps the buffer.  The copies run in pieces on a stream of
+ * their own, each piece unmapped while the next one copies.  A buffer with
+ * read-mostly chunks (VMMX_ADVISE_READ_MOSTLY) instead migrates to host
+ * memory under the same address, so that chunks whose host copy is current
+ * are mapped again, not copied; it stays mapped there while asleep.
+ * VMMX_SLEEP_DISCARD unmaps every chunk and keeps nothing.
+ *
+ * While asleep a buffer's range is unmapped (except for the read-mostly
+ * case above): a kernel that touches it faults, as after a discard, and
+ * vmmx_buf_size() answers 0 (vmmx_sleep_stats() gives the size it wakes
+ * to).
  *
  * While a buffer sleeps, vmmx_buf_resize() and vmmx_buf_set_tag() refuse it
  * (-VMMX_EBUSY) and its policy moves none of its chunks; a
@@ -1291,12 +1303,12 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
  * @ntags: entries of @tags.
  * @bytes_p: out (may be NULL): bytes woken by this call.
  *
- * Each chunk goes back to the device it was on when it went to sleep.
- * Offloaded contents are copied back; the host memory they used goes to the
- * context's chunk cache, so the next sleep of the same size pins nothing
- * new (VMMX_CACHE_LIMIT bounds what is kept; vmmx_ctx_trim() gives it back).
- * A discarded buffer gets new device memory of its old size, contents
- * undefined.
+ * An offloaded or discarded buffer grows back to its old size, placed by
+ * its policy as any grow is (on its device when there is room; a policy
+ * that spills puts what does not fit in host memory), and offloaded
+ * contents are copied back from its stash, which is kept for the next
+ * sleep.  A read-mostly buffer migrated at the sleep moves each chunk back
+ * to the device it was on.  A discarded buffer's contents are undefined.
  *
  * A buffer that cannot be woken (its device is full) stays asleep, intact,
  * and the call goes on with the others; it returns the first error, and a
@@ -1310,6 +1322,26 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
  */
 VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags,
 		       size_t *bytes_p);
+
+/**
+ * vmmx_sleep_release() - give back the host memory kept for offloads.
+ * @ctx: context.
+ * @tags: tags whose awake buffers give their stash back; NULL for every
+ *        tagged buffer of @ctx.
+ * @ntags: entries of @tags.
+ * @bytes_p: out (may be NULL): bytes of pinned host memory given back.
+ *
+ * A buffer keeps its stash after a wake so that the next offload pins and
+ * maps nothing.  This gives it back; the next offload makes a new one.
+ * Asleep buffers keep theirs (it holds their contents).  Destroying a
+ * buffer gives its stash back too.
+ *
+ * Return: 0; -VMMX_EINVAL as vmmx_wake(); -VMMX_ENOMEM when out of memory.
+ *
+ * Context: as vmmx_sleep().
+ */
+VMMX_API int vmmx_sleep_release(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags,
+				size_t *bytes_p);
 
 /**
  * vmmx_sleep_stats() - a tag's buffers and where their memory is.

@@ -834,7 +834,7 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 		vmmx__policy_rebalance(ctx, buf->policy);
 	vmmx__policy_put(ctx, buf->policy);
 	pthread_mutex_destroy(&buf->lock);
-	vmmx__buf_sleep_free(buf);
+	vmmx__buf_sleep_free(buf, false);
 	free(t);
 	free(buf);
 }
@@ -996,10 +996,14 @@ VMMX_API int vmmx_buf_chunks(const struct vmmx_buf *buf, struct vmmx_chunk_info 
 
 __thread char vmmx__tag_cur[VMMX_TAG_MAX];
 
-void vmmx__buf_sleep_free(struct vmmx_buf *buf)
+void vmmx__buf_sleep_free(struct vmmx_buf *buf, bool abandon)
 {
 	free(buf->tag);
 	free(buf->sleep_runs);
+	if (buf->stash && !abandon)
+		vmmx_buf_destroy(buf->stash);
+	if (buf->stash_of)
+		buf->stash_of->stash = NULL;
 }
 
 /* In a forked child: host-side records only, no driver, no plugin (fork.c). */
@@ -1007,7 +1011,7 @@ void vmmx__buf_abandon(struct vmmx_buf *buf)
 {
 	vmmx__buflist_abandon(buf->ctx, buf);
 	/* The policy keeps its reference: vmmx__ctx_abandon() frees policies whole. */
-	vmmx__buf_sleep_free(buf);
+	vmmx__buf_sleep_free(buf, true);
 	free(buf->table);
 	free(buf);
 }

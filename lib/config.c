@@ -345,6 +345,7 @@ static const struct var vars[] = {
 	  CONF(cache_limit) },
 	{ "VMMX_DEVICE_PREALLOC", CFG(device_prealloc), parse_size_pct,
 	  "a size: " SIZE_FORM ", or N% of device memory", CONF(device_prealloc) },
+	{ "VMMX_SLEEP_PIECE", -1, parse_size, "a size: " SIZE_FORM, CONF(sleep_piece) },
 	{ "VMMX_TRACE", CFG(trace), parse_string, "a path shorter than 4096 bytes", CONF(trace) },
 	{ "VMMX_SIM_DEVICE_MEM", -1, parse_bytes, "a nonzero size: " SIZE_FORM,
 	  CONF(sim_device_mem) },

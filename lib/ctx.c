@@ -281,6 +281,9 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 	while (ctx->bufs->n) {
 		struct vmmx_buf *buf = ctx->bufs->bufs[ctx->bufs->n - 1];
 
+		/* A sleep stash goes with the buffer it belongs to. */
+		if (buf->stash_of)
+			buf = buf->stash_of;
 		vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
 			   "vmmx_ctx_destroy: buffer %p (capacity %zu) was not destroyed; destroying it",
 			   (void *)buf->base, buf->capacity);

@@ -223,8 +223,227 @@ static int restore_runs(struct vmmx_buf *buf)
 	return err;
 }
 
-static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes)
+/*
+ * ---- offload through a stash ----
+ *
+ * A buffer with no read-mostly chunk is offloaded into its stash: a buffer
+ * of the context placed in pinned host memory (policy "host"), made at the
+ * first sleep and kept, mapped and granted, across cycles until
+ * vmmx_sleep_release() or the buffer's destruction.  Sleeping copies the
+ * contents there and shrinks the buffer to nothing; waking grows it back
+ * (placed by its policy, as any grow) and copies the contents in.  So a
+ * warm cycle makes no host handle and grants no host mapping: what is left
+ * is the copy and the device handles' map and unmap, which overlap: the
+ * range moves in pieces of STASH_PIECE bytes on a stream of its own, and
+ * while one piece copies the previous one is unmapped (sleep, top down) or
+ * the next one mapped (wake, bottom up).
+ *
+ * The invariant that makes every failure safe: while a buffer is offloaded,
+ * [0, its size) is mapped with its data and the stash holds
+ * [stash_from, sleep_size) with stash_from <= its size; a piece is unmapped
+ * only after its copy into the stash completed, and the stash is only read
+ * while the buffer is awake again.  So a failed sleep wakes what it
+ * unmapped, and a failed wake shrinks back to stash_from: either way no
+ * byte is lost.
+ */
+
+/* Bytes per piece: the map or unmap of one overlaps the copy of the other
+ * (256 MiB is ~5 ms over PCIe Gen5, ~130 chunk unmaps).  VMMX_SLEEP_PIECE
+ * sets it (the tests make it small to have many pieces). */
+#define STASH_PIECE (256ull << 20)
+
+static size_t piece_bytes(const struct vmmx_ctx *ctx)
 {
+	uint64_t p = vmmx__size_resolve(&ctx->conf.sleep_piece, 0, STASH_PIECE);
+
+	p = vmmx__round_up(p ? p : 1, ctx->chunk_min);
+	return p > SIZE_MAX ? SIZE_MAX : (size_t)p;
+}
+
+/*
+ * Queue copies of [off, end) of @buf to its stash (@out) or back, split
+ * where the buffer's chunks change between device and host memory: a copy
+ * must not straddle the two (docs/DRIVER.md).  The stash is all host memory.
+ */
+static int stash_copy(struct vmmx_buf *buf, size_t off, size_t end, bool out, vmm_stream_t s)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	char *b = (char *)buf->base, *h = (char *)buf->stash->base;
+	const struct vmmx__table *t;
+	size_t i;
+	int err = 0;
+
+	urcu_bp_read_lock();
+	t = rcu_dereference(buf->table);
+	for (i = vmmx__table_find(t, off); !err && off < end && i < t->n; i++) {
+		size_t stop = t->c[i].off + t->c[i].size;
+		bool host = vmm_loc_is_host(t->c[i].loc);
+
+		while (stop < end && i + 1 < t->n && vmm_loc_is_host(t->c[i + 1].loc) == host)
+		{
+			i++;
+			stop = t->c[i].off + t->c[i].size;
+		}
+		if (stop > end)
+			stop = end;
+		err = out ? vmm_copy_async(ctx->vmm, h + off, b + off, stop - off, s)
+			  : vmm_copy_async(ctx->vmm, b + off, h + off, stop - off, s);
+		off = stop;
+	}
+	urcu_bp_read_unlock();
+	if (err)
+		return vmmx__fail(&ctx->conf.log, err, "vmmx_%s: copying %s the host stash: %s",
+				  out ? "sleep" : "wake", out ? "to" : "from",
+				  *vmmx_last_error() ? vmmx_last_error() : vmmx_strerror(err));
+	return 0;
+}
+
+/* A stash of @size bytes for @buf: the kept one, resized, or a new one. */
+static int stash_get(struct vmmx_buf *buf, size_t size)
+{
+	char scope[VMMX_TAG_MAX];
+	struct vmmx_buf *st;
+	int err;
+
+	if (!buf->stash) {
+		/* The stash carries no tag, whatever the thread's scope. */
+		memcpy(scope, vmmx__tag_cur, sizeof(scope));
+		vmmx__tag_cur[0] = 0;
+		err = vmmx_buf_create(buf->ctx, buf->capacity, "host", &st);
+		memcpy(vmmx__tag_cur, scope, sizeof(scope));
+		if (err)
+			return err;
+		st->stash_of = buf;
+		rcu_assign_pointer(buf->stash, st);
+	}
+	err = vmmx_buf_resize(buf->stash, size);
+	if (err == -VMMX_ENOMEM)
+		vmmx__fail(&buf->ctx->conf.log, err,
+			   "vmmx_sleep: no host memory for the %zu bytes to offload (%s)", size,
+			   vmmx_last_error());
+	return err;
+}
+
+/* Where the next piece below @size starts: at a chunk boundary, about
+ * STASH_PIECE bytes down. */
+static size_t piece_below(struct vmmx_buf *buf, size_t size)
+{
+	const struct vmmx__table *t = buf->table; /* sleep_lock: nobody resizes */
+	size_t i = vmmx__table_find(t, size - 1), piece = piece_bytes(buf->ctx);
+
+	while (i > 0 && size - t->c[i].off < piece)
+		i--;
+	return t->c[i].off;
+}
+
+/*
+ * Bring [size now, sleep_size) back from the stash: grow a piece, queue its
+ * copy, grow the next while it runs.  On failure the buffer shrinks back to
+ * stash_from once the queued copies are done (its error is the answer);
+ * the caller keeps it asleep.  The buffer must be marked awake (resize).
+ */
+static int stash_in(struct vmmx_buf *buf, vmm_stream_t s)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	size_t off = vmmx_buf_size(buf), end, piece = piece_bytes(ctx);
+	int err = 0;
+
+	while (!err && off < buf->sleep_size) {
+		end = buf->sleep_size - off > piece ? off + piece : buf->sleep_size;
+		err = vmmx_buf_resize(buf, end);
+		if (!err)
+			err = stash_copy(buf, off, end, false, s);
+		off = end;
+	}
+	if (!err)
+		err = vmmx__wait_tries(ctx, s);
+	if (err) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", vmmx_last_error());
+		/* Swallowed: when both waits fail the context is lost; the
+		 * stash still holds the data, and a shrink unmaps nothing a
+		 * copy of ours could use only once a wait worked. */
+		if (!vmmx__wait_tries(ctx, s)) {
+			(void)vmmx_buf_resize(buf, buf->stash_from);
+			(void)vmmx_buf_trim(buf);
+		}
+		return vmmx__fail(&ctx->conf.log, err, "%s", why);
+	}
+	return 0;
+}
+
+/*
+ * Offload @buf into its stash, top down: queue a piece's copy, then unmap
+ * the piece above it, whose copy is done, while it runs.  On failure what
+ * was unmapped comes back from the stash (stash_in) and the buffer is
+ * awake; if even that fails it stays offloaded, intact (*@asleep).
+ */
+static int stash_out(struct vmmx_buf *buf, vmm_stream_t s, bool *asleep)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	size_t size = buf->sleep_size, lo, hi = size, next;
+	vmm_event_t ev[2] = { 0, 0 };
+	int err, k = 0;
+
+	*asleep = false;
+	err = stash_get(buf, size);
+	if (err)
+		return err;
+	buf->stash_from = size;
+	err = vmm_event_create(ctx->vmm, &ev[0]);
+	if (!err)
+		err = vmm_event_create(ctx->vmm, &ev[1]);
+	lo = err ? size : piece_below(buf, hi);
+	if (!err)
+		err = stash_copy(buf, lo, hi, true, s);
+	if (!err)
+		err = vmm_event_record(ctx->vmm, ev[0], s);
+	while (!err && hi > 0) {
+		/* The next piece down copies while this one is unmapped. */
+		next = lo ? piece_below(buf, lo) : 0;
+		if (lo) {
+			err = stash_copy(buf, next, lo, true, s);
+			if (!err)
+				err = vmm_event_record(ctx->vmm, ev[!k], s);
+			if (err)
+				break;
+		}
+		err = vmm_event_sync(ctx->vmm, ev[k]);
+		if (err)
+			break;
+		buf->stash_from = lo;
+		err = vmmx_buf_resize(buf, lo);
+		hi = lo;
+		lo = next;
+		k = !k;
+	}
+	if (!err)
+		err = vmmx_buf_trim(buf);
+	if (err) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", vmmx_last_error());
+		if (!vmmx__wait_tries(ctx, s) && stash_in(buf, s))
+			*asleep = vmmx_buf_size(buf) < size;
+		vmmx__fail(&ctx->conf.log, err, "%s", why);
+	}
+	for (k = 0; k < 2; k++)
+		if (ev[k])
+			(void)vmm_event_destroy(ctx->vmm, ev[k]); /* fails only with a lost context */
+	return err;
+}
+
+/* Whether @buf goes to sleep by migration (read-mostly chunks keep their
+ * host copies that way) rather than through a stash. */
+static bool by_migration(struct vmmx_buf *buf)
+{
+	return __atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED);
+}
+
+static int sleep_one(struct vmmx_buf *buf, int mode, vmm_stream_t s, size_t *bytes)
+{
+	bool asleep;
 	size_t size;
 	int err;
 
@@ -236,7 +455,7 @@ static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes)
 	if (err)
 		return err;
 	size = buf->sleep_size;
-	if (mode == VMMX_SLEEP_OFFLOAD) {
+	if (mode == VMMX_SLEEP_OFFLOAD && by_migration(buf)) {
 		err = size ? vmmx_buf_migrate(buf, 0, size, HOST, NULL) : 0;
 		if (err) {
 			/* Swallowed: the buffer stays awake with its data intact
@@ -245,14 +464,21 @@ static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes)
 			forget_runs(buf);
 			return err;
 		}
+	} else if (mode == VMMX_SLEEP_OFFLOAD) {
+		forget_runs(buf);
+		err = size ? stash_out(buf, s, &asleep) : 0;
+		if (err) {
+			if (asleep)
+				__atomic_store_n(&buf->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
+			return err;
+		}
 	} else {
+		forget_runs(buf);
 		err = vmmx_buf_resize(buf, 0);
 		if (!err)
 			err = vmmx_buf_trim(buf);
-		if (err) {
-			forget_runs(buf);
+		if (err)
 			return err;
-		}
 	}
 	__atomic_store_n(&buf->sleep, mode == VMMX_SLEEP_OFFLOAD ? VMMX__OFFLOADED : VMMX__DISCARDED,
 			 __ATOMIC_RELEASE);
@@ -273,13 +499,13 @@ static void keep_why(char *why, size_t len)
  * again, an offloaded one moves what it restored back to host memory (each
  * chunk intact wherever it is).  @why gets the failure's message.
  */
-static int wake_one(struct vmmx_buf *buf, size_t *bytes, char *why, size_t len)
+static int wake_one(struct vmmx_buf *buf, vmm_stream_t s, size_t *bytes, char *why, size_t len)
 {
 	int st = __atomic_load_n(&buf->sleep, __ATOMIC_RELAXED);
 	int err;
 
+	/* Awake first: vmmx_buf_resize refuses a sleeping buffer. */
 	if (st == VMMX__DISCARDED) {
-		/* Awake first: vmmx_buf_resize refuses a sleeping buffer. */
 		__atomic_store_n(&buf->sleep, VMMX__AWAKE, __ATOMIC_RELEASE);
 		err = vmmx_buf_resize(buf, buf->sleep_size);
 		if (err) {
@@ -290,6 +516,14 @@ static int wake_one(struct vmmx_buf *buf, size_t *bytes, char *why, size_t len)
 			(void)vmmx_buf_trim(buf);
 			__atomic_store_n(&buf->sleep, VMMX__DISCARDED, __ATOMIC_RELEASE);
 			return err;
+		}
+	} else if (!buf->sleep_runs && buf->stash) {
+		__atomic_store_n(&buf->sleep, VMMX__AWAKE, __ATOMIC_RELEASE);
+		err = stash_in(buf, s);
+		if (err) {
+			keep_why(why, len);
+			__atomic_store_n(&buf->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
+			return err; /* still asleep, intact: a later wake tries again */
 		}
 	} else {
 		err = restore_runs(buf);
@@ -308,12 +542,13 @@ static int wake_one(struct vmmx_buf *buf, size_t *bytes, char *why, size_t len)
 	return 0;
 }
 
-/* Give the chunks cached on the sleeping buffers' devices back to the driver. */
-static void release_devices(struct vmmx_ctx *ctx, struct vmmx_buf **v, size_t n)
+/* Give the chunks cached on the devices back to the driver, so the memory
+ * the sleep freed is free for other processes too. */
+static void release_devices(struct vmmx_ctx *ctx)
 {
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < v[i]->sleep_nruns; j++)
-			vmmx__cache_evict(ctx, v[i]->sleep_runs[j].loc, UINT64_MAX);
+	for (int d = 0; d < VMMX__MAX_DEVICES; d++)
+		if (vmmx__dev_active(ctx, d))
+			vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_DEVICE, d }, UINT64_MAX);
 }
 
 /* -VMMX_EBUSY when work queued on @stream so far has not finished. */
@@ -365,6 +600,7 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 {
 	struct vmmx_buf **v;
 	size_t n, i, bytes = 0, undone = 0;
+	vmm_stream_t s = 0;
 	char why[256];
 	int err;
 
@@ -383,8 +619,13 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 	err = check_idle(ctx, stream);
 	if (err)
 		goto out_free;
+	err = n ? vmm_stream_create(ctx->vmm, &s) : 0;
+	if (err) {
+		vmmx__fail(&ctx->conf.log, err, "vmmx_sleep: no stream for the copies");
+		goto out_free;
+	}
 	for (i = 0; i < n; i++) {
-		err = sleep_one(v[i], mode, &bytes);
+		err = sleep_one(v[i], mode, s, &bytes);
 		if (err)
 			break;
 	}
@@ -392,14 +633,16 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 		/* The wakes below clear the error message: keep it. */
 		snprintf(why, sizeof(why), "%s", vmmx_last_error());
 		while (i--)
-			if (wake_one(v[i], &undone, NULL, 0))
+			if (wake_one(v[i], s, &undone, NULL, 0))
 				break; /* stays asleep, intact: vmmx_wake() finishes */
 		vmmx__fail(&ctx->conf.log, err, "%s", why);
-		goto out_free;
+	} else {
+		release_devices(ctx);
+		if (bytes_p)
+			*bytes_p = bytes;
 	}
-	release_devices(ctx, v, n);
-	if (bytes_p)
-		*bytes_p = bytes;
+	if (n)
+		(void)vmm_stream_destroy(ctx->vmm, s); /* fails only with a lost context */
 out_free:
 	free(v);
 out_unlock:
@@ -412,6 +655,7 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 {
 	struct vmmx_buf **v;
 	size_t n, bytes = 0;
+	vmm_stream_t s = 0;
 	char why[256] = "";
 	int err, first = 0;
 
@@ -423,13 +667,22 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	err = pick(ctx, tags, ntags, true, "vmmx_wake", &v, &n);
 	if (err)
 		goto out_unlock;
+	err = n ? vmm_stream_create(ctx->vmm, &s) : 0;
+	if (err) {
+		free(v);
+		vmmx__fail(&ctx->conf.log, err, "vmmx_wake: no stream for the copies");
+		goto out_unlock;
+	}
 	for (size_t i = 0; i < n; i++) {
-		err = wake_one(v[i], &bytes, first ? NULL : why, sizeof(why));
+		err = wake_one(v[i], s, &bytes, first ? NULL : why, sizeof(why));
 		if (err && !first)
 			first = err;
 	}
+	if (n)
+		(void)vmm_stream_destroy(ctx->vmm, s); /* fails only with a lost context */
 	/* What failed wakes took back from the devices goes back to the driver. */
-	release_devices(ctx, v, n);
+	if (first)
+		release_devices(ctx);
 	free(v);
 	err = first;
 	if (err)
@@ -437,6 +690,40 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	if (bytes_p)
 		*bytes_p = bytes;
 out_unlock:
+	pthread_mutex_unlock(&sleep_lock);
+	return err;
+}
+
+VMMX_API int vmmx_sleep_release(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags,
+			       size_t *bytes_p)
+{
+	struct vmmx_buf **v;
+	size_t n, bytes = 0;
+	int err;
+
+	vmmx__clear_last_error();
+	err = check_args(ctx, tags, ntags, "vmmx_sleep_release");
+	if (err)
+		return err;
+	pthread_mutex_lock(&sleep_lock);
+	err = pick(ctx, tags, ntags, false, "vmmx_sleep_release", &v, &n);
+	if (!err) {
+		for (size_t i = 0; i < n; i++) {
+			struct vmmx_buf *st = v[i]->stash;
+
+			if (!st)
+				continue;
+			bytes += vmmx_buf_size(st);
+			/* Readers of the owner's pointer (the stats) finish before
+			 * the destroy frees it: it waits for a grace period. */
+			rcu_assign_pointer(v[i]->stash, NULL);
+			st->stash_of = NULL;
+			vmmx_buf_destroy(st);
+		}
+		free(v);
+		if (bytes_p)
+			*bytes_p = bytes;
+	}
 	pthread_mutex_unlock(&sleep_lock);
 	return err;
 }
@@ -456,9 +743,10 @@ VMMX_API int vmmx_sleep_stats(struct vmmx_ctx *ctx, const char *tag,
 		struct vmmx_buf *b = l->bufs[i];
 		const char *bt = rcu_dereference(b->tag);
 		const struct vmmx__table *t;
+		struct vmmx_buf *st_buf;
 		int state = __atomic_load_n(&b->sleep, __ATOMIC_ACQUIRE);
 
-		if (strcmp(bt ? bt : "", tag))
+		if (b->stash_of || strcmp(bt ? bt : "", tag))
 			continue;
 		t = rcu_dereference(b->table);
 		s.buffers++;
@@ -472,6 +760,9 @@ VMMX_API int vmmx_sleep_stats(struct vmmx_ctx *ctx, const char *tag,
 			if (state == VMMX__OFFLOADED)
 				s.offloaded_bytes += z;
 		}
+		st_buf = rcu_dereference(b->stash);
+		if (st_buf)
+			s.stash_bytes += rcu_dereference(st_buf->table)->mapped;
 		for (size_t k = 0; k < t->n; k++) {
 			if (t->c[k].loc.kind == VMMX_LOC_DEVICE)
 				s.device_bytes += t->c[k].size;

@@ -5,8 +5,8 @@
  * pinned copy rate measured in the same run (the migrate section's PCIe
  * baseline: cuMemcpy between cuMemAlloc and cuMemHostAlloc memory).
  *
- * The first sleep pins its host memory (a handle per chunk); the next ones
- * find it in the chunk cache, so the warm figures are the medians of --reps
+ * The first sleep pins its host memory (the buffer's stash); the next ones
+ * find it kept, so the warm figures are the medians of --reps
  * cycles after that first one, and the handles those cycles made are
  * counted (0 when nothing was pinned anew).  A discard cycle is timed too.
  * The data written before the first sleep is checked after the last wake.

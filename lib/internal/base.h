@@ -101,6 +101,7 @@ struct vmmx__conf {
 	struct vmmx__dev_setting device_headroom;
 	struct vmmx__size_setting cache_limit;
 	struct vmmx__size_setting device_prealloc;
+	struct vmmx__size_setting sleep_piece; /* sleep.c: bytes per offload step */
 	uint64_t sim_device_mem;
 	uint64_t sim_host_mem;
 	int sim_devices;

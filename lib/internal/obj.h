@@ -226,7 +226,11 @@ struct vmmx_buf {
 	int sleep;                      /* enum vmmx__sleep_state */
 	size_t sleep_size;              /* the size it wakes to */
 	size_t sleep_nruns;
-	struct vmmx__sleep_run *sleep_runs; /* where its device chunks were */
+	struct vmmx__sleep_run *sleep_runs; /* where its device chunks were (migrated offload) */
+	struct vmmx_buf *stash;         /* host buffer holding the offloaded contents, kept
+					 * across cycles until vmmx_sleep_release(); NULL none */
+	size_t stash_from;              /* the stash holds [stash_from, sleep_size) */
+	struct vmmx_buf *stash_of;      /* this buffer is the stash of that one; NULL if not */
 };
 
 /* ---- sleep and wake (sleep.c; the buffer's fields above) ---- */
@@ -242,8 +246,9 @@ struct vmmx__sleep_run {
 
 /* The calling thread's current tag (vmmx_tag_scope): new buffers carry it. */
 extern __thread char vmmx__tag_cur[VMMX_TAG_MAX];
-/* Free a buffer's sleep records (destroy, abandon). */
-void vmmx__buf_sleep_free(struct vmmx_buf *buf);
+/* Free a buffer's sleep records and destroy its stash (destroy), or only
+ * forget them (@abandon: a forked child, no driver). */
+void vmmx__buf_sleep_free(struct vmmx_buf *buf, bool abandon);
 
 /*
  * Pins: a libvmmx call that uses a buffer's memory (a copy, a memset) pins

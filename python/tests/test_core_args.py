@@ -194,6 +194,9 @@ def _cases():
     add("sleep", "device", BAD_DEVICES, lambda p, v: vmmx.sleep("t", device=v))
     add("wake", "tag", bad_tags, lambda p, v: vmmx.wake(v))
     add("wake", "device", BAD_DEVICES, lambda p, v: vmmx.wake("t", device=v))
+    add("sleep_release", "tag", bad_tags, lambda p, v: vmmx.sleep_release(v))
+    add("sleep_release", "device", BAD_DEVICES,
+        lambda p, v: vmmx.sleep_release("t", device=v))
     add("tag_scope", "tag", [(3, TypeError), (b"t", TypeError), ("", ValueError),
                              ("x" * 32, ValueError)], lambda p, v: vmmx.tag_scope(v))
     add("sleep_stats", "tag", [(None, TypeError), (3, TypeError), ("a\x00", ValueError)],

@@ -28,12 +28,17 @@ def test_offload_keeps_data_at_the_same_address(vmmx_configured):
     assert vmmx.sleep("py-train") >= 6 * MiB
     st = vmmx.sleep_stats("py-train")
     assert st["device_bytes"] == 0 and st["offloaded_bytes"] == st["asleep_bytes"] >= 6 * MiB
-    assert vmmx.lookup(p)["loc"] == "host"
+    assert st["stash_bytes"] == st["asleep_bytes"]  # the contents wait in the host stash
+    assert vmmx.lookup(p) is None  # unmapped while asleep
     assert vmmx.sleep("py-train") == 0  # asleep already
     assert vmmx.wake(["py-train"]) >= 6 * MiB
     assert vmmx.lookup(p)["loc"] == "device:0"
     assert _copy_out(ctx, p, len(data)) == data
-    assert vmmx.sleep_stats("py-train")["asleep_bytes"] == 0
+    st = vmmx.sleep_stats("py-train")
+    assert st["asleep_bytes"] == 0 and st["stash_bytes"] >= 6 * MiB  # kept for the next one
+    assert vmmx.sleep_release("py-train") == st["stash_bytes"]
+    assert vmmx.sleep_stats("py-train")["stash_bytes"] == 0
+    assert vmmx.sleep_release("py-train") == 0
     vmmx.free(p)
 
 

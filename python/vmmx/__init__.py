@@ -70,7 +70,7 @@ __all__ = [
     "configure", "allocator", "alloc_stats", "context_stats", "empty_cache",
     "prefetch", "advise", "lookup", "residency", "owns_segment", "parse_size", "ADVISE_HOT",
     "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY",
-    "tag_scope", "sleep", "wake", "sleep_stats", "SLEEP_OFFLOAD", "SLEEP_DISCARD",
+    "tag_scope", "sleep", "wake", "sleep_release", "sleep_stats", "SLEEP_OFFLOAD", "SLEEP_DISCARD",
 ]
 
 # The package's version: the libvmmx release it came with (configure.ac's
@@ -523,9 +523,23 @@ def wake(tags=None, device=0):
     return done.value
 
 
+def sleep_release(tags=None, device=0):
+    """Give back the pinned host memory that awake buffers of ``tags`` (None:
+    every tag) keep from their last offload, so that the next one pins and maps
+    nothing new.  Returns the bytes given back."""
+    fn = "vmmx.sleep_release"
+    arr, n = _tags(fn, tags)
+    device = _args.device(fn, "device", device)
+    done = c_size_t()
+    _check("vmmx_sleep_release", library().vmmx_sleep_release(context(device), arr, n,
+                                                               ctypes.byref(done)))
+    return done.value
+
+
 def sleep_stats(tag, device=0):
     """A tag's memory as a dict (struct vmmx_sleep_stats): buffers, bytes,
-    asleep_bytes, offloaded_bytes, device_bytes, host_bytes.  "" for untagged
+    asleep_bytes, offloaded_bytes, device_bytes, host_bytes, stash_bytes (host
+    memory holding or kept for its offloaded contents).  "" for untagged
     buffers.  Makes nothing: before the allocator of the device exists, all 0."""
     fn = "vmmx.sleep_stats"
     tag, device = _args.text(fn, "tag", tag), _args.device(fn, "device", device)

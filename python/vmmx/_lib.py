@@ -88,7 +88,8 @@ class ChunkInfo(ctypes.Structure):
 class SleepStats(ctypes.Structure):
     """struct vmmx_sleep_stats: one tag's memory."""
     _fields_ = [(n, ctypes.c_uint64) for n in (
-        "buffers", "bytes", "asleep_bytes", "offloaded_bytes", "device_bytes", "host_bytes")]
+        "buffers", "bytes", "asleep_bytes", "offloaded_bytes", "device_bytes", "host_bytes",
+        "stash_bytes")]
 
     def as_dict(self):
         return {n: getattr(self, n) for n, _ in self._fields_}
@@ -127,6 +128,8 @@ PROTOS = {
     "vmmx_wake": (c_int, [c_void_p, ctypes.POINTER(c_char_p), c_size_t,
                           ctypes.POINTER(c_size_t)]),
     "vmmx_sleep_stats": (c_int, [c_void_p, c_char_p, ctypes.POINTER(SleepStats)]),
+    "vmmx_sleep_release": (c_int, [c_void_p, ctypes.POINTER(c_char_p), c_size_t,
+                                   ctypes.POINTER(c_size_t)]),
 }
 
 _lock = threading.Lock()

@@ -6,12 +6,14 @@
  * Small chunks (VMMX_CHUNK_MAX=4MiB) and a 32 MiB sim device.  Checked here:
  *  - tags: set, read, cleared, taken from the thread's scope, refused while
  *    asleep, too long;
- *  - offload: every device chunk goes to host memory, the device's memory
- *    is free (the sim's count, and another buffer grows into it), the data
- *    reads back right while asleep and after the wake, at the same address
- *    and with each chunk back on its device; a second cycle pins no new
- *    host memory (the host chunks are kept), and vmmx_ctx_trim gives them
- *    back;
+ *  - offload: the contents go to the buffer's host stash and the range is
+ *    unmapped; the device's memory is free (the sim's count, and another
+ *    buffer grows into it); the wake places the buffer by its policy
+ *    (device-first spills what does not fit) with the data intact at the
+ *    same address; a second cycle pins and maps no host memory (the stash
+ *    is kept) and vmmx_sleep_release gives it back; under a policy that
+ *    does not spill, a wake with no room fails, leaving the tag asleep and
+ *    the device as it was;
  *  - a read-mostly chunk with a current host copy is not copied out again;
  *  - discard: the memory goes, the wake brings the size back, writable;
  *  - refusal while work is queued on the stream, with nothing changed;
@@ -36,7 +38,9 @@
 #include "tests/tap/leaks.h"
 #include "tests/tap/vmmx_test.h"
 
-static const char *const vars[] = { "VMMX_CHUNK_MAX=4MiB", "VMMX_SIM_DEVICE_MEM=32MiB", NULL };
+/* Offloads in pieces of 4 MiB: the pipelined copy and unmap run over many. */
+static const char *const vars[] = { "VMMX_CHUNK_MAX=4MiB", "VMMX_SIM_DEVICE_MEM=32MiB",
+				    "VMMX_SLEEP_PIECE=4MiB", NULL };
 static const struct vmmx_loc DEV = { VMMX_LOC_DEVICE, 0 };
 static const struct vmmx_loc HOST = { VMMX_LOC_HOST, 0 };
 static const char *const TRAIN[] = { "train" };
@@ -60,14 +64,20 @@ static struct vmmx_sleep_stats stats(struct vmmx_ctx *ctx, const char *tag)
 	return st;
 }
 
-static struct vmmx_buf *make(struct vmmx_ctx *ctx, const char *tag, size_t size, uint32_t seed)
+static struct vmmx_buf *make_with(struct vmmx_ctx *ctx, const char *policy, const char *tag,
+				   size_t size, uint32_t seed)
 {
 	struct vmmx_buf *buf;
 
-	if (vmmx_buf_create(ctx, 32 * MiB, "device-first", &buf) || vmmx_buf_set_tag(buf, tag) ||
+	if (vmmx_buf_create(ctx, 32 * MiB, policy, &buf) || vmmx_buf_set_tag(buf, tag) ||
 	    vmmx_buf_resize(buf, size) || test_fill(ctx, vmmx_buf_ptr(buf), 0, size, seed))
 		bail("making a %s buffer: %s", tag, vmmx_last_error());
 	return buf;
+}
+
+static struct vmmx_buf *make(struct vmmx_ctx *ctx, const char *tag, size_t size, uint32_t seed)
+{
+	return make_with(ctx, "device-first", tag, size, seed);
 }
 
 /* ---- 1. tags ---- */
@@ -123,29 +133,28 @@ static void offload(void)
 	struct vmmx_ctx *ctx = test_ctx(vars);
 	struct vmmx_buf *w, *other;
 	struct vmmx_sleep_stats st;
-	char before[80];
 	size_t bytes = 0;
 	void *p;
-	uint64_t creates, total = 32 * MiB;
+	uint64_t creates, maps, total = 32 * MiB;
 
 	w = make(ctx, "train", 20 * MiB, 1);
 	p = vmmx_buf_ptr(w);
-	/* One chunk in host memory before the sleep: it stays there. */
+	/* One chunk in host memory before the sleep. */
 	if (vmmx_buf_migrate(w, 16 * MiB, 4 * MiB, HOST, NULL))
 		bail("vmmx_buf_migrate: %s", vmmx_last_error());
-	snprintf(before, sizeof(before), "%s", test_layout(w));
-	is_string("0000H", before, "the buffer: 16 MiB on the device, 4 in host memory");
+	is_string("0000H", test_layout(w), "the buffer: 16 MiB on the device, 4 in host memory");
 
 	ok(!vmmx_sleep(ctx, TRAIN, 1, VMMX_SLEEP_OFFLOAD, NULL, &bytes), "vmmx_sleep: offload");
 	is_uint(20 * MiB, bytes, "vmmx_sleep: the bytes put to sleep");
-	is_string("HHHHH", test_layout(w), "vmmx_sleep: every chunk is in host memory");
-	ok(vmmx_buf_ptr(w) == p && vmmx_buf_size(w) == 20 * MiB,
-	   "vmmx_sleep: address and size unchanged");
+	is_string("", test_layout(w), "vmmx_sleep: the range is unmapped while asleep");
+	ok(vmmx_buf_ptr(w) == p && vmmx_buf_size(w) == 0,
+	   "vmmx_sleep: address kept, size 0 while asleep");
 	is_uint(total, dev_free(ctx), "vmmx_sleep: the device's memory is all free (cache included)");
 	st = stats(ctx, "train");
 	ok(st.buffers == 1 && st.asleep_bytes == 20 * MiB && st.offloaded_bytes == 20 * MiB &&
-	   st.device_bytes == 0 && st.host_bytes == 20 * MiB, "vmmx_sleep_stats: asleep, offloaded");
-	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 1), "vmmx_sleep: the data reads right while asleep");
+	   st.device_bytes == 0 && st.host_bytes == 0 && st.stash_bytes == 20 * MiB,
+	   "vmmx_sleep_stats: asleep, offloaded, its contents in a 20 MiB stash");
+	is_uint(0, stats(ctx, "").buffers, "vmmx_sleep_stats: the stash counts as no untagged buffer");
 	is_err(-VMMX_EBUSY, vmmx_buf_resize(w, 4 * MiB), "vmmx_buf_resize: refused while asleep");
 	ok(strstr(vmmx_last_error(), "asleep") != NULL, "vmmx_buf_resize: and says why");
 	is_err(-VMMX_EBUSY, vmmx_buf_set_tag(w, "x"), "vmmx_buf_set_tag: refused while asleep");
@@ -153,44 +162,106 @@ static void offload(void)
 	ok(!vmmx_sleep(ctx, TRAIN, 1, VMMX_SLEEP_OFFLOAD, NULL, &bytes) && bytes == 0,
 	   "vmmx_sleep: an asleep tag sleeps no more");
 
-	/* Another user takes the device's memory while the tag sleeps. */
+	/* Another user takes most of the device's memory while the tag sleeps:
+	 * the wake places the buffer as its policy (device-first) grows it. */
 	if (vmmx_buf_create(ctx, 32 * MiB, "device", &other))
 		bail("vmmx_buf_create: %s", vmmx_last_error());
 	ok(!vmmx_buf_resize(other, 28 * MiB), "the freed device memory serves another buffer");
-	is_err(-VMMX_ENOMEM, vmmx_wake(ctx, TRAIN, 1, NULL), "vmmx_wake: no room on the device");
-	ok(stats(ctx, "train").asleep_bytes == 20 * MiB, "vmmx_wake: a failed wake leaves the tag asleep");
-	is_string("HHHHH", test_layout(w), "vmmx_wake: and puts back in host memory what it restored");
-	is_uint(4 * MiB, dev_free(ctx), "vmmx_wake: so the device holds only the other buffer");
-	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 1), "vmmx_wake: and its data intact");
-	vmmx_buf_destroy(other);
 	vmmx_ctx_trim(ctx, 0); /* the cached device chunks go back */
-	/* Room came back: the policy's rebalance must not promote a sleeping buffer. */
-	is_string("HHHHH", test_layout(w), "vmmx_sleep: a rebalance leaves the sleeping buffer alone");
-	is_uint(total, dev_free(ctx), "vmmx_sleep: and the device's memory free");
-
+	is_string("", test_layout(w), "vmmx_sleep: a rebalance leaves the sleeping buffer alone");
 	bytes = 0;
-	ok(!vmmx_wake(ctx, TRAIN, 1, &bytes) && bytes == 20 * MiB, "vmmx_wake: the tag wakes");
-	is_string(before, test_layout(w), "vmmx_wake: each chunk back where it was");
-	ok(vmmx_buf_ptr(w) == p, "vmmx_wake: at the same address");
-	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 1), "vmmx_wake: the data is intact");
+	ok(!vmmx_wake(ctx, TRAIN, 1, &bytes) && bytes == 20 * MiB,
+	   "vmmx_wake: the tag wakes with the device nearly full");
 	st = stats(ctx, "train");
-	ok(st.asleep_bytes == 0 && st.device_bytes == 16 * MiB && st.bytes == 20 * MiB,
-	   "vmmx_sleep_stats: awake again");
+	ok(st.device_bytes <= 4 * MiB && st.device_bytes + st.host_bytes == 20 * MiB,
+	   "vmmx_wake: what does not fit on the device is in host memory (policy device-first)");
+	ok(vmmx_buf_ptr(w) == p && vmmx_buf_size(w) == 20 * MiB, "vmmx_wake: same address and size");
+	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 1), "vmmx_wake: the data is intact");
+	vmmx_buf_destroy(other);
 
 	/* A second cycle finds its host memory kept. */
 	if (test_fill(ctx, p, 0, 20 * MiB, 2))
 		bail("test_fill: %s", vmmx_last_error());
 	creates = test_driver_calls(ctx, VMMX_OP_CREATE);
+	maps = test_driver_calls(ctx, VMMX_OP_MAP);
 	ok(!vmmx_sleep(ctx, NULL, 0, VMMX_SLEEP_OFFLOAD, NULL, NULL), "vmmx_sleep: every tag, again");
 	is_uint(creates, test_driver_calls(ctx, VMMX_OP_CREATE),
 		"vmmx_sleep: the second cycle pins no new host memory");
+	is_uint(maps, test_driver_calls(ctx, VMMX_OP_MAP),
+		"vmmx_sleep: and maps nothing (the stash stays mapped)");
 	ok(!vmmx_wake(ctx, NULL, 0, NULL), "vmmx_wake: every tag");
 	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 2), "vmmx_wake: second cycle's data intact");
-	is_string(before, test_layout(w), "vmmx_wake: second cycle's layout");
+	is_string("00000", test_layout(w), "vmmx_wake: with room, all of it on the device");
+	st = stats(ctx, "train");
+	ok(st.asleep_bytes == 0 && st.device_bytes == 20 * MiB && st.bytes == 20 * MiB &&
+	   st.stash_bytes == 20 * MiB, "vmmx_sleep_stats: awake again, the stash kept");
+
+	bytes = 0;
+	ok(!vmmx_sleep_release(ctx, TRAIN, 1, &bytes) && bytes == 20 * MiB,
+	   "vmmx_sleep_release: gives the 20 MiB stash back");
+	is_uint(0, stats(ctx, "train").stash_bytes, "vmmx_sleep_release: none is kept");
 	vmmx_ctx_trim(ctx, 0);
-	ok(test_stats(ctx).cache_bytes == 0, "vmmx_ctx_trim: gives the kept host memory back");
-	vmmx_buf_destroy(w);
+	ok(test_stats(ctx).cache_bytes == 0, "vmmx_ctx_trim: and nothing of it stays cached");
+	ok(!vmmx_sleep(ctx, TRAIN, 1, VMMX_SLEEP_OFFLOAD, NULL, NULL) &&
+	   !vmmx_wake(ctx, TRAIN, 1, NULL) &&
+	   test_check(ctx, p, 0, 20 * MiB, 2) == SIZE_MAX,
+	   "vmmx_sleep: after a release the next offload makes a new stash");
+	is_err(-VMMX_EINVAL, vmmx_sleep_release(NULL, NULL, 0, NULL), "vmmx_sleep_release: NULL ctx");
+	vmmx_buf_destroy(w); /* its stash goes with it */
 	ok(test_no_leaks(ctx), "offload: nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
+/* A wake with no room, under a policy that does not spill: refused, asleep, intact. */
+static void offload_no_room(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(vars);
+	struct vmmx_buf *w = make_with(ctx, "device", "train", 8 * MiB, 11), *other;
+	void *p = vmmx_buf_ptr(w);
+
+	ok(!vmmx_sleep(ctx, TRAIN, 1, VMMX_SLEEP_OFFLOAD, NULL, NULL), "vmmx_sleep: a device buffer");
+	if (vmmx_buf_create(ctx, 32 * MiB, "device", &other) || vmmx_buf_resize(other, 28 * MiB))
+		bail("the other buffer: %s", vmmx_last_error());
+	is_err(-VMMX_ENOMEM, vmmx_wake(ctx, TRAIN, 1, NULL), "vmmx_wake: no room on the device");
+	ok(stats(ctx, "train").asleep_bytes == 8 * MiB, "vmmx_wake: a failed wake leaves the tag asleep");
+	is_string("", test_layout(w), "vmmx_wake: and unmaps what it had grown");
+	is_uint(4 * MiB, dev_free(ctx), "vmmx_wake: so the device holds only the other buffer");
+	vmmx_buf_destroy(other);
+	ok(!vmmx_wake(ctx, TRAIN, 1, NULL), "vmmx_wake: once there is room");
+	is_uint(SIZE_MAX, test_check(ctx, p, 0, 8 * MiB, 11), "vmmx_wake: the data is intact");
+	vmmx_buf_destroy(w);
+	ok(test_no_leaks(ctx), "offload with no room: nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
+/*
+ * Faults in a row: copies fail from the third on, so the sleep fails in its
+ * third piece and the undo (copies back from the stash) fails too.  The
+ * buffer then stays asleep, intact: the part never unmapped is mapped with
+ * its data, the rest is in the stash, and a later wake restores it.
+ */
+static void offload_double_fault(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(vars);
+	struct vmmx_buf *w = make(ctx, "train", 20 * MiB, 12);
+	void *p = vmmx_buf_ptr(w);
+	struct vmm *v = vmmx__ctx_vmm(ctx);
+
+	vmm_fault_arm_n(v, VMMX_OP_COPY, 3, 1000, 0);
+	ok(vmmx_sleep(ctx, TRAIN, 1, VMMX_SLEEP_OFFLOAD, NULL, NULL) < 0,
+	   "vmmx_sleep: fails when its copies fail");
+	ok(strstr(vmmx_last_error(), "stash") != NULL, "vmmx_sleep: and says the copy to the stash failed");
+	ok(stats(ctx, "train").asleep_bytes == 20 * MiB,
+	   "vmmx_sleep: an undo that fails too leaves the buffer asleep");
+	ok(vmmx_buf_size(w) > 0 && vmmx_buf_size(w) < 20 * MiB,
+	   "vmmx_sleep: with the part never unmapped still mapped");
+	is_err(-VMMX_EFAULTINJ, vmmx_wake(ctx, TRAIN, 1, NULL), "vmmx_wake: fails while copies fail");
+	ok(stats(ctx, "train").asleep_bytes == 20 * MiB, "vmmx_wake: and leaves it asleep");
+	vmm_fault_disarm_all(v);
+	ok(!vmmx_wake(ctx, TRAIN, 1, NULL), "vmmx_wake: works once copies do");
+	is_uint(SIZE_MAX, test_check(ctx, p, 0, 20 * MiB, 12), "vmmx_wake: no byte was lost");
+	vmmx_buf_destroy(w);
+	ok(test_no_leaks(ctx), "double fault: nothing leaked");
 	vmmx_ctx_destroy(ctx);
 }
 
@@ -373,13 +444,15 @@ static void data_ok(struct vmmx_ctx *ctx, struct vmmx_buf *buf, size_t size, uin
 	note(r, bad == SIZE_MAX, when);
 }
 
-static void sweep_sleep(struct vmmx_ctx *ctx, const char *const *tags, int mode,
+/* Whether the sleep failed (and then left nothing asleep). */
+static bool sweep_sleep(struct vmmx_ctx *ctx, const char *const *tags, int mode,
 			struct result *r)
 {
 	if (!vmmx_sleep(ctx, tags, 1, mode, NULL, NULL))
-		return;
+		return false;
 	r->errors++;
 	note(r, stats(ctx, tags[0]).asleep_bytes == 0, "a failed sleep left a buffer asleep");
+	return true;
 }
 
 static void sweep_wake(struct vmmx_ctx *ctx, const char *const *tags, struct result *r)
@@ -406,9 +479,11 @@ static void sweep_scenario(struct vmmx_ctx *ctx, struct result *r)
 		r->errors++;
 		goto out; /* a fault in the setup: the sleep part is not reached */
 	}
-	sweep_sleep(ctx, TRAIN, VMMX_SLEEP_OFFLOAD, r);
-	data_ok(ctx, w, 8 * MiB, 9, r, "data lost by a sleep");
-	data_ok(ctx, w2, 4 * MiB, 10, r, "data lost by a sleep");
+	/* A failed sleep leaves the buffers awake: their data must read right. */
+	if (sweep_sleep(ctx, TRAIN, VMMX_SLEEP_OFFLOAD, r)) {
+		data_ok(ctx, w, 8 * MiB, 9, r, "data lost by a failed sleep");
+		data_ok(ctx, w2, 4 * MiB, 10, r, "data lost by a failed sleep");
+	}
 	sweep_sleep(ctx, KV, VMMX_SLEEP_DISCARD, r);
 	sweep_wake(ctx, TRAIN, r);
 	data_ok(ctx, w, 8 * MiB, 9, r, "data lost by a wake");
@@ -492,6 +567,8 @@ int main(void)
 		skip_all("sim only: the sim's device count and stream hold are needed");
 	tags();
 	offload();
+	offload_no_room();
+	offload_double_fault();
 	read_mostly();
 	discard();
 	refusals();

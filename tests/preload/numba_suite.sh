@@ -38,7 +38,7 @@ fi
 runner() {
 	local label=$1; shift
 	if "$py" -c 'import pytest' 2>/dev/null; then
-		timeout "$tmo" "$@" "$py" -m pytest --pyargs "$suite" -q -p no:cacheprovider \
+		timeout "$tmo" "$@" "$py" -m pytest --pyargs "$suite" -q -p no:cacheprovider --import-mode=importlib \
 			--junitxml="$out/$label.xml" >"$out/$label.log" 2>&1
 		echo "$label: pytest exit $?"
 		"$py" - "$out/$label.xml" >"$out/$label.tsv" <<'PY'

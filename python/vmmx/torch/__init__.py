@@ -34,7 +34,8 @@ Two ways in (``mode=``):
 from ._alloc import _state, disable, empty_cache, enable, is_enabled, stats  # noqa: F401
 from ._offload import Offloader, offload
 from ._prefetch import prefetch
-from ._sleep import region, sleep, tag_stats, wake
+from ._sleep import region, release_host, sleep, tag_stats, wake
 
 __all__ = ["enable", "disable", "is_enabled", "stats", "empty_cache", "prefetch", "offload",
-           "Offloader", "region", "sleep", "wake", "tag_stats"]
+           "Offloader", "region", "sleep", "wake", "tag_stats",
+           "release_host"]

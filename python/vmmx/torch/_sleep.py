@@ -142,6 +142,13 @@ def wake(tags=None, device=None):
     return _v.wake(_tags_arg("vmmx.torch.wake", tags), device=dev)
 
 
+def release_host(tags=None, device=None):
+    """Give back the pinned host memory kept for the next offload of ``tags``
+    (None: every tag); awake tags only.  Returns the bytes given back."""
+    dev = _device(device)
+    return _v.sleep_release(_tags_arg("vmmx.torch.release_host", tags), device=dev)
+
+
 def tag_stats(tags=None, device=None):
     """Per tag (default: every tag a region made here): libvmmx's sleep_stats."""
     dev = _device(device)
