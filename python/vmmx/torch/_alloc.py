@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """PyTorch's allocations on libvmmx: enable(), disable(), stats(), empty_cache()."""
+import atexit
 import threading
 
 import torch
@@ -69,12 +70,27 @@ def _native_bytes(devices):
     return used
 
 
+def _end_routing():
+    """At exit: stop routing to our pools before PyTorch destroys MemPools.  A
+    MemPool's destructor asserts that no allocation is routed to any pool
+    (captures_underway.empty()); ours stays routed for the program's life, so a
+    tag's pool (vmmx.torch.region) destroyed at exit aborted the process."""
+    for d, pool in list(_state["pools"].items()):
+        try:
+            torch._C._cuda_endAllocateToPool(d, pool.id)
+        except Exception:  # noqa: BLE001 - at exit, nothing to report to
+            pass
+
+
 def _route(d):
     """Make a pool on device d and route every allocation there."""
     with torch.cuda.device(d):
         pool = torch.cuda.MemPool(_state["plug"].allocator())
     torch._C._cuda_beginAllocateToPool(d, pool.id)
     _state["pools"][d] = pool
+    if not _state.get("atexit"):
+        atexit.register(_end_routing)
+        _state["atexit"] = True
 
 
 def _unroute(d):
