@@ -337,12 +337,29 @@ static size_t piece_below(struct vmmx_buf *buf, size_t size)
 }
 
 /*
- * Bring [size now, sleep_size) back from the stash: grow a piece, queue its
- * copy, grow the next while it runs.  On failure the buffer shrinks back to
- * stash_from once the queued copies are done (its error is the answer);
- * the caller keeps it asleep.  The buffer must be marked awake (resize).
+ * Shrink a buffer whose wake failed back to what the stash does not hold,
+ * once the copies queued into it are done.  Swallowed failures: when both
+ * waits fail the context is lost (the stash still holds the data, and
+ * nothing is unmapped under a copy of ours); a shrink fails only when out of
+ * memory, keeping the chunks as slack.
  */
-static int stash_in(struct vmmx_buf *buf, vmm_stream_t s)
+static void stash_back(struct vmmx_buf *buf, vmm_stream_t s)
+{
+	if (!vmmx__wait_tries(buf->ctx, s)) {
+		(void)vmmx_buf_resize(buf, buf->stash_from);
+		(void)vmmx_buf_trim(buf);
+	}
+}
+
+/*
+ * Bring [size now, sleep_size) back from the stash: grow a piece, queue its
+ * copy, grow the next while it runs.  With @wait, wait for the copies; else
+ * the caller waits (undo_wakes() when that fails).  On failure the buffer
+ * shrinks back to stash_from once the queued copies are done (its error is
+ * the answer); the caller keeps it asleep.  The buffer must be marked awake
+ * (resize refuses a sleeping one).
+ */
+static int stash_in(struct vmmx_buf *buf, vmm_stream_t s, bool wait)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	size_t off = vmmx_buf_size(buf), end, piece = piece_bytes(ctx);
@@ -355,82 +372,91 @@ static int stash_in(struct vmmx_buf *buf, vmm_stream_t s)
 			err = stash_copy(buf, off, end, false, s);
 		off = end;
 	}
-	if (!err)
+	if (!err && wait)
 		err = vmmx__wait_tries(ctx, s);
 	if (err) {
 		char why[256];
 
 		snprintf(why, sizeof(why), "%s", vmmx_last_error());
-		/* Swallowed: when both waits fail the context is lost; the
-		 * stash still holds the data, and a shrink unmaps nothing a
-		 * copy of ours could use only once a wait worked. */
-		if (!vmmx__wait_tries(ctx, s)) {
-			(void)vmmx_buf_resize(buf, buf->stash_from);
-			(void)vmmx_buf_trim(buf);
-		}
+		stash_back(buf, s);
 		return vmmx__fail(&ctx->conf.log, err, "%s", why);
 	}
 	return 0;
 }
 
-/*
- * Offload @buf into its stash, top down: queue a piece's copy, then unmap
- * the piece above it, whose copy is done, while it runs.  On failure what
- * was unmapped comes back from the stash (stash_in) and the buffer is
- * awake; if even that fails it stays offloaded, intact (*@asleep).
- */
-static int stash_out(struct vmmx_buf *buf, vmm_stream_t s, bool *asleep)
-{
-	struct vmmx_ctx *ctx = buf->ctx;
-	size_t size = buf->sleep_size, lo, hi = size, next;
-	vmm_event_t ev[2] = { 0, 0 };
-	int err, k = 0;
+/* Copies queued ahead of the unmapping: while one piece is unmapped the next
+ * ones copy, across buffers too (a model is many buffers). */
+#define AHEAD 4
 
-	*asleep = false;
-	err = stash_get(buf, size);
-	if (err)
-		return err;
-	buf->stash_from = size;
-	err = vmm_event_create(ctx->vmm, &ev[0]);
-	if (!err)
-		err = vmm_event_create(ctx->vmm, &ev[1]);
-	lo = err ? size : piece_below(buf, hi);
-	if (!err)
-		err = stash_copy(buf, lo, hi, true, s);
-	if (!err)
-		err = vmm_event_record(ctx->vmm, ev[0], s);
-	while (!err && hi > 0) {
-		/* The next piece down copies while this one is unmapped. */
-		next = lo ? piece_below(buf, lo) : 0;
-		if (lo) {
-			err = stash_copy(buf, next, lo, true, s);
+struct piece {
+	struct vmmx_buf *b;
+	size_t lo;              /* the piece is [lo, what b's size was) */
+	vmm_event_t ev;         /* recorded after its copy */
+};
+
+/*
+ * Offload the @n buffers of @v (awake, trimmed, sleep_size set) into their
+ * stashes: each top down in pieces, the copies of up to AHEAD pieces queued
+ * on @s ahead of the one being unmapped, whose copy is done.  A buffer whose
+ * last piece is unmapped is asleep (*@bytes counts it).  On failure the
+ * caller wakes them all (undo).
+ */
+static int offload_all(struct vmmx_ctx *ctx, struct vmmx_buf **v, size_t n, vmm_stream_t s,
+		       size_t *bytes)
+{
+	struct piece u[AHEAD] = { 0 };
+	size_t qb = 0, qhi = n ? v[0]->sleep_size : 0, head = 0, tail = 0;
+	int err = 0, k;
+
+	for (k = 0; !err && k < AHEAD; k++)
+		err = vmm_event_create(ctx->vmm, &u[k].ev);
+	for (size_t i = 0; !err && i < n; i++) {
+		v[i]->stash_from = v[i]->sleep_size;
+		err = stash_get(v[i], v[i]->sleep_size);
+	}
+	while (!err) {
+		/* Queue the copies of the pieces ahead. */
+		while (!err && tail - head < AHEAD && qb < n) {
+			struct piece *q = &u[tail % AHEAD];
+
+			if (!qhi) {
+				if (++qb < n)
+					qhi = v[qb]->sleep_size;
+				continue;
+			}
+			q->b = v[qb];
+			q->lo = piece_below(q->b, qhi);
+			err = stash_copy(q->b, q->lo, qhi, true, s);
 			if (!err)
-				err = vmm_event_record(ctx->vmm, ev[!k], s);
-			if (err)
-				break;
+				err = vmm_event_record(ctx->vmm, q->ev, s);
+			if (!err) {
+				qhi = q->lo;
+				tail++;
+			}
 		}
-		err = vmm_event_sync(ctx->vmm, ev[k]);
+		if (err || head == tail)
+			break;
+		/* Unmap the oldest piece once its copy is done. */
+		struct piece *h = &u[head % AHEAD];
+
+		err = vmm_event_sync(ctx->vmm, h->ev);
 		if (err)
 			break;
-		buf->stash_from = lo;
-		err = vmmx_buf_resize(buf, lo);
-		hi = lo;
-		lo = next;
-		k = !k;
+		h->b->stash_from = h->lo;
+		err = vmmx_buf_resize(h->b, h->lo);
+		if (!err && !h->lo)
+			err = vmmx_buf_trim(h->b);
+		if (err)
+			break;
+		if (!h->lo) {
+			__atomic_store_n(&h->b->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
+			*bytes += h->b->sleep_size;
+		}
+		head++;
 	}
-	if (!err)
-		err = vmmx_buf_trim(buf);
-	if (err) {
-		char why[256];
-
-		snprintf(why, sizeof(why), "%s", vmmx_last_error());
-		if (!vmmx__wait_tries(ctx, s) && stash_in(buf, s))
-			*asleep = vmmx_buf_size(buf) < size;
-		vmmx__fail(&ctx->conf.log, err, "%s", why);
-	}
-	for (k = 0; k < 2; k++)
-		if (ev[k])
-			(void)vmm_event_destroy(ctx->vmm, ev[k]); /* fails only with a lost context */
+	for (k = 0; k < AHEAD; k++)
+		if (u[k].ev)
+			(void)vmm_event_destroy(ctx->vmm, u[k].ev); /* fails only with a lost context */
 	return err;
 }
 
@@ -441,12 +467,16 @@ static bool by_migration(struct vmmx_buf *buf)
 	return __atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED);
 }
 
-static int sleep_one(struct vmmx_buf *buf, int mode, vmm_stream_t s, size_t *bytes)
+/*
+ * Put one buffer to sleep, or (*@stash) prepare it for offload_all():
+ * trimmed, its size recorded, still awake.
+ */
+static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes, bool *stash)
 {
-	bool asleep;
 	size_t size;
 	int err;
 
+	*stash = false;
 	/* Chunks kept past the size hold device memory too. */
 	err = vmmx_buf_trim(buf);
 	if (err)
@@ -466,12 +496,9 @@ static int sleep_one(struct vmmx_buf *buf, int mode, vmm_stream_t s, size_t *byt
 		}
 	} else if (mode == VMMX_SLEEP_OFFLOAD) {
 		forget_runs(buf);
-		err = size ? stash_out(buf, s, &asleep) : 0;
-		if (err) {
-			if (asleep)
-				__atomic_store_n(&buf->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
-			return err;
-		}
+		*stash = size > 0;
+		if (*stash)
+			return 0;
 	} else {
 		forget_runs(buf);
 		err = vmmx_buf_resize(buf, 0);
@@ -499,7 +526,8 @@ static void keep_why(char *why, size_t len)
  * again, an offloaded one moves what it restored back to host memory (each
  * chunk intact wherever it is).  @why gets the failure's message.
  */
-static int wake_one(struct vmmx_buf *buf, vmm_stream_t s, size_t *bytes, char *why, size_t len)
+static int wake_one(struct vmmx_buf *buf, vmm_stream_t s, bool wait, size_t *bytes, char *why,
+		    size_t len)
 {
 	int st = __atomic_load_n(&buf->sleep, __ATOMIC_RELAXED);
 	int err;
@@ -519,7 +547,7 @@ static int wake_one(struct vmmx_buf *buf, vmm_stream_t s, size_t *bytes, char *w
 		}
 	} else if (!buf->sleep_runs && buf->stash) {
 		__atomic_store_n(&buf->sleep, VMMX__AWAKE, __ATOMIC_RELEASE);
-		err = stash_in(buf, s);
+		err = stash_in(buf, s, wait);
 		if (err) {
 			keep_why(why, len);
 			__atomic_store_n(&buf->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
@@ -540,6 +568,40 @@ static int wake_one(struct vmmx_buf *buf, vmm_stream_t s, size_t *bytes, char *w
 	*bytes += buf->sleep_size;
 	forget_runs(buf);
 	return 0;
+}
+
+/*
+ * Undo a failed sleep on @b, one the call had prepared or put to sleep:
+ * wake it if it went wholly or partly to sleep (a partial offload is awake
+ * with its top pieces unmapped).  One that cannot be woken stays asleep,
+ * intact: vmmx_wake() finishes.
+ */
+static void undo_one(struct vmmx_buf *b, vmm_stream_t s)
+{
+	size_t undone = 0;
+
+	if (__atomic_load_n(&b->sleep, __ATOMIC_RELAXED) != VMMX__AWAKE) {
+		(void)wake_one(b, s, true, &undone, NULL, 0);
+	} else if (b->stash && vmmx_buf_size(b) < b->sleep_size) {
+		if (stash_in(b, s, true))
+			__atomic_store_n(&b->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * The wait that ends a wake's copies from the stashes failed: each buffer
+ * woken from a stash (@from[i]) goes back to sleep, its stash intact.
+ */
+static void undo_wakes(struct vmmx_buf **v, const bool *from, size_t n, vmm_stream_t s,
+		       size_t *bytes)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!from[i])
+			continue;
+		stash_back(v[i], s);
+		__atomic_store_n(&v[i]->sleep, VMMX__OFFLOADED, __ATOMIC_RELEASE);
+		*bytes -= v[i]->sleep_size;
+	}
 }
 
 /* Give the chunks cached on the devices back to the driver, so the memory
@@ -598,8 +660,8 @@ static int check_args(struct vmmx_ctx *ctx, const char *const *tags, size_t ntag
 VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags, int mode,
 			void *stream, size_t *bytes_p)
 {
-	struct vmmx_buf **v;
-	size_t n, i, bytes = 0, undone = 0;
+	struct vmmx_buf **v, **st = NULL;
+	size_t n, i, ns = 0, bytes = 0;
 	vmm_stream_t s = 0;
 	char why[256];
 	int err;
@@ -619,22 +681,32 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 	err = check_idle(ctx, stream);
 	if (err)
 		goto out_free;
+	st = malloc((n + 1) * sizeof(*st));
+	if (!st) {
+		err = vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_sleep: out of memory");
+		goto out_free;
+	}
 	err = n ? vmm_stream_create(ctx->vmm, &s) : 0;
 	if (err) {
 		vmmx__fail(&ctx->conf.log, err, "vmmx_sleep: no stream for the copies");
 		goto out_free;
 	}
 	for (i = 0; i < n; i++) {
-		err = sleep_one(v[i], mode, s, &bytes);
+		bool stashed;
+
+		err = sleep_one(v[i], mode, &bytes, &stashed);
 		if (err)
 			break;
+		if (stashed)
+			st[ns++] = v[i];
 	}
+	if (!err && ns)
+		err = offload_all(ctx, st, ns, s, &bytes);
 	if (err) {
-		/* The wakes below clear the error message: keep it. */
+		/* The undo below clears the error message: keep it. */
 		snprintf(why, sizeof(why), "%s", vmmx_last_error());
 		while (i--)
-			if (wake_one(v[i], s, &undone, NULL, 0))
-				break; /* stays asleep, intact: vmmx_wake() finishes */
+			undo_one(v[i], s);
 		vmmx__fail(&ctx->conf.log, err, "%s", why);
 	} else {
 		release_devices(ctx);
@@ -644,6 +716,7 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 	if (n)
 		(void)vmm_stream_destroy(ctx->vmm, s); /* fails only with a lost context */
 out_free:
+	free(st);
 	free(v);
 out_unlock:
 	pthread_mutex_unlock(&sleep_lock);
@@ -656,6 +729,7 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	struct vmmx_buf **v;
 	size_t n, bytes = 0;
 	vmm_stream_t s = 0;
+	bool *from, any = false;
 	char why[256] = "";
 	int err, first = 0;
 
@@ -667,28 +741,48 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	err = pick(ctx, tags, ntags, true, "vmmx_wake", &v, &n);
 	if (err)
 		goto out_unlock;
-	err = n ? vmm_stream_create(ctx->vmm, &s) : 0;
-	if (err) {
-		free(v);
-		vmmx__fail(&ctx->conf.log, err, "vmmx_wake: no stream for the copies");
-		goto out_unlock;
+	from = calloc(n + 1, sizeof(*from));
+	err = from ? 0 : vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_wake: out of memory");
+	if (!err && n) {
+		err = vmm_stream_create(ctx->vmm, &s);
+		if (err)
+			vmmx__fail(&ctx->conf.log, err, "vmmx_wake: no stream for the copies");
 	}
+	if (err)
+		goto out_free;
 	for (size_t i = 0; i < n; i++) {
-		err = wake_one(v[i], s, &bytes, first ? NULL : why, sizeof(why));
-		if (err && !first)
-			first = err;
+		from[i] = __atomic_load_n(&v[i]->sleep, __ATOMIC_RELAXED) == VMMX__OFFLOADED &&
+			  !v[i]->sleep_runs && v[i]->stash;
+		/* The copies from the stashes are waited for once, below. */
+		err = wake_one(v[i], s, false, &bytes, first ? NULL : why, sizeof(why));
+		if (err) {
+			from[i] = false;
+			if (!first)
+				first = err;
+		}
+		any |= from[i];
+	}
+	err = any ? vmmx__wait_tries(ctx, s) : 0;
+	if (err) {
+		if (!first)
+			snprintf(why, sizeof(why), "vmmx_wake: the copies from the host stash failed: %s",
+				 vmmx_last_error());
+		first = first ? first : err;
+		undo_wakes(v, from, n, s, &bytes);
 	}
 	if (n)
 		(void)vmm_stream_destroy(ctx->vmm, s); /* fails only with a lost context */
 	/* What failed wakes took back from the devices goes back to the driver. */
 	if (first)
 		release_devices(ctx);
-	free(v);
 	err = first;
 	if (err)
 		vmmx__fail(&ctx->conf.log, err, "%s", why);
 	if (bytes_p)
 		*bytes_p = bytes;
+out_free:
+	free(from);
+	free(v);
 out_unlock:
 	pthread_mutex_unlock(&sleep_lock);
 	return err;

@@ -235,8 +235,9 @@ static void offload_no_room(void)
 }
 
 /*
- * Faults in a row: copies fail from the third on, so the sleep fails in its
- * third piece and the undo (copies back from the stash) fails too.  The
+ * Faults in a row: copies fail from the fifth on.  The sleep queues the
+ * copies of four 4 MiB pieces ahead, unmaps the top one and fails to queue
+ * the fifth; its undo (copies back from the stash) fails too.  The
  * buffer then stays asleep, intact: the part never unmapped is mapped with
  * its data, the rest is in the stash, and a later wake restores it.
  */
@@ -247,7 +248,7 @@ static void offload_double_fault(void)
 	void *p = vmmx_buf_ptr(w);
 	struct vmm *v = vmmx__ctx_vmm(ctx);
 
-	vmm_fault_arm_n(v, VMMX_OP_COPY, 3, 1000, 0);
+	vmm_fault_arm_n(v, VMMX_OP_COPY, 5, 1000, 0);
 	ok(vmmx_sleep(ctx, TRAIN, 1, VMMX_SLEEP_OFFLOAD, NULL, NULL) < 0,
 	   "vmmx_sleep: fails when its copies fail");
 	ok(strstr(vmmx_last_error(), "stash") != NULL, "vmmx_sleep: and says the copy to the stash failed");

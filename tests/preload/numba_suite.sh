@@ -46,7 +46,7 @@ fi
 runner() {
 	local label=$1; shift
 	if "$py" -c 'import pytest' 2>/dev/null; then
-		timeout "$tmo" "$@" "$py" -m pytest --pyargs "$suite" -q -p no:cacheprovider --import-mode=importlib \
+		timeout "$tmo" "$@" "$py" -m pytest --pyargs "$suite" -q -p no:cacheprovider --import-mode=importlib --continue-on-collection-errors \
 			--junitxml="$out/$label.xml" >"$out/$label.log" 2>&1
 		echo "$label: pytest exit $?"
 		"$py" - "$out/$label.xml" >"$out/$label.tsv" <<'PY'
