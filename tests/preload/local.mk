@@ -47,4 +47,4 @@ EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_benc
 EXTRA_DIST += %D%/frameworks.sh %D%/numba_suite.sh %D%/frameworks/common.py \
 	%D%/frameworks/compare.py %D%/frameworks/hold.py %D%/frameworks/jax_mlp.py \
 	%D%/frameworks/triton_kernel.py %D%/frameworks/numba_kernel.py \
-	%D%/numba_shim/filecheck/__init__.py
+	%D%/numba_shim/filecheck/__init__.py %D%/numba_shim/plugin/numba_fixtures.py

@@ -36,9 +36,12 @@ fi
 # numba.cuda.testing imports filecheck at load time; without it no test module
 # imports.  A stand-in (numba_shim/filecheck) lets them load; tests that run
 # FileCheck fail in both runs alike.
+# The fixture its test classes ask for lives in a conftest.py of numba-cuda's
+# source tree, not in the package: numba_shim/plugin/numba_fixtures.py.
+shim=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/numba_shim
+export PYTHONPATH="$shim/plugin${PYTHONPATH:+:$PYTHONPATH}"
 if ! "$py" -c 'import filecheck' 2>/dev/null; then
-	shim=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/numba_shim
-	export PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}"
+	export PYTHONPATH="$shim:$PYTHONPATH"
 	echo "filecheck is not installed: its stand-in from $shim is used"
 fi
 
@@ -46,7 +49,7 @@ fi
 runner() {
 	local label=$1; shift
 	if "$py" -c 'import pytest' 2>/dev/null; then
-		timeout "$tmo" "$@" "$py" -m pytest --pyargs "$suite" -q -p no:cacheprovider --import-mode=importlib --continue-on-collection-errors \
+		timeout "$tmo" "$@" "$py" -m pytest --pyargs "$suite" -q -p no:cacheprovider --import-mode=importlib --continue-on-collection-errors -p numba_fixtures \
 			--junitxml="$out/$label.xml" >"$out/$label.log" 2>&1
 		echo "$label: pytest exit $?"
 		"$py" - "$out/$label.xml" >"$out/$label.tsv" <<'PY'
