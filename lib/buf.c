@@ -24,8 +24,8 @@
  * handle of its kept part.
  *
  * Writers that unmap chunks below the size wait for libvmmx calls that use
- * the buffer's memory (vmmx__buf_pin()); moves the library starts itself
- * skip a buffer in use instead (evict.c).
+ * the buffer's memory (vmmx__buf_pin(), pin.c); moves the library starts
+ * itself skip a buffer in use instead (evict.c).
  *
  * Also here: vmmx_buf_advise (read-mostly marks, then the policy's advice
  * and rebalance) and the destructor of an inherited buffer in a forked
@@ -34,24 +34,11 @@
  */
 #include "config.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "internal/obj.h"
-
-void vmmx__table_publish(struct vmmx_buf *buf, struct vmmx__table *t)
-{
-	struct vmmx__table *old = buf->table;
-	size_t *offs = vmmx__table_offs(t);
-
-	for (size_t i = 0; i < t->n; i++)
-		offs[i] = t->c[i].off;
-	rcu_assign_pointer(buf->table, t);
-	vmmx__retire(buf->ctx, old);
-}
 
 VMMX_API int vmmx_buf_create(struct vmmx_ctx *ctx, size_t capacity, const char *policy,
 			     struct vmmx_buf **buf_p)
@@ -660,58 +647,6 @@ static int trim(struct vmmx_buf *buf, struct vmmx__table *old, bool *moved_host)
 	return 0;
 }
 
-/*
- * Writers that unmap chunks a caller may still use through libvmmx
- * (shrink, trim, migrations) first make the buffer "moving" and wait until
- * no libvmmx call pins it (vmmx__buf_pin(), taken by copies and memsets
- * around their driver calls), or give up (vmmx__buf_quiesce(wait=false),
- * for moves the library starts itself).  A pin and a quiesce each store
- * their own flag, then read the other's, both sequentially consistent: at
- * least one of the two sees the other, so a copy never runs over a chunk
- * being unmapped.
- */
-bool vmmx__buf_pin(struct vmmx_buf *buf)
-{
-	__atomic_fetch_add(&buf->users, 1, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&buf->moving, __ATOMIC_SEQ_CST))
-		return true;
-	__atomic_fetch_sub(&buf->users, 1, __ATOMIC_RELEASE);
-	return false;
-}
-
-void vmmx__buf_unpin(struct vmmx_buf *buf)
-{
-	__atomic_fetch_sub(&buf->users, 1, __ATOMIC_RELEASE);
-}
-
-/* Wait until no call pins @buf; each round yields, then sleeps (a copy may take long). */
-static void wait_unpinned(struct vmmx_buf *buf)
-{
-	for (unsigned int i = 0; __atomic_load_n(&buf->users, __ATOMIC_SEQ_CST); i++)
-		if (i < 64)
-			sched_yield();
-		else
-			usleep(50);
-}
-
-bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait)
-{
-	__atomic_store_n(&buf->moving, true, __ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&buf->users, __ATOMIC_SEQ_CST))
-		return true;
-	if (!wait) {
-		__atomic_store_n(&buf->moving, false, __ATOMIC_RELEASE);
-		return false;
-	}
-	wait_unpinned(buf);
-	return true;
-}
-
-void vmmx__buf_unquiesce(struct vmmx_buf *buf)
-{
-	__atomic_store_n(&buf->moving, false, __ATOMIC_RELEASE);
-}
-
 VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 {
 	struct vmmx_ctx *ctx;
@@ -806,7 +741,7 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	}
 	vmmx__ctx_remove_buf(ctx, buf); /* waits for readers */
 	/* No call can find the buffer now; one that pinned it before finishes. */
-	wait_unpinned(buf);
+	vmmx__buf_wait_unpinned(buf);
 	t = buf->table;
 	for (size_t j = t->n; j > 0; j--) {
 		const struct vmmx__chunk *c = &t->c[j - 1];

@@ -26,6 +26,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/internal/obj.h \
 	%D%/ctx.c \
 	%D%/buf.c \
+	%D%/pin.c \
 	%D%/buflist.c \
 	%D%/policy.c \
 	%D%/builtin_device_first.c \

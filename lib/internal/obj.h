@@ -263,6 +263,8 @@ void vmmx__buf_sleep_free(struct vmmx_buf *buf, bool abandon);
 bool vmmx__buf_pin(struct vmmx_buf *buf);
 void vmmx__buf_unpin(struct vmmx_buf *buf);
 bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait);
+/* Wait until no libvmmx call pins @buf (destroy, after unlisting it). */
+void vmmx__buf_wait_unpinned(struct vmmx_buf *buf);
 void vmmx__buf_unquiesce(struct vmmx_buf *buf);
 
 /*
