@@ -115,6 +115,11 @@ for cycle in range(CYCLES):
         res["graph_equal"].append(bool(torch.equal(y_before, y_static)))
     res["losses"].append(train_step())
 torch.cuda.synchronize()
+if SLEEP:
+    # One more cycle with nothing between the sleep and the wake: the wake's
+    # speed without a large release just before it.
+    t = time.perf_counter(); vmmx.torch.sleep("train"); res["quick_sleep_s"] = time.perf_counter() - t
+    t = time.perf_counter(); vmmx.torch.wake("train"); res["quick_wake_s"] = time.perf_counter() - t
 torch.save({"model": {k: v.cpu() for k, v in model.state_dict().items()},
             "opt": opt.state_dict()}, OUT + ".pt")
 res["stats"] = vmmx.torch.tag_stats(["train", "kv"]) if SLEEP else {}
@@ -165,6 +170,8 @@ def test_rl_loop_sleeps_and_wakes_like_it_never_slept(tmp_path):
     print(f"sleep {gib / s:.1f} GiB/s ({gib / s / d2h:.2f}x pinned), "
           f"wake {gib / w:.1f} GiB/s ({gib / w / h2d:.2f}x pinned); first sleep "
           f"{gib / slept['sleep_s'][0]:.1f} GiB/s")
+    print(f"a cycle with nothing between sleep and wake: sleep {gib / slept['quick_sleep_s']:.1f} "
+          f"GiB/s, wake {gib / slept['quick_wake_s']:.1f} GiB/s")
     print("torch_memory_saver (published): pause 2.4 GiB/s (0.10x), resume 5.3 GiB/s (0.22x) "
           "of a 24 GiB/s pinned copy; target here: 0.8x both ways")
     print(f"another process allocated {slept['other_process_bytes'] / (1 << 30):.2f} GiB while "
