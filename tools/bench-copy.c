@@ -138,7 +138,7 @@ static int copy_run(struct bench *B, struct vmmx_ctx *ctx, const struct copy_cas
 	note(B, "copy: %s", c->name);
 	if (time_pair(B, ctx, c->vd, c->vs, S, bd, bs, bn, &vt, &bt))
 		return -1;
-	B->copies[B->ncopies++] =
+	B->copy.rows[B->copy.n++] =
 	    (struct copy_row){c->name, S, vt, bt, B->sim ? "memcpy() (sim stand-in)" : c->base};
 	return 0;
 }
@@ -247,8 +247,8 @@ static const struct rep_field copy_fields[] = {
 
 static void copy_doc(struct bench *B, struct rep *doc)
 {
-	rep_rows(doc, "copy", copy_fields, REP_NFIELDS(copy_fields), B->copies, B->ncopies,
-		 sizeof(B->copies[0]), B);
+	rep_rows(doc, "copy", copy_fields, REP_NFIELDS(copy_fields), B->copy.rows, B->copy.n,
+		 sizeof(B->copy.rows[0]), B);
 }
 
 static void copy_print(struct bench *B, const struct rep *doc)

@@ -25,10 +25,10 @@ static int dbl_raw_run(struct bench *B, void *va, unsigned int r, double *rv)
 {
 	unsigned int reps = B->o.reps;
 	uint64_t h[MAX_DOUBLINGS];
-	size_t made = 0, mapped = 0, k, n = B->ndbl;
+	size_t made = 0, mapped = 0, k, n = B->dbl.n;
 
 	for (k = 0; k < n; k++) {
-		uint64_t off = k ? B->dbl[k - 1].size : 0, add = B->dbl[k].size - off;
+		uint64_t off = k ? B->dbl.rows[k - 1].size : 0, add = B->dbl.rows[k].size - off;
 		double t0 = gpu_now();
 
 		if (gpu_vmm_create(0, add, &h[k]))
@@ -44,9 +44,9 @@ static int dbl_raw_run(struct bench *B, void *va, unsigned int r, double *rv)
 	if (k < n)
 		gfail(B, "doubling: raw grow");
 	for (size_t j = mapped; j-- > 0;) {
-		uint64_t off = j ? B->dbl[j - 1].size : 0;
+		uint64_t off = j ? B->dbl.rows[j - 1].size : 0;
 
-		if (gpu_vmm_unmap((char *)va + off, B->dbl[j].size - off))
+		if (gpu_vmm_unmap((char *)va + off, B->dbl.rows[j].size - off))
 			gfail(B, "doubling: cuMemUnmap");
 	}
 	for (size_t j = made; j-- > 0;)
@@ -69,17 +69,17 @@ static int dbl_vmmx_run(struct bench *B, struct vmmx_ctx *ctx, uint64_t max, uns
 		vfail(B, "doubling: vmmx_buf_create", err);
 		return -1;
 	}
-	for (size_t k = 0; k < B->ndbl; k++) {
+	for (size_t k = 0; k < B->dbl.n; k++) {
 		double t0 = gpu_now();
 
-		err = vmmx_buf_resize(buf, B->dbl[k].size);
+		err = vmmx_buf_resize(buf, B->dbl.rows[k].size);
 		vv[k * reps + r] = gpu_now() - t0;
 		if (err) {
 			vfail(B, "doubling: vmmx_buf_resize", err);
 			break;
 		}
 		if (!vmmx_stats_get(ctx, &st)) {
-			B->dbl[k].handles = (unsigned int)(st.device_chunks - chunks);
+			B->dbl.rows[k].handles = (unsigned int)(st.device_chunks - chunks);
 			chunks = st.device_chunks;
 		}
 	}
@@ -95,7 +95,7 @@ static void dbl_query(struct bench *B, struct vmmx_ctx *ctx, double *tmp)
 {
 	unsigned int reps = B->o.reps;
 
-	B->dbl_query = NAN;
+	B->dbl.query = NAN;
 	if (!reps)
 		return;
 	for (unsigned int r = 0; r < reps; r++) {
@@ -105,7 +105,7 @@ static void dbl_query(struct bench *B, struct vmmx_ctx *ctx, double *tmp)
 		vmmx_ctx_query(ctx, &ci);
 		tmp[r] = gpu_now() - t0;
 	}
-	B->dbl_query = gpu_median(tmp, reps);
+	B->dbl.query = gpu_median(tmp, reps);
 }
 
 /* The runs, alternating raw and libvmmx; 0, or -1 after a failure. */
@@ -142,8 +142,8 @@ static void doubling_run(struct bench *B)
 	while (max * 2 <= B->o.double_max && n + 1 < MAX_DOUBLINGS)
 		max *= 2;
 	for (uint64_t s = B->gran; s <= max; s *= 2)
-		B->dbl[n++] = (struct dbl_row){.size = s, .vmmx = NAN, .raw = NAN};
-	B->ndbl = n;
+		B->dbl.rows[n++] = (struct dbl_row){.size = s, .vmmx = NAN, .raw = NAN};
+	B->dbl.n = n;
 	vv = calloc(n * reps, sizeof(*vv));
 	rv = calloc(n * reps, sizeof(*rv));
 	if (!vv || !rv) {
@@ -165,9 +165,9 @@ static void doubling_run(struct bench *B)
 	if (dbl_runs(B, ctx, va, max, vv, rv))
 		goto out;
 	for (size_t k = 0; k < n; k++) {
-		B->dbl[k].vmmx = gpu_median(vv + k * reps, reps);
+		B->dbl.rows[k].vmmx = gpu_median(vv + k * reps, reps);
 		if (va)
-			B->dbl[k].raw = gpu_median(rv + k * reps, reps);
+			B->dbl.rows[k].raw = gpu_median(rv + k * reps, reps);
 	}
 	dbl_query(B, ctx, rv);
 out:
@@ -184,7 +184,7 @@ static void doubling_chart(struct bench *B, struct rep *doc)
 	struct rep *c, *sv, *sr;
 	char title[192];
 
-	if (!B->ndbl)
+	if (!B->dbl.n)
 		return;
 
 	snprintf(title, sizeof(title), "vmmx-bench: one grow per doubling on %s%s",
@@ -193,9 +193,9 @@ static void doubling_chart(struct bench *B, struct rep *doc)
 		      "time of the grow", "us");
 	sv = rep_series(c, "vmmx_buf_resize");
 	sr = rep_series(c, "cuMemCreate + cuMemMap + cuMemSetAccess");
-	for (size_t k = 0; k < B->ndbl; k++) {
-		rep_point(sv, (double)B->dbl[k].size, B->dbl[k].vmmx * 1e6);
-		rep_point(sr, (double)B->dbl[k].size, B->dbl[k].raw * 1e6);
+	for (size_t k = 0; k < B->dbl.n; k++) {
+		rep_point(sv, (double)B->dbl.rows[k].size, B->dbl.rows[k].vmmx * 1e6);
+		rep_point(sr, (double)B->dbl.rows[k].size, B->dbl.rows[k].raw * 1e6);
 	}
 }
 
@@ -205,11 +205,11 @@ static void doubling_targets(struct bench *B)
 	double worst = -1;
 	uint64_t at = 0;
 
-	if (!B->ndbl)
+	if (!B->dbl.n)
 		return;
 
-	for (size_t k = 0; k < B->ndbl; k++) {
-		double r = B->dbl[k].vmmx / B->dbl[k].raw;
+	for (size_t k = 0; k < B->dbl.n; k++) {
+		double r = B->dbl.rows[k].vmmx / B->dbl.rows[k].raw;
 
 		if (!isfinite(r)) {
 			worst = NAN;
@@ -217,13 +217,13 @@ static void doubling_targets(struct bench *B)
 		}
 		if (r > worst) {
 			worst = r;
-			at = B->dbl[k].size;
+			at = B->dbl.rows[k].size;
 		}
 	}
 	snprintf(text, sizeof(text),
 		 "doubling %s -> %s, default settings: every grow <= 1.1x raw one-handle",
-		 tool_fmt_size(B->dbl[0].size, a, sizeof(a)),
-		 tool_fmt_size(B->dbl[B->ndbl - 1].size, b, sizeof(b)));
+		 tool_fmt_size(B->dbl.rows[0].size, a, sizeof(a)),
+		 tool_fmt_size(B->dbl.rows[B->dbl.n - 1].size, b, sizeof(b)));
 	snprintf(shown, sizeof(shown), "worst %.2fx (at %s)", worst,
 		 tool_fmt_size(at, c, sizeof(c)));
 	add_target(B, text, worst, 1.1, 1, shown, B->sim ? "sim: no raw driver calls" : NULL);
@@ -244,8 +244,8 @@ static const struct rep_field dbl_fields[] = {
 
 static void doubling_doc(struct bench *B, struct rep *doc)
 {
-	rep_rows(doc, "doubling", dbl_fields, REP_NFIELDS(dbl_fields), B->dbl, B->ndbl,
-		 sizeof(B->dbl[0]), B);
+	rep_rows(doc, "doubling", dbl_fields, REP_NFIELDS(dbl_fields), B->dbl.rows, B->dbl.n,
+		 sizeof(B->dbl.rows[0]), B);
 }
 
 static void doubling_print(struct bench *B, const struct rep *doc)
@@ -260,7 +260,7 @@ static void doubling_print(struct bench *B, const struct rep *doc)
 	bench_table(doc, "doubling", dbl_fields, REP_NFIELDS(dbl_fields), &v);
 	printf("(one vmmx_ctx_query, which reads the device's free memory as a grow may: "
 	       "%s us)\n",
-	       us(B->dbl_query, a, sizeof(a)));
+	       us(B->dbl.query, a, sizeof(a)));
 }
 
 const struct bench_section bench_doubling = {

@@ -31,15 +31,15 @@ static int grow_vmmx(struct bench *B, struct vmmx_ctx *ctx, size_t n, uint64_t s
 		double t0 = gpu_now();
 
 		err = vmmx_buf_resize(buf, (k + 1) * step);
-		B->grow[k].vmmx = gpu_now() - t0;
+		B->grow.steps[k].vmmx = gpu_now() - t0;
 		if (err) {
-			B->grow[k].vmmx = NAN;
+			B->grow.steps[k].vmmx = NAN;
 			vfail(B, "grow: vmmx_buf_resize", err);
 			break;
 		}
-		B->grow[k].vmmx_used = dev_used(B, ctx) - used0;
+		B->grow.steps[k].vmmx_used = dev_used(B, ctx) - used0;
 		if (!vmmx_stats_get(ctx, &st))
-			B->grow[k].vmmx_chunks = (unsigned int)st.device_chunks;
+			B->grow.steps[k].vmmx_chunks = (unsigned int)st.device_chunks;
 	}
 	vmmx_buf_destroy(buf);
 	return err ? -1 : 0;
@@ -71,12 +71,12 @@ static void grow_realloc_sim(struct bench *B, size_t n, uint64_t step)
 			vfail(B, "grow: realloc stand-in", err);
 			break;
 		}
-		B->grow[k].realloc_used = dev_used(B, rctx) - used0;
+		B->grow.steps[k].realloc_used = dev_used(B, rctx) - used0;
 		t2 = gpu_now();
 		vmmx_buf_destroy(old);
 		old = nb;
 		nb = NULL;
-		B->grow[k].realloc = (t1 - t0) + (gpu_now() - t2);
+		B->grow.steps[k].realloc = (t1 - t0) + (gpu_now() - t2);
 	}
 	vmmx_buf_destroy(nb);
 	vmmx_buf_destroy(old);
@@ -97,12 +97,12 @@ static void grow_realloc_gpu(struct bench *B, size_t n, uint64_t step)
 	}
 	/* Realloc holds the old and the new buffer at once: 2N - step at the last step. */
 	if (2 * N - step + GPU_MANAGED_MARGIN > fr) {
-		snprintf(B->grow_why, sizeof(B->grow_why),
+		snprintf(B->grow.why, sizeof(B->grow.why),
 			 "realloc not run: its last step holds %s and only %s is free "
 			 "(use a smaller --grow-max)",
 			 tool_fmt_size(2 * N - step, a, sizeof(a)),
 			 tool_fmt_size(fr, b, sizeof(b)));
-		note(B, "grow: %s", B->grow_why);
+		note(B, "grow: %s", B->grow.why);
 		return;
 	}
 	used0 = tot - fr;
@@ -119,13 +119,13 @@ static void grow_realloc_gpu(struct bench *B, size_t n, uint64_t step)
 			break;
 		}
 		t1 = gpu_now();
-		B->grow[k].realloc_used = dev_used(B, NULL) - used0;
+		B->grow.steps[k].realloc_used = dev_used(B, NULL) - used0;
 		t2 = gpu_now();
 		if (gpu_free(&om)) {
 			gfail(B, "grow: cuMemFree");
 			break;
 		}
-		B->grow[k].realloc = (t1 - t0) + (gpu_now() - t2);
+		B->grow.steps[k].realloc = (t1 - t0) + (gpu_now() - t2);
 		om = nm;
 		memset(&nm, 0, sizeof(nm));
 	}
@@ -135,15 +135,15 @@ static void grow_realloc_gpu(struct bench *B, size_t n, uint64_t step)
 
 static void grow_totals(struct bench *B)
 {
-	B->grow_vmmx = B->grow_realloc = 0;
-	B->grow_vmmx_peak = B->grow_realloc_peak = 0;
-	for (size_t k = 0; k < B->ngrow; k++) {
-		B->grow_vmmx += B->grow[k].vmmx;
-		B->grow_realloc += B->grow[k].realloc;
-		if (B->grow[k].vmmx_used > B->grow_vmmx_peak)
-			B->grow_vmmx_peak = B->grow[k].vmmx_used;
-		if (B->grow[k].realloc_used > B->grow_realloc_peak)
-			B->grow_realloc_peak = B->grow[k].realloc_used;
+	B->grow.vmmx = B->grow.realloc = 0;
+	B->grow.vmmx_peak = B->grow.realloc_peak = 0;
+	for (size_t k = 0; k < B->grow.n; k++) {
+		B->grow.vmmx += B->grow.steps[k].vmmx;
+		B->grow.realloc += B->grow.steps[k].realloc;
+		if (B->grow.steps[k].vmmx_used > B->grow.vmmx_peak)
+			B->grow.vmmx_peak = B->grow.steps[k].vmmx_used;
+		if (B->grow.steps[k].realloc_used > B->grow.realloc_peak)
+			B->grow.realloc_peak = B->grow.steps[k].realloc_used;
 	}
 }
 
@@ -154,9 +154,9 @@ static void grow_run(struct bench *B)
 	struct vmmx_ctx *ctx = NULL;
 	char a[32], b[32];
 
-	B->ngrow = n;
+	B->grow.n = n;
 	for (size_t k = 0; k < n; k++) {
-		B->grow[k] =
+		B->grow.steps[k] =
 		    (struct grow_step){.size = (k + 1) * step, .vmmx = NAN, .realloc = NAN};
 	}
 	note(B, "grow: 0 -> %s in steps of %s through libvmmx", tool_fmt_size(N, a, sizeof(a)),
@@ -182,7 +182,7 @@ static void grow_chart(struct bench *B, struct rep *doc)
 	double cv = 0, cr = 0;
 	char title[192];
 
-	if (!B->ngrow)
+	if (!B->grow.n)
 		return;
 
 	snprintf(title, sizeof(title), "vmmx-bench: growing a buffer on %s%s",
@@ -192,32 +192,32 @@ static void grow_chart(struct bench *B, struct rep *doc)
 	sr = rep_series(c, "cuMemAlloc + copy + cuMemFree");
 	rep_point(sv, 0, 0);
 	rep_point(sr, 0, 0);
-	for (size_t k = 0; k < B->ngrow; k++) {
-		cv += B->grow[k].vmmx;
-		cr += B->grow[k].realloc;
-		rep_point(sv, (double)B->grow[k].size, cv * 1e3);
-		rep_point(sr, (double)B->grow[k].size, cr * 1e3);
+	for (size_t k = 0; k < B->grow.n; k++) {
+		cv += B->grow.steps[k].vmmx;
+		cr += B->grow.steps[k].realloc;
+		rep_point(sv, (double)B->grow.steps[k].size, cv * 1e3);
+		rep_point(sr, (double)B->grow.steps[k].size, cr * 1e3);
 	}
 }
 
 static void grow_targets(struct bench *B)
 {
-	double sp = B->grow_realloc / B->grow_vmmx;
-	uint64_t N = B->grow[B->ngrow - 1].size, step = B->o.grow_step;
+	double sp = B->grow.realloc / B->grow.vmmx;
+	uint64_t N = B->grow.steps[B->grow.n - 1].size, step = B->o.grow_step;
 	char text[96], shown[64], a[32], b[32], c[32];
 
-	if (!B->ngrow)
+	if (!B->grow.n)
 		return;
 
 	snprintf(text, sizeof(text), "grow %s -> %s in %s steps >= 50x faster than realloc",
 		 tool_fmt_size(step, a, sizeof(a)), tool_fmt_size(N, b, sizeof(b)),
 		 tool_fmt_size(step, c, sizeof(c)));
 	snprintf(shown, sizeof(shown), "%.1fx", sp);
-	add_target(B, text, sp, 50, 0, shown, B->grow_why[0] ? B->grow_why : NULL);
+	add_target(B, text, sp, 50, 0, shown, B->grow.why[0] ? B->grow.why : NULL);
 	snprintf(text, sizeof(text), "grow peak device memory <= N + step (%s)",
 		 tool_fmt_size(N + step, a, sizeof(a)));
-	add_target(B, text, isfinite(B->grow_vmmx) ? (double)B->grow_vmmx_peak : NAN,
-		   (double)(N + step), 1, tool_fmt_size(B->grow_vmmx_peak, b, sizeof(b)), NULL);
+	add_target(B, text, isfinite(B->grow.vmmx) ? (double)B->grow.vmmx_peak : NAN,
+		   (double)(N + step), 1, tool_fmt_size(B->grow.vmmx_peak, b, sizeof(b)), NULL);
 }
 
 /* realloc's peak is not known where realloc was not measured. */
@@ -250,14 +250,14 @@ static void grow_doc(struct bench *B, struct rep *doc)
 	struct rep *g = rep_obj(doc, "grow");
 
 	rep_bytes(g, "step", B->o.grow_step);
-	rep_rows(g, "steps", grow_fields, REP_NFIELDS(grow_fields), B->grow, B->ngrow,
-		 sizeof(B->grow[0]), B);
-	rep_num(g, "vmmx_s", B->grow_vmmx);
-	rep_num(g, "realloc_s", B->grow_realloc);
-	rep_num(g, "speedup", B->grow_realloc / B->grow_vmmx);
-	rep_bytes(g, "vmmx_peak", B->grow_vmmx_peak);
-	rep_bytes(g, "realloc_peak", isfinite(B->grow_realloc) ? B->grow_realloc_peak : UINT64_MAX);
-	rep_str(g, "note", B->grow_why);
+	rep_rows(g, "steps", grow_fields, REP_NFIELDS(grow_fields), B->grow.steps, B->grow.n,
+		 sizeof(B->grow.steps[0]), B);
+	rep_num(g, "vmmx_s", B->grow.vmmx);
+	rep_num(g, "realloc_s", B->grow.realloc);
+	rep_num(g, "speedup", B->grow.realloc / B->grow.vmmx);
+	rep_bytes(g, "vmmx_peak", B->grow.vmmx_peak);
+	rep_bytes(g, "realloc_peak", isfinite(B->grow.realloc) ? B->grow.realloc_peak : UINT64_MAX);
+	rep_str(g, "note", B->grow.why);
 }
 
 static void grow_print(struct bench *B, const struct rep *doc)
@@ -269,15 +269,15 @@ static void grow_print(struct bench *B, const struct rep *doc)
 	       "+ cuMemFree (realloc); microseconds; speedup = realloc / vmmx ==\n",
 	       tool_fmt_size(B->o.grow_max / B->o.grow_step * B->o.grow_step, a, sizeof(a)),
 	       tool_fmt_size(B->o.grow_step, b, sizeof(b)));
-	if (B->grow_why[0])
-		printf("(%s)\n", B->grow_why);
+	if (B->grow.why[0])
+		printf("(%s)\n", B->grow.why);
 	bench_table(rep_get(doc, "grow"), "steps", grow_fields, REP_NFIELDS(grow_fields), &v);
 	printf("total: vmmx %s us, realloc %s us, speedup %s; peak device memory: vmmx %s, "
 	       "realloc %s\n",
-	       us(B->grow_vmmx, a, sizeof(a)), us(B->grow_realloc, b, sizeof(b)),
-	       ratio(B->grow_realloc, B->grow_vmmx, c, sizeof(c)),
-	       tool_fmt_size(B->grow_vmmx_peak, d, sizeof(d)),
-	       isfinite(B->grow_realloc) ? tool_fmt_size(B->grow_realloc_peak, e, sizeof(e)) : "-");
+	       us(B->grow.vmmx, a, sizeof(a)), us(B->grow.realloc, b, sizeof(b)),
+	       ratio(B->grow.realloc, B->grow.vmmx, c, sizeof(c)),
+	       tool_fmt_size(B->grow.vmmx_peak, d, sizeof(d)),
+	       isfinite(B->grow.realloc) ? tool_fmt_size(B->grow.realloc_peak, e, sizeof(e)) : "-");
 }
 
 const struct bench_section bench_grow = {

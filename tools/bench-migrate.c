@@ -30,7 +30,7 @@ struct pcie_ends {
 
 static int pcie_alloc(struct bench *B, uint64_t S, struct pcie_ends *pe)
 {
-	struct mig_base *b = &B->pcie;
+	struct mig_base *b = &B->mig.pcie;
 	int err;
 
 	if (!B->sim) {
@@ -80,7 +80,7 @@ static int pcie_round_trip(struct bench *B, const struct pcie_ends *pe, uint64_t
 	if (!B->sim) {
 		if (gpu_memcpy_timed(pe->host, pe->dev, S, d) ||
 		    gpu_memcpy_timed(pe->dev, pe->host, S, h))
-			return why_gpu(B, WHY(&B->pcie), "migrate: PCIe copy baseline");
+			return why_gpu(B, WHY(&B->mig.pcie), "migrate: PCIe copy baseline");
 		return 0;
 	}
 	t0 = gpu_now();
@@ -93,7 +93,7 @@ static int pcie_round_trip(struct bench *B, const struct pcie_ends *pe, uint64_t
 	}
 	if (err) {
 		vfail(B, "migrate: stand-in copy", err);
-		return why_vmmx(WHY(&B->pcie));
+		return why_vmmx(WHY(&B->mig.pcie));
 	}
 	return 0;
 }
@@ -115,7 +115,7 @@ static int pcie_round_trips(struct bench *B, const struct pcie_ends *pe, double 
  */
 static void migrate_pcie(struct bench *B)
 {
-	struct mig_base *b = &B->pcie;
+	struct mig_base *b = &B->mig.pcie;
 	unsigned int n = B->o.reps;
 	double *d = calloc(n + 1, sizeof(*d)), *h = calloc(n + 1, sizeof(*h));
 	struct pcie_ends pe = {0};
@@ -136,7 +136,7 @@ static void migrate_pcie(struct bench *B)
 
 void bench_pcie(struct bench *B)
 {
-	if (!B->pcie.name)
+	if (!B->mig.pcie.name)
 		migrate_pcie(B);
 }
 
@@ -148,7 +148,7 @@ void bench_pcie(struct bench *B)
  */
 static void migrate_uvm(struct bench *B)
 {
-	struct mig_base *b = &B->uvm;
+	struct mig_base *b = &B->mig.uvm;
 	uint64_t S = B->o.migrate_size, bad = 0;
 	unsigned int n = B->o.reps;
 	double *d = NULL, *h = NULL;
@@ -412,27 +412,27 @@ static void migrate_vmmx(struct bench *B, uint64_t chunk, int warm, int read_mos
 
 static void migrate_run(struct bench *B)
 {
-	B->pcie = (struct mig_base){.d2h = NAN, .h2d = NAN};
-	B->uvm = (struct mig_base){.d2h = NAN, .h2d = NAN};
+	B->mig.pcie = (struct mig_base){.d2h = NAN, .h2d = NAN};
+	B->mig.uvm = (struct mig_base){.d2h = NAN, .h2d = NAN};
 	/* Baselines first, each freed before the next: the managed-memory rule reads
 	 * the free memory with nothing else of ours allocated. */
 	migrate_pcie(B);
 	migrate_uvm(B);
-	B->nmig = 0;
+	B->mig.n = 0;
 	for (int c = 0; c < B->o.nmchunks; c++)
 		for (int warm = 1; warm >= 0; warm--)
-			migrate_vmmx(B, B->o.mchunks[c], warm, 0, &B->mig[B->nmig++]);
+			migrate_vmmx(B, B->o.mchunks[c], warm, 0, &B->mig.rows[B->mig.n++]);
 	/* The first chunk size again, warm, with the chunks moved to host granted
 	 * to the GPU only (VMMX_HOST_CPU_ACCESS=placed): granting the CPU is most
 	 * of the cost of mapping host memory. */
 	if (B->o.nmchunks) {
 		bench_mkctx_gpu_only = 1;
-		migrate_vmmx(B, B->o.mchunks[0], 1, 0, &B->mig[B->nmig]);
-		B->mig[B->nmig++].gpu_only = 1;
+		migrate_vmmx(B, B->o.mchunks[0], 1, 0, &B->mig.rows[B->mig.n]);
+		B->mig.rows[B->mig.n++].gpu_only = 1;
 		bench_mkctx_gpu_only = 0;
 		/* And warm again with the range advised read-mostly: d->h maps the
 		 * host copies kept since h->d, copying nothing. */
-		migrate_vmmx(B, B->o.mchunks[0], 1, 1, &B->mig[B->nmig++]);
+		migrate_vmmx(B, B->o.mchunks[0], 1, 1, &B->mig.rows[B->mig.n++]);
 	}
 }
 
@@ -450,7 +450,7 @@ static int mig_plain(const struct mig_row *r)
 /* min(d->h, h->d) of migrate / PCIe copy: both directions must reach the target. */
 static double mig_ratio(const struct bench *B, const struct mig_row *r)
 {
-	double a = B->pcie.d2h / r->d2h, b = B->pcie.h2d / r->h2d;
+	double a = B->mig.pcie.d2h / r->d2h, b = B->mig.pcie.h2d / r->h2d;
 
 	if (!isfinite(a) || !isfinite(b))
 		return NAN;
@@ -472,8 +472,8 @@ static const char *migrate_unjudged(struct bench *B, char *buf, size_t len)
 			 tool_fmt_size(B->o.migrate_size, a, sizeof(a)));
 		return buf;
 	}
-	if (!isfinite(B->pcie.d2h) || !isfinite(B->pcie.h2d))
-		return B->pcie.why[0] ? B->pcie.why : "no PCIe copy baseline";
+	if (!isfinite(B->mig.pcie.d2h) || !isfinite(B->mig.pcie.h2d))
+		return B->mig.pcie.why[0] ? B->mig.pcie.why : "no PCIe copy baseline";
 	return NULL;
 }
 
@@ -485,12 +485,12 @@ static void migrate_targets(struct bench *B)
 	const struct mig_row *best = NULL;
 	double bv = NAN;
 
-	if (!B->nmig)
+	if (!B->mig.n)
 		return;
 
-	for (size_t i = 0; i < B->nmig && !best; i++)
-		if (mig_plain(&B->mig[i]) && B->mig[i].chunk == B->o.mchunks[0]) {
-			best = &B->mig[i];
+	for (size_t i = 0; i < B->mig.n && !best; i++)
+		if (mig_plain(&B->mig.rows[i]) && B->mig.rows[i].chunk == B->o.mchunks[0]) {
+			best = &B->mig.rows[i];
 			bv = mig_ratio(B, best);
 		}
 	if (best)
@@ -501,8 +501,8 @@ static void migrate_targets(struct bench *B)
 	add_target(B, "migration >= 0.8x PCIe copy for ranges >= 64 MiB, default settings",
 		   why ? NAN : bv, MIGRATE_TARGET_RATIO, 0, shown,
 		   why ? why : best && isfinite(bv) ? NULL : "no configuration measured");
-	for (size_t i = 0; i < B->nmig; i++) {
-		const struct mig_row *r = &B->mig[i];
+	for (size_t i = 0; i < B->mig.n; i++) {
+		const struct mig_row *r = &B->mig.rows[i];
 		double v = mig_ratio(B, r);
 		char x[24], y[24];
 
@@ -510,8 +510,8 @@ static void migrate_targets(struct bench *B)
 			 tool_fmt_size(B->o.migrate_size, a, sizeof(a)),
 			 tool_fmt_size(r->chunk, b, sizeof(b)), mig_label(r));
 		snprintf(shown, sizeof(shown), "d->h %s, h->d %s",
-			 ratio(B->pcie.d2h, r->d2h, x, sizeof(x)),
-			 ratio(B->pcie.h2d, r->h2d, y, sizeof(y)));
+			 ratio(B->mig.pcie.d2h, r->d2h, x, sizeof(x)),
+			 ratio(B->mig.pcie.h2d, r->h2d, y, sizeof(y)));
 		add_target(B, text, why ? NAN : v, MIGRATE_TARGET_RATIO, 0, shown,
 			   why ? why : r->why[0] ? r->why : NULL);
 	}
@@ -546,22 +546,22 @@ static double mig_h2d_gbps(const void *row, const void *arg)
 
 static double mig_d2h_vs_pcie(const void *row, const void *arg)
 {
-	return ((const struct bench *)arg)->pcie.d2h / ((const struct mig_row *)row)->d2h;
+	return ((const struct bench *)arg)->mig.pcie.d2h / ((const struct mig_row *)row)->d2h;
 }
 
 static double mig_h2d_vs_pcie(const void *row, const void *arg)
 {
-	return ((const struct bench *)arg)->pcie.h2d / ((const struct mig_row *)row)->h2d;
+	return ((const struct bench *)arg)->mig.pcie.h2d / ((const struct mig_row *)row)->h2d;
 }
 
 static double mig_d2h_vs_uvm(const void *row, const void *arg)
 {
-	return ((const struct bench *)arg)->uvm.d2h / ((const struct mig_row *)row)->d2h;
+	return ((const struct bench *)arg)->mig.uvm.d2h / ((const struct mig_row *)row)->d2h;
 }
 
 static double mig_h2d_vs_uvm(const void *row, const void *arg)
 {
-	return ((const struct bench *)arg)->uvm.h2d / ((const struct mig_row *)row)->h2d;
+	return ((const struct bench *)arg)->mig.uvm.h2d / ((const struct mig_row *)row)->h2d;
 }
 
 static double mig_row_ratio(const void *row, const void *arg)
@@ -629,18 +629,18 @@ static void migrate_doc(struct bench *B, struct rep *doc)
 	arr = rep_arr(m, "chunks");
 	for (int i = 0; i < B->o.nmchunks; i++)
 		rep_bytes(arr, NULL, B->o.mchunks[i]);
-	doc_mig_base(m, "pcie", &B->pcie, B->o.migrate_size);
-	doc_mig_base(m, "uvm", &B->uvm, B->o.migrate_size);
+	doc_mig_base(m, "pcie", &B->mig.pcie, B->o.migrate_size);
+	doc_mig_base(m, "uvm", &B->mig.uvm, B->o.migrate_size);
 	arr = rep_arr(m, "runs");
-	for (size_t i = 0; i < B->nmig; i++) {
-		double v = mig_ratio(B, &B->mig[i]);
+	for (size_t i = 0; i < B->mig.n; i++) {
+		double v = mig_ratio(B, &B->mig.rows[i]);
 
 		/* Read-mostly d->h copies nothing: no measure of a migration's speed. */
-		if (isfinite(v) && !B->mig[i].read_mostly && (!best || v > bv)) {
-			best = &B->mig[i];
+		if (isfinite(v) && !B->mig.rows[i].read_mostly && (!best || v > bv)) {
+			best = &B->mig.rows[i];
 			bv = v;
 		}
-		rep_row(arr, mig_fields, REP_NFIELDS(mig_fields), &B->mig[i], B);
+		rep_row(arr, mig_fields, REP_NFIELDS(mig_fields), &B->mig.rows[i], B);
 	}
 	if (best) {
 		struct rep *o = rep_obj(m, "best");
@@ -662,14 +662,14 @@ static void print_read_mostly(const struct bench *B)
 	const struct mig_row *rm = NULL, *w = NULL, *c = NULL;
 	char a[32], x[24], y[24];
 
-	for (size_t i = 0; i < B->nmig; i++)
-		if (B->mig[i].read_mostly)
-			rm = &B->mig[i];
-	for (size_t i = 0; rm && i < B->nmig; i++)
-		if (B->mig[i].chunk == rm->chunk && !B->mig[i].warm)
-			c = &B->mig[i];
-		else if (B->mig[i].chunk == rm->chunk && mig_plain(&B->mig[i]))
-			w = &B->mig[i];
+	for (size_t i = 0; i < B->mig.n; i++)
+		if (B->mig.rows[i].read_mostly)
+			rm = &B->mig.rows[i];
+	for (size_t i = 0; rm && i < B->mig.n; i++)
+		if (B->mig.rows[i].chunk == rm->chunk && !B->mig.rows[i].warm)
+			c = &B->mig.rows[i];
+		else if (B->mig.rows[i].chunk == rm->chunk && mig_plain(&B->mig.rows[i]))
+			w = &B->mig.rows[i];
 	if (!rm || !w || !c || !isfinite(rm->d2h))
 		return;
 	printf("read-mostly, %s chunks: d->h %.2f ms, no copy (%llu chunk copies saved), "
@@ -683,7 +683,7 @@ static void print_read_mostly(const struct bench *B)
 static void migrate_print(struct bench *B, const struct rep *doc)
 {
 	static const struct rep_view v = {.span = "status", .nkeys = 2};
-	const struct mig_base *bl[2] = {&B->pcie, &B->uvm};
+	const struct mig_base *bl[2] = {&B->mig.pcie, &B->mig.uvm};
 	const char *label[2] = {"PCIe copy", "UVM prefetch"};
 	uint64_t S = B->o.migrate_size;
 	char a[32];

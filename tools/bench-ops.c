@@ -20,8 +20,8 @@
 static void add_op(struct bench *B, const char *loc, uint64_t size, const char *op, double v,
 		   double r)
 {
-	if (B->nops < sizeof(B->ops) / sizeof(B->ops[0]))
-		B->ops[B->nops++] = (struct op_row){loc, size, op, v, r};
+	if (B->ops.n < sizeof(B->ops.rows) / sizeof(B->ops.rows[0]))
+		B->ops.rows[B->ops.n++] = (struct op_row){loc, size, op, v, r};
 }
 
 /* vmmx: grow one chunk of @S on an empty buffer and shrink back, @reps times. */
@@ -205,7 +205,7 @@ static const struct rep_field ops_fields[] = {
 
 static void ops_doc(struct bench *B, struct rep *doc)
 {
-	rep_rows(doc, "ops", ops_fields, REP_NFIELDS(ops_fields), B->ops, B->nops, sizeof(B->ops[0]),
+	rep_rows(doc, "ops", ops_fields, REP_NFIELDS(ops_fields), B->ops.rows, B->ops.n, sizeof(B->ops.rows[0]),
 		 B);
 }
 

@@ -103,7 +103,7 @@ static void shrink_run(struct bench *B)
 	uint64_t S = B->o.shrink_size / B->gran * B->gran;
 	char a[32];
 
-	B->nshr = 0;
+	B->shr.n = 0;
 	note(B, "shrink: a %s one-chunk device buffer cut to 1/128, 1/8 and 1/2, %u repetitions",
 	     tool_fmt_size(S, a, sizeof(a)), B->o.reps);
 	for (size_t k = 0; k < sizeof(parts) / sizeof(parts[0]); k++) {
@@ -111,7 +111,7 @@ static void shrink_run(struct bench *B)
 
 		if (kept < B->gran || kept >= S)
 			continue;
-		shrink_one(B, S, kept, &B->shr[B->nshr++]);
+		shrink_one(B, S, kept, &B->shr.rows[B->shr.n++]);
 	}
 }
 
@@ -150,8 +150,8 @@ static const struct rep_field shrink_fields[] = {
 
 static void shrink_doc(struct bench *B, struct rep *doc)
 {
-	rep_rows(doc, "shrink", shrink_fields, REP_NFIELDS(shrink_fields), B->shr, B->nshr,
-		 sizeof(B->shr[0]), B);
+	rep_rows(doc, "shrink", shrink_fields, REP_NFIELDS(shrink_fields), B->shr.rows, B->shr.n,
+		 sizeof(B->shr.rows[0]), B);
 }
 
 static void shrink_print(struct bench *B, const struct rep *doc)

@@ -180,14 +180,14 @@ static void sleep_doc(struct bench *B, struct rep *doc)
 	rep_int(m, "reps", B->o.reps);
 	rep_bool(m, "sim", B->sim);
 	rep_num(m, "target_ratio", SLEEP_TARGET_RATIO);
-	rep_str(m, "baseline", B->pcie.name);
-	rep_num(m, "pinned_d2h_gibps", gibps(S, B->pcie.d2h));
-	rep_num(m, "pinned_h2d_gibps", gibps(S, B->pcie.h2d));
+	rep_str(m, "baseline", B->mig.pcie.name);
+	rep_num(m, "pinned_d2h_gibps", gibps(S, B->mig.pcie.d2h));
+	rep_num(m, "pinned_h2d_gibps", gibps(S, B->mig.pcie.h2d));
 	rep_num(m, "first_sleep_gibps", gibps(S, r->first_sleep));
 	rep_num(m, "sleep_gibps", gibps(S, r->sleep));
 	rep_num(m, "wake_gibps", gibps(S, r->wake));
-	rep_num(m, "sleep_vs_pinned", vs_pcie(B->pcie.d2h, r->sleep));
-	rep_num(m, "wake_vs_pinned", vs_pcie(B->pcie.h2d, r->wake));
+	rep_num(m, "sleep_vs_pinned", vs_pcie(B->mig.pcie.d2h, r->sleep));
+	rep_num(m, "wake_vs_pinned", vs_pcie(B->mig.pcie.h2d, r->wake));
 	rep_num(m, "discard_s", r->discard);
 	rep_num(m, "discard_wake_s", r->dwake);
 	rep_int(m, "warm_creates", (long long)r->creates);
@@ -203,20 +203,20 @@ static void sleep_print(struct bench *B, const struct rep *doc)
 	(void)doc;
 	printf("\n== sleep: vmmx_sleep (offload) and vmmx_wake of %s, against the pinned copy "
 	       "rate of this run (%s)\n", rep_fmt_size(S, sz, sizeof(sz)),
-	       B->pcie.name ? B->pcie.name : "-");
+	       B->mig.pcie.name ? B->mig.pcie.name : "-");
 	if (B->sim)
 		printf("(sim backend: the emulated driver's times; these figures mean nothing)\n");
 	if (r->why[0]) {
 		printf("not measured: %s\n", r->why);
 		return;
 	}
-	printf("pinned copy   d->h %8.2f GiB/s, h->d %8.2f GiB/s\n", gibps(S, B->pcie.d2h),
-	       gibps(S, B->pcie.h2d));
+	printf("pinned copy   d->h %8.2f GiB/s, h->d %8.2f GiB/s\n", gibps(S, B->mig.pcie.d2h),
+	       gibps(S, B->mig.pcie.h2d));
 	printf("first sleep   %8.2f GiB/s  (host memory pinned)\n", gibps(S, r->first_sleep));
 	printf("sleep         %8.2f GiB/s  %.2fx the pinned copy (target %.1fx)\n",
-	       gibps(S, r->sleep), vs_pcie(B->pcie.d2h, r->sleep), SLEEP_TARGET_RATIO);
+	       gibps(S, r->sleep), vs_pcie(B->mig.pcie.d2h, r->sleep), SLEEP_TARGET_RATIO);
 	printf("wake          %8.2f GiB/s  %.2fx the pinned copy (target %.1fx)\n",
-	       gibps(S, r->wake), vs_pcie(B->pcie.h2d, r->wake), SLEEP_TARGET_RATIO);
+	       gibps(S, r->wake), vs_pcie(B->mig.pcie.h2d, r->wake), SLEEP_TARGET_RATIO);
 	printf("discard       %8.3f ms, its wake %.3f ms\n", r->discard * 1e3, r->dwake * 1e3);
 	printf("host handles made by the %u warm sleeps: %llu (0: the host memory was kept)\n",
 	       B->o.reps, (unsigned long long)r->creates);

@@ -71,19 +71,19 @@ out:
 /* The three rows, not measured yet; each says why where the kernels cannot run. */
 static void stream_rows(struct bench *B, uint64_t big)
 {
-	B->streams[0] = (struct stream_row){.name = "device chunks (policy device)",
+	B->stream.rows[0] = (struct stream_row){.name = "device chunks (policy device)",
 					    .base_name = "cudaMalloc",
 					    .size = B->o.stream_size};
-	B->streams[1] = (struct stream_row){.name = "host chunks (policy host)",
+	B->stream.rows[1] = (struct stream_row){.name = "host chunks (policy host)",
 					    .base_name = "cudaHostAlloc",
 					    .size = B->o.host_size};
-	B->streams[2] = (struct stream_row){
+	B->stream.rows[2] = (struct stream_row){
 	    .name = "device-first, 1.5x the device limit", .base_name = "model", .size = big};
-	B->nstreams = 3;
+	B->stream.n = 3;
 	for (int i = 0; i < 3; i++) {
-		B->streams[i].vmmx = B->streams[i].base = B->streams[i].model = NAN;
+		B->stream.rows[i].vmmx = B->stream.rows[i].base = B->stream.rows[i].model = NAN;
 		if (B->kwhy)
-			snprintf(B->streams[i].why, sizeof(B->streams[i].why), "%s", B->kwhy);
+			snprintf(B->stream.rows[i].why, sizeof(B->stream.rows[i].why), "%s", B->kwhy);
 	}
 }
 
@@ -97,7 +97,7 @@ struct stream_base {
 static int stream_base_alloc(struct bench *B, struct vmmx_ctx *ctx, int i,
 			     struct stream_base *sbase, void **bp)
 {
-	struct stream_row *r = &B->streams[i];
+	struct stream_row *r = &B->stream.rows[i];
 	int err;
 
 	if (B->sim) {
@@ -127,7 +127,7 @@ static void stream_base_free(struct bench *B, struct stream_base *sbase)
 static void stream_against_base(struct bench *B, struct vmmx_ctx *ctx, struct gpu_engine *ve,
 				struct gpu_engine *be, int i)
 {
-	struct stream_row *r = &B->streams[i];
+	struct stream_row *r = &B->stream.rows[i];
 	struct stream_base sbase = {0};
 	struct vmmx_buf *vb = NULL;
 	char a[32];
@@ -161,11 +161,11 @@ static void stream_against_base(struct bench *B, struct vmmx_ctx *ctx, struct gp
 static void stream_model(struct bench *B, struct vmmx_ctx *lctx, struct gpu_engine *ve,
 			 uint64_t big, uint64_t L)
 {
-	struct stream_row *r = &B->streams[2];
+	struct stream_row *r = &B->stream.rows[2];
 	struct vmmx_residency res;
 	struct vmmx_buf *vb = NULL;
-	double hbm = (double)B->streams[0].size / B->streams[0].base;
-	double pcie = (double)B->streams[1].size / B->streams[1].base;
+	double hbm = (double)B->stream.rows[0].size / B->stream.rows[0].base;
+	double pcie = (double)B->stream.rows[1].size / B->stream.rows[1].base;
 	char a[32], b[32];
 	int err;
 
@@ -231,7 +231,7 @@ static void stream_targets(struct bench *B)
 	char shown[64];
 
 	for (size_t i = 0; i < 3; i++) {
-		const struct stream_row *s = &B->streams[i];
+		const struct stream_row *s = &B->stream.rows[i];
 		double v = stream_ref(s, i) / s->vmmx;
 
 		snprintf(shown, sizeof(shown), "%.3fx", v);
@@ -245,7 +245,7 @@ static double stream_base_s(const void *row, const void *arg)
 	const struct bench *B = arg;
 	const struct stream_row *r = row;
 
-	return stream_ref(r, (size_t)(r - B->streams));
+	return stream_ref(r, (size_t)(r - B->stream.rows));
 }
 
 static double stream_base_gbps(const void *row, const void *arg)
@@ -296,8 +296,8 @@ static const struct rep_field stream_fields[] = {
 
 static void stream_doc(struct bench *B, struct rep *doc)
 {
-	rep_rows(doc, "stream", stream_fields, REP_NFIELDS(stream_fields), B->streams, B->nstreams,
-		 sizeof(B->streams[0]), B);
+	rep_rows(doc, "stream", stream_fields, REP_NFIELDS(stream_fields), B->stream.rows, B->stream.n,
+		 sizeof(B->stream.rows[0]), B);
 }
 
 static void stream_print(struct bench *B, const struct rep *doc)

@@ -135,32 +135,61 @@ struct target {
 	char why[128];
 };
 
+/* Each section's results, written by its run and read by its doc, print and targets. */
+struct ops_res {
+	struct op_row rows[MAX_CHUNKS * 2 * 9];
+	size_t n;
+};
+
+struct grow_res {
+	struct grow_step steps[MAX_STEPS];
+	size_t n;
+	double vmmx, realloc;
+	uint64_t vmmx_peak, realloc_peak;
+	char why[256];
+};
+
+struct dbl_res {
+	struct dbl_row rows[MAX_DOUBLINGS];
+	size_t n;
+	double query;           /* seconds of one vmmx_ctx_query (it reads free memory) */
+};
+
+struct shrink_res {
+	struct shrink_row rows[3];
+	size_t n;
+};
+
+struct copy_res {
+	struct copy_row rows[4];
+	size_t n;
+	char why[256];
+};
+
+struct stream_res {
+	struct stream_row rows[3];
+	size_t n;
+};
+
+struct mig_res {
+	struct mig_row rows[MAX_CHUNKS * 2 + 2];
+	size_t n;
+	struct mig_base pcie, uvm; /* the baselines (the sleep section compares with pcie) */
+};
+
 struct bench {
 	struct bopts o;
 	struct vmmx_ctx_info info;
 	int sim, failed;
 	const char *kwhy; /* NULL: kernels run */
 	size_t gran;
-	struct op_row ops[MAX_CHUNKS * 2 * 9];
-	size_t nops;
-	struct grow_step grow[MAX_STEPS];
-	size_t ngrow;
-	double grow_vmmx, grow_realloc;
-	uint64_t grow_vmmx_peak, grow_realloc_peak;
-	char grow_why[256];
-	struct dbl_row dbl[MAX_DOUBLINGS];
-	size_t ndbl;
-	double dbl_query;   /* seconds of one vmmx_ctx_query (it reads free memory) */
-	struct shrink_row shr[3];
-	size_t nshr;
-	struct copy_row copies[4];
-	size_t ncopies;
-	char copy_why[256];
-	struct stream_row streams[3];
-	size_t nstreams;
-	struct mig_row mig[MAX_CHUNKS * 2 + 2];
-	size_t nmig;
-	struct mig_base pcie, uvm;
+	struct ops_res ops;
+	struct grow_res grow;
+	struct dbl_res dbl;
+	struct shrink_res shr;
+	struct copy_res copy;
+	struct stream_res stream;
+	struct mig_res mig;
 	struct sleep_res slp;
 	struct target targets[8 + MAX_CHUNKS * 2 + 1];
 	size_t ntargets;

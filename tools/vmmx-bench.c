@@ -549,7 +549,7 @@ static void print_tables(struct bench *B, const struct rep *doc)
 
 static int plot_bench(struct bench *B, const struct rep *doc)
 {
-	if ((!B->ran[S_GROW] || !B->ngrow) && (!B->ran[S_DOUBLING] || !B->ndbl)) {
+	if ((!B->ran[S_GROW] || !B->grow.n) && (!B->ran[S_DOUBLING] || !B->dbl.n)) {
 		fprintf(stderr, PROG ": --plot %s: neither the grow nor the doubling section ran\n",
 			B->o.plot);
 		return -1;
