@@ -53,6 +53,20 @@ drop_entry() {
 		}
 		!skip' "$top_srcdir/$1" >"$src/$1"
 }
+# appended FILE TEXT DESCRIPTION NEEDLE: the copy of FILE with TEXT (printf's
+# %b escapes) at its end fails the check, saying NEEDLE; then it is restored.
+appended() {
+	printf '%b' "$2" >>"$src/$1"
+	fails "$3" "$4"
+	restore "$1"
+}
+# missing PAGE NAME DESCRIPTION NEEDLE: the copy of PAGE without the entry
+# of NAME fails the check, saying NEEDLE; then the copy is restored.
+missing() {
+	drop_entry "$1" "$2"
+	fails "$3" "$4"
+	restore "$1"
+}
 
 run
 [ $st -eq 0 ] && grep -q '^check-man: [0-9]* variables in docs/man/vmmx.7, [0-9]* functions' "$tmp/out"
@@ -67,12 +81,10 @@ fails "vmmx.7 without the entry of a variable of lib/config.c's table" \
 	"docs/man/vmmx.7 has no entry for VMMX_HOST_LIMIT (read in lib/config.c (the variable table))"
 restore docs/man/vmmx.7
 
-drop_entry docs/man/vmmx.7 VMMX_DEVICE
-fails "vmmx.7 without VMMX_DEVICE, though VMMX_DEVICE_LIMIT is there" \
+missing docs/man/vmmx.7 VMMX_DEVICE "vmmx.7 without VMMX_DEVICE, though VMMX_DEVICE_LIMIT is there" \
 	"docs/man/vmmx.7 has no entry for VMMX_DEVICE (read in"
 grep -q 'VMMX_DEVICE_' "$tmp/out"
 check $((!$?)) "check-man names only VMMX_DEVICE, not the names it is a prefix of"
-restore docs/man/vmmx.7
 
 sed 's/^\.B VMMX_RUN_DEBUG$/.RB ( VMMX_RUN_DEBUG )/' "$top_srcdir/docs/man/vmmx.7" >"$src/docs/man/vmmx.7"
 grep -q '^\.RB ( VMMX_RUN_DEBUG )$' "$src/docs/man/vmmx.7" && run && [ $st -eq 0 ]
@@ -92,17 +104,13 @@ fails "a variable added to lib/config.c's table" \
 	"docs/man/vmmx.7 has no entry for VMMX_NEW_SETTING (read in lib/config.c (the variable table))"
 restore lib/config.c
 
-printf 'static const char *run_new(void)\n{\n\treturn getenv("VMMX_RUN_NEW_KNOB");\n}\n' \
-	>>"$src/preload/state.c"
-fails "a getenv() of a new VMMX_ name in preload/" \
+appended preload/state.c 'static const char *run_new(void)\n{\n\treturn getenv("VMMX_RUN_NEW_KNOB");\n}\n' \
+	"a getenv() of a new VMMX_ name in preload/" \
 	"docs/man/vmmx.7 has no entry for VMMX_RUN_NEW_KNOB (read in preload/state.c)"
-restore preload/state.c
 
-printf 'static int tool_new(void)\n{\n\treturn env_flag("VMMX_TOOL_NEW", 0);\n}\n' \
-	>>"$src/tools/vmmx-info.c"
-fails "a new VMMX_ name passed to a helper in tools/" \
+appended tools/vmmx-info.c 'static int tool_new(void)\n{\n\treturn env_flag("VMMX_TOOL_NEW", 0);\n}\n' \
+	"a new VMMX_ name passed to a helper in tools/" \
 	"docs/man/vmmx.7 has no entry for VMMX_TOOL_NEW (read in tools/vmmx-info.c)"
-restore tools/vmmx-info.c
 
 printf 'static const char *mode_name(void)\n{\n\treturn "VMMX_SLEEP_OFFLOAD";\n}\n' \
 	>>"$src/lib/sleep.c"
@@ -111,15 +119,13 @@ check $st "a string naming a constant of vmmx.h (VMMX_SLEEP_OFFLOAD) is not take
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/out"
 restore lib/sleep.c
 
-printf '\n\ndef _new():\n    return os.environ.get("VMMX_PY_NEW")\n' >>"$src/python/vmmx/_lib.py"
-fails "an os.environ read of a new VMMX_ name in the Python package" \
+appended python/vmmx/_lib.py '\n\ndef _new():\n    return os.environ.get("VMMX_PY_NEW")\n' \
+	"an os.environ read of a new VMMX_ name in the Python package" \
 	"docs/man/vmmx.7 has no entry for VMMX_PY_NEW (read in python/vmmx/_lib.py (Python))"
-restore python/vmmx/_lib.py
 
-printf '.TP\n.B VMMX_NOBODY_READS\nA variable of nothing.\n' >>"$src/docs/man/vmmx.7"
-fails "vmmx.7 with an entry for a variable nothing reads" \
+appended docs/man/vmmx.7 '.TP\n.B VMMX_NOBODY_READS\nA variable of nothing.\n' \
+	"vmmx.7 with an entry for a variable nothing reads" \
 	"docs/man/vmmx.7 documents VMMX_NOBODY_READS, which nothing in lib/, preload/, tools/ or python/ reads"
-restore docs/man/vmmx.7
 
 sed 's/^static const struct var vars\[\] = {$/static const struct var table[] = {/' \
 	"$top_srcdir/lib/config.c" >"$src/lib/config.c"
@@ -128,15 +134,10 @@ fails "lib/config.c whose table is not where check-man looks" \
 restore lib/config.c
 
 # (b) functions
-drop_entry docs/man/vmmx.3 vmmx_buf_trim
-fails "vmmx.3 without the entry of vmmx_buf_trim()" \
+missing docs/man/vmmx.3 vmmx_buf_trim "vmmx.3 without the entry of vmmx_buf_trim()" \
 	"docs/man/vmmx.3 has no entry for vmmx_buf_trim() (declared in include/vmmx.h)"
-restore docs/man/vmmx.3
-
-drop_entry docs/man/vmmx.3 vmmx_policy_entry
-fails "vmmx.3 without the policy entry point" \
+missing docs/man/vmmx.3 vmmx_policy_entry "vmmx.3 without the policy entry point" \
 	"docs/man/vmmx.3 has no entry for vmmx_policy_entry() (declared in include/vmmx/policy.h)"
-restore docs/man/vmmx.3
 
 sed 's|^#endif /\* VMMX_ALLOC_H \*/$|VMMX_API int\nvmmx_alloc_new_thing(struct vmmx_alloc *a);\n&|' \
 	"$top_srcdir/include/vmmx/alloc.h" >"$src/include/vmmx/alloc.h"
@@ -146,10 +147,9 @@ fails "a VMMX_API function added to vmmx/alloc.h, its name on the line after VMM
 	"docs/man/vmmx.3 has no entry for vmmx_alloc_new_thing() (declared in include/vmmx/alloc.h)"
 restore include/vmmx/alloc.h
 
-printf '.TP\n.BR vmmx_gone ()\nA function of nothing.\n' >>"$src/docs/man/vmmx.3"
-fails "vmmx.3 with an entry for a function no header declares" \
+appended docs/man/vmmx.3 '.TP\n.BR vmmx_gone ()\nA function of nothing.\n' \
+	"vmmx.3 with an entry for a function no header declares" \
 	"docs/man/vmmx.3 lists vmmx_gone(), which no public header declares"
-restore docs/man/vmmx.3
 
 # (c) rendering
 if command -v groff >/dev/null 2>&1; then
@@ -158,9 +158,8 @@ if command -v groff >/dev/null 2>&1; then
 	grep -q "macro 'XX' not defined" "$tmp/out"
 	check $? "check-man shows groff's warning"
 	restore docs/man/vmmx.3
-	printf 'a stray \\q escape\n' >>"$src/docs/man/vmmx.7"
-	fails "vmmx.7 with a bad escape" "docs/man/vmmx.7 renders with warnings:"
-	restore docs/man/vmmx.7
+	appended docs/man/vmmx.7 'a stray \\q escape\n' \
+		"vmmx.7 with a bad escape" "docs/man/vmmx.7 renders with warnings:"
 else
 	skip "no groff: vmmx.3 with an unknown macro"
 	skip "no groff: check-man shows groff's warning"
