@@ -90,6 +90,12 @@ sed 's/^\.B VMMX_RUN_DEBUG$/.RB ( VMMX_RUN_DEBUG )/' "$top_srcdir/docs/man/vmmx.
 grep -q '^\.RB ( VMMX_RUN_DEBUG )$' "$src/docs/man/vmmx.7" && run && [ $st -eq 0 ]
 check $? "a tag line \".RB ( VMMX_RUN_DEBUG )\" is the variable's entry, escapes and punctuation aside"
 restore docs/man/vmmx.7
+sed 's/^\.BR VMMX_DEVICE_HEADROOM ", " VMMX_HEADROOM$/.B VMMX_DEVICE_HEADROOM\n.TQ\n.B VMMX_HEADROOM/' \
+	"$top_srcdir/docs/man/vmmx.7" >"$src/docs/man/vmmx.7"
+grep -q '^\.TQ$' "$src/docs/man/vmmx.7" && run && [ $st -eq 0 ]
+check $? "a second tag under .TQ (VMMX_HEADROOM) is an entry too"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/out"
+restore docs/man/vmmx.7
 sed '/^\.TP$/{N;s/^\.TP\n\.B VMMX_RUN_DEBUG$/.PP\nSee VMMX_RUN_DEBUG./}' "$top_srcdir/docs/man/vmmx.7" \
 	>"$src/docs/man/vmmx.7"
 fails "vmmx.7 that mentions VMMX_RUN_DEBUG in the text but has no entry for it" \
