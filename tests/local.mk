@@ -82,6 +82,9 @@ TESTS += $(vmmx_c_tests) %D%/api/cxx %D%/api/exports.sh
 EXTRA_DIST += %D%/api/exports.sh %D%/tools/tap.sh
 TESTS += %D%/tools/vmmx-info.sh
 EXTRA_DIST += %D%/tools/vmmx-info.sh
+# The man pages vmmx(3) and vmmx(7) against the code (.ci/check-man).
+TESTS += %D%/docs/check-man.sh
+EXTRA_DIST += %D%/docs/check-man.sh
 # The Python package under pytest, as TAP (skips without pytest).
 TESTS += %D%/python/pytest.sh
 EXTRA_DIST += %D%/python/pytest.sh
