@@ -435,17 +435,24 @@ static const char *getenv_secure(const char *name)
 #endif
 }
 
-/* VMMX_* names the library does not read but other parts of the project do. */
+/* VMMX_* names the library does not read but other parts of the project do
+ * (vmmx(7) lists every one). */
 static bool var_foreign(const char *name, size_t len)
 {
-	/* the Python package's path to libvmmx (python/vmmx/__init__.py) */
-	static const char library[] = "VMMX_LIBRARY";
+	static const char *const exact[] = {
+		"VMMX_LIBRARY",         /* the Python package's path to libvmmx */
+		"VMMX_BENCH_PROFILE",   /* the Python benchmark's decode profile */
+		"VMMX_PLOT_REEXEC",     /* vmmx-plot's re-exec guard */
+	};
 	/* vmmx-run's and its interposer's own settings (preload/, tools/vmmx-run.c) */
 	static const char run[] = "VMMX_RUN_";
 
 	if (len > sizeof(run) - 1 && !memcmp(name, run, sizeof(run) - 1))
 		return true;
-	return len == sizeof(library) - 1 && !memcmp(name, library, len);
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (strlen(exact[i]) == len && !memcmp(name, exact[i], len))
+			return true;
+	return false;
 }
 
 static void warn_unknown_env(const struct vmmx__log *log)
@@ -458,7 +465,7 @@ static void warn_unknown_env(const struct vmmx__log *log)
 		eq = strchr(*e, '=');
 		if (eq && !var_find(*e, (size_t)(eq - *e)) && !var_foreign(*e, (size_t)(eq - *e)))
 			vmmx__logf(log, VMMX_LOG_WARN,
-				   "%.*s is not a libvmmx variable; ignored (the README lists the variables)",
+				   "%.*s is not a libvmmx variable; ignored (vmmx(7) lists the variables)",
 				   (int)(eq - *e), *e);
 	}
 }
