@@ -166,7 +166,7 @@ static void promote(struct tracked *t, int *synced)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	uint64_t cycle_len = vmmxp_cycle_len();
+	uint64_t cycle_len = vmmxp_cycle_len(NULL);
 	int err;
 
 	if (vmmx_ctx_query(t->ctx, &ci)) {
@@ -242,7 +242,7 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 }
 
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n)
+		       size_t n, long at, CUstream stream)
 {
 	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
 	struct tracked *t[VMMXP_PLACE_MAX];

@@ -399,22 +399,28 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void);
 /* ---- the launch cycle (cycle.c) ---- */
 
 struct vmmxp_cycle_stats {
-	uint64_t learned;       /* cycles learned */
-	uint64_t dropped;       /* ... dropped when a launch was not the one expected */
-	uint64_t last_len;      /* launches in the last cycle learned */
+	uint64_t learned;       /* cycles confirmed */
+	uint64_t proposed;      /* cycles proposed (a launch's kernel and largest segment came round) */
+	uint64_t rejected;      /* ... dropped before they were confirmed */
+	uint64_t dropped;       /* confirmed cycles dropped: too many launches not the expected ones */
+	uint64_t last_len;      /* launches in the last cycle confirmed */
 	uint64_t in_cycle;      /* launches that fell where a known cycle expected them */
-	uint64_t overflows;     /* first passes too long to learn */
 };
 
 /*
- * vmmxp_cycle_note() - one launch, by its signature (kernel and chunks named).
- * Return: its position in the known cycle, or -1 when none is known (or it
- * just broke one).
+ * vmmxp_cycle_note() - one launch: its @kernel, the bases of the @n
+ * segments it named (@segs) and the largest of them (@big, 0 if none).
+ * Return: its position in the known cycle, or -1 when none is known (or
+ * the launch is not one the cycle expects).
  * Context: any thread; takes the cycle's mutex.
  */
-long vmmxp_cycle_note(uint64_t sig);
-/* The known cycle's length in launches; 0 while none is known. */
-uint64_t vmmxp_cycle_len(void);
+long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, size_t n, uint64_t big);
+/*
+ * The known cycle's length in launches; 0 while none is known.  Each cycle
+ * proposed has a new *@generation_p (may be NULL): positions of two
+ * generations are unrelated.
+ */
+uint64_t vmmxp_cycle_len(uint64_t *generation_p);
 /* A forked child's locks afresh (the threads that held them are not there). */
 void vmmxp_cycle_after_fork(void);
 void vmmxp_place_after_fork(void);
@@ -444,7 +450,7 @@ int vmmxp_place_on(void);
  * the device, copies); calls the driver.
  */
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n);
+		       size_t n, long at, CUstream stream);
 void vmmxp_place_done(void);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);

@@ -16,6 +16,8 @@
  *
  * Mode "cycle": a step of three launches repeated, then in another order.
  * Mode "place-act": the same with an activation named every other launch.
+ * Mode "place-jitter": a step whose workspace moves and whose first steps
+ * have extra launches; the cycle is learned all the same.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
@@ -429,6 +431,65 @@ static int place_act(void)
 	return tap_done();
 }
 
+/*
+ * --placement launch on a step that varies: six 64 MiB weights (four fit)
+ * with a kernel each, a relu on an activation after each, a 16 MiB
+ * workspace that is a new allocation at every step (two alive at once, so
+ * its address alternates), two extra launches before the first step and
+ * one inside the second.  The cycle must still be learned, and from then
+ * on room made by next use: the weight named latest goes, and a step
+ * brings in 3 or 4 weights (by least recently named, every one of the six
+ * would miss at every step).
+ */
+static int place_jitter(void)
+{
+	static struct fake_kernel kg = { "kg", 0, 0, 3, { 0, 8, 16 }, { 8, 8, 8 } },
+				  kr = { "kr", 0, 0, 1, { 0 }, { 8 } },
+				  kx = { "kx", 0, 0, 1, { 0 }, { 8 } };
+	void *w[NW] = { 0 }, *act[2] = { 0 }, *ws[5] = { 0 };
+	int bad = 0, missed[5] = { 0 };
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	for (int i = 0; i < 2; i++)
+		is_int(0, cudaMalloc(&act[i], MiB), "cudaMalloc act%d, 1 MiB", i);
+	for (int step = 0; step < 5; step++) {
+		void *pws[] = { &ws[step] };
+
+		if (cudaMalloc(&ws[step], 16 * MiB))
+			bad++;
+		if (step >= 2)
+			cudaFree(ws[step - 2]);
+		for (int e = 0; step == 0 && e < 2; e++)
+			bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, pws, NULL) != 0;
+		for (int i = 0; i < NW; i++) {
+			void *pg[] = { &w[i], &ws[step], &act[i % 2] }, *pr[] = { &act[(i + 1) % 2] };
+
+			missed[step] += !all_on_device(w[i]);
+			bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
+			if (!all_on_device(w[i]))
+				diag("step %d: w%d not on the device at its launch", step, i), bad++;
+			bad += cuLaunchKernel(&kr, 1, 1, 1, 32, 1, 1, 0, NULL, pr, NULL) != 0;
+			if (step == 1 && i == 2)
+				bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, pws, NULL) != 0;
+		}
+		diag("step %d: %d weights brought in", step, missed[step]);
+	}
+	is_int(0, bad, "66 launches succeed, each with its weight on the device when passed on");
+	/* Three weights fit beside the workspace and activations: 3 or 4 a step; 6 when LRU. */
+	ok(missed[3] + missed[4] <= 7,
+	   "steps 4 and 5 bring in at most 7 of their 12 weights (got %d and %d)", missed[3],
+	   missed[4]);
+	for (int step = 3; step < 5; step++)
+		cudaFree(ws[step]);
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	cudaFree(act[0]);
+	cudaFree(act[1]);
+	return tap_done();
+}
+
 #define THREADS 4
 #define THREAD_LAUNCHES 2000
 #define THREAD_KERNELS 32
@@ -546,6 +607,8 @@ int main(int argc, char **argv)
 		return place();
 	if (argc > 1 && !strcmp(argv[1], "unload"))
 		return unload();
+	if (argc > 1 && !strcmp(argv[1], "place-jitter"))
+		return place_jitter();
 	if (argc > 1 && !strcmp(argv[1], "place-act"))
 		return place_act();
 	if (argc > 1 && !strcmp(argv[1], "torture"))
