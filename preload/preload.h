@@ -119,7 +119,11 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuKernelGetParamInfo)                                                            \
 	X(cuFuncGetName)                                                                   \
 	X(cuKernelGetName)                                                                 \
-	X(cudaGetFuncBySymbol)
+	X(cudaGetFuncBySymbol)                                                             \
+	X(cuEventCreate)                                                                   \
+	X(cuEventRecord)                                                                   \
+	X(cuEventQuery)                                                                    \
+	X(cuEventSynchronize)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -271,6 +275,11 @@ VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *o
 VMMXP_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);
 VMMXP_EXPORT CUresult cuKernelGetName(const char **name, void *kernel);
 VMMXP_EXPORT cudaError_t cudaGetFuncBySymbol(CUfunction *f, const void *symbol);
+/* helpers of --placement launch: last-use events (events are never destroyed: a ring) */
+VMMXP_EXPORT CUresult cuEventCreate(void **event, unsigned int flags);
+VMMXP_EXPORT CUresult cuEventRecord(void *event, CUstream stream);
+VMMXP_EXPORT CUresult cuEventQuery(void *event);
+VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
 
 /* resolve.c */
 
@@ -431,12 +440,17 @@ void vmmxp_place_after_fork(void);
 #define VMMXP_PLACE_MAX 256
 
 struct vmmxp_place_stats {
-	uint64_t promoted, promoted_bytes;  /* segments brought to the device before a launch */
+	uint64_t promoted, promoted_bytes;  /* segments brought to the device */
+	uint64_t ahead;                     /* ... of them ahead of their launch (the cycle known) */
+	uint64_t on_demand;                 /* ... for the launch about to be passed on */
 	uint64_t evicted, evicted_bytes;    /* segments sent back to host memory for room */
 	uint64_t evicted_next_use;          /* ... chosen by next use, a cycle being known */
 	uint64_t evicted_lru;               /* ... chosen as the least recently named */
 	uint64_t no_room;                   /* segments left in host memory: no victim */
+	uint64_t in_place;                  /* ... read once, the device full of sooner needs */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
+	uint64_t waits;                     /* moves that waited for a last use still running */
+	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
 };
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */

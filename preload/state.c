@@ -557,12 +557,16 @@ static void report_launches(FILE *out)
 
 		human(b1, sizeof(b1), ps.promoted_bytes);
 		human(b2, sizeof(b2), ps.evicted_bytes);
-		fprintf(out, "  placement        launch: %llu segments brought to the device (%s), %llu sent "
-			     "back (%s: by next use %llu, least recently named %llu); left in host "
-			     "memory: no room %llu, failed moves %llu\n",
-			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.evicted, b2,
+		fprintf(out, "  placement        launch: %llu segments brought to the device (%s: ahead %llu, "
+			     "on demand %llu), %llu sent back (%s: by next use %llu, least recently "
+			     "named %llu); left in host memory: no room %llu, read in place %llu, failed "
+			     "moves %llu; waits for last uses %llu, device syncs %llu\n",
+			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
+			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
 			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
-			(unsigned long long)ps.no_room, (unsigned long long)ps.failed);
+			(unsigned long long)ps.no_room, (unsigned long long)ps.in_place,
+			(unsigned long long)ps.failed, (unsigned long long)ps.waits,
+			(unsigned long long)ps.device_syncs);
 	}
 }
 

@@ -84,8 +84,8 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, failed moves 0$' "$tmp/rep5"
-check $? "--report: 8 segments brought in, 8 sent back, 2 by least recent use (first step), 6 by next use"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, failed moves 0; waits for last uses 0, device syncs 2$' "$tmp/rep5"
+check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
 st=$?
@@ -93,17 +93,32 @@ grep -q '^not ok' "$tmp/tap9" && st=1
 check $st "--placement launch: a buffer named every other launch is never the victim once the cycle is known ($(grep -c '^ok' "$tmp/tap9") checks)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap9" "$tmp/rep9"
 # A step that varies (a workspace at a new address each step, extra launches
-# in the first two): the cycle is learned all the same, and room is made by next use.
-"$run" $opts --placement launch --report-file "$tmp/rep10" -- "$lc" place-jitter >"$tmp/tap10" 2>&1
+# in the first two): the cycle is learned all the same, and room is made by
+# next use.  320 MiB: four of the six weights fit beside the activations.
+"$run" --policy device-first --device-limit 320MiB --headroom 0 --placement launch --report-file "$tmp/rep10" -- "$lc" place-jitter >"$tmp/tap10" 2>&1
 st=$?
 grep -q '^not ok' "$tmp/tap10" && st=1
-check $st "--placement launch with a varying step: each weight on the device at its launch, 3 or 4 brought in a step once the cycle is known ($(grep -c '^ok' "$tmp/tap10") checks)"
+check $st "--placement launch with a varying step: each weight on the device at its launch, at most 7 of 12 brought in over two steps once the cycle is known ($(grep -c '^ok' "$tmp/tap10") checks)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap10"
 grep -q 'cycle  *learned 1 times (the last 12 launches long), dropped 0 times' "$tmp/rep10" &&
-	grep -q 'sent back ([^:]*: by next use 1[0-9], least recently named [0-2])' "$tmp/rep10"
+	grep -q 'brought to the device ([^:]*: ahead [1-9][0-9]*, on demand [0-9]*), [0-9]* sent back ([^:]*: by next use [1-9][0-9]*, least recently named [0-2])' "$tmp/rep10"
 st=$?
-check $st "--report: the varying step learned as a cycle of 12 launches; victims by next use (least recently named only before it)"
+check $st "--report: the varying step learned as a cycle of 12 launches; segments brought in ahead; victims by next use (least recently named only before it)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/rep10"
+# Weights read once (their kernels name little else): read in place once the cycle is known.
+"$run" $opts --placement launch --report-file "$tmp/rep11" -- "$lc" place-once >"$tmp/tap11" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap11" && st=1
+grep -q 'read in place [1-9]' "$tmp/rep11" || st=1
+check $st "--placement launch: weights read once are read in place when the device is full of segments needed sooner; none brought in after the second step ($(grep -c '^ok' "$tmp/tap11") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap11" "$tmp/rep11"
+# The fake's kernels still running: each move waits for the last use of what moves, not for the device.
+"$run" $opts --placement launch --report-file "$tmp/rep12" -- "$lc" place-wait >"$tmp/tap12" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap12" && st=1
+grep -q 'waits for last uses [1-9][0-9]*, device syncs 2$' "$tmp/rep12" || st=1
+check $st "--placement launch with kernels running: every move after the first step waited for its buffer's last-use event, before the move; only the first 2 moves synced the device ($(grep -c '^ok' "$tmp/tap12") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap12" "$tmp/rep12"
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
 VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
 st=$?
