@@ -493,25 +493,25 @@ static void bring_in_ahead(void)
 	for (uint64_t d = 1; d <= horizon; d++) {
 		uint64_t q = ((uint64_t)cur.at + d) % len;
 		const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
+		uint32_t live = 0;
 		int moved = 0;
 
 		if (!pl || pl->generation != cur.generation)
 			return;
 		for (uint32_t i = 0; i < pl->n; i++) {
 			struct tracked *t = find(pl->base[i], 0);
-			uint64_t after;
+			uint64_t after, period;
 
-			uint64_t period;
-
+			if (!t || !t->ctx)
+				continue;
 			/*
 			 * Its use expected from its period is past: the plan is out of
 			 * date there (the workspace of the last step, freed since).
 			 */
-			if (!t || !t->ctx)
-				continue;
 			period = t->prev && t->last - t->prev < len ? t->last - t->prev : len;
 			if (t->last + period <= seq)
 				continue;
+			live |= 1u << i;
 			t->hold = seq;
 			/* Its use in the window, then its period again. */
 			after = seq + d + period;
@@ -521,7 +521,7 @@ static void bring_in_ahead(void)
 		for (uint32_t i = 0; i < pl->n; i++) {
 			struct tracked *t = find(pl->base[i], 0);
 
-			if (!t || !t->ctx || all_on_device(t))
+			if (!(live >> i & 1) || all_on_device(t))
 				continue;
 			if (promote(t, AHEAD_OF, (pl->once >> i) & 1, len, bound))
 				return;

@@ -105,20 +105,22 @@ grep -q 'cycle  *learned 1 times (the last 12 launches long), dropped 0 times' "
 st=$?
 check $st "--report: the varying step learned as a cycle of 12 launches; segments brought in ahead; victims by next use (least recently named only before it)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/rep10"
+# placed N MODE PATTERN TEXT: launchclient MODE under --placement launch; its
+# checks and a report matching PATTERN make one check.
+placed() {
+	"$run" $opts --placement launch --report-file "$tmp/rep$1" -- "$lc" "$2" >"$tmp/tap$1" 2>&1
+	st=$?
+	grep -q '^not ok' "$tmp/tap$1" && st=1
+	grep -q "$3" "$tmp/rep$1" || st=1
+	check $st "$4 ($(grep -c '^ok' "$tmp/tap$1") checks)"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap$1" "$tmp/rep$1"
+}
 # Weights read once (their kernels name little else): read in place once the cycle is known.
-"$run" $opts --placement launch --report-file "$tmp/rep11" -- "$lc" place-once >"$tmp/tap11" 2>&1
-st=$?
-grep -q '^not ok' "$tmp/tap11" && st=1
-grep -q 'read in place [1-9]' "$tmp/rep11" || st=1
-check $st "--placement launch: weights read once are read in place when the device is full of segments needed sooner; none brought in after the second step ($(grep -c '^ok' "$tmp/tap11") checks)"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap11" "$tmp/rep11"
+placed 11 place-once 'read in place [1-9]' \
+	"--placement launch: weights read once are read in place when the device is full of segments needed sooner; none brought in after the second step"
 # The fake's kernels still running: each move waits for the last use of what moves, not for the device.
-"$run" $opts --placement launch --report-file "$tmp/rep12" -- "$lc" place-wait >"$tmp/tap12" 2>&1
-st=$?
-grep -q '^not ok' "$tmp/tap12" && st=1
-grep -q 'waits for last uses [1-9][0-9]*, device syncs 2$' "$tmp/rep12" || st=1
-check $st "--placement launch with kernels running: every move after the first step waited for its buffer's last-use event, before the move; only the first 2 moves synced the device ($(grep -c '^ok' "$tmp/tap12") checks)"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap12" "$tmp/rep12"
+placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2$' \
+	"--placement launch with kernels running: every move after the first step waited for its buffer's last-use event, before the move; only the first 2 moves synced the device"
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
 VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
 st=$?
