@@ -462,7 +462,8 @@ static int place_step(int once)
 				  kx = { "kx", 0, 0, 1, { 0 }, { 8 } };
 	size_t asize = once ? MiB : 16 * MiB;
 	void *w[NW] = { 0 }, *act[2] = { 0 }, *ws[5] = { 0 }, *none = NULL;
-	int bad = 0, in[5] = { 0 }, in_place = 0;
+	int bad = 0, in[5] = { 0 }, in_place = 0, ahead = 0, ahead_late = 0;
+	unsigned early = 0; /* weights brought in by a launch that does not name them */
 
 	plan_lazy();
 	for (int i = 0; i < NW; i++)
@@ -483,7 +484,14 @@ static int place_step(int once)
 			void *pr[] = { &act[(i + 1) % 2] };
 			unsigned before = resident(w);
 
+			/* Brought in early: it must still be there at its launch, before it. */
+			if (early & (1u << i)) {
+				ahead += step >= 3;
+				ahead_late += !(before & (1u << i));
+			}
+			early &= ~(1u << i);
 			bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
+			early |= ~before & resident(w) & ~(1u << i);
 			in[step] += brought_in(before, resident(w));
 			if (!all_on_device(w[i])) {
 				in_place += step >= 2;
@@ -492,6 +500,7 @@ static int place_step(int once)
 			}
 			before = resident(w);
 			bad += cuLaunchKernel(&kr, 1, 1, 1, 32, 1, 1, 0, NULL, pr, NULL) != 0;
+			early |= ~before & resident(w);
 			in[step] += brought_in(before, resident(w));
 			if (step == 1 && i == 2)
 				bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, pws, NULL) != 0;
@@ -503,6 +512,9 @@ static int place_step(int once)
 		/* Four fit beside the workspace and activations: 2 or 3 a step; 6 when LRU. */
 		ok(in[3] + in[4] <= 7, "steps 4 and 5 bring in at most 7 of their 12 weights (got %d and %d)",
 		   in[3], in[4]);
+		ok(ahead > 0 && !ahead_late,
+		   "steps 4 and 5: %d weights brought in ahead, by an earlier launch; all still on the device when their own came",
+		   ahead);
 	} else {
 		is_int(0, bad, "63 launches succeed");
 		ok(in[2] + in[3] + in[4] == 0 && in_place >= 6,
