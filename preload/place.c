@@ -212,7 +212,7 @@ static int wait_last_use(const struct tracked *t)
 	/* A use older than the ring is complete: its slot was recorded again only after it. */
 	if (t->use && t->use + EVENTS <= uses)
 		return 0;
-	if (!t->use || !event_ok[slot] || !query || !sync) {
+	if (!t->use || !query || !sync) {
 		st.device_syncs++;
 		return vmmx_sync(t->ctx);
 	}
@@ -229,7 +229,9 @@ static int wait_last_use(const struct tracked *t)
 
 /*
  * The next use's event, recorded on @stream after the launch: returns its
- * number.  The slot's previous event is waited for first (see the top).
+ * number, or 0 when it could not be made or recorded (the segments then
+ * have no last-use event, and their moves wait for the device).  The
+ * slot's previous event is waited for first (see the top).
  */
 static uint64_t record_use(CUstream stream)
 {
@@ -250,7 +252,7 @@ static uint64_t record_use(CUstream stream)
 		events[slot] = NULL;
 	if (events[slot] && record && record(events[slot], stream) == CUDA_OK)
 		event_ok[slot] = 1;
-	return uses;
+	return event_ok[slot] ? uses : 0;
 }
 
 /*
