@@ -80,8 +80,8 @@
 #define PLAN_SLOTS 65536
 /* Segments kept per position (the launch's first ones). */
 #define PLAN_SEGS 8
-/* Launches looked ahead for segments to bring in. */
-#define AHEAD 64
+/* Launches looked ahead for segments to bring in (each a few hash lookups). */
+#define AHEAD 32
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
 #define EVENT_DISABLE_TIMING 0x2
 #define CU_NOT_READY 600
@@ -185,16 +185,6 @@ static int still_on_device(const struct tracked *t)
 
 	return !vmmx_lookup(t->ctx, t->base, &ci) && vmmx_buf_ptr(ci.buf) == t->base &&
 	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && r.device;
-}
-
-/* Whether all of @t's segment lies on the device. */
-static int all_on_device(const struct tracked *t)
-{
-	struct vmmx_residency r = { 0, 0 };
-	struct vmmx_chunk_info ci;
-
-	return !vmmx_lookup(t->ctx, t->base, &ci) && vmmx_buf_ptr(ci.buf) == t->base &&
-	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && !r.host;
 }
 
 /*
@@ -517,13 +507,14 @@ static void bring_in_ahead(void)
 			t->hold = seq;
 			/* Its use in the window, then its period again. */
 			after = seq + d + period;
-			if (after > bound && all_on_device(t))
+			if (after > bound && t->on_device)
 				bound = after;
 		}
 		for (uint32_t i = 0; i < pl->n; i++) {
 			struct tracked *t = find(pl->base[i], 0);
 
-			if (!(live >> i & 1) || all_on_device(t))
+			/* As last seen here: one that libvmmx moved meanwhile is left to its launch. */
+			if (!(live >> i & 1) || t->on_device)
 				continue;
 			if (promote(t, AHEAD_OF, (pl->once >> i) & 1, len, bound))
 				return;

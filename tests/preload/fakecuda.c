@@ -203,7 +203,8 @@ int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exe
  * unless fake_event_hold(1) is in force: then it stays not ready
  * (CUDA_ERROR_NOT_READY, 600) until cuEventSynchronize(), which first calls
  * the test's function with the number of launches the fake had seen when
- * the event was recorded (the work it waits for).
+ * the event was recorded (the work it waits for).  fake_event_fail(1)
+ * makes every cuEventRecord fail, as one on another context's stream does.
  */
 #define FAKE_EVENTS 4096
 struct fake_event {
@@ -213,10 +214,11 @@ struct fake_event {
 };
 
 static struct fake_event events[FAKE_EVENTS];
-static int event_hold;
+static int event_hold, event_fail;
 static void (*event_sync_fn)(unsigned long launches);
 
 void fake_event_hold(int on) { __atomic_store_n(&event_hold, on, __ATOMIC_RELAXED); }
+void fake_event_fail(int on) { __atomic_store_n(&event_fail, on, __ATOMIC_RELAXED); }
 void fake_event_sync_impl(void (*fn)(unsigned long launches)) { event_sync_fn = fn; }
 
 int cuEventCreate(void **e, unsigned int flags)
@@ -236,8 +238,8 @@ int cuEventRecord(void *e, void *s)
 	struct fake_event *ev = e;
 
 	CALL(FAKE_event_record);
-	if (!ev)
-		return 400; /* CUDA_ERROR_INVALID_HANDLE */
+	if (!ev || __atomic_load_n(&event_fail, __ATOMIC_RELAXED))
+		return 400; /* CUDA_ERROR_INVALID_HANDLE (a stream of another context) */
 	ev->stream = s;
 	ev->launches = fake_calls(FAKE_launch);
 	ev->done = !__atomic_load_n(&event_hold, __ATOMIC_RELAXED);

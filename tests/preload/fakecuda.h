@@ -196,6 +196,8 @@ int cudaGraphLaunch_ptsz(void *exec, void *s);
  * fake_event_sync_impl() with the launches seen when the event was recorded.
  */
 void fake_event_hold(int on);
+/* While on, cuEventRecord fails (CUDA_ERROR_INVALID_HANDLE). */
+void fake_event_fail(int on);
 void fake_event_sync_impl(void (*fn)(unsigned long launches));
 int cuEventCreate(void **e, unsigned int flags);
 int cuEventRecord(void *e, void *s);

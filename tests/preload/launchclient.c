@@ -20,6 +20,7 @@
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
  * last use of what moves (the fake's events held until waited for).
+ * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
@@ -720,6 +721,10 @@ int main(int argc, char **argv)
 		return place_step(0);
 	if (argc > 1 && !strcmp(argv[1], "place-once"))
 		return place_step(1);
+	if (argc > 1 && !strcmp(argv[1], "place-noevent")) {
+		fake_event_fail(1);
+		return place();
+	}
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-act"))

@@ -121,6 +121,9 @@ placed 11 place-once 'read in place [1-9]' \
 # The fake's kernels still running: each move waits for the last use of what moves, not for the device.
 placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2$' \
 	"--placement launch with kernels running: every move after the first step waited for its buffer's last-use event, before the move; only the first 2 moves synced the device"
+# No event can be recorded (a launch on another context's stream): each move waits for the device.
+placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*$' \
+	"--placement launch without last-use events: the same moves, each after a device sync"
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
 VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
 st=$?
