@@ -27,8 +27,9 @@
  * When not to move: a segment that is at least two thirds of the bytes its
  * launch names, beside other segments, is taken to be read once by it (a
  * matrix-vector product: batch 1 to a few dozen, decode; a launch naming
- * one segment only is not judged): a copy crosses the link with the same bytes the
- * kernel would read in place, and sending a victim back crosses it again.
+ * one segment only is not judged): a copy crosses the link with the same
+ * bytes the kernel would read in place, and sending a victim back crosses
+ * it again.
  * With a cycle known, such a segment is brought in only into free room or
  * in place of a segment needed later than it; when the device is full of
  * segments needed sooner it is read in place (counted).
@@ -48,7 +49,9 @@
  * of a segment it covered wait for the whole device (vmmx_sync()), as
  * before, counted.  Work the watch cannot see (a copy by the runtime, a
  * pointer inside a kernel's own data structure) is not waited for: such
- * memory must be named by the launches that use it.
+ * memory must be named by the launches that use it, or
+ * VMMX_RUN_PLACE_WAIT=device set, which makes every wait one for the whole
+ * device, as the first version did.
  *
  * The placement lock is held from the moves until the real launch returns
  * and its event is recorded (vmmxp_place_done()), so another thread's
@@ -187,6 +190,19 @@ static int still_on_device(const struct tracked *t)
 	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && r.device;
 }
 
+/* VMMX_RUN_PLACE_WAIT=device: moves wait for the whole device (see the top); read once. */
+static int wait_device(void)
+{
+	static int device = -1;
+
+	if (device < 0) {
+		const char *s = getenv("VMMX_RUN_PLACE_WAIT");
+
+		device = s && !strcmp(s, "device");
+	}
+	return device;
+}
+
 /*
  * Wait until the work that last used @t's segment is done: its last-use
  * event, or the whole device when that event could not be recorded.
@@ -200,9 +216,9 @@ static int wait_last_use(const struct tracked *t)
 	CUresult r;
 
 	/* A use older than the ring is complete: its slot was recorded again only after it. */
-	if (t->use && t->use + EVENTS <= uses)
+	if (t->use && t->use + EVENTS <= uses && !wait_device())
 		return 0;
-	if (!t->use || !query || !sync) {
+	if (!t->use || !query || !sync || wait_device()) {
 		st.device_syncs++;
 		return vmmx_sync(t->ctx);
 	}

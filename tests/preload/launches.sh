@@ -124,6 +124,11 @@ placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2$' \
 # No event can be recorded (a launch on another context's stream): each move waits for the device.
 placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*$' \
 	"--placement launch without last-use events: the same moves, each after a device sync"
+# VMMX_RUN_PLACE_WAIT=device: every move waits for the whole device, none for an event.
+export VMMX_RUN_PLACE_WAIT=device
+placed 14 place 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*$' \
+	"--placement launch with VMMX_RUN_PLACE_WAIT=device: the same moves, each after a device sync"
+unset VMMX_RUN_PLACE_WAIT
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
 VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
 st=$?
