@@ -69,6 +69,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "preload/preload.h"
 
@@ -190,6 +191,15 @@ static int still_on_device(const struct tracked *t)
 	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && r.device;
 }
 
+/* Monotonic nanoseconds, for the report's time spent moving and waiting. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* VMMX_RUN_PLACE_WAIT=device: moves wait for the whole device (see the top); read once. */
 static int wait_device(void)
 {
@@ -208,7 +218,7 @@ static int wait_device(void)
  * event, or the whole device when that event could not be recorded.
  * Return: 0, or -VMMX_E* when the wait failed (nothing may move then).
  */
-static int wait_last_use(const struct tracked *t)
+static int wait_for_use(const struct tracked *t)
 {
 	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
 	CUresult (*sync)(void *) = VMMXP_REAL(cuEventSynchronize);
@@ -231,6 +241,16 @@ static int wait_last_use(const struct tracked *t)
 	/* The event failed: the device is waited for instead. */
 	st.device_syncs++;
 	return vmmx_sync(t->ctx);
+}
+
+/* wait_for_use(), its time counted. */
+static int wait_last_use(const struct tracked *t)
+{
+	uint64_t t0 = now_ns();
+	int err = wait_for_use(t);
+
+	st.wait_ns += now_ns() - t0;
+	return err;
 }
 
 /*
@@ -318,6 +338,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
+	uint64_t t0;
 	int err;
 
 	if (vmmx_ctx_query(t->ctx, &ci)) {
@@ -334,7 +355,9 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		struct vmmx_loc dev = { VMMX_LOC_DEVICE, ci.device };
 		struct tracked *v;
 
+		t0 = now_ns();
 		err = vmmx_prefetch(t->ctx, t->base, t->size, dev, NULL);
+		st.in_ns += now_ns() - t0;
 		if (!err) {
 			st.promoted++;
 			st.promoted_bytes += t->size;
@@ -370,8 +393,10 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			return -VMMX_ENOMEM;
 		}
 		err = wait_last_use(v);
+		t0 = now_ns();
 		if (!err)
 			err = vmmx_prefetch(v->ctx, v->base, v->size, host, NULL);
+		st.out_ns += now_ns() - t0;
 		if (err) {
 			/* What moved stays moved; what did not is still on the device. */
 			v->on_device = still_on_device(v);

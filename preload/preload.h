@@ -451,6 +451,7 @@ struct vmmxp_place_stats {
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 	uint64_t waits;                     /* moves that waited for a last use still running */
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
+	uint64_t in_ns, out_ns, wait_ns;    /* time in moves to the device, back, and in waits */
 };
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */

@@ -84,7 +84,7 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, failed moves 0; waits for last uses 0, device syncs 2$' "$tmp/rep5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
@@ -119,14 +119,14 @@ placed() {
 placed 11 place-once 'read in place [1-9]' \
 	"--placement launch: weights read once are read in place when the device is full of segments needed sooner; none brought in after the second step"
 # The fake's kernels still running: each move waits for the last use of what moves, not for the device.
-placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2$' \
+placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2;' \
 	"--placement launch with kernels running: every move after the first step waited for its buffer's last-use event, before the move; only the first 2 moves synced the device"
 # No event can be recorded (a launch on another context's stream): each move waits for the device.
-placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*$' \
+placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*;' \
 	"--placement launch without last-use events: the same moves, each after a device sync"
 # VMMX_RUN_PLACE_WAIT=device: every move waits for the whole device, none for an event.
 export VMMX_RUN_PLACE_WAIT=device
-placed 14 place 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*$' \
+placed 14 place 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*;' \
 	"--placement launch with VMMX_RUN_PLACE_WAIT=device: the same moves, each after a device sync"
 unset VMMX_RUN_PLACE_WAIT
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
