@@ -25,8 +25,8 @@
  *    distinct chunks a launch names are counted, those in host memory
  *    apart, for the report, and written to the trace (--trace) with their
  *    location at launch;
- *  - the launch's signature (kernel and chunks) goes to the cycle learner
- *    (cycle.c), which says where in the step the launch falls.
+ *  - the launch's kernel and the segments it named go to the cycle
+ *    learner (cycle.c), which says where in the step the launch falls.
  * A kernel whose layout the driver cannot give (a driver older than 12.4,
  * a handle it does not know) is counted and passed on unread: without the
  * number of parameters, the kernelParams array cannot be read safely.
@@ -398,16 +398,28 @@ static void atfork_init(void)
 	(void)pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-/* A launch's signature for the cycle: its kernel, then the chunks it named, in order (FNV-1a). */
-static uint64_t signature(const void *key, enum key_kind kind, const struct named *nm)
+/*
+ * What the cycle learner (cycle.c) knows a launch by: its kernel, the
+ * segments (libvmmx buffers) of the chunks it named, and the largest of
+ * them.  Returns the launch's place in the cycle, -1 if none.
+ */
+static long note_cycle(const void *key, enum key_kind kind, const struct named *nm)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t segs[MAX_NAMED], kernel, big = 0;
+	size_t big_size = 0;
 
-	h = (h ^ (uint64_t)(uintptr_t)key) * 0x100000001b3ull;
-	h = (h ^ (uint64_t)kind) * 0x100000001b3ull;
-	for (size_t i = 0; i < nm->n; i++)
-		h = (h ^ (uint64_t)(uintptr_t)nm->chunk[i].base) * 0x100000001b3ull;
-	return h;
+	kernel = ((uint64_t)(uintptr_t)key * 0x100000001b3ull) ^ (uint64_t)kind;
+	for (size_t i = 0; i < nm->n; i++) {
+		size_t size = vmmx_buf_size(nm->chunk[i].buf);
+
+		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
+		/* The first of equal sizes: parameter order is the same at every step. */
+		if (size > big_size) {
+			big_size = size;
+			big = segs[i];
+		}
+	}
+	return vmmxp_cycle_note(kernel, segs, nm->n, big);
 }
 
 /*
@@ -441,7 +453,7 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 	} else if (params && l && l->nparams < 0) {
 		count(&n_unread, 1);
 	}
-	at = vmmxp_cycle_note(signature(key, kind, &nm));
+	at = note_cycle(key, kind, &nm);
 	count(&n_named, nm.total);
 	count(&n_named_host, nm.host);
 	if (nm.host)
@@ -450,7 +462,7 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 	if (trace_fd >= 0)
 		trace_launch(api, l, stream, &nm, at);
 	if (vmmxp_place_on())
-		held = vmmxp_place_launch(nm.chunk, nm.chunk_ctx, nm.n);
+		held = vmmxp_place_launch(nm.chunk, nm.chunk_ctx, nm.n, at, stream);
 	vmmxp_depth(-1);
 	return held;
 }

@@ -119,7 +119,11 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuKernelGetParamInfo)                                                            \
 	X(cuFuncGetName)                                                                   \
 	X(cuKernelGetName)                                                                 \
-	X(cudaGetFuncBySymbol)
+	X(cudaGetFuncBySymbol)                                                             \
+	X(cuEventCreate)                                                                   \
+	X(cuEventRecord)                                                                   \
+	X(cuEventQuery)                                                                    \
+	X(cuEventSynchronize)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -271,6 +275,11 @@ VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *o
 VMMXP_EXPORT CUresult cuFuncGetName(const char **name, CUfunction f);
 VMMXP_EXPORT CUresult cuKernelGetName(const char **name, void *kernel);
 VMMXP_EXPORT cudaError_t cudaGetFuncBySymbol(CUfunction *f, const void *symbol);
+/* helpers of --placement launch: last-use events (events are never destroyed: a ring) */
+VMMXP_EXPORT CUresult cuEventCreate(void **event, unsigned int flags);
+VMMXP_EXPORT CUresult cuEventRecord(void *event, CUstream stream);
+VMMXP_EXPORT CUresult cuEventQuery(void *event);
+VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
 
 /* resolve.c */
 
@@ -399,22 +408,28 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void);
 /* ---- the launch cycle (cycle.c) ---- */
 
 struct vmmxp_cycle_stats {
-	uint64_t learned;       /* cycles learned */
-	uint64_t dropped;       /* ... dropped when a launch was not the one expected */
-	uint64_t last_len;      /* launches in the last cycle learned */
+	uint64_t learned;       /* cycles confirmed */
+	uint64_t proposed;      /* cycles proposed (a launch's kernel and largest segment came round) */
+	uint64_t rejected;      /* ... dropped before they were confirmed */
+	uint64_t dropped;       /* confirmed cycles dropped: too many launches not the expected ones */
+	uint64_t last_len;      /* launches in the last cycle confirmed */
 	uint64_t in_cycle;      /* launches that fell where a known cycle expected them */
-	uint64_t overflows;     /* first passes too long to learn */
 };
 
 /*
- * vmmxp_cycle_note() - one launch, by its signature (kernel and chunks named).
- * Return: its position in the known cycle, or -1 when none is known (or it
- * just broke one).
+ * vmmxp_cycle_note() - one launch: its @kernel, the bases of the @n
+ * segments it named (@segs) and the largest of them (@big, 0 if none).
+ * Return: its position in the known cycle, or -1 when none is known (or
+ * the launch is not one the cycle expects).
  * Context: any thread; takes the cycle's mutex.
  */
-long vmmxp_cycle_note(uint64_t sig);
-/* The known cycle's length in launches; 0 while none is known. */
-uint64_t vmmxp_cycle_len(void);
+long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, size_t n, uint64_t big);
+/*
+ * The known cycle's length in launches; 0 while none is known.  Each cycle
+ * proposed has a new *@generation_p (may be NULL): positions of two
+ * generations are unrelated.
+ */
+uint64_t vmmxp_cycle_len(uint64_t *generation_p);
 /* A forked child's locks afresh (the threads that held them are not there). */
 void vmmxp_cycle_after_fork(void);
 void vmmxp_place_after_fork(void);
@@ -425,12 +440,18 @@ void vmmxp_place_after_fork(void);
 #define VMMXP_PLACE_MAX 256
 
 struct vmmxp_place_stats {
-	uint64_t promoted, promoted_bytes;  /* segments brought to the device before a launch */
+	uint64_t promoted, promoted_bytes;  /* segments brought to the device */
+	uint64_t ahead;                     /* ... of them ahead of their launch (the cycle known) */
+	uint64_t on_demand;                 /* ... for the launch about to be passed on */
 	uint64_t evicted, evicted_bytes;    /* segments sent back to host memory for room */
 	uint64_t evicted_next_use;          /* ... chosen by next use, a cycle being known */
 	uint64_t evicted_lru;               /* ... chosen as the least recently named */
 	uint64_t no_room;                   /* segments left in host memory: no victim */
+	uint64_t in_place;                  /* ... read once, the device full of sooner needs */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
+	uint64_t waits;                     /* moves that waited for a last use still running */
+	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
+	uint64_t in_ns, out_ns, wait_ns;    /* time in moves to the device, back, and in waits */
 };
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
@@ -444,7 +465,7 @@ int vmmxp_place_on(void);
  * the device, copies); calls the driver.
  */
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n);
+		       size_t n, long at, CUstream stream);
 void vmmxp_place_done(void);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);

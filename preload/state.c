@@ -546,21 +546,29 @@ static void report_launches(FILE *out)
 		(unsigned long long)ls.named, (unsigned long long)ls.named_host,
 		(unsigned long long)ls.spilled_launches);
 	fprintf(out, "    cycle          learned %llu times (the last %llu launches long), dropped %llu "
-		     "times when the order changed; %llu launches where a known cycle expected them\n",
+		     "times when the order changed; %llu launches where a known cycle expected them; "
+		     "%llu proposed, %llu of them rejected unconfirmed\n",
 		(unsigned long long)cs.learned, (unsigned long long)cs.last_len,
-		(unsigned long long)cs.dropped, (unsigned long long)cs.in_cycle);
+		(unsigned long long)cs.dropped, (unsigned long long)cs.in_cycle,
+		(unsigned long long)cs.proposed, (unsigned long long)cs.rejected);
 	if (vmmxp_place_on()) {
 		struct vmmxp_place_stats ps = vmmxp_place_stats();
 		char b1[32], b2[32];
 
 		human(b1, sizeof(b1), ps.promoted_bytes);
 		human(b2, sizeof(b2), ps.evicted_bytes);
-		fprintf(out, "  placement        launch: %llu segments brought to the device (%s), %llu sent "
-			     "back (%s: by next use %llu, least recently named %llu); left in host "
-			     "memory: no room %llu, failed moves %llu\n",
-			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.evicted, b2,
+		fprintf(out, "  placement        launch: %llu segments brought to the device (%s: ahead %llu, "
+			     "on demand %llu), %llu sent back (%s: by next use %llu, least recently "
+			     "named %llu); left in host memory: no room %llu, read in place %llu, failed "
+			     "moves %llu; waits for last uses %llu, device syncs %llu; time moving in "
+			     "%.1f ms, sending back %.1f ms, waiting %.1f ms\n",
+			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
+			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
 			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
-			(unsigned long long)ps.no_room, (unsigned long long)ps.failed);
+			(unsigned long long)ps.no_room, (unsigned long long)ps.in_place,
+			(unsigned long long)ps.failed, (unsigned long long)ps.waits,
+			(unsigned long long)ps.device_syncs, (double)ps.in_ns / 1e6,
+			(double)ps.out_ns / 1e6, (double)ps.wait_ns / 1e6);
 	}
 }
 

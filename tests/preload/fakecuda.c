@@ -198,6 +198,73 @@ int cuGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec,
 int cudaGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
 int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
 
+/*
+ * Events: a pool of FAKE_EVENTS.  A recorded event is complete at once,
+ * unless fake_event_hold(1) is in force: then it stays not ready
+ * (CUDA_ERROR_NOT_READY, 600) until cuEventSynchronize(), which first calls
+ * the test's function with the number of launches the fake had seen when
+ * the event was recorded (the work it waits for).  fake_event_fail(1)
+ * makes every cuEventRecord fail, as one on another context's stream does.
+ */
+#define FAKE_EVENTS 4096
+struct fake_event {
+	int used, done;
+	void *stream;
+	unsigned long launches;
+};
+
+static struct fake_event events[FAKE_EVENTS];
+static int event_hold, event_fail;
+static void (*event_sync_fn)(unsigned long launches);
+
+void fake_event_hold(int on) { __atomic_store_n(&event_hold, on, __ATOMIC_RELAXED); }
+void fake_event_fail(int on) { __atomic_store_n(&event_fail, on, __ATOMIC_RELAXED); }
+void fake_event_sync_impl(void (*fn)(unsigned long launches)) { event_sync_fn = fn; }
+
+int cuEventCreate(void **e, unsigned int flags)
+{
+	(void)flags;
+	for (int i = 0; i < FAKE_EVENTS; i++)
+		if (!__atomic_exchange_n(&events[i].used, 1, __ATOMIC_ACQ_REL)) {
+			events[i].done = 1;
+			*e = &events[i];
+			return 0;
+		}
+	return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+
+int cuEventRecord(void *e, void *s)
+{
+	struct fake_event *ev = e;
+
+	CALL(FAKE_event_record);
+	if (!ev || __atomic_load_n(&event_fail, __ATOMIC_RELAXED))
+		return 400; /* CUDA_ERROR_INVALID_HANDLE (a stream of another context) */
+	ev->stream = s;
+	ev->launches = fake_calls(FAKE_launch);
+	ev->done = !__atomic_load_n(&event_hold, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int cuEventQuery(void *e)
+{
+	CALL(FAKE_event_query);
+	return !e ? 400 : ((struct fake_event *)e)->done ? 0 : 600;
+}
+
+int cuEventSynchronize(void *e)
+{
+	struct fake_event *ev = e;
+
+	CALL(FAKE_event_sync);
+	if (!ev)
+		return 400;
+	if (!ev->done && event_sync_fn)
+		event_sync_fn(ev->launches);
+	ev->done = 1;
+	return 0;
+}
+
 int cuModuleUnload(void *module) { CALL(FAKE_unload); (void)module; return 0; }
 int cuLibraryUnload(void *library) { CALL(FAKE_unload); (void)library; return 0; }
 

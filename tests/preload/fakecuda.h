@@ -15,6 +15,7 @@ enum fake_call {
 	FAKE_cuMemAllocFromPoolAsync, FAKE_cuDeviceGetDefaultMemPool, FAKE_cuMemPoolCreate,
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
 	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
+	FAKE_event_record, FAKE_event_query, FAKE_event_sync,
 	FAKE_NCALLS
 };
 
@@ -188,6 +189,20 @@ int cuGraphLaunch(void *exec, void *s);
 int cuGraphLaunch_ptsz(void *exec, void *s);
 int cudaGraphLaunch(void *exec, void *s);
 int cudaGraphLaunch_ptsz(void *exec, void *s);
+/*
+ * Events (cuEventCreate, cuEventRecord, cuEventQuery, cuEventSynchronize):
+ * complete once recorded, unless fake_event_hold(1): then not ready until
+ * synchronised, which first calls the function given to
+ * fake_event_sync_impl() with the launches seen when the event was recorded.
+ */
+void fake_event_hold(int on);
+/* While on, cuEventRecord fails (CUDA_ERROR_INVALID_HANDLE). */
+void fake_event_fail(int on);
+void fake_event_sync_impl(void (*fn)(unsigned long launches));
+int cuEventCreate(void **e, unsigned int flags);
+int cuEventRecord(void *e, void *s);
+int cuEventQuery(void *e);
+int cuEventSynchronize(void *e);
 int cuModuleUnload(void *module);
 int cuLibraryUnload(void *library);
 int cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size);

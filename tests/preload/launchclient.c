@@ -16,6 +16,11 @@
  *
  * Mode "cycle": a step of three launches repeated, then in another order.
  * Mode "place-act": the same with an activation named every other launch.
+ * Mode "place-jitter": a step whose workspace moves and whose first steps
+ * have extra launches; the cycle is learned all the same.  "place-once":
+ * weights read once, read in place.  "place-wait": moves wait for the
+ * last use of what moves (the fake's events held until waited for).
+ * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
@@ -383,7 +388,8 @@ static int place(void)
 		}
 	}
 	is_int(0, bad, "18 launches succeed, each with its buffer on the device when passed on");
-	is_int(0x27, (int)resident(w), "after the third step: w0, w1, w2 and w5 on the device");
+	/* The cycle known, w0 of the next step is brought in ahead of it, after w5's launch. */
+	is_int(0x39, (int)resident(w), "after the third step: w0, w3, w4 and w5 on the device");
 	for (int i = 0; i < NW; i++)
 		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
 	ok(ok_data, "every buffer still holds its byte after 8 moves in and 8 out");
@@ -425,6 +431,171 @@ static int place_act(void)
 	is_int(0, gone, "with the cycle known, x (named every other launch) is never sent back");
 	cudaFree(x);
 	for (int i = 0; i < 5; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
+/* Which of the NW weights at @w went from host memory to the device between @before and @after. */
+static int brought_in(unsigned before, unsigned after)
+{
+	return __builtin_popcount(~before & after & ((1u << NW) - 1));
+}
+
+/*
+ * --placement launch on a step that varies: six 64 MiB weights (four fit),
+ * each with a kernel that also names a 16 MiB input, a 16 MiB output and a
+ * 16 MiB workspace (a compute-bound layer: the weight is not read once), a
+ * kernel on the output after each, a workspace that is a new allocation at
+ * every step (two alive at once, so its address alternates), two extra
+ * launches before the first step and one inside the second.  The cycle
+ * must still be learned, and from then on room made by next use: with
+ * four weights' room, two steps bring in at most 7 (least recently named,
+ * all 6 at every step).
+ *
+ * @once: the same with 1 MiB activations and no workspace: the weight is
+ * then 97% of what its kernel names, read once; once the cycle is known,
+ * the weights that do not fit are read in place, none is brought in.
+ */
+static int place_step(int once)
+{
+	static struct fake_kernel kg = { "kg", 0, 0, 4, { 0, 8, 16, 24 }, { 8, 8, 8, 8 } },
+				  kr = { "kr", 0, 0, 1, { 0 }, { 8 } },
+				  kx = { "kx", 0, 0, 1, { 0 }, { 8 } };
+	size_t asize = once ? MiB : 16 * MiB;
+	void *w[NW] = { 0 }, *act[2] = { 0 }, *ws[5] = { 0 }, *none = NULL;
+	int bad = 0, in[5] = { 0 }, in_place = 0, ahead = 0, ahead_late = 0;
+	unsigned early = 0; /* weights brought in by a launch that does not name them */
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	for (int i = 0; i < 2; i++)
+		is_int(0, cudaMalloc(&act[i], asize), "cudaMalloc act%d, %zu MiB", i, asize / MiB);
+	for (int step = 0; step < 5; step++) {
+		void *pws[] = { &ws[step] };
+
+		if (!once && cudaMalloc(&ws[step], 16 * MiB))
+			bad++;
+		if (!once && step >= 2)
+			cudaFree(ws[step - 2]);
+		for (int e = 0; step == 0 && e < 2; e++)
+			bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, pws, NULL) != 0;
+		for (int i = 0; i < NW; i++) {
+			void *pg[] = { &w[i], once ? &none : &ws[step], &act[i % 2], &act[(i + 1) % 2] };
+			void *pr[] = { &act[(i + 1) % 2] };
+			unsigned before = resident(w);
+
+			/* Brought in early: it must still be there at its launch, before it. */
+			if (early & (1u << i)) {
+				ahead += step >= 3;
+				ahead_late += !(before & (1u << i));
+			}
+			early &= ~(1u << i);
+			bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
+			early |= ~before & resident(w) & ~(1u << i);
+			in[step] += brought_in(before, resident(w));
+			if (!all_on_device(w[i])) {
+				in_place += step >= 2;
+				if (!once)
+					diag("step %d: w%d not on the device at its launch", step, i), bad++;
+			}
+			before = resident(w);
+			bad += cuLaunchKernel(&kr, 1, 1, 1, 32, 1, 1, 0, NULL, pr, NULL) != 0;
+			early |= ~before & resident(w);
+			in[step] += brought_in(before, resident(w));
+			if (step == 1 && i == 2)
+				bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, pws, NULL) != 0;
+		}
+		diag("step %d: %d weights brought in", step, in[step]);
+	}
+	if (!once) {
+		is_int(0, bad, "66 launches succeed, each with its weight on the device when passed on");
+		/* Four fit beside the workspace and activations: 2 or 3 a step; 6 when LRU. */
+		ok(in[3] + in[4] <= 7, "steps 4 and 5 bring in at most 7 of their 12 weights (got %d and %d)",
+		   in[3], in[4]);
+		ok(ahead > 0 && !ahead_late,
+		   "steps 4 and 5: %d weights brought in ahead, by an earlier launch; all still on the device when their own came",
+		   ahead);
+	} else {
+		is_int(0, bad, "63 launches succeed");
+		ok(in[2] + in[3] + in[4] == 0 && in_place >= 6,
+		   "steps 3 to 5 bring in no weight: the %d launches of weights that do not fit read them in place",
+		   in_place);
+	}
+	for (int step = 3; step < 5; step++)
+		cudaFree(ws[step]);
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	cudaFree(act[0]);
+	cudaFree(act[1]);
+	return tap_done();
+}
+
+/*
+ * --placement launch with the kernels still running (fake_event_hold()):
+ * no last-use event completes until it is waited for.  Every buffer that
+ * moves during a launch must have had its last use waited for first, while
+ * it still lay where that use saw it: wait_seen() checks each wait (the
+ * buffer named by the launch the event followed), after_launch() each move.
+ */
+static void *const *wait_w;
+static unsigned wait_before, done;
+static unsigned long named_at[NW]; /* the fake's launch count after each buffer's last launch */
+static int wait_bad, wait_n;
+
+static void wait_seen(unsigned long launches)
+{
+	int i = (int)((launches - 1) % NW);
+
+	wait_n++;
+	if (launches == named_at[i])
+		done |= 1u << i;
+	if ((resident(wait_w) ^ wait_before) & (1u << i)) {
+		diag("w%d moved before its last use (launch %lu) was waited for", i, launches);
+		wait_bad++;
+	}
+}
+
+static int place_wait(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	void *w[NW] = { 0 };
+	int bad = 0, moves = 0;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	wait_w = w;
+	fake_event_hold(1);
+	fake_event_sync_impl(wait_seen);
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+			unsigned moved;
+
+			wait_before = resident(w);
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			moved = (resident(w) ^ wait_before) & ~(1u << i);
+			/* The launch's own buffer moved in before it, after its use a step ago. */
+			if (!(wait_before & (1u << i)))
+				moved |= 1u << i;
+			/* The first step's first moves wait for the device: nothing named them yet. */
+			if (step > 0) {
+				moves += __builtin_popcount(moved);
+				if (moved & ~done) {
+					diag("step %d launch %d: moved 0x%x, last uses complete 0x%x", step,
+					     i, moved, done);
+					bad++;
+				}
+			}
+			named_at[i] = fake_calls(FAKE_launch);
+			done &= ~(1u << i);
+		}
+	fake_event_hold(0);
+	is_int(0, bad, "18 launches: from the second step, every buffer that moved had its last use complete, by a wait");
+	is_int(0, wait_bad, "no buffer moved before the wait for its last use");
+	ok(moves > 0 && wait_n > 0, "%d moves in steps 2 and 3, %d waits", moves, wait_n);
+	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
 	return tap_done();
 }
@@ -546,6 +717,16 @@ int main(int argc, char **argv)
 		return place();
 	if (argc > 1 && !strcmp(argv[1], "unload"))
 		return unload();
+	if (argc > 1 && !strcmp(argv[1], "place-jitter"))
+		return place_step(0);
+	if (argc > 1 && !strcmp(argv[1], "place-once"))
+		return place_step(1);
+	if (argc > 1 && !strcmp(argv[1], "place-noevent")) {
+		fake_event_fail(1);
+		return place();
+	}
+	if (argc > 1 && !strcmp(argv[1], "place-wait"))
+		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-act"))
 		return place_act();
 	if (argc > 1 && !strcmp(argv[1], "torture"))
