@@ -35,6 +35,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/host.c \
 	%D%/migrate.c \
 	%D%/stream.c \
+	%D%/event.c \
 	%D%/shadow.c \
 	%D%/evict.c \
 	%D%/fork.c \
