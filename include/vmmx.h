@@ -394,6 +394,35 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info);
 VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes);
 
 /**
+ * vmmx_ctx_room() - how much of a new allocation a location would take now.
+ * @ctx: context.
+ * @loc: a location the context can use: its device or a peer it reaches
+ *       (vmmx_device_info(): usable), or host memory.
+ * @want: bytes asked about; SIZE_MAX for all the room there is.
+ * @room_p: out: how many of @want bytes new chunks at @loc would get now.
+ *
+ * The room is what a grow placing there would see: the location's limit
+ * (VMMX_DEVICE_LIMIT, VMMX_HOST_LIMIT) less the bytes the context holds
+ * there, or the driver's free memory less VMMX_DEVICE_HEADROOM, whichever
+ * is smaller.  Chunks in the context's cache (and in host memory the host
+ * copies of read-mostly chunks) count as room: a new chunk takes them
+ * first.  When the driver gives no free-memory figure, the limit alone
+ * counts.  The answer is a snapshot (other threads and processes take and
+ * give back memory meanwhile), and whether a buffer's policy places at @loc
+ * is the policy's choice.  Asking about another device makes the context
+ * use it, as placing there would: on cuda its free memory is read through
+ * its primary context, retained until vmmx_ctx_destroy().
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx or @room_p, or a location the
+ * context cannot use (vmmx_last_error() names it); -VMMX_ENODRIVER on a
+ * context the parent made, in a forked child.
+ *
+ * Context: any thread; takes no lock (the context's counters are atomic);
+ * calls the driver (its free memory; /proc/meminfo for host memory).
+ */
+VMMX_API int vmmx_ctx_room(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t want, size_t *room_p);
+
+/**
  * vmmx_buf_create() - reserve a buffer's virtual range.
  * @ctx: context.
  * @capacity: largest size the buffer may reach; rounded up to the chunk size.

@@ -76,6 +76,7 @@ vmmx_c_tests = \
 	%D%/lib/numa \
 	%D%/vmm/event \
 	%D%/lib/event \
+	%D%/lib/room \
 	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
@@ -163,6 +164,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_vmm_event_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_event_LDADD = $(TEST_LDADD)
 %C%_lib_event_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_room_LDADD = $(TEST_LDADD)
+%C%_lib_room_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
 %C%_lib_foreign_LDADD = $(TEST_LDADD)
 %C%_lib_fork_LDADD = $(TEST_LDADD)
