@@ -54,15 +54,36 @@
  * public API (vmmx_buf_create, _resize, _destroy, vmmx_lookup...), orders
  * reuse across streams with vmmx_event_* on the framework's own streams,
  * waits for the device with vmmx_sync(), and asks vmmx_ctx_room() whether a
- * new segment fits on the device before it releases idle ones.  These
- * internals remain, each because the public API has no equivalent yet:
- *  - vmmx__policy_get/put: one reference to the policy instance for the
- *    allocator's life, so that segments share it (a spec string passed to
- *    vmmx_buf_create would do the same lookup per segment);
- *  - vmmx__read_mostly_advise under buf->lock: a freed block's read-mostly
- *    marks go without asking the policy to rebalance (vmmx_buf_advise would);
- *  - ctx->chunk_min, ctx->device, ctx->pid, the context's log: read-only
- *    facts of the context, and the library's one error and log path.
+ * new segment fits on the device before it releases idle ones.  What it
+ * still takes from under the public API, and why each has no public
+ * equivalent:
+ *  - the policy: one reference to the instance (vmmx__policy_get/put, the
+ *    context's default spec from ctx->policy) for the allocator's life.
+ *    Segments come and go with empty_cache() and reclaims; the instance
+ *    lives while a buffer or a reference holds it, so without ours its
+ *    state (lru's recency, for one) would be finalised and the plugin
+ *    unloaded whenever the last segment went, and loaded again with the
+ *    next.  It also checks a spec at vmmx_alloc_create() without creating
+ *    a buffer (a reservation, a driver call).  The API has no policy handle
+ *    to hold;
+ *  - vmmx__read_mostly_advise() under buf->lock, after an unlocked look at
+ *    buf->read_mostly: a freed block's read-mostly marks go (unmark()).
+ *    vmmx_buf_advise(VMMX_ADVISE_NOT_READ_MOSTLY) clears the same marks but
+ *    then tells the policy and lets it rebalance, which may move chunks of
+ *    the segment's other blocks while kernels use them; and segments never
+ *    advised would pay its lock on every free;
+ *  - tags and sleep: the thread's tag scope (vmmx__tag_cur), a segment
+ *    buffer's tag (buf->tag) and sleep state (buf->sleep), read lock-free
+ *    on every huge-segment lookup (seg_serves_tag()).  vmmx_buf_tag()
+ *    copies the tag under an RCU read lock, and no call reads the scope or
+ *    one buffer's sleep state;
+ *  - ctx->chunk_min and ctx->device: read-only facts of the context.
+ *    vmmx_ctx_query() gives both but reads the driver's free memory, and
+ *    vmmx_alloc_create() calls no driver; vmmx__round_up(), a size helper;
+ *  - fork and errors: vmmx__inherited()/ctx->pid/vmmx__pid for the fork
+ *    rule, vmmx__atfork_install_outer() to take the allocators' locks
+ *    around a fork, and the context's log with vmmx__fail()/vmmx__logf()
+ *    and the last-error calls: the library's one error and log path.
  *
  * fork(): an allocator belongs to its context's process.  In a forked child
  * every entry point on the parent's allocators fails at once with
@@ -879,7 +900,7 @@ static void unmark(struct vmmx_alloc *a, const struct blk *b)
 	if (!__atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&buf->lock);
-	if (vmmx__read_mostly_advise(buf, b->ptr - buf->base, b->size, false))
+	if (vmmx__read_mostly_advise(buf, b->ptr - b->seg->base, b->size, false))
 		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR,
 			   "vmmx_alloc_free(%p): the block stays marked read-mostly: %s",
 			   (void *)b->ptr, vmmx_last_error());
