@@ -51,12 +51,12 @@
  * Layer: the top of lib/ (docs/DESIGN.md, "Inside lib/"); its public part is
  * include/vmmx/alloc.h, and the process-wide instances and the PyTorch and
  * CuPy entry points are in alloc_frameworks.c.  It uses buffers through the
- * public API (vmmx_buf_create, _resize, _destroy, vmmx_lookup...), orders
- * reuse across streams with vmmx_event_* on the framework's own streams,
- * waits for the device with vmmx_sync(), and asks vmmx_ctx_room() whether a
- * new segment fits on the device before it releases idle ones.  What it
- * still takes from under the public API, and why each has no public
- * equivalent:
+ * public API (vmmx_buf_create, _resize, _residency, _destroy, vmmx_prefetch),
+ * orders reuse across streams with vmmx_event_* on the framework's own
+ * streams, waits for the device with vmmx_sync(), and asks vmmx_ctx_room()
+ * whether a new segment fits on the device before it releases idle ones.
+ * What it still takes from under the public API, and why each has no
+ * public equivalent:
  *  - the policy: one reference to the instance (vmmx__policy_get/put, the
  *    context's default spec from ctx->policy) for the allocator's life.
  *    Segments come and go with empty_cache() and reclaims; the instance
