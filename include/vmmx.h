@@ -23,14 +23,15 @@
  * take its own locks and urcu-bp's (urcu_bp_before_fork() and the after-fork
  * calls) around the fork, so a fork while other threads resize, migrate,
  * register or look up deadlocks neither process.  In the child, every call
- * on a context created by the parent, or on its buffers and streams, fails
- * at once with -VMMX_ENODRIVER ("context created in process N; CUDA cannot
- * be used after fork"); getters that return no code (vmmx_buf_ptr,
- * vmmx_buf_size, vmmx_buf_capacity, vmmx_stream_handle) answer NULL or 0
- * and set the message.  Only vmmx_buf_destroy(), vmmx_stream_destroy() and
- * vmmx_ctx_destroy() work there: they free the child's copy of the
- * host-side records without calling the driver or a policy's fini (on the
- * sim backend too, which stands for the driver).  The framework allocators
+ * on a context created by the parent, or on its buffers, streams and
+ * events, fails at once with -VMMX_ENODRIVER ("context created in process
+ * N; CUDA cannot be used after fork"); getters that return no code
+ * (vmmx_buf_ptr, vmmx_buf_size, vmmx_buf_capacity, vmmx_stream_handle)
+ * answer NULL or 0 and set the message.  Only vmmx_buf_destroy(),
+ * vmmx_stream_destroy(), vmmx_event_destroy() and vmmx_ctx_destroy() work
+ * there: they free the child's copy of the host-side records without
+ * calling the driver or a policy's fini (on the sim backend too, which
+ * stands for the driver).  The framework allocators
  * follow the same rule (see "Frameworks" below): every vmmx_alloc_*,
  * vmmx_torch_* and vmmx_cupy_* call on an allocator the parent made fails
  * at once ("allocator inherited from the parent process N"), and only
@@ -393,6 +394,35 @@ VMMX_API int vmmx_ctx_query(struct vmmx_ctx *ctx, struct vmmx_ctx_info *info);
 VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes);
 
 /**
+ * vmmx_ctx_room() - how much of a new allocation a location would take now.
+ * @ctx: context.
+ * @loc: a location the context can use: its device or a peer it reaches
+ *       (vmmx_device_info(): usable), or host memory.
+ * @want: bytes asked about; SIZE_MAX for all the room there is.
+ * @room_p: out: how many of @want bytes new chunks at @loc would get now.
+ *
+ * The room is what a grow placing there would see: the location's limit
+ * (VMMX_DEVICE_LIMIT, VMMX_HOST_LIMIT) less the bytes the context holds
+ * there, or the driver's free memory less VMMX_DEVICE_HEADROOM, whichever
+ * is smaller.  Chunks in the context's cache (and in host memory the host
+ * copies of read-mostly chunks) count as room: a new chunk takes them
+ * first.  When the driver gives no free-memory figure, the limit alone
+ * counts.  The answer is a snapshot (other threads and processes take and
+ * give back memory meanwhile), and whether a buffer's policy places at @loc
+ * is the policy's choice.  Asking about another device makes the context
+ * use it, as placing there would: on cuda its free memory is read through
+ * its primary context, retained until vmmx_ctx_destroy().
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ctx or @room_p, or a location the
+ * context cannot use (vmmx_last_error() names it); -VMMX_ENODRIVER on a
+ * context the parent made, in a forked child.
+ *
+ * Context: any thread; takes no lock (the context's counters are atomic);
+ * calls the driver (its free memory; /proc/meminfo for host memory).
+ */
+VMMX_API int vmmx_ctx_room(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t want, size_t *room_p);
+
+/**
  * vmmx_buf_create() - reserve a buffer's virtual range.
  * @ctx: context.
  * @capacity: largest size the buffer may reach; rounded up to the chunk size.
@@ -727,6 +757,96 @@ VMMX_API void *vmmx_stream_handle(const struct vmmx_stream *s);
  * Context: any thread; blocks; calls the driver.
  */
 VMMX_API int vmmx_stream_sync(struct vmmx_stream *s);
+
+/*
+ * ---- Events: marks in a stream's work ----
+ *
+ * An event marks the work queued on a stream up to a point (a CUevent on
+ * cuda, timing disabled): once recorded, it says without waiting whether
+ * that work has finished.  The framework allocator reuses memory freed on
+ * one stream for another this way.  An event belongs to its context:
+ * destroy it before the context.
+ */
+struct vmmx_event;
+
+/**
+ * vmmx_event_create() - an event, for ordering work across streams.
+ * @ctx: context.
+ * @ev_p: out: the event.
+ *
+ * The event starts unrecorded: vmmx_event_query() and vmmx_event_sync()
+ * answer at once that it is complete.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument; -VMMX_ENOMEM; -VMMX_ENODRIVER
+ * on a context the parent made, in a forked child; -VMMX_EDRIVER.
+ *
+ * Context: any thread; takes no lock of libvmmx; calls the driver.
+ */
+VMMX_API int vmmx_event_create(struct vmmx_ctx *ctx, struct vmmx_event **ev_p);
+
+/**
+ * vmmx_event_record() - mark the work queued on a stream so far.
+ * @ev: event.
+ * @stream: the stream, as vmmx_prefetch() and the framework allocator take
+ *          it: a CUstream (cudaStream_t) of the context's device on cuda,
+ *          a framework's own or vmmx_stream_handle(); NULL for the default
+ *          stream.  On the sim backend only NULL and vmmx_stream_handle() of
+ *          the context's streams.
+ *
+ * The event completes once the work queued on @stream before this call
+ * has.  Recording again moves the mark: the earlier one is forgotten.  The
+ * caller keeps @stream alive until the record completes (a stream
+ * destroyed with work queued still completes it).
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL @ev or a stream the driver refuses as
+ * invalid (the sim: one it did not make; cuda reports most bad handles as
+ * -VMMX_EDRIVER); -VMMX_ENODRIVER on the parent's event in a forked child;
+ * -VMMX_EDRIVER, or -VMMX_EFAULTINJ from the fault layer (tests).
+ *
+ * Context: any thread, one call at a time per event; takes no lock of
+ * libvmmx; does not block; calls the driver.
+ */
+VMMX_API int vmmx_event_record(struct vmmx_event *ev, void *stream);
+
+/**
+ * vmmx_event_query() - whether the work an event marks has finished.
+ * @ev: event.
+ *
+ * Return: 0 when it has (or the event was never recorded); -VMMX_EBUSY
+ * while it is still queued or running (an answer, not a failure: no
+ * message is set or logged); -VMMX_EINVAL for a NULL @ev; -VMMX_ENODRIVER
+ * on the parent's event in a forked child; -VMMX_EDRIVER (an earlier
+ * kernel failed: the device reports it here), -VMMX_EFAULTINJ.
+ *
+ * Context: any thread; takes no lock of libvmmx; never blocks; calls the
+ * driver.
+ */
+VMMX_API int vmmx_event_query(struct vmmx_event *ev);
+
+/**
+ * vmmx_event_sync() - wait until the work an event marks has finished.
+ * @ev: event.
+ *
+ * Return: 0 (at once for an event never recorded); -VMMX_EINVAL for a NULL
+ * @ev; -VMMX_ENODRIVER on the parent's event in a forked child;
+ * -VMMX_EDRIVER, -VMMX_EFAULTINJ.
+ *
+ * Context: any thread; takes no lock of libvmmx; blocks; calls the driver.
+ */
+VMMX_API int vmmx_event_sync(struct vmmx_event *ev);
+
+/**
+ * vmmx_event_destroy() - destroy an event.
+ * @ev: event, or NULL.
+ *
+ * A record still pending completes first on the device's side; nothing
+ * waits for it here.  In a forked child, on the parent's event: frees the
+ * child's record only, without the driver.  A failure of the driver is
+ * logged as a warning.
+ *
+ * Context: any thread; no other call may use @ev; calls the driver.
+ */
+VMMX_API void vmmx_event_destroy(struct vmmx_event *ev);
 
 /**
  * vmmx_buf_migrate() - move a range's chunks to another location, under the same address.

@@ -51,21 +51,39 @@
  * Layer: the top of lib/ (docs/DESIGN.md, "Inside lib/"); its public part is
  * include/vmmx/alloc.h, and the process-wide instances and the PyTorch and
  * CuPy entry points are in alloc_frameworks.c.  It uses buffers through the
- * public API (vmmx_buf_create, _resize, _destroy, vmmx_lookup...) and these
- * internals, each because the public API has no equivalent yet:
- *  - vmm_event_* and vmm_sync on the context's backend: stream-ordered reuse
- *    needs events recorded on a framework's own stream (a CUstream), and
- *    vmmx.h has no event API; vmmx_sync() would also clear the caller's
- *    last error in the middle of an allocation;
- *  - vmmx__room(): whether a new segment fits on the device after limits
- *    and headroom, to release idle segments first (no public room query);
- *  - vmmx__policy_get/put: one reference to the policy instance for the
- *    allocator's life, so that segments share it (a spec string passed to
- *    vmmx_buf_create would do the same lookup per segment);
- *  - vmmx__read_mostly_advise under buf->lock: a freed block's read-mostly
- *    marks go without asking the policy to rebalance (vmmx_buf_advise would);
- *  - ctx->chunk_min, ctx->device, ctx->pid, the context's log: read-only
- *    facts of the context, and the library's one error and log path.
+ * public API (vmmx_buf_create, _resize, _residency, _destroy, vmmx_prefetch),
+ * orders reuse across streams with vmmx_event_* on the framework's own
+ * streams, waits for the device with vmmx_sync(), and asks vmmx_ctx_room()
+ * whether a new segment fits on the device before it releases idle ones.
+ * What it still takes from under the public API, and why each has no
+ * public equivalent:
+ *  - the policy: one reference to the instance (vmmx__policy_get/put, the
+ *    context's default spec from ctx->policy) for the allocator's life.
+ *    Segments come and go with empty_cache() and reclaims; the instance
+ *    lives while a buffer or a reference holds it, so without ours its
+ *    state (lru's recency, for one) would be finalised and the plugin
+ *    unloaded whenever the last segment went, and loaded again with the
+ *    next.  It also checks a spec at vmmx_alloc_create() without creating
+ *    a buffer (a reservation, a driver call).  The API has no policy handle
+ *    to hold;
+ *  - vmmx__read_mostly_advise() under buf->lock, after an unlocked look at
+ *    buf->read_mostly: a freed block's read-mostly marks go (unmark()).
+ *    vmmx_buf_advise(VMMX_ADVISE_NOT_READ_MOSTLY) clears the same marks but
+ *    then tells the policy and lets it rebalance, which may move chunks of
+ *    the segment's other blocks while kernels use them; and segments never
+ *    advised would pay its lock on every free;
+ *  - tags and sleep: the thread's tag scope (vmmx__tag_cur), a segment
+ *    buffer's tag (buf->tag) and sleep state (buf->sleep), read lock-free
+ *    on every huge-segment lookup (seg_serves_tag()).  vmmx_buf_tag()
+ *    copies the tag under an RCU read lock, and no call reads the scope or
+ *    one buffer's sleep state;
+ *  - ctx->chunk_min and ctx->device: read-only facts of the context.
+ *    vmmx_ctx_query() gives both but reads the driver's free memory, and
+ *    vmmx_alloc_create() calls no driver; vmmx__round_up(), a size helper;
+ *  - fork and errors: vmmx__inherited()/ctx->pid/vmmx__pid for the fork
+ *    rule, vmmx__atfork_install_outer() to take the allocators' locks
+ *    around a fork, and the context's log with vmmx__fail()/vmmx__logf()
+ *    and the last-error calls: the library's one error and log path.
  *
  * fork(): an allocator belongs to its context's process.  In a forked child
  * every entry point on the parent's allocators fails at once with
@@ -116,7 +134,7 @@ struct blk {
 	struct blk *prev, *next;        /* address neighbours in the segment */
 	struct blk *fprev, *fnext;      /* free: its bin or huge list; pending: the list */
 	struct blk *hnext;              /* live: hash chain */
-	vmm_event_t ev;                 /* pending: the event it waits for */
+	struct vmmx_event *ev;          /* pending: the event it waits for */
 	uint8_t state;                  /* enum blk_state */
 	uint8_t bin;                    /* free, small or large: its bin */
 };
@@ -128,7 +146,7 @@ struct bins {
 
 /* The free memory of one stream. */
 struct spool {
-	vmm_stream_t stream;
+	void *stream;                   /* a CUstream (NULL: the default stream) */
 	struct bins small, large;
 	struct blk *huge;               /* idle huge segments' blocks, ascending size */
 };
@@ -141,7 +159,7 @@ struct seg {
 	enum seg_kind kind;
 	struct spool *sp;               /* the stream it belongs to */
 	struct blk *head;               /* lowest block; never changes (merges keep the lower) */
-	vmm_event_t idle_ev;            /* recorded on sp's stream while idle; 0 none */
+	struct vmmx_event *idle_ev;     /* recorded on sp's stream while idle; NULL none */
 };
 
 struct vmmx_alloc {
@@ -158,7 +176,7 @@ struct vmmx_alloc {
 	size_t ht_cap, ht_n;            /* ht_cap: a power of two */
 	struct blk *pending;            /* blocks freed on another stream */
 	struct blk *spare;              /* unused block records */
-	vmm_event_t ev_pool[EVENT_POOL];
+	struct vmmx_event *ev_pool[EVENT_POOL];
 	size_t nev;
 	struct vmmx_alloc_stats st;     /* counters; per-location bytes filled by stats() */
 };
@@ -209,16 +227,16 @@ static int fail_inherited(const struct vmmx_alloc *a, const char *fn)
 
 /* ---- events ---- */
 
-static int ev_get(struct vmmx_alloc *a, vmm_event_t *e)
+static int ev_get(struct vmmx_alloc *a, struct vmmx_event **e)
 {
 	if (a->nev) {
 		*e = a->ev_pool[--a->nev];
 		return 0;
 	}
-	return vmm_event_create(a->ctx->vmm, e);
+	return vmmx_event_create(a->ctx, e);
 }
 
-static void ev_put(struct vmmx_alloc *a, vmm_event_t e)
+static void ev_put(struct vmmx_alloc *a, struct vmmx_event *e)
 {
 	if (!e)
 		return;
@@ -226,8 +244,8 @@ static void ev_put(struct vmmx_alloc *a, vmm_event_t e)
 		a->ev_pool[a->nev++] = e;
 		return;
 	}
-	/* Swallowed: a failed destroy of an idle event leaks one driver object. */
-	(void)vmm_event_destroy(a->ctx->vmm, e);
+	/* A failed destroy of an idle event leaks one driver object: logged there. */
+	vmmx_event_destroy(e);
 }
 
 /* ---- blocks, bins, hash ---- */
@@ -444,7 +462,7 @@ static struct blk *ht_unlink(struct vmmx_alloc *a, struct blk **pp)
 
 /* ---- streams ---- */
 
-static struct spool *spool_find(struct vmmx_alloc *a, vmm_stream_t s)
+static struct spool *spool_find(struct vmmx_alloc *a, void *s)
 {
 	if (a->last_sp && a->last_sp->stream == s)
 		return a->last_sp;
@@ -454,7 +472,7 @@ static struct spool *spool_find(struct vmmx_alloc *a, vmm_stream_t s)
 	return NULL;
 }
 
-static struct spool *spool_get(struct vmmx_alloc *a, vmm_stream_t s)
+static struct spool *spool_get(struct vmmx_alloc *a, void *s)
 {
 	struct spool *sp = spool_find(a, s), **n;
 
@@ -535,7 +553,7 @@ static uint64_t release_idle(struct vmmx_alloc *a, uint64_t want, bool device_on
 	}
 	if (!s)
 		return 0;
-	if (vmm_sync(a->ctx->vmm))
+	if (vmmx_sync(a->ctx))
 		return 0; /* a device that cannot finish its work keeps its memory */
 	for (s = a->segs; s && got < want; s = next) {
 		uint64_t dev = 0, host = 0;
@@ -568,7 +586,7 @@ static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, 
 	struct vmmx_buf *buf = NULL;
 	struct seg *s;
 	struct blk *b;
-	enum vmmx__why why;
+	size_t room;
 	int err;
 
 	s = calloc(1, sizeof(*s));
@@ -581,8 +599,7 @@ static int seg_make(struct vmmx_alloc *a, struct spool *sp, enum seg_kind kind, 
 	 * Idle cached segments on the device would push the new one to host
 	 * memory (or out of room): give them back first.
 	 */
-	if (vmmx__room(ctx, dev, size, &why, NULL) < size &&
-	    release_idle(a, size, true))
+	if (!vmmx_ctx_room(ctx, dev, size, &room) && room < size && release_idle(a, size, true))
 		a->st.reclaims++;
 	err = vmmx_buf_create(ctx, size, a->policy->spec, &buf);
 	if (err)
@@ -663,21 +680,21 @@ static bool seg_adopt(struct vmmx_alloc *a, struct seg *s, struct spool *sp)
 	if (!s->idle_ev) {
 		if (ev_get(a, &s->idle_ev))
 			return false;
-		err = vmm_event_record(a->ctx->vmm, s->idle_ev, s->sp->stream);
+		err = vmmx_event_record(s->idle_ev, s->sp->stream);
 		if (err) {
 			ev_put(a, s->idle_ev);
-			s->idle_ev = 0;
+			s->idle_ev = NULL;
 			return false;
 		}
 	}
-	err = vmm_event_query(a->ctx->vmm, s->idle_ev);
+	err = vmmx_event_query(s->idle_ev);
 	if (err) {
 		/* -VMMX_EBUSY: still running.  A driver error: treat it as busy too. */
 		a->st.stream_waits++;
 		return false;
 	}
 	ev_put(a, s->idle_ev);
-	s->idle_ev = 0;
+	s->idle_ev = NULL;
 	free_remove(s->head);
 	s->sp = sp;
 	free_insert(s->head);
@@ -741,7 +758,7 @@ static int take(struct vmmx_alloc *a, struct blk *b, size_t size)
 	/* the segment is in use again: an event marking it idle means nothing now */
 	if (s->idle_ev) {
 		ev_put(a, s->idle_ev);
-		s->idle_ev = 0;
+		s->idle_ev = NULL;
 	}
 	b->state = BLK_LIVE;
 	return 0;
@@ -754,7 +771,6 @@ static enum seg_kind kind_of(size_t size)
 
 VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, void **ptr_p)
 {
-	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
 	enum seg_kind kind;
 	struct spool *sp;
 	struct blk *b;
@@ -780,7 +796,7 @@ VMMX_API int vmmx_alloc_malloc(struct vmmx_alloc *a, size_t size, void *stream, 
 		want = vmmx__round_up(want, a->ctx->chunk_min);
 
 	pthread_mutex_lock(&a->lock);
-	sp = spool_get(a, st);
+	sp = spool_get(a, stream);
 	if (!sp || (a->ht_n >= a->ht_cap && ht_grow(a))) {
 		pthread_mutex_unlock(&a->lock);
 		return vmmx__fail(&a->ctx->conf.log, -VMMX_ENOMEM,
@@ -862,11 +878,11 @@ static void poll_pending(struct vmmx_alloc *a)
 	for (b = a->pending; b; b = next) {
 		next = b->fnext;
 		/* -VMMX_EBUSY: not yet; a driver error: keep it until empty_cache() */
-		if (vmm_event_query(a->ctx->vmm, b->ev))
+		if (vmmx_event_query(b->ev))
 			continue;
 		pending_unlink(a, b);
 		ev_put(a, b->ev);
-		b->ev = 0;
+		b->ev = NULL;
 		make_free(a, b);
 	}
 }
@@ -884,7 +900,7 @@ static void unmark(struct vmmx_alloc *a, const struct blk *b)
 	if (!__atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&buf->lock);
-	if (vmmx__read_mostly_advise(buf, b->ptr - buf->base, b->size, false))
+	if (vmmx__read_mostly_advise(buf, b->ptr - b->seg->base, b->size, false))
 		vmmx__logf(&a->ctx->conf.log, VMMX_LOG_ERROR,
 			   "vmmx_alloc_free(%p): the block stays marked read-mostly: %s",
 			   (void *)b->ptr, vmmx_last_error());
@@ -893,8 +909,7 @@ static void unmark(struct vmmx_alloc *a, const struct blk *b)
 
 VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 {
-	vmm_stream_t st = (vmm_stream_t)(uintptr_t)stream;
-	vmm_event_t ev = 0;
+	struct vmmx_event *ev = NULL;
 	struct blk **pp, *b;
 	int err = 0;
 
@@ -922,13 +937,13 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 	 * valid.  Any other failure takes the block anyway, as the header
 	 * says: the caller will not free it again.
 	 */
-	if (st != b->seg->sp->stream) {
+	if (stream != b->seg->sp->stream) {
 		err = ev_get(a, &ev);
 		if (!err) {
-			err = vmm_event_record(a->ctx->vmm, ev, st);
+			err = vmmx_event_record(ev, stream);
 			if (err) {
 				ev_put(a, ev);
-				ev = 0;
+				ev = NULL;
 			}
 		}
 		if (err == -VMMX_EINVAL) {
@@ -948,7 +963,7 @@ VMMX_API int vmmx_alloc_free(struct vmmx_alloc *a, void *ptr, void *stream)
 	a->st.active_blocks--;
 	a->st.allocated_bytes -= b->size;
 	a->st.requested_bytes -= b->req;
-	if (st == b->seg->sp->stream) {
+	if (stream == b->seg->sp->stream) {
 		make_free(a, b);
 		goto out;
 	}
@@ -981,7 +996,7 @@ VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a)
 	if (alloc_inherited(a))
 		return fail_inherited(a, "vmmx_alloc_empty_cache");
 	pthread_mutex_lock(&a->lock);
-	err = vmm_sync(a->ctx->vmm);
+	err = vmmx_sync(a->ctx);
 	if (err) {
 		pthread_mutex_unlock(&a->lock);
 		return err;
@@ -991,7 +1006,7 @@ VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a)
 		next = b->fnext;
 		pending_unlink(a, b);
 		ev_put(a, b->ev);
-		b->ev = 0;
+		b->ev = NULL;
 		make_free(a, b);
 	}
 	release_idle(a, UINT64_MAX, false);
@@ -1002,13 +1017,13 @@ VMMX_API int vmmx_alloc_empty_cache(struct vmmx_alloc *a)
 /* ---- life ---- */
 
 /*
- * Destroy an inherited allocator (a forked child): free this process's copy
- * of the records, call no driver (its events and segments are the
- * parent's).  The segments' buffers are inherited too: vmmx_buf_destroy()
- * frees their records only.  The policy reference is left to the context,
- * whose destructor frees inherited policies whole without their fini.
+ * Free what an allocator holds - its segments' buffers, its events, its
+ * records - and the allocator.  In a forked child vmmx_buf_destroy() and
+ * vmmx_event_destroy() free this process's copies of the records only, with
+ * no driver call: the buffers and events are the parent's.  The policy
+ * reference is the caller's to drop.
  */
-static void alloc_abandon(struct vmmx_alloc *a)
+static void alloc_free_all(struct vmmx_alloc *a)
 {
 	struct seg *s, *next;
 	struct blk *b, *bn;
@@ -1017,8 +1032,10 @@ static void alloc_abandon(struct vmmx_alloc *a)
 		next = s->next;
 		for (b = s->head; b; b = bn) {
 			bn = b->next;
+			vmmx_event_destroy(b->ev);
 			free(b);
 		}
+		vmmx_event_destroy(s->idle_ev);
 		vmmx_buf_destroy(s->buf);
 		free(s);
 	}
@@ -1026,6 +1043,9 @@ static void alloc_abandon(struct vmmx_alloc *a)
 		bn = b->fnext;
 		free(b);
 	}
+	/* Destroying an idle event fails only with a lost context: logged there. */
+	for (size_t i = 0; i < a->nev; i++)
+		vmmx_event_destroy(a->ev_pool[i]);
 	for (size_t i = 0; i < a->nsp; i++)
 		free(a->sps[i]);
 	free(a->sps);
@@ -1088,14 +1108,20 @@ err_alloc:
 
 VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a)
 {
-	struct seg *s, *next;
-	struct blk *b, *bn;
+	struct vmmx__policy *pol;
+	struct vmmx_ctx *ctx;
 
 	if (!a)
 		return;
 	alloc_list_del(a);
+	/*
+	 * A forked child: this process's copy of the records goes, with no
+	 * driver call, wait or warning.  The policy reference is left to the
+	 * context, whose destructor frees inherited policies whole without
+	 * their fini.
+	 */
 	if (alloc_inherited(a)) {
-		alloc_abandon(a);
+		alloc_free_all(a);
 		return;
 	}
 	if (a->st.active_blocks)
@@ -1104,34 +1130,11 @@ VMMX_API void vmmx_alloc_destroy(struct vmmx_alloc *a)
 			   (unsigned long long)a->st.active_blocks,
 			   (unsigned long long)a->st.allocated_bytes);
 	/* Swallowed: a device that fails to sync is lost anyway; release regardless. */
-	(void)vmm_sync(a->ctx->vmm);
-	for (s = a->segs; s; s = next) {
-		next = s->next;
-		for (b = s->head; b; b = bn) {
-			bn = b->next;
-			if (b->ev)
-				(void)vmm_event_destroy(a->ctx->vmm, b->ev);
-			free(b);
-		}
-		if (s->idle_ev)
-			(void)vmm_event_destroy(a->ctx->vmm, s->idle_ev);
-		vmmx_buf_destroy(s->buf);
-		free(s);
-	}
-	for (b = a->spare; b; b = bn) {
-		bn = b->fnext;
-		free(b);
-	}
-	/* Swallowed: destroying an idle event fails only with a lost context. */
-	for (size_t i = 0; i < a->nev; i++)
-		(void)vmm_event_destroy(a->ctx->vmm, a->ev_pool[i]);
-	for (size_t i = 0; i < a->nsp; i++)
-		free(a->sps[i]);
-	free(a->sps);
-	free(a->ht);
-	vmmx__policy_put(a->ctx, a->policy);
-	pthread_mutex_destroy(&a->lock);
-	free(a);
+	(void)vmmx_sync(a->ctx);
+	ctx = a->ctx;
+	pol = a->policy;
+	alloc_free_all(a);
+	vmmx__policy_put(ctx, pol);
 }
 
 VMMX_API int vmmx_alloc_stats(struct vmmx_alloc *a, struct vmmx_alloc_stats *st)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * ctx.c - contexts: configuration, the backend, sizes and limits, create,
- * query, trim and destroy, and the destructor of an inherited context in a
- * forked child.  What a context holds lives with its layer: charge and room
- * (room.c), deferred teardown (defer.c), the cache (cache.c), the buffer
- * list (buflist.c).
+ * query, room (vmmx_ctx_room, over room.c's vmmx__room), trim and destroy,
+ * and the destructor of an inherited context in a forked child.  What a
+ * context holds lives with its layer: charge and room (room.c), deferred
+ * teardown (defer.c), the cache (cache.c), the buffer list (buflist.c).
  *
  * Locking: held[] and the counters are atomic; ctx->lock, reg_lock and
  * cache_lock are the other files' (internal/mem.h has the order).
@@ -333,6 +333,28 @@ VMMX_API int vmmx_ctx_trim(struct vmmx_ctx *ctx, size_t keep_bytes)
 	if (total > keep_bytes && total - keep_bytes > cached)
 		vmmx__shadow_reclaim(ctx, total - keep_bytes - cached);
 	vmmx__deferred_retry(ctx);
+	return 0;
+}
+
+VMMX_API int vmmx_ctx_room(struct vmmx_ctx *ctx, struct vmmx_loc loc, size_t want, size_t *room_p)
+{
+	enum vmmx__why why;
+	uint64_t room;
+	char name[32];
+
+	vmmx__clear_last_error();
+	if (!ctx || !room_p)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_ctx_room: %s is NULL",
+				  ctx ? "room_p" : "ctx");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_ctx_room");
+	if (!vmmx__loc_usable(ctx, loc))
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_ctx_room: location %s is not usable by this context",
+				  vmmx_loc_name(loc, name, sizeof(name)));
+	/* No snapshot: the driver's free memory now, not a grow's shared figure. */
+	room = vmmx__room(ctx, loc, want, &why, NULL);
+	*room_p = room < want ? (size_t)room : want;
 	return 0;
 }
 

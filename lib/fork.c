@@ -177,8 +177,8 @@ int vmmx__fail_inherited(const struct vmmx_ctx *ctx, const char *fn)
 {
 	return vmmx__fail(&ctx->conf.log, -VMMX_ENODRIVER,
 			  "%s: context created in process %d; CUDA cannot be used after fork "
-			  "(this is process %d): only vmmx_buf_destroy, vmmx_stream_destroy and "
-			  "vmmx_ctx_destroy may be called on it here",
+			  "(this is process %d): only vmmx_buf_destroy, vmmx_stream_destroy, "
+			  "vmmx_event_destroy and vmmx_ctx_destroy may be called on it here",
 			  fn, ctx->pid, __atomic_load_n(&vmmx__pid, __ATOMIC_RELAXED));
 }
 

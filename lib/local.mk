@@ -36,6 +36,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/host.c \
 	%D%/migrate.c \
 	%D%/stream.c \
+	%D%/event.c \
 	%D%/shadow.c \
 	%D%/evict.c \
 	%D%/fork.c \

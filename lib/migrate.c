@@ -560,7 +560,7 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	ctx = buf->ctx;
 	if (vmmx__inherited(ctx))
 		return vmmx__fail_inherited(ctx, "vmmx_buf_migrate");
-	if (vmmx__slot(ctx, to) < 0 || (to.kind == VMMX_LOC_DEVICE && !ctx->peer[to.id])) {
+	if (!vmmx__loc_usable(ctx, to)) {
 		char name[32];
 
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,

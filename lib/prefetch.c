@@ -104,7 +104,7 @@ VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, st
 	if (!ctx || !ptr)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_prefetch: %s is NULL",
 				  ctx ? "ptr" : "ctx");
-	if (vmmx__slot(ctx, loc) < 0 || (loc.kind == VMMX_LOC_DEVICE && !ctx->peer[loc.id]))
+	if (!vmmx__loc_usable(ctx, loc))
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_prefetch: location %s is not usable by this context",
 				  vmmx_loc_name(loc, name, sizeof(name)));

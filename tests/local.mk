@@ -75,6 +75,8 @@ vmmx_c_tests = \
 	%D%/vmm/sim_world \
 	%D%/lib/numa \
 	%D%/vmm/event \
+	%D%/lib/event \
+	%D%/lib/room \
 	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
@@ -163,6 +165,10 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_prefetch_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_vmm_event_LDADD = $(TEST_LDADD)
 %C%_vmm_event_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_event_LDADD = $(TEST_LDADD)
+%C%_lib_event_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_room_LDADD = $(TEST_LDADD)
+%C%_lib_room_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
 %C%_lib_foreign_LDADD = $(TEST_LDADD)
 %C%_lib_fork_LDADD = $(TEST_LDADD)

@@ -3,9 +3,9 @@
  * vmmx/alloc.h - the framework allocator of libvmmx: a caching allocator
  * over libvmmx buffers, the process-wide instances and the entry points
  * PyTorch (CUDAPluggableAllocator) and CuPy call.  It sits on top of the
- * rest of the API (vmmx.h): contexts, buffers, streams.  vmmx.h includes
- * this header, so either may be included; both compile as C and C++ and
- * include no CUDA header.
+ * rest of the API (vmmx.h): contexts, buffers, streams, events, the room
+ * query.  vmmx.h includes this header, so either may be included; both
+ * compile as C and C++ and include no CUDA header.
  */
 #ifndef VMMX_ALLOC_H
 #define VMMX_ALLOC_H

@@ -230,6 +230,14 @@ static inline int vmmx__slot(const struct vmmx_ctx *ctx, struct vmmx_loc loc)
 	}
 }
 
+/* Whether the context may place chunks at @loc: host memory, its device or a peer of it. */
+static inline bool vmmx__loc_usable(const struct vmmx_ctx *ctx, struct vmmx_loc loc)
+{
+	int k = vmmx__slot(ctx, loc);
+
+	return k >= 0 && (loc.kind != VMMX_LOC_DEVICE || ctx->peer[k]);
+}
+
 /*
  * The devices a context uses: its own, and every device whose room a
  * placement or migration asked for (vmmx__room).  Policy requests and

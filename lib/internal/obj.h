@@ -2,7 +2,7 @@
 /*
  * internal/obj.h - layer 2 of lib/: objects.  Contexts (ctx.c), buffers
  * (buf.c), the buffer list (buflist.c), migration (migrate.c), streams and
- * waits (stream.c), read-mostly host copies (shadow.c), host registrations
+ * waits (stream.c), events (event.c), read-mostly host copies (shadow.c), host registrations
  * (host.c), the policy glue (policy.c, builtin_*.c), eviction choices
  * (evict.c), placement traces (trace.c) and fork() (fork.c).  Includes
  * mem.h (and through it base.h).  Locking: mem.h has the whole order.
@@ -183,6 +183,14 @@ void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec);
 struct vmmx_stream {
 	struct vmmx_ctx *ctx;           /* read-only */
 	vmm_stream_t s;                 /* read-only */
+};
+
+/* ---- events (event.c) ---- */
+
+/* A driver event of a context (vmmx_event_create). */
+struct vmmx_event {
+	struct vmmx_ctx *ctx;           /* read-only */
+	vmm_event_t e;                  /* read-only */
 };
 
 /* ---- the buffer list (buflist.c) ---- */
