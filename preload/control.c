@@ -558,6 +558,8 @@ static void start(void)
 	int fd, err;
 	const char *step;
 
+	if (!s)
+		return; /* the program unset it since the first read: nothing asked for */
 	if (!strcmp(s, "1")) {
 		if (vmmxp_ctl_path(vmmxp_ctl_dir(), getpid(), sock_path, sizeof(sock_path))) {
 			errno = ENAMETOOLONG;

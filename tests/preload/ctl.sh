@@ -26,15 +26,7 @@ MiB=1048576
 
 echo "1..45"
 
-# wait_for FILE PATTERN: until a line of FILE matches (10 s at most).
-wait_for() {
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 100 ] && return 1
-		sleep 0.1
-	done
-}
+. "$top_srcdir/tests/preload/wait_for.sh"
 
 # start NAME [vmmx-run options]: the client in the background, its commands
 # on file descriptor 3 (a FIFO), its output in $tmp/NAME.out and .err; $pid

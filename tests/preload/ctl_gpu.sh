@@ -45,14 +45,7 @@ check() {
 	n=$((n + 1))
 	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
 }
-wait_for() { # FILE PATTERN: 120 s at most (PyTorch starts slowly)
-	i=0
-	while ! grep -q "$2" "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 1200 ] && return 1
-		sleep 0.1
-	done
-}
+. "$src/wait_for.sh"
 ctl() {
 	timeout 300 "$run" --ctl "$pid" "$@" >"$tmp/r" 2>"$tmp/e"
 	rc=$?
@@ -68,7 +61,7 @@ mkfifo "$tmp/in"
 "$run" --control -- "$py" "$src/ctl_torch.py" "$size" <"$tmp/in" >>"$tmp/out" 2>"$tmp/err" &
 pid=$!
 exec 3>"$tmp/in"
-wait_for "$tmp/out" '^ready'
+wait_for "$tmp/out" '^ready' 120 # PyTorch starts slowly
 check $? "ctl_torch.py fills $size MiB under vmmx-run --control (pid $pid)"
 sed 's/^/# /' "$tmp/out" "$tmp/err"
 full=$(used)
@@ -92,7 +85,7 @@ woke=$(used)
 within "$woke" "$full" 512
 check $? "awake: in use again as before the sleep ($woke MiB, $full before)"
 echo check >&3
-wait_for "$tmp/out" '^check'
+wait_for "$tmp/out" '^check' 120
 grep -q '^check ok' "$tmp/out"
 check $? "every tensor holds its pattern after the offload and the wake"
 
@@ -109,7 +102,7 @@ check $? "wake after the discard"
 : >"$tmp/out"
 echo fill >&3
 echo check >&3
-wait_for "$tmp/out" '^check'
+wait_for "$tmp/out" '^check' 120
 grep -q '^fill ok' "$tmp/out" && grep -q '^check ok' "$tmp/out"
 check $? "the program refills its tensors after the discard and reads them back"
 echo quit >&3
