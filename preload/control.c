@@ -84,7 +84,6 @@
 #define NBUCKETS 1024
 /* A client has this long to send its line: a silent one must not block the control. */
 #define RECV_TIMEOUT_S 5
-#define REPLY_MAX 4096
 
 struct seg_ref {
 	struct vmmx_buf *buf;   /* a segment of one of the interposer's allocators */
@@ -462,7 +461,7 @@ static int peer_allowed(int fd)
 static void serve_conn(int fd)
 {
 	struct timeval tv = { RECV_TIMEOUT_S, 0 };
-	char line[VMMXP_CTL_LINE], out[REPLY_MAX];
+	char line[VMMXP_CTL_LINE], out[VMMXP_CTL_REPLY];
 	size_t got = 0;
 	ssize_t r;
 	char *nl = NULL;

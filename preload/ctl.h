@@ -18,6 +18,8 @@
 #define VMMXP_CTL_TAG "vmmx-run"
 /* The longest request line, its newline included. */
 #define VMMXP_CTL_LINE 256
+/* The longest answer: status's first line and one line per device (64 devices fit). */
+#define VMMXP_CTL_REPLY 16384
 /* sizeof(((struct sockaddr_un *)0)->sun_path) on Linux, without <sys/un.h> here. */
 #define VMMXP_CTL_PATH_MAX 108
 /* ... in messages: the bytes a path may have */

@@ -560,7 +560,7 @@ static void ctl_target(const char *target, char *path, size_t len)
 static int ctl(const char *target, int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char line[VMMXP_CTL_LINE], reply[8192];
+	char line[VMMXP_CTL_LINE], reply[VMMXP_CTL_REPLY + 1];
 	size_t used = 0, got = 0;
 	ssize_t r;
 	int fd;
