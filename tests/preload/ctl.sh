@@ -24,7 +24,7 @@ VMMX_SIM_DEVICES=2 VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
 export XDG_RUNTIME_DIR VMMX_SIM_DEVICES VMMX_SIM_DEVICE_MEM VMMX_HOST_LIMIT
 MiB=1048576
 
-echo "1..45"
+echo "1..49"
 
 . "$top_srcdir/tests/preload/wait_for.sh"
 
@@ -61,7 +61,7 @@ ctl() {
 
 # field DEVICE NAME: a number of the last status answer's DEVICE line.
 field() {
-	sed -n "s/^device=$1 .*[ ]$2=\([0-9]*\).*/\1/p" "$tmp/r"
+	sed -n "/^device=$1 /s/.*[ ]$2=\([0-9]*\).*/\1/p" "$tmp/r"
 }
 
 show() { sed 's/^/# /' "$tmp/r" "$tmp/e" "$@"; }
@@ -74,6 +74,7 @@ check $? "sleepclient allocates and writes its patterns under vmmx-run --control
 # faults injected further down fail the sleep's own.
 copies=$(sed -n 's/^ready [0-9]* copies=\([0-9]*\),.*/\1/p' "$out")
 syncs=$(sed -n 's/^ready .* syncs=\([0-9]*\),.*/\1/p' "$out")
+ready=$(sed -n 's/^ready \([0-9]*\) .*/\1/p' "$out") # bytes its allocations asked for
 sock="$tmp/xdg/vmmx-run-$pid.sock"
 [ -S "$sock" ] && [ "$(stat -c %a "$sock")" = 600 ]
 check $? "--control: the socket is vmmx-run-PID.sock in \$XDG_RUNTIME_DIR, mode 0600"
@@ -158,6 +159,38 @@ echo check >&3
 wait_for "$out" '^check '
 grep -q '^fill ok$' "$out" && grep -q '^check ok$' "$out"
 check $? "discarded memory is usable after the wake, at the same addresses"
+
+# ---- allocations and frees from 4 threads through sleeps and wakes ----
+: >"$out"
+echo churn >&3
+wait_for "$out" '^churning'
+ok=0
+for mode in offload discard offload; do
+	sleep 0.2
+	ctl "$pid" sleep $mode
+	[ $rc -eq 0 ] || ok=1
+	ctl "$pid" status
+	grep -q "^ok state=asleep mode=$mode " "$tmp/r" && [ "$(field 0 device_bytes)" -eq 0 ] || ok=1
+	[ $ok -eq 0 ] || show
+	sleep 0.2
+	ctl "$pid" wake
+	[ $rc -eq 0 ] || ok=1
+done
+check $ok "3 sleeps and wakes while 4 threads allocate and free: each one served, no device memory in use while asleep"
+echo stop >&3
+wait_for "$out" '^stopped'
+grep -q '^stopped iterations=[1-9][0-9]* failures=0$' "$out"
+check $? "every allocation and free of the threads succeeded, waiting through the sleeps ($(sed -n 's/^stopped //p' "$out"))"
+ctl "$pid" status
+grep -q '^ok state=awake mode=none devices=2 segments=4$' "$tmp/r" &&
+	[ "$(field 0 allocated_bytes)" -eq $((ready - d1)) ]
+check $? "the threads' memory all freed: the 4 segments of the idle program are left, holding its allocations"
+show
+echo fill >&3
+echo check >&3
+wait_for "$out" '^check '
+grep -q '^check ok$' "$out"
+check $? "the program's own allocations read back after the churn"
 
 # ---- bad requests ----
 ctl "$pid" frobnicate

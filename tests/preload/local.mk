@@ -40,7 +40,8 @@ check_PROGRAMS += %D%/launchclient
 # A program idle between phases whose memory ctl.sh sleeps and wakes from outside.
 check_PROGRAMS += %D%/sleepclient
 %C%_sleepclient_SOURCES = %D%/sleepclient.c
-%C%_sleepclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la
+%C%_sleepclient_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_sleepclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la $(PTHREAD_LIBS)
 %C%_sleepclient_LDFLAGS = $(AM_LDFLAGS) -no-install
 
 TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/ctl.sh

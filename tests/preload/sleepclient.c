@@ -17,6 +17,10 @@
  *   fill     write the patterns again (after a discard)
  *   alloc    cudaMalloc 1 MiB on device 0, write and read it, cudaFree it:
  *            "allocating", then "allocated ok" (or "allocated failed ...")
+ *   churn    start CHURN_THREADS threads that allocate and free (64 KiB,
+ *            1 MiB, 12 MiB: the three pools) without touching the memory,
+ *            on device 0, until "stop": "churning"
+ *   stop     stop them: "stopped iterations=N failures=F"
  *   quit     free everything: "bye", exit 0
  * Every answer is one line, flushed.  The pre-sleep frees are stream-
  * ordered (cudaFreeAsync): a cudaFree would wait for the device (a sync)
@@ -24,6 +28,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +38,7 @@
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
-#define NSMALL 16
+#define CHURN_THREADS 4
 
 struct a {
 	int dev;
@@ -105,6 +110,27 @@ static unsigned long long ops(int dev, enum vmmx_op op)
 	return vmmx_stats_get(ctx_of(dev), &st) ? 0 : (unsigned long long)st.driver_calls[op];
 }
 
+static pthread_t churners[CHURN_THREADS];
+static int churn_stop;                  /* atomic */
+static unsigned long churn_iters, churn_fails; /* atomic */
+
+/* Allocate and free, never touching the memory: what a sleep allows. */
+static void *churn(void *arg)
+{
+	static const size_t sizes[] = { 64 * KiB, MiB, 12 * MiB };
+	size_t k = (size_t)(uintptr_t)arg;
+
+	while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
+		void *p = NULL;
+		size_t n = sizes[k++ % 3];
+
+		if (cudaMalloc(&p, n) || fake_is_real(p) || cudaFree(p))
+			__atomic_fetch_add(&churn_fails, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&churn_iters, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
 static void alloc_one(void)
 {
 	void *p = NULL;
@@ -170,6 +196,18 @@ int main(void)
 			printf("%s %s%s\n", line, bad ? "bad: " : "ok", bad ? why : "");
 		} else if (!strcmp(line, "alloc")) {
 			alloc_one();
+		} else if (!strcmp(line, "churn")) {
+			/* The fake's current device is the process's: device 0 from here on. */
+			cudaSetDevice(0);
+			for (size_t i = 0; i < CHURN_THREADS; i++)
+				if (pthread_create(&churners[i], NULL, churn, (void *)(uintptr_t)i))
+					return 1;
+			printf("churning\n");
+		} else if (!strcmp(line, "stop")) {
+			__atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
+			for (size_t i = 0; i < CHURN_THREADS; i++)
+				pthread_join(churners[i], NULL);
+			printf("stopped iterations=%lu failures=%lu\n", churn_iters, churn_fails);
 		} else if (!strcmp(line, "quit")) {
 			for (size_t i = 0; i < NALL; i++) {
 				cudaSetDevice(all[i].dev);
