@@ -13,9 +13,9 @@
  * Nothing runs before the first hooked call: no constructor.  The first
  * allocation on a device makes its context (configuration from VMMX_*, which
  * vmmx-run sets; under --control the first of all also starts the control
- * socket's thread, control.c); if that fails, the reason is printed once and every call
- * from then on goes to the real runtime or driver, as if the interposer were
- * not there.
+ * socket's thread, control.c); if that fails, the reason is printed once
+ * and every call from then on goes to the real runtime or driver, as if the
+ * interposer were not there.
  *
  * Locking: allocs[] is written once per device (release) under make_lock and
  * read with acquire loads; counters are atomic; the table of the largest
