@@ -41,10 +41,11 @@
  *  - A sleep waits until the device is idle (vmmx_sync on each device's
  *    context) and then sleeps with the default stream's check: work queued
  *    after that instant makes it refuse (-VMMX_EBUSY), all or nothing.
- *  - The program must not touch its device memory while asleep: offloaded
- *    memory is mapped to host memory (a kernel reads and writes it there,
- *    slowly, and the wake copies it back), discarded memory is unmapped (a
- *    kernel touching it faults the CUDA context) and undefined at the wake.
+ *  - The program must not touch its device memory while asleep: what a
+ *    sleeping range maps is libvmmx's to choose (vmmx_sleep(): the range is
+ *    unmapped, so that a kernel touching it faults the CUDA context, except
+ *    where the library keeps an offloaded range mapped to host memory),
+ *    and a discarded one is undefined at the wake.
  *    The intended use is a program idle between phases, waiting for input;
  *    a stopped one (SIGSTOP) cannot answer, as this thread stops with it.
  *  - While asleep, the interposer's allocations and frees wait for the
