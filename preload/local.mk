@@ -9,7 +9,9 @@ lib_LTLIBRARIES += %D%/libvmmx-preload.la
 	%D%/launch.c \
 	%D%/cycle.c \
 	%D%/place.c \
-	%D%/state.c
+	%D%/state.c \
+	%D%/ctl.h \
+	%D%/control.c
 %C%_libvmmx_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(PTHREAD_CFLAGS)
 %C%_libvmmx_preload_la_LIBADD = %D%/libresolve.la lib/libvmmx.la $(PTHREAD_LIBS)
 # dlsym() runs in every process the library is preloaded into, also while a
@@ -23,7 +25,7 @@ noinst_LTLIBRARIES += %D%/libresolve.la
 
 # vmmx-run: validates its options, sets VMMX_* and LD_PRELOAD, execs the program.
 bin_PROGRAMS += tools/vmmx-run
-tools_vmmx_run_SOURCES = tools/vmmx-run.c
+tools_vmmx_run_SOURCES = tools/vmmx-run.c preload/ctl.h
 # The installed interposer, and the build tree's for a vmmx-run that runs from it.
 tools_vmmx_run_CPPFLAGS = $(AM_CPPFLAGS) -DVMMX_PRELOAD_LIB='"$(libdir)/libvmmx-preload.so"' \
 	-DVMMX_ABS_BUILDDIR='"$(abs_top_builddir)"' \

@@ -367,6 +367,36 @@ int vmmxp_split(const void *ptr, size_t len, size_t align, vmmxp_piece_fn *fn, v
 
 /* The contexts of the allocators made so far, up to @max in @ctx; returns how many. */
 int vmmxp_ctxs(struct vmmx_ctx **ctx, int max);
+/* The allocators made so far and their devices, up to @max; returns how many. */
+int vmmxp_allocs(struct vmmx_alloc **a, int *dev, int max);
+
+/* ---- sleep and wake from outside (control.c) ---- */
+
+/* VMMX_RUN_CONTROL set (vmmx-run --control); read once. */
+int vmmxp_control_on(void);
+/*
+ * vmmxp_control_start() - open the control socket and start its thread,
+ * once per process; a failure is printed and leaves control off.
+ * Context: the first allocation (state.c), any thread.
+ */
+void vmmxp_control_start(void);
+/*
+ * vmmxp_gate_enter() / vmmxp_gate_leave() - around the allocation and free
+ * hooks' work on an allocator: waits while the memory is asleep or a sleep
+ * or wake runs.  No-ops without --control.
+ * Context: a program thread, marked inside libvmmx, holding no lock of ours.
+ */
+void vmmxp_gate_enter(void);
+void vmmxp_gate_leave(void);
+/*
+ * vmmxp_control_track() - one allocation more (@delta 1) or less (-1) in
+ * segment @buf, the segments a sleep puts to sleep.
+ * Return: 0; -VMMX_ENOMEM (the allocation is then not counted).
+ * Context: inside the gate; takes the table's mutex.
+ */
+int vmmxp_control_track(struct vmmx_buf *buf, int delta);
+/* A forked child's locks afresh, control off (atfork, state.c). */
+void vmmxp_control_after_fork(void);
 
 /* ---- kernel launches (launch.c) ---- */
 

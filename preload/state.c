@@ -12,9 +12,10 @@
  *
  * Nothing runs before the first hooked call: no constructor.  The first
  * allocation on a device makes its context (configuration from VMMX_*, which
- * vmmx-run sets); if that fails, the reason is printed once and every call
- * from then on goes to the real runtime or driver, as if the interposer were
- * not there.
+ * vmmx-run sets; under --control the first of all also starts the control
+ * socket's thread, control.c); if that fails, the reason is printed once
+ * and every call from then on goes to the real runtime or driver, as if the
+ * interposer were not there.
  *
  * Locking: allocs[] is written once per device (release) under make_lock and
  * read with acquire loads; counters are atomic; the table of the largest
@@ -138,6 +139,7 @@ static void after_fork_child(void)
 {
 	pthread_mutex_init(&make_lock, NULL);
 	pthread_mutex_init(&top_lock, NULL);
+	vmmxp_control_after_fork();
 }
 
 static void atfork_init(void)
@@ -174,6 +176,7 @@ static struct vmmx_alloc *alloc_of(int device)
 			disabled = 1;
 		} else {
 			__atomic_store_n(&allocs[device], a, __ATOMIC_RELEASE);
+			vmmxp_control_start();
 		}
 		arm_report();
 	}
@@ -203,6 +206,21 @@ int vmmxp_ctxs(struct vmmx_ctx **ctx, int max)
 
 		if (a)
 			ctx[n++] = vmmx_alloc_ctx(a);
+	}
+	return n;
+}
+
+int vmmxp_allocs(struct vmmx_alloc **a, int *dev, int max)
+{
+	int n = 0;
+
+	for (int d = 0; d < MAX_DEVICES && n < max; d++) {
+		struct vmmx_alloc *x = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
+
+		if (x) {
+			a[n] = x;
+			dev[n++] = d;
+		}
 	}
 	return n;
 }
@@ -313,6 +331,27 @@ static struct vmmx_alloc *serve(int device)
 	return a;
 }
 
+/*
+ * --control: count allocation @p of @a in its segment, the memory a sleep
+ * puts to sleep; one that cannot be counted is undone (out of memory), so
+ * that no allocation of the program stays awake through a sleep.
+ */
+static int track(struct vmmx_alloc *a, void *p, void *stream)
+{
+	struct vmmx_chunk_info ci;
+	int err;
+
+	err = vmmx_lookup(vmmx_alloc_ctx(a), p, &ci);
+	if (!err)
+		err = vmmxp_control_track(ci.buf, 1);
+	if (err) {
+		/* Swallowed: the block was never handed out; a failed free keeps it cached. */
+		(void)vmmx_alloc_free(a, p, stream);
+		return -VMMX_ENOMEM;
+	}
+	return 0;
+}
+
 int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p)
 {
 	struct vmmx_alloc *a;
@@ -322,7 +361,10 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	a = serve(device);
 	if (!a)
 		return VMMXP_PASS;
+	vmmxp_gate_enter();
 	err = vmmx_alloc_malloc(a, size, stream, &p);
+	if (!err && p && vmmxp_control_on())
+		err = track(a, p, stream);
 	if (err == -VMMX_ENODRIVER && !__atomic_exchange_n(&fork_said, 1, __ATOMIC_RELAXED))
 		fprintf(stderr,
 			"vmmx-run: process %d: allocations fail here with CUDA's initialization "
@@ -340,6 +382,7 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 			note_placement(a, device, p, size, kind);
 		*ptr_p = p;
 	}
+	vmmxp_gate_leave();
 	leave();
 	return err;
 }
@@ -353,8 +396,11 @@ int vmmxp_free(const void *ptr, void *stream, int sync)
 	if (!ptr || vmmxp_busy())
 		return VMMXP_PASS;
 	enter();
+	/* Before the lookup: a discarded segment maps nothing until the wake. */
+	vmmxp_gate_enter();
 	a = owner_of(ptr, &ci);
 	if (!a) {
+		vmmxp_gate_leave();
 		leave();
 		count(&n_foreign_free, 1);
 		return VMMXP_PASS;
@@ -372,6 +418,9 @@ int vmmxp_free(const void *ptr, void *stream, int sync)
 		fprintf(stderr, "vmmx-run: free of %p: %s\n", ptr, vmmx_last_error());
 	else
 		count(sync ? &n_free : &n_free_async, 1);
+	if (!err)
+		(void)vmmxp_control_track(ci.buf, -1); /* a decrement takes no memory */
+	vmmxp_gate_leave();
 	leave();
 	return err;
 }

@@ -12,6 +12,11 @@
  * driver how many devices there are (cuInit, cuDeviceGetCount: no context,
  * no memory).  Exit status: the program's; 2 for a bad option or setting;
  * 127 when the program cannot be run (as a shell says).
+ *
+ * vmmx-run --ctl PID|PATH COMMAND is the other side of --control: it sends
+ * one request line to a running program's control socket
+ * (preload/control.c) and prints the answer.  Exit status: 0 for an "ok"
+ * answer, 1 for an "error" one, 2 when there is nobody to ask.
  */
 #include "config.h"
 
@@ -19,12 +24,17 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "preload/ctl.h"
 #include "vmmx.h"
 #ifdef VMMX_HAVE_CUDA
 #include "vmm/cudaload.h"
@@ -73,12 +83,20 @@ static void usage(FILE *f)
 	      "                           them; launch: bring the spilled segments a launch\n"
 	      "                           names to the device first (implies --launches)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
+	      "      --control[=PATH]     listen for sleep and wake requests on a Unix socket,\n"
+	      "                           PATH or vmmx-run-PID.sock in $XDG_RUNTIME_DIR (else\n"
+	      "                           /tmp), from the first allocation on\n"
 	      "  -h, --help               this text\n"
 	      "      --version            the version\n"
 	      "\n"
 	      "SIZE: bytes, K/M/G/T or KiB/MiB/GiB/TiB (powers of 1024), KB/MB/GB/TB (powers of\n"
 	      "1000), or N% of the device (of host memory for --host-limit).  The VMMX_*\n"
-	      "environment is checked like the options.  See vmmx-run(1).\n",
+	      "environment is checked like the options.\n"
+	      "\n"
+	      "usage: vmmx-run --ctl PID|PATH sleep [offload|discard] | wake | status\n"
+	      "Put the device memory of a program run with --control to sleep (offload: to\n"
+	      "pinned host memory; discard: dropped), wake it, or show where it is.  The\n"
+	      "program must be idle.  See vmmx-run(1).\n",
 	      f);
 }
 
@@ -461,6 +479,146 @@ static void check_config(void)
 }
 
 /*
+ * --control[=PATH]: VMMX_RUN_CONTROL=1 (the interposer names the socket by
+ * its pid) or PATH made absolute (the program may change directories before
+ * its first allocation), in a directory that exists, short enough for a
+ * socket address.
+ */
+static void control_opt(const char *arg)
+{
+	char path[PATH_MAX], cwd[PATH_MAX], dir[PATH_MAX];
+	char *slash;
+	struct stat sb;
+
+	if (!arg) {
+		set_opt("--control", "VMMX_RUN_CONTROL", "1");
+		return;
+	}
+	if (!*arg || arg[strlen(arg) - 1] == '/')
+		bad("--control", arg, "expected the path of a socket to make");
+	if (arg[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		bad("--control", arg, strerror(errno));
+	if ((size_t)(arg[0] == '/' ? snprintf(path, sizeof(path), "%s", arg) :
+				     snprintf(path, sizeof(path), "%s/%s",
+					      strcmp(cwd, "/") ? cwd : "", arg)) >= VMMXP_CTL_PATH_MAX)
+		bad("--control", arg, "a socket path has at most " VMMXP_CTL_PATH_MAX_S " bytes");
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	*(slash == dir ? slash + 1 : slash) = '\0';
+	if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK)) {
+		char why[PATH_MAX + 64];
+
+		snprintf(why, sizeof(why), "cannot make a socket in %s: %s", dir,
+			 strerror(errno ? errno : ENOTDIR));
+		bad("--control", arg, why);
+	}
+	set_opt("--control", "VMMX_RUN_CONTROL", path);
+}
+
+/* The socket of --ctl's @target: a path, or a pid's default socket; exits 2 when none. */
+static void ctl_target(const char *target, char *path, size_t len)
+{
+	const char *dirs[2] = { vmmxp_ctl_dir(), "/tmp" };
+	char tried[2][VMMXP_CTL_PATH_MAX];
+	long pid;
+	char *end;
+
+	if (!*target || strspn(target, "0123456789") != strlen(target)) {
+		if ((size_t)snprintf(path, len, "%s", target) >= len)
+			bad("--ctl", target, "a socket path has at most " VMMXP_CTL_PATH_MAX_S " bytes");
+		return;
+	}
+	errno = 0;
+	pid = strtol(target, &end, 10);
+	if (errno || pid <= 0 || pid > INT_MAX)
+		bad("--ctl", target, "expected a process id or the path of a control socket");
+	if (kill((pid_t)pid, 0) && errno == ESRCH) {
+		fprintf(stderr, "vmmx-run: --ctl %s: no process %ld\n", target, pid);
+		exit(2);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (vmmxp_ctl_path(dirs[i], (pid_t)pid, tried[i], sizeof(tried[i])))
+			tried[i][0] = '\0';
+		if (tried[i][0] && !access(tried[i], F_OK) && strlen(tried[i]) < len) {
+			memcpy(path, tried[i], strlen(tried[i]) + 1);
+			return;
+		}
+	}
+	fprintf(stderr, "vmmx-run: --ctl %s: process %ld has no control socket (%s%s%s not "
+			"there): it was not started with vmmx-run --control, it gave its "
+			"socket another path (--control=PATH: give that), or it has not "
+			"allocated device memory yet (the socket opens at its first allocation)\n",
+		target, pid, tried[0], strcmp(tried[0], tried[1]) ? " nor " : "",
+		strcmp(tried[0], tried[1]) ? tried[1] : "");
+	exit(2);
+}
+
+/*
+ * vmmx-run --ctl TARGET WORDS...: send WORDS as one line to the control
+ * socket of TARGET and print the answer (errors to standard error).
+ */
+static int ctl(const char *target, int argc, char **argv)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char line[VMMXP_CTL_LINE], reply[VMMXP_CTL_REPLY + 1];
+	size_t used = 0, got = 0;
+	ssize_t r;
+	int fd;
+
+	if (argc < 1) {
+		fputs("vmmx-run: --ctl: no command: expected sleep [offload|discard], wake or "
+		      "status\n", stderr);
+		return 2;
+	}
+	for (int i = 0; i < argc; i++) {
+		int n = snprintf(line + used, sizeof(line) - used, "%s%s", i ? " " : "", argv[i]);
+
+		if (n < 0 || (size_t)n >= sizeof(line) - used - 1) {
+			fputs("vmmx-run: --ctl: the command is too long\n", stderr);
+			return 2;
+		}
+		used += (size_t)n;
+	}
+	line[used++] = '\n';
+	ctl_target(target, sa.sun_path, sizeof(sa.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = errno;
+
+		fprintf(stderr, "vmmx-run: --ctl %s: cannot reach %s: %s%s\n", target, sa.sun_path,
+			strerror(e),
+			e == ECONNREFUSED ? " (nothing listens there: the process that made it has "
+					    "exited)" : "");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (write(fd, line, used) != (ssize_t)used) {
+		fprintf(stderr, "vmmx-run: --ctl %s: sending the request: %s\n", target,
+			strerror(errno));
+		close(fd);
+		return 2;
+	}
+	/* The answer is complete when the server closes; a sleep may take seconds. */
+	while (got < sizeof(reply) - 1 && (r = read(fd, reply + got, sizeof(reply) - 1 - got)))
+		if (r > 0)
+			got += (size_t)r;
+		else if (errno != EINTR)
+			break;
+	close(fd);
+	reply[got] = '\0';
+	if (!strncmp(reply, "ok", 2)) {
+		fputs(reply, stdout);
+		return 0;
+	}
+	if (!got) {
+		fprintf(stderr, "vmmx-run: --ctl %s: no answer (the process exited?)\n", target);
+		return 2;
+	}
+	fprintf(stderr, "vmmx-run: --ctl %s: %s", target, reply);
+	return 1;
+}
+
+/*
  * The build tree's interposer, when this vmmx-run runs from the build tree
  * (not installed): the way libvmmx finds the build tree's policies
  * (lib/policy.c), by where the running program lies.  A libtool wrapper
@@ -524,7 +682,8 @@ static void preload(void)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION, OPT_LAUNCHES, OPT_PLACEMENT };
+	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION, OPT_LAUNCHES, OPT_PLACEMENT,
+	       OPT_CONTROL, OPT_CTL };
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "device-limit", required_argument, NULL, 'l' },
@@ -537,11 +696,13 @@ int main(int argc, char **argv)
 		{ "launches", no_argument, NULL, OPT_LAUNCHES },
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "log", required_argument, NULL, 'v' },
+		{ "control", optional_argument, NULL, OPT_CONTROL },
+		{ "ctl", required_argument, NULL, OPT_CTL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ 0 },
 	};
-	const char *report_file = NULL;
+	const char *report_file = NULL, *ctl_to = NULL;
 	int c, report = 0;
 
 	/* '+': options end at the program's name, so its own options are left alone. */
@@ -590,6 +751,12 @@ int main(int argc, char **argv)
 				bad("--log", optarg, "expected none, error, warn, info or debug");
 			set_opt("--log", "VMMX_LOG", optarg);
 			break;
+		case OPT_CONTROL:
+			control_opt(optarg);
+			break;
+		case OPT_CTL:
+			ctl_to = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -601,6 +768,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (ctl_to)
+		return ctl(ctl_to, argc - optind, argv + optind);
 	if (optind >= argc) {
 		fputs("vmmx-run: no program to run\n", stderr);
 		usage(stderr);

@@ -37,10 +37,19 @@ check_PROGRAMS += %D%/launchclient
 %C%_launchclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la -ldl $(PTHREAD_LIBS)
 %C%_launchclient_LDFLAGS = $(AM_LDFLAGS) -no-install
 
-TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh
+# A program idle between phases whose memory ctl.sh sleeps and wakes from outside.
+check_PROGRAMS += %D%/sleepclient
+%C%_sleepclient_SOURCES = %D%/sleepclient.c
+%C%_sleepclient_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_sleepclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la $(PTHREAD_LIBS)
+%C%_sleepclient_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/ctl.sh
 EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/env.sh \
-	%D%/fakecuda.map
+	%D%/fakecuda.map %D%/ctl.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
+# Sleep and wake from outside on the GPU machine (docs/PRELOAD.md has the command).
+EXTRA_DIST += %D%/ctl_gpu.sh %D%/ctl_torch.py %D%/wait_for.sh
 EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_bench.cu %D%/bench_time.h %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
 # Unmodified JAX, Triton and numba-cuda past a device limit, and numba-cuda's
 # own driver tests, on the GPU machine from a built tree (docs/PRELOAD.md).
