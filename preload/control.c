@@ -387,6 +387,41 @@ static void do_wake(char *out, size_t len)
 		snprintf(out, len, "ok woke bytes=%zu seconds=%.3f\n", bytes, since(&t0));
 }
 
+/*
+ * Give back the pinned host memory the last offload keeps for the next one
+ * (vmmx_sleep_release).  The segments carry the tag only while asleep, so
+ * they carry it again for the call, behind the closed gate.
+ */
+static void do_release(char *out, size_t len)
+{
+	struct vmmx_alloc *a[VMMXP_MAX_DEVICES];
+	int dev[VMMXP_MAX_DEVICES], n, err = 0;
+	char why[512] = "";
+	size_t bytes = 0, b;
+
+	if (asleep) {
+		snprintf(out, len, "error: asleep: the host memory holds the contents; wake first\n");
+		return;
+	}
+	gate_close();
+	n = vmmxp_allocs(a, dev, VMMXP_MAX_DEVICES);
+	err = tag_segs(VMMXP_CTL_TAG, why, sizeof(why));
+	for (int i = 0; i < n && !err; i++) {
+		b = 0;
+		err = vmmx_sleep_release(vmmx_alloc_ctx(a[i]), tags, 1, &b);
+		if (err)
+			snprintf(why, sizeof(why), "device %d: %s", dev[i], vmmx_last_error());
+		bytes += b;
+	}
+	if (tag_segs(NULL, err ? NULL : why, err ? 0 : sizeof(why)) && !err)
+		err = -VMMX_EDRIVER;
+	gate_open();
+	if (err)
+		snprintf(out, len, "error: released %zu bytes: %s\n", bytes, why);
+	else
+		snprintf(out, len, "ok released bytes=%zu\n", bytes);
+}
+
 static void do_status(char *out, size_t len)
 {
 	struct vmmx_alloc *a[VMMXP_MAX_DEVICES];
@@ -400,23 +435,27 @@ static void do_status(char *out, size_t len)
 	for (int i = 0; i < n && used < len; i++) {
 		struct vmmx_alloc_stats as = { .size = sizeof(as) };
 		struct vmmx_stats st = { .size = sizeof(st) };
-		struct vmmx_sleep_stats ss;
+		struct vmmx_sleep_stats ss, su;
 		struct vmmx_ctx *ctx = vmmx_alloc_ctx(a[i]);
 
+		/* Asleep, the segments carry the tag; awake, none (su): their
+		 * stashes, kept for the next offload, are counted either way. */
 		if (vmmx_alloc_stats(a[i], &as) || vmmx_stats_get(ctx, &st) ||
-		    vmmx_sleep_stats(ctx, VMMXP_CTL_TAG, &ss)) {
+		    vmmx_sleep_stats(ctx, VMMXP_CTL_TAG, &ss) || vmmx_sleep_stats(ctx, "", &su)) {
 			used += (size_t)snprintf(out + used, len - used, "device=%d error: %s\n",
 						 dev[i], vmmx_last_error());
 			continue;
 		}
 		used += (size_t)snprintf(out + used, len - used,
 					 "device=%d allocated_bytes=%llu asleep_bytes=%llu "
-					 "offloaded_bytes=%llu device_bytes=%llu host_bytes=%llu\n",
+					 "offloaded_bytes=%llu device_bytes=%llu host_bytes=%llu "
+					 "stash_bytes=%llu\n",
 					 dev[i], (unsigned long long)as.allocated_bytes,
 					 (unsigned long long)ss.asleep_bytes,
 					 (unsigned long long)ss.offloaded_bytes,
 					 (unsigned long long)st.device_bytes,
-					 (unsigned long long)st.host_bytes);
+					 (unsigned long long)st.host_bytes,
+					 (unsigned long long)(ss.stash_bytes + su.stash_bytes));
 	}
 }
 
@@ -428,8 +467,8 @@ static void serve_line(char *line, char *out, size_t len)
 	char *extra = arg ? strtok_r(NULL, " \t", &save) : NULL;
 
 	if (!cmd) {
-		snprintf(out, len, "error: empty request: expected sleep [offload|discard], wake "
-			 "or status\n");
+		snprintf(out, len, "error: empty request: expected sleep [offload|discard], wake, "
+			 "release or status\n");
 	} else if (!strcmp(cmd, "sleep") && !extra &&
 		   (!arg || !strcmp(arg, "offload") || !strcmp(arg, "discard"))) {
 		do_sleep(arg && !strcmp(arg, "discard") ? VMMX_SLEEP_DISCARD : VMMX_SLEEP_OFFLOAD,
@@ -437,15 +476,18 @@ static void serve_line(char *line, char *out, size_t len)
 	} else if (!strcmp(cmd, "sleep")) {
 		snprintf(out, len, "error: sleep '%s%s%s': expected sleep, sleep offload or sleep "
 			 "discard\n", arg, extra ? " " : "", extra ? extra : "");
-	} else if ((!strcmp(cmd, "wake") || !strcmp(cmd, "status")) && arg) {
+	} else if ((!strcmp(cmd, "wake") || !strcmp(cmd, "status") || !strcmp(cmd, "release")) &&
+		   arg) {
 		snprintf(out, len, "error: %s takes no argument (got '%s')\n", cmd, arg);
 	} else if (!strcmp(cmd, "wake")) {
 		do_wake(out, len);
 	} else if (!strcmp(cmd, "status")) {
 		do_status(out, len);
+	} else if (!strcmp(cmd, "release")) {
+		do_release(out, len);
 	} else {
 		snprintf(out, len, "error: unknown command '%.64s': expected sleep "
-			 "[offload|discard], wake or status\n", cmd);
+			 "[offload|discard], wake, release or status\n", cmd);
 	}
 }
 

@@ -566,8 +566,8 @@ static int ctl(const char *target, int argc, char **argv)
 	int fd;
 
 	if (argc < 1) {
-		fputs("vmmx-run: --ctl: no command: expected sleep [offload|discard], wake or "
-		      "status\n", stderr);
+		fputs("vmmx-run: --ctl: no command: expected sleep [offload|discard], wake, "
+		      "release or status\n", stderr);
 		return 2;
 	}
 	for (int i = 0; i < argc; i++) {

@@ -24,7 +24,7 @@ VMMX_SIM_DEVICES=2 VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
 export XDG_RUNTIME_DIR VMMX_SIM_DEVICES VMMX_SIM_DEVICE_MEM VMMX_HOST_LIMIT
 MiB=1048576
 
-echo "1..48"
+echo "1..52"
 
 . "$top_srcdir/tests/preload/wait_for.sh"
 
@@ -125,7 +125,22 @@ ctl "$pid" status
 	[ "$(field 0 device_bytes)" -eq "$d0" ] && [ "$(field 1 device_bytes)" -eq "$d1" ] &&
 	[ "$(field 0 asleep_bytes)" -eq 0 ] && [ "$(field 1 asleep_bytes)" -eq 0 ]
 check $? "status after the wake: awake, the devices hold what they held"
+[ "$(field 0 stash_bytes)" -gt 0 ] && [ "$(field 1 stash_bytes)" -gt 0 ]
+check $? "status after the wake: the host memory of the offload is kept for the next one"
 show
+
+ctl "$pid" release
+rel=$(sed -n 's/^ok released bytes=\([0-9]*\)$/\1/p' "$tmp/r")
+[ $rc -eq 0 ] && [ -n "$rel" ] && [ "$rel" -gt 0 ]
+check $? "release: gives the kept host memory back ($rel bytes)"
+show
+ctl "$pid" status
+[ "$(field 0 stash_bytes)" -eq 0 ] && [ "$(field 1 stash_bytes)" -eq 0 ] &&
+	[ "$(field 0 device_bytes)" -eq "$d0" ]
+check $? "status after the release: no host memory kept, the device memory as it was"
+ctl "$pid" release
+[ $rc -eq 0 ] && grep -q '^ok released bytes=0$' "$tmp/r"
+check $? "a second release gives back nothing"
 
 : >"$out"
 echo check >&3
@@ -188,7 +203,7 @@ check $? "the program's own allocations read back after the churn"
 
 # ---- bad requests ----
 ctl "$pid" frobnicate
-[ $rc -eq 1 ] && grep -q "error: unknown command 'frobnicate': expected sleep \[offload|discard\], wake or status" "$tmp/e"
+[ $rc -eq 1 ] && grep -q "error: unknown command 'frobnicate': expected sleep \[offload|discard\], wake, release or status" "$tmp/e"
 check $? "an unknown command: exit 1, named, the commands listed"
 ctl "$pid" sleep sideways
 [ $rc -eq 1 ] && grep -q "error: sleep 'sideways': expected sleep, sleep offload or sleep discard" "$tmp/e"
@@ -200,7 +215,7 @@ ctl "$pid" wake
 [ $rc -eq 1 ] && grep -q "error: not asleep" "$tmp/e"
 check $? "a wake while awake: exit 1, not asleep"
 ctl "$pid"
-[ $rc -eq 2 ] && grep -q "no command: expected sleep \[offload|discard\], wake or status" "$tmp/e"
+[ $rc -eq 2 ] && grep -q "no command: expected sleep \[offload|discard\], wake, release or status" "$tmp/e"
 check $? "--ctl without a command: exit 2"
 show
 
