@@ -1005,15 +1005,15 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	rep_str(o, "compute_why", cc->why);
 	if (T->truncated)
 		rep_label(rep_int(doc, "truncated_launches", (long long)T->truncated), "note",
-			  "%zu launches named more than the %d chunks a record lists: the rest are "
-			  "not replayed",
-			  T->truncated, TRACE_CHUNKS);
+			  "launches that named more than the %d chunks a record lists: %zu (the "
+			  "rest of their chunks are not replayed)",
+			  TRACE_CHUNKS, T->truncated);
 	if (ndev > 1)
 		rep_label(rep_int(doc, "devices", ndev), "note",
 			  "the trace names memory on %d devices: replayed as one device", ndev);
 	if (T->other_launches)
 		rep_label(rep_int(doc, "other_process_launches", (long long)T->other_launches),
-			  "note", "%zu launches of other processes left out", T->other_launches);
+			  "note", "launches of other processes, left out: %zu", T->other_launches);
 	rep_str(doc, "scope", T->cycle_len ? "step" : "total");
 }
 
