@@ -100,12 +100,12 @@ struct rref {
 };
 
 struct rlaunch {
-	double t;	   /* the time field (s); NAN when absent */
-	long pos;	   /* cycle_pos */
-	size_t ref, nref;  /* T->refs[ref .. ref + nref) */
-	int truncated;	   /* chunks_named > the chunks listed */
-	double compute;	   /* the compute floor (s) */
-	size_t cycle_len;  /* the known cycle's length at this launch; 0: none */
+	double t;	  /* the time field (s); NAN when absent */
+	long pos;	  /* cycle_pos */
+	size_t ref, nref; /* T->refs[ref .. ref + nref) */
+	int truncated;	  /* chunks_named > the chunks listed */
+	double compute;	  /* the compute floor (s) */
+	size_t cycle_len; /* the known cycle's length at this launch; 0: none */
 };
 
 /* A u64 -> index map, open addressing (linear probing), grown at half full. */
@@ -113,6 +113,11 @@ struct umap {
 	uint64_t *key;
 	size_t *val;
 	size_t cap, n;
+};
+
+/* Segment @seg is gone from launch @at on. */
+struct rdeath {
+	size_t at, seg;
 };
 
 struct trace {
@@ -138,9 +143,7 @@ struct trace {
 	/* The launches the step figures and the residency cover: the step, else all. */
 	size_t span_first, span_len;
 	/* Segments by the launch they are gone at, sorted (dying[k].at ascending). */
-	struct rdeath {
-		size_t at, seg;
-	} *dying;
+	struct rdeath *dying;
 	size_t ndying;
 };
 
@@ -404,10 +407,11 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 		size_t s, k;
 
 		if (!base || size == UINT64_MAX || !size || host < 0)
-			return bad(w,
-				   "chunk %zu of the launch: expected {\"base\":\"0x...\",\"size\":N,"
-				   "\"loc\":\"device:N\" or \"host\"}",
-				   i + 1);
+			return bad(
+			    w,
+			    "chunk %zu of the launch: expected {\"base\":\"0x...\",\"size\":N,"
+			    "\"loc\":\"device:N\" or \"host\"}",
+			    i + 1);
 		s = seg_of(T, base, size, host);
 		if (s == NONE)
 			return oom();
@@ -519,8 +523,8 @@ static int read_trace(struct trace *T, const char *path)
 		return -1;
 	}
 	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, PROG ": --replay %s: not a regular file (the trace is read twice)\n",
-			path);
+		fprintf(stderr,
+			PROG ": --replay %s: not a regular file (the trace is read twice)\n", path);
 		fclose(f);
 		return -1;
 	}
@@ -673,7 +677,7 @@ static uint64_t trace_device_bytes(const struct trace *T)
 /* ---- the model ---- */
 
 struct model {
-	uint64_t device; /* bytes of device room */
+	uint64_t device;  /* bytes of device room */
 	double hbm, pcie; /* bytes per second */
 };
 
@@ -802,7 +806,8 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  * Return: 0, or -1 when out of memory.
  */
 static int replay_policy(const struct trace *T, const struct model *M, enum rpolicy p,
-			 const struct rows *rows, struct rfig *total, struct rfig *step, char *cells)
+			 const struct rows *rows, struct rfig *total, struct rfig *step,
+			 char *cells)
 {
 	struct rstate *S = calloc(T->nsegs ? T->nsegs : 1, sizeof(*S));
 	size_t dk = 0;
@@ -830,7 +835,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 
 			if (g->born == i) {
 				v->st = !g->first_host && used + g->size <= M->device ? S_DEVICE
-										       : S_HOST;
+										      : S_HOST;
 				used += v->st == S_DEVICE ? g->size : 0;
 			}
 			v->prev = v->last;
@@ -854,8 +859,9 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			while (used + g->size > M->device) {
 				size_t v = victim(T, S, p, i + 1, L->pos >= 0 ? L->cycle_len : 0);
 
+				/* pinned + size fit, so an unnamed one is on the device. */
 				if (v == NONE)
-					abort(); /* pinned + size fit: an unnamed one is on the device */
+					abort();
 				S[v].st = S_HOST;
 				used -= T->segs[v].size;
 				d.moved_out += T->segs[v].size;
@@ -901,20 +907,20 @@ static const struct rep_field replay_fields[] = {
     {"policy", REP_S_STR, FIG(policy), .col = 1, .head = "policy", .fmt = REP_F_TEXT},
     {"time_s", REP_S_NUM, FIG(time_s), .col = 2, .head = "time ms", .fmt = REP_F_MS, .prec = 3,
      .right = 1},
-    {"move_s", REP_S_NUM, FIG(move_s), .col = 3, .head = "moving ms", .fmt = REP_F_MS,
-     .prec = 3, .right = 1},
+    {"move_s", REP_S_NUM, FIG(move_s), .col = 3, .head = "moving ms", .fmt = REP_F_MS, .prec = 3,
+     .right = 1},
     {"moved_in", REP_S_BYTES, FIG(moved_in), .col = 4, .head = "moved in", .fmt = REP_F_SIZE,
      .right = 1},
-    {"moved_out", REP_S_BYTES, FIG(moved_out), .col = 5, .head = "moved out",
-     .fmt = REP_F_SIZE, .right = 1},
+    {"moved_out", REP_S_BYTES, FIG(moved_out), .col = 5, .head = "moved out", .fmt = REP_F_SIZE,
+     .right = 1},
     {"read_in_place", REP_S_BYTES, FIG(read_host), .col = 6, .head = "read in place",
      .fmt = REP_F_SIZE, .right = 1},
     {"read_on_device", REP_S_BYTES, FIG(read_device), .col = 7, .head = "read on device",
      .fmt = REP_F_SIZE, .right = 1},
     {"moves_in", REP_S_COUNT, FIG(moves_in), .col = 8, .head = "moves in", .fmt = REP_F_INT,
      .right = 1},
-    {"moves_out", REP_S_COUNT, FIG(moves_out), .col = 9, .head = "moves out",
-     .fmt = REP_F_INT, .right = 1},
+    {"moves_out", REP_S_COUNT, FIG(moves_out), .col = 9, .head = "moves out", .fmt = REP_F_INT,
+     .right = 1},
     {"no_room", REP_S_COUNT, FIG(no_room), .col = 10, .head = "no room", .fmt = REP_F_INT,
      .right = 1},
 };
@@ -932,8 +938,9 @@ static int choose_compute(const struct trace *T, enum compute c, struct compute_
 		snprintf(cc->why, sizeof(cc->why), "0 (--compute none)");
 	} else if (!T->have_times) {
 		if (c == COMPUTE_GAPS) {
-			fprintf(stderr, PROG ": --compute gaps: %s: not every launch record has a "
-					     "\"time\"\n",
+			fprintf(stderr,
+				PROG ": --compute gaps: %s: not every launch record has a "
+				     "\"time\"\n",
 				T->path);
 			return -1;
 		}
@@ -952,7 +959,7 @@ static int choose_compute(const struct trace *T, enum compute c, struct compute_
 }
 
 static void replay_head(const struct trace *T, const struct model *M, int dev_given,
-		     const struct compute_choice *cc, struct rep *doc)
+			const struct compute_choice *cc, struct rep *doc)
 {
 	char a[32], b[32];
 	uint64_t bytes = 0;
@@ -984,7 +991,8 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 		o = rep_label(rep_obj(doc, "cycle"), "cycle",
 			      "%zu launches, %zu complete steps; figures for the last step "
 			      "(launches %zu-%zu)",
-			      T->cycle_len, T->steps, T->step_first, T->step_first + T->cycle_len - 1);
+			      T->cycle_len, T->steps, T->step_first,
+			      T->step_first + T->cycle_len - 1);
 		rep_int(o, "length", (long long)T->cycle_len);
 		rep_int(o, "complete_steps", (long long)T->steps);
 		rep_int(o, "step_first_launch", (long long)T->step_first);
@@ -1078,25 +1086,26 @@ static int span_rows(const struct trace *T, struct rows *rows)
 
 static void replay_usage(FILE *f)
 {
-	fprintf(f,
-		"usage: " PROG " --replay TRACE [OPTIONS]\n"
-		"Replays the launches of a vmmx-run --trace file under placement policies with a\n"
-		"simple cost model, and predicts each one's step time and the bytes it moves.\n\n"
-		"  -p, --policy LIST      in-place, launch-lru, launch-belady, launch-cycle\n"
-		"                         (comma-separated; default all)\n"
-		"      --device-bytes SIZE  the device's room (default: the most the trace shows\n"
-		"                         on the device, or the most one launch names)\n"
-		"      --hbm GBPS         device memory rate (default %.1f)\n"
-		"      --pcie GBPS        host memory and copy rate over the link (default %.1f)\n"
-		"      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
-		"                         gap to the next launch in the recorded run (gaps), or 0;\n"
-		"                         auto: gaps unless the trace has no times or shows moves\n"
-		"      --json             JSON output (default: a table)\n"
-		"      --plot FILE        the residency of the step, drawn by vmmx-plot (.png,\n"
-		"                         .svg or .pdf)\n"
-		"  -h, --help\n"
-		"Exit status: 0 done, 1 the trace could not be read, 2 bad usage.\n",
-		DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS);
+	fprintf(
+	    f,
+	    "usage: " PROG " --replay TRACE [OPTIONS]\n"
+	    "Replays the launches of a vmmx-run --trace file under placement policies with a\n"
+	    "simple cost model, and predicts each one's step time and the bytes it moves.\n\n"
+	    "  -p, --policy LIST      in-place, launch-lru, launch-belady, launch-cycle\n"
+	    "                         (comma-separated; default all)\n"
+	    "      --device-bytes SIZE  the device's room (default: the most the trace shows\n"
+	    "                         on the device, or the most one launch names)\n"
+	    "      --hbm GBPS         device memory rate (default %.1f)\n"
+	    "      --pcie GBPS        host memory and copy rate over the link (default %.1f)\n"
+	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
+	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
+	    "                         auto: gaps unless the trace has no times or shows moves\n"
+	    "      --json             JSON output (default: a table)\n"
+	    "      --plot FILE        the residency of the step, drawn by vmmx-plot (.png,\n"
+	    "                         .svg or .pdf)\n"
+	    "  -h, --help\n"
+	    "Exit status: 0 done, 1 the trace could not be read, 2 bad usage.\n",
+	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS);
 }
 
 static int parse_gbps(const char *opt, const char *s, double *out)
@@ -1247,13 +1256,14 @@ int replay_main(int argc, char **argv)
 		rep_text(stdout, doc, 0, 7);
 		printf("\n%s, predicted by the model (no GPU ran):\n",
 		       T.cycle_len ? "per step" : "over the whole trace");
-		rep_field_table(stdout, rep_get(doc, T.cycle_len ? "step" : "total"),
-				replay_fields, REP_NFIELDS(replay_fields), &(struct rep_view){0});
+		rep_field_table(stdout, rep_get(doc, T.cycle_len ? "step" : "total"), replay_fields,
+				REP_NFIELDS(replay_fields), &(struct rep_view){0});
 	}
 	if (!rc && o.plot) {
 		if (!rep_get(doc, "charts")) {
-			fprintf(stderr, PROG ": --plot %s: no residency to draw (no segment named, "
-					     "or too many cells)\n",
+			fprintf(stderr,
+				PROG ": --plot %s: no residency to draw (no segment named, "
+				     "or too many cells)\n",
 				o.plot);
 			rc = 1;
 		} else if (rep_plot(doc, o.plot, PROG)) {

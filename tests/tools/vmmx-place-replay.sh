@@ -55,43 +55,37 @@ pycheck "--json parses; the trace: 9 launches of pid 4242, 3 segments (A grouped
 	"$tmp/abc.json" 'd["mode"] == "replay" and d["trace"]["launches"] == 9 and d["trace"]["pid"] == 4242 and d["trace"]["segments"] == 3 and d["trace"]["segment_bytes"] == 300000000 and d["trace"]["placement_records"] == 2 and d["trace"]["other_process_launches"] == 1 and d["trace"]["moves_seen"] == 0'
 pycheck "--json: the device's room from the trace (A and B first seen there: 200 MB), compute from the gaps, the cycle" \
 	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle"]'
-# in-place: C stays in host memory: A 1 ms, B 1 ms, C max(1, 10) = 10 ms a step.
-is_figs "$tmp/abc.json" step in-place "12.000 0 0 100000000 200000000 0 0 0" \
-	"in-place: 12 ms a step (C read in place: 10 ms), nothing moved"
-is_figs "$tmp/abc.json" total in-place "36.000 0 0 300000000 600000000 0 0 0" \
-	"in-place: 36 ms over the trace (the last launch takes the gap one cycle before it)"
-# LRU on a cycle one larger than the room: every launch from the third misses,
-# each 10 ms in + 10 ms out (written back) + 1 ms: 7 moves, 3 a step.
-is_figs "$tmp/abc.json" step launch-lru "63.000 300000000 300000000 0 300000000 3 3 0" \
-	"launch-lru: every launch of the step misses: 3 x (20 + 1) = 63 ms, 300 MB in and out"
-is_figs "$tmp/abc.json" total launch-lru "149.000 700000000 700000000 0 900000000 7 7 0" \
-	"launch-lru: 7 moves each way over the trace (700 MB), 149 ms"
-# Belady: C evicts B (needed after A), B evicts A, A evicts C, C evicts A
-# (neither needed again: the least recently named): 4 moves.
-is_figs "$tmp/abc.json" total launch-belady "89.000 400000000 400000000 0 900000000 4 4 0" \
-	"launch-belady: exactly 4 moves each way (400 MB), fewer than launch-lru's 7"
-is_figs "$tmp/abc.json" step launch-belady "43.000 200000000 200000000 0 300000000 2 2 0" \
-	"launch-belady: the last step misses A and C: 21 + 1 + 21 = 43 ms"
-# launch-cycle (place.c's rule): LRU until the cycle is known, then next use
-# at last + min(gap, 3): C evicts A, A evicts C, C evicts B, B evicts A.
-is_figs "$tmp/abc.json" total launch-cycle "89.000 400000000 400000000 0 900000000 4 4 0" \
-	"launch-cycle: 4 moves each way over the trace, as many as Belady"
-is_figs "$tmp/abc.json" step launch-cycle "23.000 100000000 100000000 0 300000000 1 1 0" \
-	"launch-cycle: the last step misses B only: 1 + 21 + 1 = 23 ms"
 pycheck "the residency chart of launch-belady's step: A, B, C by launch (upper case: named)" \
 	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 4'
-
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
-is_figs "$tmp/none.json" step in-place "10.200 0 0 100000000 200000000 0 0 0" \
-	"--compute none: in-place is the reads alone: 0.1 + 0.1 + 10 = 10.2 ms"
-is_figs "$tmp/none.json" step launch-belady "40.300 200000000 200000000 0 300000000 2 2 0" \
-	"--compute none: launch-belady 20.1 + 0.1 + 20.1 = 40.3 ms"
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --device-bytes 100MB --json >"$tmp/small.json" 2>"$tmp/err"
-is_figs "$tmp/small.json" step in-place "21.000 0 0 200000000 100000000 0 0 0" \
-	"--device-bytes 100MB: B no longer fits where the trace saw it and starts in host memory: 1 + 10 + 10 ms"
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --device-bytes 50MB --json >"$tmp/tiny.json" 2>"$tmp/err"
-is_figs "$tmp/tiny.json" step launch-lru "30.000 0 0 300000000 0 0 0 3" \
-	"--device-bytes 50MB: no segment fits: nothing moves, each launch reads in place, 3 times no room"
+# The figures, worked out by hand: FILE|SCOPE|POLICY|time_ms moved_in moved_out
+# in_place on_device moves_in moves_out no_room|what.
+while IFS='|' read -r f scope pol want what; do
+	case $f in '#'* | '') continue ;; esac
+	is_figs "$tmp/$f" "$scope" "$pol" "$want" "$what"
+done <<'FIGS'
+# in-place: C stays in host memory: A 1 ms, B 1 ms, C max(1, 10) = 10 ms a step.
+abc.json|step|in-place|12.000 0 0 100000000 200000000 0 0 0|in-place: 12 ms a step (C read in place: 10 ms), nothing moved
+abc.json|total|in-place|36.000 0 0 300000000 600000000 0 0 0|in-place: 36 ms over the trace (the last launch takes the gap one cycle before it)
+# LRU on a cycle one larger than the room: every launch from the third misses,
+# each 10 ms in + 10 ms out (written back) + 1 ms: 7 moves, 3 a step.
+abc.json|step|launch-lru|63.000 300000000 300000000 0 300000000 3 3 0|launch-lru: every launch of the step misses: 3 x (20 + 1) = 63 ms, 300 MB in and out
+abc.json|total|launch-lru|149.000 700000000 700000000 0 900000000 7 7 0|launch-lru: 7 moves each way over the trace (700 MB), 149 ms
+# Belady: C evicts B (needed after A), B evicts A, A evicts C, C evicts A
+# (neither needed again: the least recently named): 4 moves.
+abc.json|total|launch-belady|89.000 400000000 400000000 0 900000000 4 4 0|launch-belady: exactly 4 moves each way (400 MB), fewer than launch-lru's 7
+abc.json|step|launch-belady|43.000 200000000 200000000 0 300000000 2 2 0|launch-belady: the last step misses A and C: 21 + 1 + 21 = 43 ms
+# launch-cycle (place.c's rule): LRU until the cycle is known, then next use
+# at last + min(gap, 3): C evicts A, A evicts C, C evicts B, B evicts A.
+abc.json|total|launch-cycle|89.000 400000000 400000000 0 900000000 4 4 0|launch-cycle: 4 moves each way over the trace, as many as Belady
+abc.json|step|launch-cycle|23.000 100000000 100000000 0 300000000 1 1 0|launch-cycle: the last step misses B only: 1 + 21 + 1 = 23 ms
+none.json|step|in-place|10.200 0 0 100000000 200000000 0 0 0|--compute none: in-place is the reads alone: 0.1 + 0.1 + 10 = 10.2 ms
+none.json|step|launch-belady|40.300 200000000 200000000 0 300000000 2 2 0|--compute none: launch-belady 20.1 + 0.1 + 20.1 = 40.3 ms
+small.json|step|in-place|21.000 0 0 200000000 100000000 0 0 0|--device-bytes 100MB: B no longer fits where the trace saw it and starts in host memory: 1 + 10 + 10 ms
+tiny.json|step|launch-lru|30.000 0 0 300000000 0 0 0 3|--device-bytes 50MB: no segment fits: nothing moves, each launch reads in place, 3 times no room
+FIGS
 "$place" --replay "$abc" -p launch-belady,in-place --json >"$tmp/two.json" 2>"$tmp/err"
 pycheck "--policy LIST: only those policies; the default rates (4427 and 51.4 GB/s)" "$tmp/two.json" \
 	'[x["policy"] for x in d["total"]] == ["in-place", "launch-belady"] and d["model"]["hbm_gbps"] == 4427 and d["model"]["pcie_gbps"] == 51.4'
