@@ -465,9 +465,9 @@ static int take_line(struct trace *T, const struct where *w, const char *line, i
 	pid = json_get(o, "pid");
 	launch = json_str(ev) && !strcmp(json_str(ev), "launch");
 	if (pass == 0) {
-		/* The first pass only finds the process to replay. */
-		if (launch && !T->have_pid && json_type(pid) == JSON_NUM) {
-			T->pid = (long)json_num(pid);
+		/* The first pass only finds the process to replay (-1: records without a pid). */
+		if (launch && !T->have_pid) {
+			T->pid = json_type(pid) == JSON_NUM ? (long)json_num(pid) : -1;
 			T->have_pid = 1;
 		}
 	} else if (json_type(pid) == JSON_NUM && (long)json_num(pid) != T->pid) {

@@ -102,6 +102,12 @@ EOF
 pycheck "a buffer placed over a freed one: two segments, the second on the device in the first's room; no time in the trace: compute 0" \
 	"$tmp/free.json" 'd["trace"]["segments"] == 2 and d["cycle"] is None and d["step"] is None and d["model"]["compute"] == "none" and [(x["read_on_device"], x["read_in_place"]) for x in d["total"]] == [(200000000, 0)] * 4'
 
+# Records without a pid (written by hand) are one process's: C in host memory, brought in.
+echo '{"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x50000000","size":1000,"loc":"host"}]}' >"$tmp/nopid.jsonl"
+"$place" --replay "$tmp/nopid.jsonl" --json >"$tmp/nopid.json" 2>"$tmp/err"
+pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in, in-place reads it in place" \
+	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 3'
+
 # ---- a trace recorded for real on the sim ----
 # launchclient's "place": six 64 MiB buffers, four fit; 16 MiB chunks, so a
 # launch names a buffer's first chunk and the placement records make it whole.
@@ -133,6 +139,24 @@ else
 fi
 
 # ---- the plot ----
+if [ -z "$py" ]; then
+	skip "no python3: vmmx_tools.plot reads a residency chart"
+else
+	$py -c 'import json, sys
+sys.path.insert(0, sys.argv[1])
+import vmmx_tools.plot as p
+d = json.load(open(sys.argv[2], encoding="utf-8"))
+c = [x for x in d["charts"] if x["name"] == "residency-launch-belady"][0]
+assert p.residency_grid(c) == ([[1, 1, 2], [1, 1, 1], [2, 2, 1]], [(0, 0), (1, 1), (2, 2)]), p.residency_grid(c)
+assert "matplotlib" not in sys.modules
+try:
+    p.residency_grid({"name": "x", "segments": [{"cells": "dx"}]})
+    sys.exit("a bad cell was taken")
+except ValueError as e:
+    assert "not d, h or ." in str(e)' "$top_srcdir/python" "$tmp/abc.json" 2>"$tmp/py.err"
+	check $? "vmmx_tools.plot reads a residency chart without matplotlib: codes by location (1 device, 2 host), the named cells, a bad cell refused"
+	sed 's/^/# /' "$tmp/py.err"
+fi
 if [ -n "$plot_why" ]; then
 	skip "residency plot: $plot_why"
 	skip "residency plot: $plot_why"
