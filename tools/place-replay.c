@@ -78,6 +78,7 @@ struct ropts {
 struct rbuf {
 	unsigned long long id;
 	uint64_t base, extent;
+	int host;	/* some chunk placed in host memory */
 	size_t seg;	/* its segment once a launch names it; NONE before */
 	size_t dead_at; /* the first launch after a newer buffer took its addresses; NONE */
 };
@@ -139,7 +140,7 @@ struct trace {
 	uint64_t devices; /* device ordinals seen, as bits (0-63) */
 	int have_times;
 	/* The cycle: the step reported, if any. */
-	size_t cycle_len, steps, step_first;
+	size_t cycle_len, steps, step_first, step_len;
 	/* The launches the step figures and the residency cover: the step, else all. */
 	size_t span_first, span_len;
 	/* Segments by the launch they are gone at, sorted (dying[k].at ascending). */
@@ -292,14 +293,39 @@ static void seg_dies(struct trace *T, size_t s, size_t at)
 		T->segs[s].dead_at = at;
 }
 
+/* Where a chunk lies: 1 host, 0 a device (its ordinal noted), -1 not a location. */
+static int loc_host(struct trace *T, const char *loc)
+{
+	char *end;
+	long dev;
+
+	if (!loc)
+		return -1;
+	if (!strcmp(loc, "host") || !strncmp(loc, "host-numa:", 10))
+		return 1;
+	if (strncmp(loc, "device:", 7))
+		return -1;
+	dev = strtol(loc + 7, &end, 10);
+	if (*end || end == loc + 7 || dev < 0)
+		return -1;
+	if (dev < 64)
+		T->devices |= 1ull << dev;
+	return 0;
+}
+
 /* A placement record: the chunk's buffer, its extent, and the buffers it supersedes. */
 static int take_placement(struct trace *T, const struct where *w, const struct json *o)
 {
 	uint64_t base = hex_addr(json_get(o, "buf")), id = 0, off = 0, size = 0;
+	int host = loc_host(T, json_str(json_get(o, "chosen")));
 	size_t b;
 
 	if (!base)
 		return bad(w, "placement record without a \"buf\" address (\"0x...\")");
+	if (host < 0)
+		return bad(w,
+			   "placement record whose \"chosen\" is not a location (\"device:N\" or "
+			   "\"host\")");
 	if (need_u64(w, o, "buf_id", "placement record", &id) ||
 	    need_u64(w, o, "offset", "placement record", &off) ||
 	    need_u64(w, o, "size", "placement record", &size))
@@ -316,6 +342,7 @@ static int take_placement(struct trace *T, const struct where *w, const struct j
 	}
 	if (off + size > T->bufs[b].extent)
 		T->bufs[b].extent = off + size;
+	T->bufs[b].host |= host;
 	/* Any live buffer over these addresses was freed before this one was placed. */
 	for (size_t i = 0; i < T->nbufs; i++) {
 		struct rbuf *o2 = &T->bufs[i];
@@ -353,8 +380,8 @@ static size_t seg_of(struct trace *T, uint64_t base, uint64_t size, int host)
 				   .size = size,
 				   .from_buf = b != NONE,
 				   .buf = b,
-				   .first_host = host,
-				   .last_host = host,
+				   .first_host = b != NONE ? T->bufs[b].host : host,
+				   .last_host = b != NONE ? T->bufs[b].host : host,
 				   .born = T->nl,
 				   .dead_at = NONE};
 	if (b != NONE)
@@ -362,26 +389,6 @@ static size_t seg_of(struct trace *T, uint64_t base, uint64_t size, int host)
 	else if (umap_put(&T->chunk_seg, base, s))
 		return NONE;
 	return s;
-}
-
-/* Where a chunk lies: 1 host, 0 a device (its ordinal noted), -1 not a location. */
-static int loc_host(struct trace *T, const char *loc)
-{
-	char *end;
-	long dev;
-
-	if (!loc)
-		return -1;
-	if (!strcmp(loc, "host") || !strncmp(loc, "host-numa:", 10))
-		return 1;
-	if (strncmp(loc, "device:", 7))
-		return -1;
-	dev = strtol(loc + 7, &end, 10);
-	if (*end || end == loc + 7 || dev < 0)
-		return -1;
-	if (dev < 64)
-		T->devices |= 1ull << dev;
-	return 0;
 }
 
 /* A launch record: its segments (one ref each, host if any of its chunks is). */
@@ -428,7 +435,8 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 	for (size_t k = first; k < T->nrefs; k++) {
 		struct rseg *g = &T->segs[T->refs[k].seg];
 
-		if (g->born == T->nl)
+		/* A chunk's first sighting is where it starts; a buffer's records say. */
+		if (g->born == T->nl && !g->from_buf)
 			g->first_host = T->refs[k].host;
 		else if (g->last_host != T->refs[k].host)
 			T->moves_seen++;
@@ -545,37 +553,38 @@ static int read_trace(struct trace *T, const char *path)
 /* ---- what the replay derives from the trace ---- */
 
 /*
- * The cycle: a run of launches with cycle_pos >= 0 holds one known cycle,
- * whose length is the run's largest position + 1 (each launch of it gets
- * that length); a step is L launches at positions 0..L-1 in order.  The
- * step reported is the last complete one (the steady state: the first
- * step of a run pays the warm-up).
+ * The cycle: a step runs from a launch at cycle_pos 0 to the next one
+ * (launches the cycle did not expect, at -1, and skipped positions may
+ * come between, at most 1 + L/8 of the former, as the interposer's cycle
+ * keeps to); its cycle's length L is its largest position + 1, which each
+ * of its launches at a position gets (a launch at -1 gets none).  The
+ * launches after the last 0 make a step too when they end at position
+ * L - 1, L the same as the step before.  The step reported is the last (the steady state: the first
+ * pays the warm-up).
  */
 static void find_cycle(struct trace *T)
 {
 	for (size_t a = 0, b; a < T->nl; a = b) {
+		size_t extra = 0;
 		long top = -1;
 
-		if (T->l[a].pos < 0) {
-			b = a + 1;
-			continue;
+		for (b = a + 1; b < T->nl && T->l[b].pos != 0; b++)
+			;
+		for (size_t i = a; i < b; i++) {
+			top = T->l[i].pos > top ? T->l[i].pos : top;
+			extra += T->l[i].pos < 0;
 		}
-		for (b = a; b < T->nl && T->l[b].pos >= 0; b++)
-			top = T->l[b].pos > top ? T->l[b].pos : top;
 		for (size_t i = a; i < b; i++)
-			T->l[i].cycle_len = (size_t)top + 1;
-		for (size_t i = a; i + (size_t)top < b; i++) {
-			size_t k = 0;
-
-			while (k <= (size_t)top && T->l[i + k].pos == (long)k)
-				k++;
-			if (k <= (size_t)top)
-				continue;
-			T->steps++;
-			T->cycle_len = (size_t)top + 1;
-			T->step_first = i;
-			i += (size_t)top;
-		}
+			T->l[i].cycle_len = T->l[i].pos >= 0 ? (size_t)top + 1 : 0;
+		/* More unexpected launches than a cycle keeps (1 + L/8 a pass): not a step. */
+		if (T->l[a].pos != 0 || extra > 1 + (size_t)(top + 1) / 8 ||
+		    (b == T->nl &&
+		     (T->l[b - 1].pos != top || (T->steps && (size_t)top + 1 != T->cycle_len))))
+			continue;
+		T->steps++;
+		T->cycle_len = (size_t)top + 1;
+		T->step_first = a;
+		T->step_len = b - a;
 	}
 }
 
@@ -636,7 +645,7 @@ static int trace_finish(struct trace *T)
 	find_cycle(T);
 	find_gaps(T);
 	T->span_first = T->cycle_len ? T->step_first : 0;
-	T->span_len = T->cycle_len ? T->cycle_len : T->nl;
+	T->span_len = T->cycle_len ? T->step_len : T->nl;
 	return 0;
 }
 
@@ -992,8 +1001,9 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 			      "%zu launches, %zu complete steps; figures for the last step "
 			      "(launches %zu-%zu)",
 			      T->cycle_len, T->steps, T->step_first,
-			      T->step_first + T->cycle_len - 1);
+			      T->step_first + T->step_len - 1);
 		rep_int(o, "length", (long long)T->cycle_len);
+		rep_int(o, "step_launches", (long long)T->step_len);
 		rep_int(o, "complete_steps", (long long)T->steps);
 		rep_int(o, "step_first_launch", (long long)T->step_first);
 	} else {

@@ -54,7 +54,7 @@ check $? "--replay --json exits 0"
 pycheck "--json parses; the trace: 9 launches of pid 4242, 3 segments (A grouped from its 2 chunks: 300 MB), 2 placement records, the other process's launch left out" \
 	"$tmp/abc.json" 'd["mode"] == "replay" and d["trace"]["launches"] == 9 and d["trace"]["pid"] == 4242 and d["trace"]["segments"] == 3 and d["trace"]["segment_bytes"] == 300000000 and d["trace"]["placement_records"] == 2 and d["trace"]["other_process_launches"] == 1 and d["trace"]["moves_seen"] == 0'
 pycheck "--json: the device's room from the trace (A and B first seen there: 200 MB), compute from the gaps, the cycle" \
-	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle"]'
+	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle"]'
 pycheck "the residency chart of launch-belady's step: A, B, C by launch (upper case: named)" \
 	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 4'
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
@@ -108,6 +108,27 @@ echo '{"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x50000000","size":100
 pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in, in-place reads it in place" \
 	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 3'
 
+# The cycle as the interposer gives it: learned at launch 3, dropped at 10 by
+# three launches it did not expect (-1: not a step), learned again at 13; the
+# trace ends inside a step (positions 0, 1 of 3: not a step).
+i=0
+for p in -1 -1 -1 0 1 2 0 1 2 0 -1 -1 -1 0 1 2 0 1; do
+	echo "{\"event\":\"launch\",\"cycle_pos\":$p,\"chunks\":[{\"base\":\"0x6$((i % 3))000000\",\"size\":1000,\"loc\":\"device:0\"}]}"
+	i=$((i + 1))
+done >"$tmp/cyc.jsonl"
+"$place" --replay "$tmp/cyc.jsonl" --json >"$tmp/cyc.json" 2>"$tmp/err"
+pycheck "the steps: 3 of 3 launches (3-5, 6-8, 13-15); a drop and a trace ending mid-step are not steps" \
+	"$tmp/cyc.json" 'd["cycle"] == {"length": 3, "complete_steps": 3, "step_first_launch": 13, "step_launches": 3}'
+# A buffer its record placed in host memory starts there, though its first
+# launch saw it on the device (moved before it): a move seen.
+cat >"$tmp/ahead.jsonl" <<'EOF'
+{"pid":9,"buf":"0x70000000","buf_id":1,"offset":0,"size":1000,"chosen":"host"}
+{"pid":9,"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x70000000","size":1000,"loc":"device:0"}]}
+EOF
+"$place" --replay "$tmp/ahead.jsonl" -p in-place --json >"$tmp/ahead.json" 2>"$tmp/err"
+pycheck "a buffer starts where its placement record put it (host), not where its first launch saw it; that counts as a move seen" \
+	"$tmp/ahead.json" 'd["trace"]["moves_seen"] == 1 and d["total"][0]["read_in_place"] == 1000 and d["model"]["device_bytes"] == 1000'
+
 # ---- a trace recorded for real on the sim ----
 # launchclient's "place": six 64 MiB buffers, four fit; 16 MiB chunks, so a
 # launch names a buffer's first chunk and the placement records make it whole.
@@ -126,7 +147,7 @@ if grep -q '^1\.\.0 # SKIP' "$tmp/rec.out"; then
 	skip "recorded trace: $why"
 else
 	grep -q '^status 0$' "$tmp/rec.out" &&
-		grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB), 8 sent back (512.0 MiB' "$tmp/rep"
+		grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB[:)].*, 8 sent back (512.0 MiB' "$tmp/rep"
 	st=$?
 	check $st "recorded: launchclient under vmmx-run --placement launch --trace moved 8 segments in and 8 out (its report)"
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/rec.out" "$tmp/rec.tap" "$tmp/rep" 2>/dev/null
