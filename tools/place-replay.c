@@ -805,12 +805,14 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *  - launch-lru: the least recently named goes.  launch-belady: the one
  *    named furthest ahead in the trace (never again: furthest), knowing
  *    the whole trace; ties, the least recently named.  launch-cycle:
- *    --placement launch's own rule (preload/place.c): while the recorded
- *    run knew a cycle of L launches (the launch's cycle_pos >= 0), a
- *    segment last named at launch s is next needed at s + L, or at s + g
- *    when the gap g between its last two uses is shorter, and the furthest
- *    goes; without a cycle, the least recently named.  Ties: the segment
- *    first named first.
+ *    Belady with the next use predicted as --placement launch predicts it
+ *    (preload/place.c): while the recorded run knew a cycle of L launches
+ *    (the launch's cycle_pos >= 0), a segment last named at launch s is
+ *    next needed at s + L, or at s + g when the gap g between its last two
+ *    uses is shorter, and the furthest goes; without a cycle, the least
+ *    recently named.  Ties: the segment first named first.  Only that
+ *    choice of victims is modelled: not moves made ahead of a launch, nor
+ *    segments left in host memory by choice.
  *
  * Return: 0, or -1 when out of memory.
  */
