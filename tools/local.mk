@@ -29,8 +29,10 @@ TOOLS_GPU += %D%/gpu.c %D%/gpu-alloc.c %D%/gpu-cuda.h
 else
 TOOLS_GPU += %D%/gpu-none.c
 endif
+# --replay reads the trace with the strict JSON reader the tests use.
 %C%_vmmx_place_SOURCES = %D%/vmmx-place.c %D%/place.h %D%/place-window.c \
-	%D%/place-report.c $(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
+	%D%/place-report.c %D%/place-replay.c tests/tap/json.c tests/tap/json.h \
+	$(TOOLS_GPU) $(TOOLS_REPORT) $(TOOLS_OPTS)
 %C%_vmmx_place_CPPFLAGS = $(TOOLS_CPPFLAGS)
 %C%_vmmx_place_LDADD = lib/libvmmx.la lib/libvmmx_json.la gpu/libvmmx_gpu.la $(CUDALOAD_LIBS) -lm
 %C%_vmmx_bench_SOURCES = %D%/vmmx-bench.c %D%/bench.h %D%/bench-ops.c \

@@ -2,7 +2,8 @@
 /*
  * place.h - what vmmx-place's files share: the placements (baselines and
  * their residency), a row of results, the options and the run; the window
- * workload (place-window.c) and the results (place-report.c) work on them.
+ * workload (place-window.c) and the results (place-report.c) work on them;
+ * and the replay of a launch trace (place-replay.c), a mode of its own.
  * Single-threaded, like the tool.
  */
 #ifndef TOOLS_PLACE_H
@@ -144,5 +145,10 @@ void doc_head(struct run *R, struct rep *doc);
 void doc_rows(struct run *R, struct rep *doc, size_t first, size_t end);
 /* The results on stdout (and --plot); the exit status. */
 int report(struct run *R, struct rep *doc);
+
+/* ---- place-replay.c: --replay TRACE ---- */
+
+/* The whole of vmmx-place --replay, its own options included; the exit status. */
+int replay_main(int argc, char **argv);
 
 #endif /* TOOLS_PLACE_H */

@@ -38,6 +38,8 @@
  * This file holds the options, the rows' measurement and the baselines;
  * the window workload is place-window.c, the results (each figure of a row
  * described once, for the JSON, the CSV and the table) place-report.c.
+ * --replay TRACE, which measures nothing (it replays a launch trace under
+ * placement policies with a cost model), is place-replay.c, options and all.
  */
 #include "config.h"
 
@@ -95,6 +97,8 @@ static void usage(FILE *f)
 	    "      --assume-free SIZE treat the device's free memory as at most SIZE in the\n"
 	    "                         managed-memory rule (to see the refusal)\n"
 	    "  -q, --quiet            no progress on stderr\n"
+	    "      --replay TRACE     no measurement: replay a vmmx-run --trace file under\n"
+	    "                         placement policies (" PROG " --replay TRACE --help)\n"
 	    "  -h, --help\n"
 	    "      --version\n"
 	    "Sizes: 4096, 512MiB, 4GiB, 4G (powers of 1024), 4GB (powers of 1000).\n"
@@ -874,6 +878,12 @@ int main(int argc, char **argv)
 	double hbm = NAN, pcie = NAN;
 	int rc;
 
+	/* --replay is a mode of its own, with its own options. */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--replay") || !strncmp(argv[i], "--replay=", 9)) {
+			rep_free(doc);
+			return replay_main(argc, argv);
+		}
 	/* The results are the tool's point: an unwritable stdout is a failure (exit 1). */
 	tool_close_stdout_at_exit(PROG);
 	rc = parse_opts(argc, argv, &R->o);

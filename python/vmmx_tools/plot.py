@@ -13,6 +13,18 @@ whichever tool wrote it.  Each chart is an object::
 ``unit`` "B" marks byte counts: their ticks read 2 MiB, 1 GiB.  ``scale``
 "log2" (for sizes that double) or "linear".  A null point breaks its line.
 
+A chart with ``"type": "residency"`` (``vmmx-place --replay --json``) is a
+grid instead: a row per segment, a column per launch of one step, each cell
+coloured by where the segment is at that launch, and marked where the
+launch names it::
+
+    {"name": "residency-launch-lru", "type": "residency", "title": "...",
+     "first_launch": 12,
+     "segments": [{"base": "0x7f..", "size": 67108864, "cells": "Ddhh.."}]}
+
+``cells``: one letter a launch, ``d`` on the device, ``h`` in host memory,
+``.`` not allocated; upper case where the launch names the segment.
+
 The output format follows the file's extension: .png (compressed, 100 dpi:
 tens of KB), .svg or .pdf.  Several charts go one under the other in one
 figure.  Needs matplotlib (Debian: python3-matplotlib) and nothing of
@@ -92,6 +104,49 @@ def _points(series):
     return xs, ys
 
 
+_RESIDENCY = {".": 0, "d": 1, "h": 2}
+
+
+def residency_grid(chart):
+    """A residency chart's cells as rows of codes (0 none, 1 device, 2 host)
+    and the (launch, row) places a launch names."""
+    grid, named = [], []
+    for row, seg in enumerate(chart.get("segments", [])):
+        cells = seg.get("cells", "")
+        if any(c.lower() not in _RESIDENCY for c in cells):
+            raise ValueError("residency chart %s: a cell that is not d, h or ." % chart.get("name"))
+        grid.append([_RESIDENCY[c.lower()] for c in cells])
+        named += [(x, row) for x, c in enumerate(cells) if c.isupper()]
+    return grid, named
+
+
+def _draw_residency(ax, chart):
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    grid, named = residency_grid(chart)
+    colours = ["#ffffff", "#3b75af", "#ef8636"]
+    first = chart.get("first_launch", 0)
+    if grid and grid[0]:
+        ax.imshow(grid, cmap=ListedColormap(colours), vmin=0, vmax=2, aspect="auto",
+                  interpolation="nearest", origin="upper",
+                  extent=(first - 0.5, first + len(grid[0]) - 0.5, len(grid) - 0.5, -0.5))
+    if named:
+        ax.scatter([first + x for x, _ in named], [y for _, y in named], s=12, c="black",
+                   marker="o", linewidths=0)
+    segs = chart.get("segments", [])
+    if len(segs) <= 32:
+        ax.set_yticks(range(len(segs)))
+        ax.set_yticklabels(["%s %s" % (s.get("base", "?"), fmt_bytes(s.get("size", 0)))
+                            for s in segs], fontsize=7)
+    ax.set_xlabel("launch")
+    ax.set_ylabel("segment")
+    ax.legend(handles=[Patch(color=colours[1], label="on the device"),
+                       Patch(color=colours[2], label="in host memory"),
+                       Patch(facecolor=colours[0], edgecolor="#999", label="not allocated")],
+              fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
 def draw(charts, out, doc=None):
     """Draw @charts into the file @out (format from its extension)."""
     import matplotlib
@@ -101,6 +156,11 @@ def draw(charts, out, doc=None):
 
     fig, axes = plt.subplots(len(charts), 1, figsize=(8, 4 * len(charts)), squeeze=False)
     for ax, chart in zip(axes[:, 0], charts):
+        if chart.get("type") == "residency":
+            _draw_residency(ax, chart)
+            ax.set_title(chart.get("title", chart.get("name", "")) +
+                         " (dots: named by the launch)", fontsize=10)
+            continue
         for s in chart.get("series", []):
             xs, ys = _points(s)
             ax.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.6, label=s.get("name"))

@@ -1,0 +1,235 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# vmmx-place --replay: a launch trace replayed under every policy with the
+# cost model.  replay-abc.jsonl is a hand-made trace small enough to work
+# out by hand: segments A (a 2-chunk buffer its placement records group),
+# B and C of 100 MB, room for 2 on the device, A B C launched three times
+# (a cycle of 3 from the second time), 1 ms between launches; every figure
+# below is worked out in the comments.  Then a trace recorded for real on
+# the sim (launchclient's six 64 MiB buffers in 16 MiB chunks under
+# vmmx-run --placement launch), whose launch-cycle replay must move what
+# the run itself reported; the residency chart; and bad input.
+place="$top_builddir/tools/vmmx-place"
+plot="$top_builddir/tools/vmmx-plot"
+abc="$top_srcdir/tests/tools/replay-abc.jsonl"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vmmx-replay-sh.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+. "$top_srcdir/tests/tools/tap.sh"
+
+# figs FILE SCOPE POLICY: "time_ms moved_in moved_out in_place on_device moves_in moves_out no_room"
+figs() {
+	$py -c 'import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+r = [x for x in d[sys.argv[2]] if x["policy"] == sys.argv[3]][0]
+print("%.3f %d %d %d %d %d %d %d" % (r["time_s"] * 1e3, r["moved_in"], r["moved_out"], r["read_in_place"], r["read_on_device"], r["moves_in"], r["moves_out"], r["no_room"]))' "$@"
+}
+# is_figs FILE SCOPE POLICY EXPECTED DESCRIPTION
+is_figs() {
+	if [ -z "$py" ]; then skip "no python3: $5"; return; fi
+	got=$(figs "$1" "$2" "$3" 2>&1)
+	[ "$got" = "$4" ]
+	check $? "$5"
+	if [ "$got" != "$4" ]; then echo "# got:      $got"; echo "# expected: $4"; fi
+}
+# refused DESCRIPTION NEEDLE ARGS...: exit 2, NEEDLE on stderr, nothing on stdout.
+refused() {
+	d=$1 needle=$2
+	shift 2
+	"$place" "$@" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	[ $st -eq 2 ] && grep -q -- "$needle" "$tmp/err" && test ! -s "$tmp/out"
+	check $? "$d (exit 2, names $needle; exit status $st)"
+}
+
+# ---- the hand-made trace, --hbm 1000 --pcie 10: 100 MB is 0.1 ms from HBM, 10 ms over PCIe ----
+"$place" --replay "$abc" --hbm 1000 --pcie 10 >"$tmp/table" 2>"$tmp/err"
+check $? "--replay of a hand-made trace exits 0"
+grep -q '^cycle  *3 launches, 2 complete steps; figures for the last step (launches 6-8)' "$tmp/table"
+check $? "the table names the cycle (3 launches) and the step its figures are for"
+grep -q '^launch-belady  *43\.000 ' "$tmp/table" && ! test -s "$tmp/err"
+check $? "one row per policy, step time in ms; nothing on stderr"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --json >"$tmp/abc.json" 2>"$tmp/err"
+check $? "--replay --json exits 0"
+pycheck "--json parses; the trace: 9 launches of pid 4242, 3 segments (A grouped from its 2 chunks: 300 MB), 2 placement records, the other process's launch left out" \
+	"$tmp/abc.json" 'd["mode"] == "replay" and d["trace"]["launches"] == 9 and d["trace"]["pid"] == 4242 and d["trace"]["segments"] == 3 and d["trace"]["segment_bytes"] == 300000000 and d["trace"]["placement_records"] == 2 and d["trace"]["other_process_launches"] == 1 and d["trace"]["moves_seen"] == 0'
+pycheck "--json: the device's room from the trace (A and B first seen there: 200 MB), compute from the gaps, the cycle" \
+	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle"]'
+pycheck "the residency chart of launch-belady's step: A, B, C by launch (upper case: named)" \
+	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 4'
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --device-bytes 100MB --json >"$tmp/small.json" 2>"$tmp/err"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --device-bytes 50MB --json >"$tmp/tiny.json" 2>"$tmp/err"
+# The figures, worked out by hand: FILE|SCOPE|POLICY|time_ms moved_in moved_out
+# in_place on_device moves_in moves_out no_room|what.
+while IFS='|' read -r f scope pol want what; do
+	case $f in '#'* | '') continue ;; esac
+	is_figs "$tmp/$f" "$scope" "$pol" "$want" "$what"
+done <<'FIGS'
+# in-place: C stays in host memory: A 1 ms, B 1 ms, C max(1, 10) = 10 ms a step.
+abc.json|step|in-place|12.000 0 0 100000000 200000000 0 0 0|in-place: 12 ms a step (C read in place: 10 ms), nothing moved
+abc.json|total|in-place|36.000 0 0 300000000 600000000 0 0 0|in-place: 36 ms over the trace (the last launch takes the gap one cycle before it)
+# LRU on a cycle one larger than the room: every launch from the third misses,
+# each 10 ms in + 10 ms out (written back) + 1 ms: 7 moves, 3 a step.
+abc.json|step|launch-lru|63.000 300000000 300000000 0 300000000 3 3 0|launch-lru: every launch of the step misses: 3 x (20 + 1) = 63 ms, 300 MB in and out
+abc.json|total|launch-lru|149.000 700000000 700000000 0 900000000 7 7 0|launch-lru: 7 moves each way over the trace (700 MB), 149 ms
+# Belady: C evicts B (needed after A), B evicts A, A evicts C, C evicts A
+# (neither needed again: the least recently named): 4 moves.
+abc.json|total|launch-belady|89.000 400000000 400000000 0 900000000 4 4 0|launch-belady: exactly 4 moves each way (400 MB), fewer than launch-lru's 7
+abc.json|step|launch-belady|43.000 200000000 200000000 0 300000000 2 2 0|launch-belady: the last step misses A and C: 21 + 1 + 21 = 43 ms
+# launch-cycle (place.c's rule): LRU until the cycle is known, then next use
+# at last + min(gap, 3): C evicts A, A evicts C, C evicts B, B evicts A.
+abc.json|total|launch-cycle|89.000 400000000 400000000 0 900000000 4 4 0|launch-cycle: 4 moves each way over the trace, as many as Belady
+abc.json|step|launch-cycle|23.000 100000000 100000000 0 300000000 1 1 0|launch-cycle: the last step misses B only: 1 + 21 + 1 = 23 ms
+none.json|step|in-place|10.200 0 0 100000000 200000000 0 0 0|--compute none: in-place is the reads alone: 0.1 + 0.1 + 10 = 10.2 ms
+none.json|step|launch-belady|40.300 200000000 200000000 0 300000000 2 2 0|--compute none: launch-belady 20.1 + 0.1 + 20.1 = 40.3 ms
+small.json|step|in-place|21.000 0 0 200000000 100000000 0 0 0|--device-bytes 100MB: B no longer fits where the trace saw it and starts in host memory: 1 + 10 + 10 ms
+tiny.json|step|launch-lru|30.000 0 0 300000000 0 0 0 3|--device-bytes 50MB: no segment fits: nothing moves, each launch reads in place, 3 times no room
+FIGS
+"$place" --replay "$abc" -p launch-belady,in-place --json >"$tmp/two.json" 2>"$tmp/err"
+pycheck "--policy LIST: only those policies; the default rates (4427 and 51.4 GB/s)" "$tmp/two.json" \
+	'[x["policy"] for x in d["total"]] == ["in-place", "launch-belady"] and d["model"]["hbm_gbps"] == 4427 and d["model"]["pcie_gbps"] == 51.4'
+
+# A freed buffer: a second buffer placed over the first one's addresses takes
+# its room; the first is gone (100 MB of room is enough for both in turn).
+cat >"$tmp/free.jsonl" <<'EOF'
+{"pid":7,"buf":"0x40000000","buf_id":1,"offset":0,"size":100000000,"chosen":"device:0"}
+{"pid":7,"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x40000000","size":100000000,"loc":"device:0"}]}
+{"pid":7,"buf":"0x40000000","buf_id":2,"offset":0,"size":100000000,"chosen":"device:0"}
+{"pid":7,"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x40000000","size":100000000,"loc":"device:0"}]}
+EOF
+"$place" --replay "$tmp/free.jsonl" --device-bytes 100MB --json >"$tmp/free.json" 2>"$tmp/err"
+pycheck "a buffer placed over a freed one: two segments, the second on the device in the first's room; no time in the trace: compute 0" \
+	"$tmp/free.json" 'd["trace"]["segments"] == 2 and d["cycle"] is None and d["step"] is None and d["model"]["compute"] == "none" and [(x["read_on_device"], x["read_in_place"]) for x in d["total"]] == [(200000000, 0)] * 4'
+
+# Records without a pid (written by hand) are one process's: C in host memory, brought in.
+echo '{"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x50000000","size":1000,"loc":"host"}]}' >"$tmp/nopid.jsonl"
+"$place" --replay "$tmp/nopid.jsonl" --json >"$tmp/nopid.json" 2>"$tmp/err"
+pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in, in-place reads it in place" \
+	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 3'
+
+# The cycle as the interposer gives it: learned at launch 3, dropped at 10 by
+# three launches it did not expect (-1: not a step), learned again at 13; the
+# trace ends inside a step (positions 0, 1 of 3: not a step).
+i=0
+for p in -1 -1 -1 0 1 2 0 1 2 0 -1 -1 -1 0 1 2 0 1; do
+	echo "{\"event\":\"launch\",\"cycle_pos\":$p,\"chunks\":[{\"base\":\"0x6$((i % 3))000000\",\"size\":1000,\"loc\":\"device:0\"}]}"
+	i=$((i + 1))
+done >"$tmp/cyc.jsonl"
+"$place" --replay "$tmp/cyc.jsonl" --json >"$tmp/cyc.json" 2>"$tmp/err"
+pycheck "the steps: 3 of 3 launches (3-5, 6-8, 13-15); a drop and a trace ending mid-step are not steps" \
+	"$tmp/cyc.json" 'd["cycle"] == {"length": 3, "complete_steps": 3, "step_first_launch": 13, "step_launches": 3}'
+# A buffer its record placed in host memory starts there, though its first
+# launch saw it on the device (moved before it): a move seen.
+cat >"$tmp/ahead.jsonl" <<'EOF'
+{"pid":9,"buf":"0x70000000","buf_id":1,"offset":0,"size":1000,"chosen":"host"}
+{"pid":9,"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x70000000","size":1000,"loc":"device:0"}]}
+EOF
+"$place" --replay "$tmp/ahead.jsonl" -p in-place --json >"$tmp/ahead.json" 2>"$tmp/err"
+pycheck "a buffer starts where its placement record put it (host), not where its first launch saw it; that counts as a move seen" \
+	"$tmp/ahead.json" 'd["trace"]["moves_seen"] == 1 and d["total"][0]["read_in_place"] == 1000 and d["model"]["device_bytes"] == 1000'
+
+# ---- a trace recorded for real on the sim ----
+# launchclient's "place": six 64 MiB buffers, four fit; 16 MiB chunks, so a
+# launch names a buffer's first chunk and the placement records make it whole.
+(
+	. "$top_srcdir/tests/preload/env.sh"
+	VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB VMMX_CHUNK_MAX=16MiB \
+		"$run" --policy device-first --device-limit 256MiB --headroom 0 --placement launch \
+		--report-file "$tmp/rep" --trace "$tmp/rec.jsonl" -- \
+		"$top_builddir/tests/preload/launchclient" place >"$tmp/rec.tap" 2>&1
+	echo "status $?"
+) >"$tmp/rec.out" 2>&1
+if grep -q '^1\.\.0 # SKIP' "$tmp/rec.out"; then
+	why=$(sed -n 's/^1\.\.0 # SKIP //p' "$tmp/rec.out")
+	skip "recorded trace: $why"
+	skip "recorded trace: $why"
+	skip "recorded trace: $why"
+else
+	grep -q '^status 0$' "$tmp/rec.out" &&
+		grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB[:)].*, 8 sent back (512.0 MiB' "$tmp/rep"
+	st=$?
+	check $st "recorded: launchclient under vmmx-run --placement launch --trace moved 8 segments in and 8 out (its report)"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/rec.out" "$tmp/rec.tap" "$tmp/rep" 2>/dev/null
+	"$place" --replay "$tmp/rec.jsonl" --json >"$tmp/rec.json" 2>"$tmp/err"
+	pycheck "recorded: 18 launches, 6 segments of 64 MiB from 24 chunk records, room for 4 (256 MiB), a cycle of 6; the moves seen turn the gaps off" \
+		"$tmp/rec.json" 'd["trace"]["launches"] == 18 and d["trace"]["segments"] == 6 and d["trace"]["segment_bytes"] == 6 * 64 << 20 and d["trace"]["placement_records"] == 24 and d["model"]["device_bytes"] == 256 << 20 and d["cycle"]["length"] == 6 and d["model"]["compute"] == "none" and d["trace"]["moves_seen"] > 0'
+	M=67108864
+	pycheck "recorded: launch-cycle predicts what the run did (8 moves in, 8 out, 512 MiB each); launch-belady 6, launch-lru 14, in-place none" \
+		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M')]'
+fi
+
+# ---- the plot ----
+if [ -z "$py" ]; then
+	skip "no python3: vmmx_tools.plot reads a residency chart"
+else
+	$py -c 'import json, sys
+sys.path.insert(0, sys.argv[1])
+import vmmx_tools.plot as p
+d = json.load(open(sys.argv[2], encoding="utf-8"))
+c = [x for x in d["charts"] if x["name"] == "residency-launch-belady"][0]
+assert p.residency_grid(c) == ([[1, 1, 2], [1, 1, 1], [2, 2, 1]], [(0, 0), (1, 1), (2, 2)]), p.residency_grid(c)
+assert "matplotlib" not in sys.modules
+try:
+    p.residency_grid({"name": "x", "segments": [{"cells": "dx"}]})
+    sys.exit("a bad cell was taken")
+except ValueError as e:
+    assert "not d, h or ." in str(e)' "$top_srcdir/python" "$tmp/abc.json" 2>"$tmp/py.err"
+	check $? "vmmx_tools.plot reads a residency chart without matplotlib: codes by location (1 device, 2 host), the named cells, a bad cell refused"
+	sed 's/^/# /' "$tmp/py.err"
+fi
+if [ -n "$plot_why" ]; then
+	skip "residency plot: $plot_why"
+	skip "residency plot: $plot_why"
+else
+	"$plot" "$tmp/abc.json" -o "$tmp/res.png" 2>"$tmp/err" && png_ok "$tmp/res.png" &&
+		"$plot" --list "$tmp/abc.json" | cut -f1 | tr '\n' ' ' | grep -q '^residency-in-place residency-launch-lru residency-launch-belady residency-launch-cycle $'
+	check $? "vmmx-plot draws the replay's residency charts (PNG), one per policy"
+	"$place" --replay "$abc" -p launch-cycle --plot "$tmp/cyc.svg" >/dev/null 2>"$tmp/err" &&
+		grep -q '<svg' "$tmp/cyc.svg"
+	check $? "--replay --plot FILE.svg draws the residency"
+fi
+
+# ---- bad input: the problem named, nonzero exit ----
+"$place" --replay "$tmp/no-such.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "no-such.jsonl: cannot open: No such file" "$tmp/err" && test ! -s "$tmp/out"
+check $? "a missing trace: exit 1, the file and why"
+{ head -n 3 "$abc"; echo '{"pid":4242,"event":"launch",'; } >"$tmp/broken.jsonl"
+"$place" --replay "$tmp/broken.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "broken.jsonl:4: not JSON: offset" "$tmp/err"
+check $? "a malformed line: exit 1, its line number named ($(head -c 120 "$tmp/err"))"
+{ head -n 3 "$abc"; echo '{"pid":4242,"event":"launch","cycle_pos":-1,"chunks":[{"base":"12","size":4096,"loc":"device:0"}]}'; } >"$tmp/chunk.jsonl"
+"$place" --replay "$tmp/chunk.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'chunk.jsonl:4: chunk 1 of the launch: expected {"base":"0x...' "$tmp/err"
+check $? "a chunk without a 0x base: exit 1, the line and the chunk named"
+echo '{"pid":1,"event":"launch","chunks":[]}' >"$tmp/nopos.jsonl"
+"$place" --replay "$tmp/nopos.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'nopos.jsonl:1: launch record without a "cycle_pos"' "$tmp/err"
+check $? "a launch record without cycle_pos: exit 1, said so"
+echo '{"pid":1,"hello":2}' >"$tmp/what.jsonl"
+"$place" --replay "$tmp/what.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'no launch records' "$tmp/err"
+check $? "a file with no launch records: exit 1, and how to record them"
+head -n 2 "$abc" >"$tmp/only.jsonl"
+echo '{"pid":4242,"something":1}' >>"$tmp/only.jsonl"
+sed -n 3p "$abc" >>"$tmp/only.jsonl"
+"$place" --replay "$tmp/only.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'only.jsonl:3: neither a launch record' "$tmp/err"
+check $? "a record of no known kind: exit 1, its line named"
+"$place" --replay "$tmp" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'not a regular file' "$tmp/err"
+check $? "a directory: exit 1, not a regular file"
+"$place" --replay "$tmp/free.jsonl" --compute gaps >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q -- '--compute gaps: .*not every launch record has a "time"' "$tmp/err"
+check $? "--compute gaps on a trace without times: exit 1, said so"
+refused "an unknown policy" '--policy bogus: unknown "bogus"' --replay "$abc" --policy bogus
+refused "a policy of the measuring mode" 'unknown "device-first"' --replay "$abc" -p device-first
+refused "--pcie 0" '--pcie 0: expected a rate in GB/s' --replay "$abc" --pcie 0
+refused "--compute maybe" '--compute maybe: expected auto, gaps or none' --replay "$abc" --compute maybe
+refused "an option of the measuring mode" 'unknown option --size' --replay "$abc" --size 4MiB
+refused "--replay without a file" '--replay needs an argument' --replay
+"$place" --replay "$abc" --help >"$tmp/out" 2>&1
+[ $? -eq 0 ] && grep -q 'usage: vmmx-place --replay TRACE' "$tmp/out" && grep -q 'launch-belady' "$tmp/out"
+check $? "--replay --help prints the replay's usage"
+
+echo "1..$n"

@@ -1,0 +1,1288 @@
+// SPDX-License-Identifier: MIT
+/*
+ * place-replay.c - vmmx-place --replay TRACE: a placement experiment on
+ * paper, from the launch trace of any real program (vmmx-run --trace).
+ *
+ * The trace holds, one JSON object a line, the launches the interposer
+ * watched ("event":"launch": the chunks each names, with their base, size
+ * and location at the launch, and the launch's place in the learned cycle)
+ * and libvmmx's placement records (no "event": the buffer, its id, and the
+ * offset, size and location of each chunk as it was placed).  This file
+ * reads them back, rebuilds the sequence of launches and the segments they
+ * name, and replays that sequence under each placement policy with the cost
+ * model of replay_policy(), whose top comment states every assumption.
+ *
+ * Segments: a chunk that a placement record knows belongs to its libvmmx
+ * buffer, and the buffer is the segment (the unit --placement launch
+ * moves: a kernel given a tensor's base reads the whole tensor, while the
+ * trace names only the chunk under the pointer); a chunk no placement
+ * record knows is a segment of its own.  A buffer's size is the largest
+ * extent its records show.  A newer buffer placed over an older one's
+ * addresses means the older was freed: its segment is gone from then on.
+ *
+ * Only the launches of one process are replayed (the first that launches);
+ * the others are counted.  The file is read twice (that process is known
+ * only at its first launch), so it must be a regular file.
+ *
+ * Single-threaded, like the tool.  Reads the file and writes stdout; opens
+ * no libvmmx context and needs no GPU.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/tap/json.h"
+#include "tools/place.h"
+
+#define NONE SIZE_MAX
+
+/* The rates when not given: this project's H200 (docs/PERFORMANCE.md): a stream read
+ * of cuMemAlloc memory, and of cuMemHostAlloc memory over PCIe Gen5. */
+#define DEFAULT_HBM_GBPS  4427.0
+#define DEFAULT_PCIE_GBPS 51.4
+/* Cells of the residency chart past which it is left out (segments x launches of a step). */
+#define MAX_CELLS (4u << 20)
+/* What the interposer lists of one launch's chunks (preload/launch.c, TRACE_CHUNKS). */
+#define TRACE_CHUNKS 64
+
+enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_COUNT };
+
+static const char *const rp_names[RP_COUNT] = {
+    [RP_IN_PLACE] = "in-place",
+    [RP_LRU] = "launch-lru",
+    [RP_BELADY] = "launch-belady",
+    [RP_CYCLE] = "launch-cycle",
+};
+
+enum compute { COMPUTE_AUTO, COMPUTE_GAPS, COMPUTE_NONE };
+
+struct ropts {
+	const char *trace;
+	int policy[RP_COUNT];
+	int policy_given;
+	uint64_t device_bytes; /* 0: from the trace */
+	double hbm, pcie;      /* GB/s */
+	enum compute compute;
+	int json;
+	const char *plot;
+};
+
+/* A libvmmx buffer, as its placement records show it. */
+struct rbuf {
+	unsigned long long id;
+	uint64_t base, extent;
+	int host;	/* some chunk placed in host memory */
+	size_t seg;	/* its segment once a launch names it; NONE before */
+	size_t dead_at; /* the first launch after a newer buffer took its addresses; NONE */
+};
+
+struct rseg {
+	uint64_t base, size;
+	int from_buf;	/* a libvmmx buffer (else one chunk) */
+	size_t buf;	/* from_buf: its index */
+	int first_host; /* where the trace first saw it: some of it in host memory */
+	int last_host;	/* ... and last saw it */
+	size_t born;	/* the first launch naming it */
+	size_t dead_at; /* the first launch at which it is gone; NONE */
+};
+
+/* One segment a launch names, and the next launch that names it (NONE: none). */
+struct rref {
+	size_t seg;
+	size_t next;
+	int host; /* in host memory (some of it) at this launch, in the recorded run */
+};
+
+struct rlaunch {
+	double t;	  /* the time field (s); NAN when absent */
+	long pos;	  /* cycle_pos */
+	size_t ref, nref; /* T->refs[ref .. ref + nref) */
+	int truncated;	  /* chunks_named > the chunks listed */
+	double compute;	  /* the compute floor (s) */
+	size_t cycle_len; /* the known cycle's length at this launch; 0: none */
+};
+
+/* A u64 -> index map, open addressing (linear probing), grown at half full. */
+struct umap {
+	uint64_t *key;
+	size_t *val;
+	size_t cap, n;
+};
+
+/* Segment @seg is gone from launch @at on. */
+struct rdeath {
+	size_t at, seg;
+};
+
+struct trace {
+	const char *path;
+	long pid;
+	int have_pid;
+	struct rlaunch *l;
+	size_t nl, capl;
+	struct rref *refs;
+	size_t nrefs, caprefs;
+	struct rseg *segs;
+	size_t nsegs, capsegs;
+	struct rbuf *bufs;
+	size_t nbufs, capbufs;
+	struct umap chunk_buf; /* chunk base -> buffer */
+	struct umap buf_id;    /* buffer id -> buffer */
+	struct umap chunk_seg; /* chunk base -> segment (chunks no record knows) */
+	size_t placements, other_launches, other_events, truncated, moves_seen;
+	uint64_t devices; /* device ordinals seen, as bits (0-63) */
+	int have_times;
+	/* The cycle: the step reported, if any. */
+	size_t cycle_len, steps, step_first, step_len;
+	/* The launches the step figures and the residency cover: the step, else all. */
+	size_t span_first, span_len;
+	/* Segments by the launch they are gone at, sorted (dying[k].at ascending). */
+	struct rdeath *dying;
+	size_t ndying;
+};
+
+/* ---- small containers ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * size);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static size_t umap_slot(const struct umap *m, uint64_t k)
+{
+	return (size_t)((k * 0x9e3779b97f4a7c15ull) >> 17) & (m->cap - 1);
+}
+
+static size_t umap_get(const struct umap *m, uint64_t k)
+{
+	if (!m->cap)
+		return NONE;
+	for (size_t i = umap_slot(m, k);; i = (i + 1) & (m->cap - 1)) {
+		if (m->val[i] == NONE)
+			return NONE;
+		if (m->key[i] == k)
+			return m->val[i];
+	}
+}
+
+static int umap_put(struct umap *m, uint64_t k, size_t v)
+{
+	size_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		struct umap g = {.cap = m->cap ? 2 * m->cap : 64};
+
+		g.key = malloc(g.cap * sizeof(*g.key));
+		g.val = malloc(g.cap * sizeof(*g.val));
+		if (!g.key || !g.val) {
+			free(g.key);
+			free(g.val);
+			return -1;
+		}
+		for (i = 0; i < g.cap; i++)
+			g.val[i] = NONE;
+		for (i = 0; i < m->cap; i++)
+			if (m->val[i] != NONE)
+				umap_put(&g, m->key[i], m->val[i]);
+		free(m->key);
+		free(m->val);
+		*m = g;
+	}
+	for (i = umap_slot(m, k); m->val[i] != NONE && m->key[i] != k; i = (i + 1) & (m->cap - 1))
+		;
+	if (m->val[i] == NONE)
+		m->n++;
+	m->key[i] = k;
+	m->val[i] = v;
+	return 0;
+}
+
+static void umap_free(struct umap *m)
+{
+	free(m->key);
+	free(m->val);
+}
+
+static void trace_free(struct trace *T)
+{
+	free(T->l);
+	free(T->refs);
+	free(T->segs);
+	free(T->bufs);
+	free(T->dying);
+	umap_free(&T->chunk_buf);
+	umap_free(&T->buf_id);
+	umap_free(&T->chunk_seg);
+}
+
+/* ---- reading the trace ---- */
+
+/* Where a bad line is reported: "vmmx-place: FILE:LINE: ...". */
+struct where {
+	const char *path;
+	size_t line;
+};
+
+__attribute__((format(printf, 2, 3))) static int bad(const struct where *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": %s:%zu: ", w->path, w->line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+static int oom(void)
+{
+	fprintf(stderr, PROG ": out of memory\n");
+	return -1;
+}
+
+/* A "0x..." address (the traces' %p); 0 when it is none. */
+static uint64_t hex_addr(const struct json *j)
+{
+	const char *s = json_str(j);
+	char *end;
+	unsigned long long v;
+
+	if (!s || strncmp(s, "0x", 2))
+		return 0;
+	errno = 0;
+	v = strtoull(s + 2, &end, 16);
+	return errno || *end || end == s + 2 ? 0 : (uint64_t)v;
+}
+
+/* A whole number member @key of @o into *@out; -1 after a message when missing. */
+static int need_u64(const struct where *w, const struct json *o, const char *key, const char *rec,
+		    uint64_t *out)
+{
+	uint64_t v = json_u64(json_get(o, key));
+
+	if (v == UINT64_MAX)
+		return bad(w, "%s without a whole number \"%s\"", rec, key);
+	*out = v;
+	return 0;
+}
+
+/* Segment @s is gone from launch @at (a newer buffer took its addresses). */
+static void seg_dies(struct trace *T, size_t s, size_t at)
+{
+	if (s != NONE && T->segs[s].dead_at == NONE)
+		T->segs[s].dead_at = at;
+}
+
+/* Where a chunk lies: 1 host, 0 a device (its ordinal noted), -1 not a location. */
+static int loc_host(struct trace *T, const char *loc)
+{
+	char *end;
+	long dev;
+
+	if (!loc)
+		return -1;
+	if (!strcmp(loc, "host") || !strncmp(loc, "host-numa:", 10))
+		return 1;
+	if (strncmp(loc, "device:", 7))
+		return -1;
+	dev = strtol(loc + 7, &end, 10);
+	if (*end || end == loc + 7 || dev < 0)
+		return -1;
+	if (dev < 64)
+		T->devices |= 1ull << dev;
+	return 0;
+}
+
+/* A placement record: the chunk's buffer, its extent, and the buffers it supersedes. */
+static int take_placement(struct trace *T, const struct where *w, const struct json *o)
+{
+	uint64_t base = hex_addr(json_get(o, "buf")), id = 0, off = 0, size = 0;
+	int host = loc_host(T, json_str(json_get(o, "chosen")));
+	size_t b;
+
+	if (!base)
+		return bad(w, "placement record without a \"buf\" address (\"0x...\")");
+	if (host < 0)
+		return bad(w,
+			   "placement record whose \"chosen\" is not a location (\"device:N\" or "
+			   "\"host\")");
+	if (need_u64(w, o, "buf_id", "placement record", &id) ||
+	    need_u64(w, o, "offset", "placement record", &off) ||
+	    need_u64(w, o, "size", "placement record", &size))
+		return -1;
+	T->placements++;
+	b = umap_get(&T->buf_id, id);
+	if (b == NONE) {
+		if (grow((void **)&T->bufs, &T->capbufs, T->nbufs + 1, sizeof(*T->bufs)))
+			return oom();
+		b = T->nbufs++;
+		T->bufs[b] = (struct rbuf){.id = id, .base = base, .seg = NONE, .dead_at = NONE};
+		if (umap_put(&T->buf_id, id, b))
+			return oom();
+	}
+	if (off + size > T->bufs[b].extent)
+		T->bufs[b].extent = off + size;
+	T->bufs[b].host |= host;
+	/* Any live buffer over these addresses was freed before this one was placed. */
+	for (size_t i = 0; i < T->nbufs; i++) {
+		struct rbuf *o2 = &T->bufs[i];
+
+		if (i == b || o2->dead_at != NONE || base + off >= o2->base + o2->extent ||
+		    base + off + size <= o2->base)
+			continue;
+		o2->dead_at = T->nl;
+		seg_dies(T, o2->seg, T->nl);
+	}
+	return umap_put(&T->chunk_buf, base + off, b) ? oom() : 0;
+}
+
+/* The segment of the chunk at @base (@size bytes), made on first naming. */
+static size_t seg_of(struct trace *T, uint64_t base, uint64_t size, int host)
+{
+	size_t b = umap_get(&T->chunk_buf, base), s;
+
+	if (b != NONE && T->bufs[b].dead_at == NONE) {
+		if (T->bufs[b].seg != NONE)
+			return T->bufs[b].seg;
+	} else {
+		b = NONE;
+		s = umap_get(&T->chunk_seg, base);
+		if (s != NONE && T->segs[s].size == size && T->segs[s].dead_at == NONE)
+			return s;
+		/* Another chunk at this base: the old one was freed. */
+		if (s != NONE)
+			seg_dies(T, s, T->nl);
+	}
+	if (grow((void **)&T->segs, &T->capsegs, T->nsegs + 1, sizeof(*T->segs)))
+		return NONE;
+	s = T->nsegs++;
+	T->segs[s] = (struct rseg){.base = b != NONE ? T->bufs[b].base : base,
+				   .size = size,
+				   .from_buf = b != NONE,
+				   .buf = b,
+				   .first_host = b != NONE ? T->bufs[b].host : host,
+				   .last_host = b != NONE ? T->bufs[b].host : host,
+				   .born = T->nl,
+				   .dead_at = NONE};
+	if (b != NONE)
+		T->bufs[b].seg = s;
+	else if (umap_put(&T->chunk_seg, base, s))
+		return NONE;
+	return s;
+}
+
+/* A launch record: its segments (one ref each, host if any of its chunks is). */
+static int take_launch(struct trace *T, const struct where *w, const struct json *o)
+{
+	const struct json *chunks = json_get(o, "chunks"), *pos = json_get(o, "cycle_pos");
+	const struct json *t = json_get(o, "time");
+	uint64_t named = json_u64(json_get(o, "chunks_named"));
+	struct rlaunch *L;
+	size_t first = T->nrefs;
+
+	if (json_type(chunks) != JSON_ARR)
+		return bad(w, "launch record without a \"chunks\" array");
+	if (json_type(pos) != JSON_NUM || json_num(pos) != floor(json_num(pos)) ||
+	    json_num(pos) < -1)
+		return bad(w, "launch record without a \"cycle_pos\" (-1 or a place in the cycle)");
+	if (grow((void **)&T->l, &T->capl, T->nl + 1, sizeof(*T->l)))
+		return oom();
+	for (size_t i = 0; i < json_len(chunks); i++) {
+		const struct json *c = json_index(chunks, i);
+		uint64_t base = hex_addr(json_get(c, "base")), size = json_u64(json_get(c, "size"));
+		int host = loc_host(T, json_str(json_get(c, "loc")));
+		size_t s, k;
+
+		if (!base || size == UINT64_MAX || !size || host < 0)
+			return bad(
+			    w,
+			    "chunk %zu of the launch: expected {\"base\":\"0x...\",\"size\":N,"
+			    "\"loc\":\"device:N\" or \"host\"}",
+			    i + 1);
+		s = seg_of(T, base, size, host);
+		if (s == NONE)
+			return oom();
+		for (k = first; k < T->nrefs && T->refs[k].seg != s; k++)
+			;
+		if (k < T->nrefs) {
+			T->refs[k].host |= host;
+			continue;
+		}
+		if (grow((void **)&T->refs, &T->caprefs, T->nrefs + 1, sizeof(*T->refs)))
+			return oom();
+		T->refs[T->nrefs++] = (struct rref){.seg = s, .next = NONE, .host = host};
+	}
+	for (size_t k = first; k < T->nrefs; k++) {
+		struct rseg *g = &T->segs[T->refs[k].seg];
+
+		/* A chunk's first sighting is where it starts; a buffer's records say. */
+		if (g->born == T->nl && !g->from_buf)
+			g->first_host = T->refs[k].host;
+		else if (g->last_host != T->refs[k].host)
+			T->moves_seen++;
+		g->last_host = T->refs[k].host;
+	}
+	L = &T->l[T->nl++];
+	*L = (struct rlaunch){.t = json_type(t) == JSON_NUM ? json_num(t) : NAN,
+			      .pos = (long)json_num(pos),
+			      .ref = first,
+			      .nref = T->nrefs - first,
+			      .truncated = named != UINT64_MAX && named > json_len(chunks)};
+	T->truncated += (size_t)L->truncated;
+	return 0;
+}
+
+/* One line: 0 taken or skipped, -1 after a message. */
+static int take_line(struct trace *T, const struct where *w, const char *line, int pass)
+{
+	const struct json *ev, *pid;
+	const char *err = NULL;
+	struct json *o;
+	int rc = 0, launch;
+
+	if (!line[strspn(line, " \t\r\n")])
+		return 0;
+	o = json_parse(line, &err);
+	if (!o)
+		return bad(w, "not JSON: %s", err ? err : "?");
+	if (json_type(o) != JSON_OBJ) {
+		json_free(o);
+		return bad(w, "not a JSON object");
+	}
+	ev = json_get(o, "event");
+	pid = json_get(o, "pid");
+	launch = json_str(ev) && !strcmp(json_str(ev), "launch");
+	if (pass == 0) {
+		/* The first pass only finds the process to replay (-1: records without a pid). */
+		if (launch && !T->have_pid) {
+			T->pid = json_type(pid) == JSON_NUM ? (long)json_num(pid) : -1;
+			T->have_pid = 1;
+		}
+	} else if (json_type(pid) == JSON_NUM && (long)json_num(pid) != T->pid) {
+		T->other_launches += (size_t)launch;
+	} else if (launch) {
+		rc = take_launch(T, w, o);
+	} else if (ev) {
+		T->other_events++; /* another kind of event: not this replay's */
+	} else if (json_get(o, "buf") && json_get(o, "chosen")) {
+		rc = take_placement(T, w, o);
+	} else {
+		rc = bad(w, "neither a launch record (\"event\":\"launch\") nor a placement record "
+			    "(\"buf\", \"offset\", \"size\", \"chosen\")");
+	}
+	json_free(o);
+	return rc;
+}
+
+static int read_pass(struct trace *T, FILE *f, int pass)
+{
+	struct where w = {T->path, 0};
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	rewind(f);
+	while (!rc && getline(&line, &cap, f) >= 0) {
+		w.line++;
+		rc = take_line(T, &w, line, pass);
+		if (pass == 0 && T->have_pid)
+			break;
+	}
+	if (!rc && ferror(f)) {
+		fprintf(stderr, PROG ": %s: read error\n", T->path);
+		rc = -1;
+	}
+	free(line);
+	return rc;
+}
+
+/* Next uses, buffer sizes, deaths, the cycle, the compute floors; -1 after a message. */
+static int trace_finish(struct trace *T);
+
+static int read_trace(struct trace *T, const char *path)
+{
+	struct stat st;
+	FILE *f = fopen(path, "r");
+	int rc;
+
+	T->path = path;
+	if (!f) {
+		fprintf(stderr, PROG ": --replay %s: cannot open: %s\n", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		fprintf(stderr,
+			PROG ": --replay %s: not a regular file (the trace is read twice)\n", path);
+		fclose(f);
+		return -1;
+	}
+	rc = read_pass(T, f, 0);
+	if (!rc && !T->have_pid) {
+		fprintf(stderr,
+			PROG ": --replay %s: no launch records (\"event\":\"launch\"): record them "
+			     "with vmmx-run --trace FILE (or --launches with VMMX_TRACE)\n",
+			path);
+		rc = -1;
+	}
+	if (!rc)
+		rc = read_pass(T, f, 1);
+	fclose(f);
+	return rc ? rc : trace_finish(T);
+}
+
+/* ---- what the replay derives from the trace ---- */
+
+/*
+ * The cycle: a step runs from a launch at cycle_pos 0 to the next one
+ * (launches the cycle did not expect, at -1, and skipped positions may
+ * come between, at most 1 + L/8 of the former, as the interposer's cycle
+ * keeps to); its cycle's length L is its largest position + 1, which each
+ * of its launches at a position gets (a launch at -1 gets none).  The
+ * launches after the last 0 make a step too when they end at position
+ * L - 1, L the same as the step before.  The step reported is the last (the steady state: the first
+ * pays the warm-up).
+ */
+static void find_cycle(struct trace *T)
+{
+	for (size_t a = 0, b; a < T->nl; a = b) {
+		size_t extra = 0;
+		long top = -1;
+
+		for (b = a + 1; b < T->nl && T->l[b].pos != 0; b++)
+			;
+		for (size_t i = a; i < b; i++) {
+			top = T->l[i].pos > top ? T->l[i].pos : top;
+			extra += T->l[i].pos < 0;
+		}
+		for (size_t i = a; i < b; i++)
+			T->l[i].cycle_len = T->l[i].pos >= 0 ? (size_t)top + 1 : 0;
+		/* More unexpected launches than a cycle keeps (1 + L/8 a pass): not a step. */
+		if (T->l[a].pos != 0 || extra > 1 + (size_t)(top + 1) / 8 ||
+		    (b == T->nl &&
+		     (T->l[b - 1].pos != top || (T->steps && (size_t)top + 1 != T->cycle_len))))
+			continue;
+		T->steps++;
+		T->cycle_len = (size_t)top + 1;
+		T->step_first = a;
+		T->step_len = b - a;
+	}
+}
+
+/*
+ * The gaps: launch i's compute is the time to launch i + 1, when both have
+ * a time; the last launch of the trace takes the gap of the launch one
+ * cycle before it, where there is one, else 0.
+ */
+static void find_gaps(struct trace *T)
+{
+	T->have_times = T->nl > 1;
+	for (size_t i = 0; i < T->nl; i++)
+		if (isnan(T->l[i].t))
+			T->have_times = 0;
+	for (size_t i = 0; T->have_times && i < T->nl; i++) {
+		struct rlaunch *L = &T->l[i];
+
+		if (i + 1 < T->nl)
+			L->compute = T->l[i + 1].t > L->t ? T->l[i + 1].t - L->t : 0;
+		else if (L->cycle_len && i >= L->cycle_len)
+			L->compute = T->l[i - L->cycle_len].compute;
+	}
+}
+
+static int cmp_death(const void *a, const void *b)
+{
+	const struct rdeath *x = a, *y = b;
+
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int trace_finish(struct trace *T)
+{
+	size_t *next = malloc((T->nsegs ? T->nsegs : 1) * sizeof(*next));
+
+	T->dying = malloc((T->nsegs ? T->nsegs : 1) * sizeof(*T->dying));
+	if (!next || !T->dying) {
+		free(next);
+		return oom();
+	}
+	for (size_t s = 0; s < T->nsegs; s++)
+		if (T->segs[s].dead_at != NONE)
+			T->dying[T->ndying++] = (struct rdeath){T->segs[s].dead_at, s};
+	qsort(T->dying, T->ndying, sizeof(*T->dying), cmp_death);
+
+	for (size_t s = 0; s < T->nsegs; s++)
+		if (T->segs[s].from_buf)
+			T->segs[s].size = T->bufs[T->segs[s].buf].extent;
+	/* Next uses, from the end. */
+	for (size_t s = 0; s < T->nsegs; s++)
+		next[s] = NONE;
+	for (size_t i = T->nl; i-- > 0;)
+		for (size_t k = T->l[i].ref; k < T->l[i].ref + T->l[i].nref; k++) {
+			T->refs[k].next = next[T->refs[k].seg];
+			next[T->refs[k].seg] = i;
+		}
+	free(next);
+	find_cycle(T);
+	find_gaps(T);
+	T->span_first = T->cycle_len ? T->step_first : 0;
+	T->span_len = T->cycle_len ? T->step_len : T->nl;
+	return 0;
+}
+
+/*
+ * The device's room when not given: the most bytes the trace shows on the
+ * device at once (the segments first seen there, while alive), or the most
+ * one launch names, whichever is larger (a launch must fit to run at all).
+ */
+static uint64_t trace_device_bytes(const struct trace *T)
+{
+	uint64_t used = 0, most = 0;
+	uint64_t *gone = calloc(T->nl + 1, sizeof(*gone));
+
+	if (!gone)
+		return UINT64_MAX;
+	for (size_t s = 0; s < T->nsegs; s++)
+		if (!T->segs[s].first_host && T->segs[s].dead_at != NONE)
+			gone[T->segs[s].dead_at] += T->segs[s].size;
+	for (size_t i = 0; i < T->nl; i++) {
+		const struct rlaunch *L = &T->l[i];
+		uint64_t named = 0;
+
+		used -= gone[i];
+		for (size_t k = L->ref; k < L->ref + L->nref; k++) {
+			const struct rseg *g = &T->segs[T->refs[k].seg];
+
+			named += g->size;
+			if (g->born == i && !g->first_host)
+				used += g->size;
+		}
+		most = used > most ? used : most;
+		most = named > most ? named : most;
+	}
+	free(gone);
+	return most;
+}
+
+/* ---- the model ---- */
+
+struct model {
+	uint64_t device;  /* bytes of device room */
+	double hbm, pcie; /* bytes per second */
+};
+
+/* One policy's figures over a span of launches. */
+struct rfig {
+	const char *policy;
+	double time_s, move_s;
+	uint64_t moved_in, moved_out, read_host, read_device;
+	uint64_t moves_in, moves_out, no_room;
+};
+
+/* The rows of the residency chart: the segments the reported step names, in order named. */
+struct rows {
+	size_t *seg, n;
+	size_t *row_of; /* per segment: its row, or NONE */
+};
+
+enum sstate { S_NONE, S_DEVICE, S_HOST };
+
+struct rstate {
+	enum sstate st;
+	size_t last, prev; /* launches (from 1) that last named it and the one before; 0: none */
+	size_t next;	   /* the next launch naming it (NONE: never) */
+};
+
+/*
+ * The victim for launch @i (from 1) under @p: a segment on the device that
+ * this launch does not name.  NONE when there is none.
+ */
+static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy p, size_t i,
+		     size_t cycle_len)
+{
+	size_t best = NONE;
+
+	for (size_t s = 0; s < T->nsegs; s++) {
+		const struct rstate *v = &S[s], *b = best == NONE ? NULL : &S[best];
+
+		if (v->st != S_DEVICE || v->last == i)
+			continue;
+		if (!b) {
+			best = s;
+		} else if (p == RP_BELADY) {
+			/* Furthest next use (never: furthest of all); then least recently named. */
+			size_t nv = v->next == NONE ? SIZE_MAX : v->next;
+			size_t nb = b->next == NONE ? SIZE_MAX : b->next;
+
+			if (nv > nb || (nv == nb && v->last < b->last))
+				best = s;
+		} else if (p == RP_CYCLE && cycle_len) {
+			/* preload/place.c: a step after the last use, or sooner by the last gap. */
+			size_t gv = v->prev ? v->last - v->prev : cycle_len;
+			size_t gb = b->prev ? b->last - b->prev : cycle_len;
+
+			if (v->last + (gv < cycle_len ? gv : cycle_len) >
+			    b->last + (gb < cycle_len ? gb : cycle_len))
+				best = s;
+		} else if (v->last < b->last) {
+			best = s; /* least recently named; ties: the first named */
+		}
+	}
+	return best;
+}
+
+static void fig_add(struct rfig *f, const struct rfig *d)
+{
+	f->time_s += d->time_s;
+	f->move_s += d->move_s;
+	f->moved_in += d->moved_in;
+	f->moved_out += d->moved_out;
+	f->read_host += d->read_host;
+	f->read_device += d->read_device;
+	f->moves_in += d->moves_in;
+	f->moves_out += d->moves_out;
+	f->no_room += d->no_room;
+}
+
+/*
+ * replay_policy() - replay @T's launches under policy @p on the model @M;
+ * the figures of the whole trace into @total, of the reported step (when
+ * the trace has one) into @step, and the residency over T's span (the
+ * step, else the whole trace) into @cells (@rows->n rows of T->span_len
+ * launches; NULL: not kept).  The model,
+ * every assumption of it:
+ *
+ *  - The unit is the segment (a libvmmx buffer, else a chunk: see the top
+ *    of the file).  A launch reads or writes each segment it names at most
+ *    once, and the whole of it: a kernel given a tensor touches all of it,
+ *    once.  What the watch cannot see (pointers held in device memory,
+ *    graph launches, copies) costs nothing and takes no room.
+ *  - One device with @M->device bytes of room for the named segments (on
+ *    a trace of several devices: all of them as one) and host memory
+ *    without limit.  Memory no launch names is not modelled: give
+ *    --device-bytes less what it holds.
+ *  - Segments start where the trace first saw them (the allocation-order
+ *    placement of the recorded run), when the device has room for them in
+ *    the order they appear; one that does not fit starts in host memory.
+ *    A segment whose addresses a newer buffer took is gone from then on:
+ *    its room is free, at no cost.
+ *  - A launch takes moves + max(compute, device bytes named / hbm + host
+ *    bytes named / pcie): reads from HBM and over PCIe add up, compute
+ *    overlaps both.  compute is 0, or the gap the recorded run left
+ *    between this launch and the next (find_gaps(), and the manual page on
+ *    what that gap holds).
+ *  - A move is synchronous, before the launch, and overlaps nothing (as
+ *    --placement launch does it today): bringing a segment in costs size /
+ *    pcie, sending one back size / pcie too, since every segment is taken
+ *    as written (the trace does not say what a kernel writes: no eviction
+ *    is clean).
+ *  - in-place: nothing moves; named segments in host memory are read in
+ *    place.  The launch-* policies: before each launch, each segment it
+ *    names that lies in host memory is brought in, in the order named,
+ *    room made by sending back segments this launch does not name, one at
+ *    a time, chosen by victim(); a segment that would not fit with all of
+ *    those sent back stays in host memory, read in place, and nothing is
+ *    sent back for it (counted as "no room").
+ *  - launch-lru: the least recently named goes.  launch-belady: the one
+ *    named furthest ahead in the trace (never again: furthest), knowing
+ *    the whole trace; ties, the least recently named.  launch-cycle:
+ *    Belady with the next use predicted as --placement launch predicts it
+ *    (preload/place.c): while the recorded run knew a cycle of L launches
+ *    (the launch's cycle_pos >= 0), a segment last named at launch s is
+ *    next needed at s + L, or at s + g when the gap g between its last two
+ *    uses is shorter, and the furthest goes; without a cycle, the least
+ *    recently named.  Ties: the segment first named first.  Only that
+ *    choice of victims is modelled: not moves made ahead of a launch, nor
+ *    segments left in host memory by choice.
+ *
+ * Return: 0, or -1 when out of memory.
+ */
+static int replay_policy(const struct trace *T, const struct model *M, enum rpolicy p,
+			 const struct rows *rows, struct rfig *total, struct rfig *step,
+			 char *cells)
+{
+	struct rstate *S = calloc(T->nsegs ? T->nsegs : 1, sizeof(*S));
+	size_t dk = 0;
+	uint64_t used = 0;
+
+	if (!S)
+		return -1;
+	for (size_t i = 0; i < T->nl; i++) {
+		const struct rlaunch *L = &T->l[i];
+		const struct rref *r = &T->refs[L->ref];
+		struct rfig d = {0};
+		double read_s;
+
+		/* Gone before this launch: room freed, nothing moved. */
+		for (; dk < T->ndying && T->dying[dk].at == i; dk++) {
+			size_t s = T->dying[dk].seg;
+
+			if (S[s].st == S_DEVICE)
+				used -= T->segs[s].size;
+			S[s].st = S_NONE;
+		}
+		for (size_t k = 0; k < L->nref; k++) {
+			const struct rseg *g = &T->segs[r[k].seg];
+			struct rstate *v = &S[r[k].seg];
+
+			if (g->born == i) {
+				v->st = !g->first_host && used + g->size <= M->device ? S_DEVICE
+										      : S_HOST;
+				used += v->st == S_DEVICE ? g->size : 0;
+			}
+			v->prev = v->last;
+			v->last = i + 1;
+			v->next = r[k].next;
+		}
+		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
+			const struct rseg *g = &T->segs[r[k].seg];
+			uint64_t pinned = 0;
+
+			if (S[r[k].seg].st != S_HOST)
+				continue;
+			/* What this launch names already on the device cannot make room. */
+			for (size_t j = 0; j < L->nref; j++)
+				if (S[r[j].seg].st == S_DEVICE)
+					pinned += T->segs[r[j].seg].size;
+			if (pinned + g->size > M->device) {
+				d.no_room++;
+				continue;
+			}
+			while (used + g->size > M->device) {
+				size_t v = victim(T, S, p, i + 1, L->pos >= 0 ? L->cycle_len : 0);
+
+				/* pinned + size fit, so an unnamed one is on the device. */
+				if (v == NONE)
+					abort();
+				S[v].st = S_HOST;
+				used -= T->segs[v].size;
+				d.moved_out += T->segs[v].size;
+				d.moves_out++;
+			}
+			S[r[k].seg].st = S_DEVICE;
+			used += g->size;
+			d.moved_in += g->size;
+			d.moves_in++;
+		}
+		for (size_t k = 0; k < L->nref; k++) {
+			if (S[r[k].seg].st == S_DEVICE)
+				d.read_device += T->segs[r[k].seg].size;
+			else
+				d.read_host += T->segs[r[k].seg].size;
+		}
+		d.move_s = (double)(d.moved_in + d.moved_out) / M->pcie;
+		read_s = (double)d.read_device / M->hbm + (double)d.read_host / M->pcie;
+		d.time_s = d.move_s + (L->compute > read_s ? L->compute : read_s);
+		fig_add(total, &d);
+		if (i < T->span_first || i >= T->span_first + T->span_len)
+			continue;
+		fig_add(step, &d);
+		for (size_t row = 0; cells && row < rows->n; row++) {
+			size_t s = rows->seg[row];
+			char *c = &cells[row * T->span_len + (i - T->span_first)];
+
+			*c = S[s].st == S_DEVICE ? 'd' : S[s].st == S_HOST ? 'h' : '.';
+			if (S[s].last == i + 1)
+				*c = (char)(*c - 'a' + 'A');
+		}
+	}
+	free(S);
+	return 0;
+}
+
+/* ---- the results ---- */
+
+#define FIG(m) .off = offsetof(struct rfig, m)
+
+/* Each figure of a policy once: its JSON member and its table column. */
+static const struct rep_field replay_fields[] = {
+    {"policy", REP_S_STR, FIG(policy), .col = 1, .head = "policy", .fmt = REP_F_TEXT},
+    {"time_s", REP_S_NUM, FIG(time_s), .col = 2, .head = "time ms", .fmt = REP_F_MS, .prec = 3,
+     .right = 1},
+    {"move_s", REP_S_NUM, FIG(move_s), .col = 3, .head = "moving ms", .fmt = REP_F_MS, .prec = 3,
+     .right = 1},
+    {"moved_in", REP_S_BYTES, FIG(moved_in), .col = 4, .head = "moved in", .fmt = REP_F_SIZE,
+     .right = 1},
+    {"moved_out", REP_S_BYTES, FIG(moved_out), .col = 5, .head = "moved out", .fmt = REP_F_SIZE,
+     .right = 1},
+    {"read_in_place", REP_S_BYTES, FIG(read_host), .col = 6, .head = "read in place",
+     .fmt = REP_F_SIZE, .right = 1},
+    {"read_on_device", REP_S_BYTES, FIG(read_device), .col = 7, .head = "read on device",
+     .fmt = REP_F_SIZE, .right = 1},
+    {"moves_in", REP_S_COUNT, FIG(moves_in), .col = 8, .head = "moves in", .fmt = REP_F_INT,
+     .right = 1},
+    {"moves_out", REP_S_COUNT, FIG(moves_out), .col = 9, .head = "moves out", .fmt = REP_F_INT,
+     .right = 1},
+    {"no_room", REP_S_COUNT, FIG(no_room), .col = 10, .head = "no room", .fmt = REP_F_INT,
+     .right = 1},
+};
+
+/* What the compute floor is, and why: the gaps, or 0. */
+struct compute_choice {
+	int gaps;
+	char why[256];
+};
+
+static int choose_compute(const struct trace *T, enum compute c, struct compute_choice *cc)
+{
+	cc->gaps = 0;
+	if (c == COMPUTE_NONE) {
+		snprintf(cc->why, sizeof(cc->why), "0 (--compute none)");
+	} else if (!T->have_times) {
+		if (c == COMPUTE_GAPS) {
+			fprintf(stderr,
+				PROG ": --compute gaps: %s: not every launch record has a "
+				     "\"time\"\n",
+				T->path);
+			return -1;
+		}
+		snprintf(cc->why, sizeof(cc->why), "0 (the launch records carry no times)");
+	} else if (c == COMPUTE_AUTO && T->moves_seen) {
+		snprintf(cc->why, sizeof(cc->why),
+			 "0 (the recorded run moved segments, %zu times: its gaps hold those moves "
+			 "and the waits before them; --compute gaps takes them anyway)",
+			 T->moves_seen);
+	} else {
+		cc->gaps = 1;
+		snprintf(cc->why, sizeof(cc->why),
+			 "the gap from each launch call to the next in the recorded run");
+	}
+	return 0;
+}
+
+static void replay_head(const struct trace *T, const struct model *M, int dev_given,
+			const struct compute_choice *cc, struct rep *doc)
+{
+	char a[32], b[32];
+	uint64_t bytes = 0;
+	struct rep *o;
+	int ndev = 0;
+
+	for (size_t s = 0; s < T->nsegs; s++)
+		bytes += T->segs[s].size;
+	for (int d = 0; d < 64; d++)
+		ndev += (int)(T->devices >> d & 1);
+	rep_str(doc, "tool", PROG);
+	rep_str(doc, "version", PACKAGE_VERSION);
+	rep_str(doc, "mode", "replay");
+	o = rep_label(rep_obj(doc, "trace"), "trace",
+		      "%s: %zu launches of pid %ld, %zu segments named (%s), %zu placement records",
+		      T->path, T->nl, T->pid, T->nsegs, rep_fmt_size(bytes, a, sizeof(a)),
+		      T->placements);
+	rep_str(o, "file", T->path);
+	rep_int(o, "pid", T->pid);
+	rep_int(o, "launches", (long long)T->nl);
+	rep_int(o, "segments", (long long)T->nsegs);
+	rep_bytes(o, "segment_bytes", bytes);
+	rep_int(o, "placement_records", (long long)T->placements);
+	rep_int(o, "other_process_launches", (long long)T->other_launches);
+	rep_int(o, "launches_past_64_chunks", (long long)T->truncated);
+	rep_int(o, "moves_seen", (long long)T->moves_seen);
+	rep_int(o, "devices", ndev);
+	if (T->cycle_len) {
+		o = rep_label(rep_obj(doc, "cycle"), "cycle",
+			      "%zu launches, %zu complete steps; figures for the last step "
+			      "(launches %zu-%zu)",
+			      T->cycle_len, T->steps, T->step_first,
+			      T->step_first + T->step_len - 1);
+		rep_int(o, "length", (long long)T->cycle_len);
+		rep_int(o, "step_launches", (long long)T->step_len);
+		rep_int(o, "complete_steps", (long long)T->steps);
+		rep_int(o, "step_first_launch", (long long)T->step_first);
+	} else {
+		rep_label(rep_null(doc, "cycle"), "cycle",
+			  "none complete in the trace: figures for the whole trace");
+	}
+	o = rep_label(rep_obj(doc, "model"), "model",
+		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; compute per launch: %s",
+		      rep_fmt_size(M->device, b, sizeof(b)),
+		      dev_given ? "--device-bytes" : "the most the trace shows on the device",
+		      M->hbm / 1e9, M->pcie / 1e9, cc->why);
+	rep_bytes(o, "device_bytes", M->device);
+	rep_str(o, "device_bytes_from", dev_given ? "option" : "trace");
+	rep_num(o, "hbm_gbps", M->hbm / 1e9);
+	rep_num(o, "pcie_gbps", M->pcie / 1e9);
+	rep_str(o, "compute", cc->gaps ? "gaps" : "none");
+	rep_str(o, "compute_why", cc->why);
+	if (T->truncated)
+		rep_label(rep_int(doc, "truncated_launches", (long long)T->truncated), "note",
+			  "launches that named more than the %d chunks a record lists: %zu (the "
+			  "rest of their chunks are not replayed)",
+			  TRACE_CHUNKS, T->truncated);
+	if (ndev > 1)
+		rep_label(rep_int(doc, "devices", ndev), "note",
+			  "the trace names memory on %d devices: replayed as one device", ndev);
+	if (T->other_launches)
+		rep_label(rep_int(doc, "other_process_launches", (long long)T->other_launches),
+			  "note", "launches of other processes, left out: %zu", T->other_launches);
+	rep_str(doc, "scope", T->cycle_len ? "step" : "total");
+}
+
+/* The residency chart of one policy over T's span, for vmmx-plot. */
+static void doc_chart(const struct trace *T, const struct rows *rows, const char *policy,
+		      const char *cells, struct rep *doc)
+{
+	struct rep *charts = (struct rep *)rep_get(doc, "charts"), *c, *segs;
+	char *line = malloc(T->span_len + 1);
+
+	if (!line)
+		return;
+	if (!charts)
+		charts = rep_arr(doc, "charts");
+	c = rep_obj(charts, NULL);
+	rep_strf(c, "name", "residency-%s", policy);
+	rep_str(c, "type", "residency");
+	rep_strf(c, "title", "%s: where each segment is at each launch%s (launches %zu-%zu)",
+		 policy, T->cycle_len ? " of the step" : "", T->span_first,
+		 T->span_first + T->span_len - 1);
+	rep_int(c, "first_launch", (long long)T->span_first);
+	rep_str(c, "cells_legend",
+		"d: on the device, h: in host memory, .: not allocated; upper case: named by the "
+		"launch");
+	segs = rep_arr(c, "segments");
+	for (size_t r = 0; r < rows->n; r++) {
+		const struct rseg *g = &T->segs[rows->seg[r]];
+		struct rep *o = rep_obj(segs, NULL);
+
+		rep_strf(o, "base", "0x%llx", (unsigned long long)g->base);
+		rep_bytes(o, "size", g->size);
+		memcpy(line, cells + r * T->span_len, T->span_len);
+		line[T->span_len] = '\0';
+		rep_str(o, "cells", line);
+	}
+	free(line);
+}
+
+/* The segments the span names, in the order first named there. */
+static int span_rows(const struct trace *T, struct rows *rows)
+{
+	rows->row_of = malloc((T->nsegs ? T->nsegs : 1) * sizeof(*rows->row_of));
+	rows->seg = malloc((T->nsegs ? T->nsegs : 1) * sizeof(*rows->seg));
+	rows->n = 0;
+	if (!rows->row_of || !rows->seg)
+		return -1;
+	for (size_t s = 0; s < T->nsegs; s++)
+		rows->row_of[s] = NONE;
+	for (size_t i = T->span_first; i < T->span_first + T->span_len; i++)
+		for (size_t k = T->l[i].ref; k < T->l[i].ref + T->l[i].nref; k++) {
+			size_t s = T->refs[k].seg;
+
+			if (rows->row_of[s] == NONE) {
+				rows->row_of[s] = rows->n;
+				rows->seg[rows->n++] = s;
+			}
+		}
+	return 0;
+}
+
+/* ---- options ---- */
+
+static void replay_usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: " PROG " --replay TRACE [OPTIONS]\n"
+	    "Replays the launches of a vmmx-run --trace file under placement policies with a\n"
+	    "simple cost model, and predicts each one's step time and the bytes it moves.\n\n"
+	    "  -p, --policy LIST      in-place, launch-lru, launch-belady, launch-cycle\n"
+	    "                         (comma-separated; default all)\n"
+	    "      --device-bytes SIZE  the device's room (default: the most the trace shows\n"
+	    "                         on the device, or the most one launch names)\n"
+	    "      --hbm GBPS         device memory rate (default %.1f)\n"
+	    "      --pcie GBPS        host memory and copy rate over the link (default %.1f)\n"
+	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
+	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
+	    "                         auto: gaps unless the trace has no times or shows moves\n"
+	    "      --json             JSON output (default: a table)\n"
+	    "      --plot FILE        the residency of the step, drawn by vmmx-plot (.png,\n"
+	    "                         .svg or .pdf)\n"
+	    "  -h, --help\n"
+	    "Exit status: 0 done, 1 the trace could not be read, 2 bad usage.\n",
+	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS);
+}
+
+static int parse_gbps(const char *opt, const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v > 0) || !isfinite(v)) {
+		fprintf(stderr, PROG ": %s %s: expected a rate in GB/s such as 51.4\n", opt, s);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+static int opt_hbm(void *dest, const char *s)
+{
+	return parse_gbps("--hbm", s, dest);
+}
+
+static int opt_pcie(void *dest, const char *s)
+{
+	return parse_gbps("--pcie", s, dest);
+}
+
+static int opt_compute(void *dest, const char *s)
+{
+	static const char *const words[] = {"auto", "gaps", "none"};
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, words[i])) {
+			*(enum compute *)dest = (enum compute)i;
+			return 0;
+		}
+	fprintf(stderr, PROG ": --compute %s: expected auto, gaps or none\n", s);
+	return 2;
+}
+
+static int replay_opts(int argc, char **argv, struct ropts *o)
+{
+	const struct tool_opt tab[] = {
+	    {.name = "replay", .kind = TOOL_OPT_STR, .dest = &o->trace},
+	    {.name = "policy",
+	     .letter = 'p',
+	     .kind = TOOL_OPT_NAMES,
+	     .dest = o->policy,
+	     .names = rp_names,
+	     .max = RP_COUNT,
+	     .given = &o->policy_given},
+	    tool_opt_size("device-bytes", &o->device_bytes, NULL),
+	    tool_opt_fn("hbm", 0, opt_hbm, &o->hbm, NULL),
+	    tool_opt_fn("pcie", 0, opt_pcie, &o->pcie, NULL),
+	    tool_opt_fn("compute", 0, opt_compute, &o->compute, NULL),
+	    tool_opt_json(&o->json),
+	    tool_opt_plot(&o->plot),
+	    {0},
+	};
+	int rc;
+
+	o->hbm = DEFAULT_HBM_GBPS;
+	o->pcie = DEFAULT_PCIE_GBPS;
+	rc = tool_opts_parse(PROG, replay_usage, tab, argc, argv);
+	if (rc)
+		return rc;
+	if (!o->policy_given)
+		for (int p = 0; p < RP_COUNT; p++)
+			o->policy[p] = 1;
+	if (o->plot && rep_plot_check(o->plot, PROG))
+		return 2;
+	return 0;
+}
+
+/* ---- main ---- */
+
+/* Every chosen policy replayed, into @doc; the table on stdout unless --json.  -1: no memory. */
+static int replay_all(const struct trace *T, const struct ropts *o, const struct model *M,
+		      struct rep *doc)
+{
+	struct rfig total[RP_COUNT], step[RP_COUNT];
+	struct rows rows = {0};
+	size_t n = 0;
+	char *cells = NULL;
+	int rc = span_rows(T, &rows);
+
+	/* The chart only where it stays drawable. */
+	if (!rc && rows.n && rows.n <= MAX_CELLS / (T->span_len ? T->span_len : 1))
+		cells = malloc(rows.n * T->span_len);
+	for (int p = 0; !rc && p < RP_COUNT; p++) {
+		if (!o->policy[p])
+			continue;
+		total[n] = step[n] = (struct rfig){.policy = rp_names[p]};
+		rc = replay_policy(T, M, (enum rpolicy)p, &rows, &total[n], &step[n], cells);
+		if (!rc && cells)
+			doc_chart(T, &rows, rp_names[p], cells, doc);
+		n++;
+	}
+	if (!rc) {
+		if (T->cycle_len)
+			rep_rows(doc, "step", replay_fields, REP_NFIELDS(replay_fields), step, n,
+				 sizeof(*step), NULL);
+		else
+			rep_null(doc, "step");
+		rep_rows(doc, "total", replay_fields, REP_NFIELDS(replay_fields), total, n,
+			 sizeof(*total), NULL);
+	}
+	free(cells);
+	free(rows.seg);
+	free(rows.row_of);
+	return rc;
+}
+
+int replay_main(int argc, char **argv)
+{
+	struct ropts o = {0};
+	struct trace T = {0};
+	struct compute_choice cc;
+	struct model M;
+	struct rep *doc;
+	int rc;
+
+	tool_close_stdout_at_exit(PROG);
+	rc = replay_opts(argc, argv, &o);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	if (!o.trace) {
+		fprintf(stderr, PROG ": --replay needs a trace file\n");
+		return 2;
+	}
+	if (read_trace(&T, o.trace) || choose_compute(&T, o.compute, &cc)) {
+		trace_free(&T);
+		return 1;
+	}
+	for (size_t i = 0; !cc.gaps && i < T.nl; i++)
+		T.l[i].compute = 0;
+	M = (struct model){.device = o.device_bytes ? o.device_bytes : trace_device_bytes(&T),
+			   .hbm = o.hbm * 1e9,
+			   .pcie = o.pcie * 1e9};
+	doc = rep_new();
+	if (M.device == UINT64_MAX)
+		rc = oom();
+	if (!rc) {
+		replay_head(&T, &M, o.device_bytes != 0, &cc, doc);
+		rc = replay_all(&T, &o, &M, doc) ? oom() : 0;
+	}
+	if (!rc && o.json) {
+		rep_json(stdout, doc);
+	} else if (!rc) {
+		rep_text(stdout, doc, 0, 7);
+		printf("\n%s, predicted by the model (no GPU ran):\n",
+		       T.cycle_len ? "per step" : "over the whole trace");
+		rep_field_table(stdout, rep_get(doc, T.cycle_len ? "step" : "total"), replay_fields,
+				REP_NFIELDS(replay_fields), &(struct rep_view){0});
+	}
+	if (!rc && o.plot) {
+		if (!rep_get(doc, "charts")) {
+			fprintf(stderr,
+				PROG ": --plot %s: no residency to draw (no segment named, "
+				     "or too many cells)\n",
+				o.plot);
+			rc = 1;
+		} else if (rep_plot(doc, o.plot, PROG)) {
+			rc = 1;
+		}
+	}
+	rep_free(doc);
+	trace_free(&T);
+	return rc ? 1 : 0;
+}
