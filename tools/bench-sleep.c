@@ -23,8 +23,9 @@
 #include "tools/bench.h"
 
 #define SLEEP_TAG "vmmx-bench"
-/* Where the request puts the bar: offload and restore at 0.8x the pinned copy rate. */
-#define SLEEP_TARGET_RATIO 0.8
+/* The bar: offload and restore at 0.8x the pinned copy rate or more, that is a
+ * time of at most 1.25x the floor (the same bytes at the pinned copy rate). */
+#define SLEEP_TARGET_RATIO 1.25
 
 static const char *const bench_tags[] = { SLEEP_TAG };
 
@@ -164,10 +165,10 @@ static double gibps(uint64_t S, double sec)
 	return isfinite(sec) && sec > 0 ? (double)S / sec / (1 << 30) : NAN;
 }
 
-/* The pinned copy's seconds over ours: the share of the link's rate reached. */
-static double vs_pcie(double base, double sec)
+/* Our seconds over the floor's (the pinned copy of the same bytes): lower is better. */
+static double over_floor(double floor, double sec)
 {
-	return isfinite(base) && base > 0 && isfinite(sec) && sec > 0 ? base / sec : NAN;
+	return isfinite(floor) && floor > 0 && isfinite(sec) && sec > 0 ? sec / floor : NAN;
 }
 
 static void sleep_doc(struct bench *B, struct rep *doc)
@@ -186,8 +187,8 @@ static void sleep_doc(struct bench *B, struct rep *doc)
 	rep_num(m, "first_sleep_gibps", gibps(S, r->first_sleep));
 	rep_num(m, "sleep_gibps", gibps(S, r->sleep));
 	rep_num(m, "wake_gibps", gibps(S, r->wake));
-	rep_num(m, "sleep_vs_pinned", vs_pcie(B->mig.pcie.d2h, r->sleep));
-	rep_num(m, "wake_vs_pinned", vs_pcie(B->mig.pcie.h2d, r->wake));
+	rep_num(m, "sleep_over_floor", over_floor(B->mig.pcie.d2h, r->sleep));
+	rep_num(m, "wake_over_floor", over_floor(B->mig.pcie.h2d, r->wake));
 	rep_num(m, "discard_s", r->discard);
 	rep_num(m, "discard_wake_s", r->dwake);
 	rep_int(m, "warm_creates", (long long)r->creates);
@@ -213,15 +214,16 @@ static void sleep_print(struct bench *B, const struct rep *doc)
 	printf("pinned copy   d->h %8.2f GiB/s, h->d %8.2f GiB/s\n", gibps(S, B->mig.pcie.d2h),
 	       gibps(S, B->mig.pcie.h2d));
 	printf("first sleep   %8.2f GiB/s  (host memory pinned)\n", gibps(S, r->first_sleep));
-	printf("sleep         %8.2f GiB/s  %.2fx the pinned copy (target %.1fx)\n",
-	       gibps(S, r->sleep), vs_pcie(B->mig.pcie.d2h, r->sleep), SLEEP_TARGET_RATIO);
-	printf("wake          %8.2f GiB/s  %.2fx the pinned copy (target %.1fx)\n",
-	       gibps(S, r->wake), vs_pcie(B->mig.pcie.h2d, r->wake), SLEEP_TARGET_RATIO);
+	printf("sleep         %8.2f GiB/s  %.2fx the floor (time / the pinned copy's; target "
+	       "%.2fx or less)\n", gibps(S, r->sleep), over_floor(B->mig.pcie.d2h, r->sleep),
+	       SLEEP_TARGET_RATIO);
+	printf("wake          %8.2f GiB/s  %.2fx the floor (target %.2fx or less)\n",
+	       gibps(S, r->wake), over_floor(B->mig.pcie.h2d, r->wake), SLEEP_TARGET_RATIO);
 	printf("discard       %8.3f ms, its wake %.3f ms\n", r->discard * 1e3, r->dwake * 1e3);
 	printf("host handles made by the %u warm sleeps: %llu (0: the host memory was kept)\n",
 	       B->o.reps, (unsigned long long)r->creates);
 	printf("(published for comparison: torch_memory_saver pause 2.4 GiB/s and resume "
-	       "5.3 GiB/s where a pinned copy ran at 24 GiB/s: 0.10x and 0.22x)\n");
+	       "5.3 GiB/s where a pinned copy ran at 24 GiB/s: 10x and 4.5x the floor)\n");
 }
 
 const struct bench_section bench_sleep = {
