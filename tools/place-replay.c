@@ -26,6 +26,10 @@
  *
  * Single-threaded, like the tool.  Reads the file and writes stdout; opens
  * no libvmmx context and needs no GPU.
+ *
+ * Why one file of about 1,300 lines: the trace reader, the segments, the
+ * model and the output are one mode of vmmx-place, in that order below; a
+ * split would put every structure in a header for no second user.
  */
 #include "config.h"
 
