@@ -42,10 +42,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal/addr.h"
 
 static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Where a sleep's or a wake's time goes, for the info-level line each one
+ * logs (VMMX_LOG=info): seconds growing or shrinking buffers, queuing
+ * copies, and waiting for them.  Written under sleep_lock.
+ */
+static struct {
+	double resize, copy, wait;
+} spent;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static const struct vmmx_loc HOST = { VMMX_LOC_HOST, 0 };
 
@@ -366,10 +384,15 @@ static int stash_in(struct vmmx_buf *buf, vmm_stream_t s, bool wait)
 	int err = 0;
 
 	while (!err && off < buf->sleep_size) {
+		double t0 = now_s(), t1;
+
 		end = buf->sleep_size - off > piece ? off + piece : buf->sleep_size;
 		err = vmmx_buf_resize(buf, end);
+		t1 = now_s();
+		spent.resize += t1 - t0;
 		if (!err)
 			err = stash_copy(buf, off, end, false, s);
+		spent.copy += now_s() - t1;
 		off = end;
 	}
 	if (!err && wait)
@@ -424,11 +447,14 @@ static int offload_all(struct vmmx_ctx *ctx, struct vmmx_buf **v, size_t n, vmm_
 					qhi = v[qb]->sleep_size;
 				continue;
 			}
+			double t0 = now_s();
+
 			q->b = v[qb];
 			q->lo = piece_below(q->b, qhi);
 			err = stash_copy(q->b, q->lo, qhi, true, s);
 			if (!err)
 				err = vmm_event_record(ctx->vmm, q->ev, s);
+			spent.copy += now_s() - t0;
 			if (!err) {
 				qhi = q->lo;
 				tail++;
@@ -438,14 +464,18 @@ static int offload_all(struct vmmx_ctx *ctx, struct vmmx_buf **v, size_t n, vmm_
 			break;
 		/* Unmap the oldest piece once its copy is done. */
 		struct piece *h = &u[head % AHEAD];
+		double t0 = now_s(), t1;
 
 		err = vmm_event_sync(ctx->vmm, h->ev);
+		t1 = now_s();
+		spent.wait += t1 - t0;
 		if (err)
 			break;
 		h->b->stash_from = h->lo;
 		err = vmmx_buf_resize(h->b, h->lo);
 		if (!err && !h->lo)
 			err = vmmx_buf_trim(h->b);
+		spent.resize += now_s() - t1;
 		if (err)
 			break;
 		if (!h->lo) {
@@ -663,6 +693,7 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 	struct vmmx_buf **v, **st = NULL;
 	size_t n, i, ns = 0, bytes = 0;
 	vmm_stream_t s = 0;
+	double t_start;
 	char why[256];
 	int err;
 
@@ -691,6 +722,8 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 		vmmx__fail(&ctx->conf.log, err, "vmmx_sleep: no stream for the copies");
 		goto out_free;
 	}
+	memset(&spent, 0, sizeof(spent));
+	t_start = now_s();
 	for (i = 0; i < n; i++) {
 		bool stashed;
 
@@ -712,6 +745,11 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 		release_devices(ctx);
 		if (bytes_p)
 			*bytes_p = bytes;
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+			   "vmmx_sleep: %zu buffers, %zu bytes in %.1f ms: unmapping %.1f ms, "
+			   "queuing copies %.1f ms, waiting for them %.1f ms", n, bytes,
+			   (now_s() - t_start) * 1e3, spent.resize * 1e3, spent.copy * 1e3,
+			   spent.wait * 1e3);
 	}
 	if (n)
 		(void)vmm_stream_destroy(ctx->vmm, s); /* fails only with a lost context */
@@ -730,6 +768,7 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	size_t n, bytes = 0;
 	vmm_stream_t s = 0;
 	bool *from, any = false;
+	double t_start, t_wait;
 	char why[256] = "";
 	int err, first = 0;
 
@@ -750,6 +789,8 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	}
 	if (err)
 		goto out_free;
+	memset(&spent, 0, sizeof(spent));
+	t_start = now_s();
 	for (size_t i = 0; i < n; i++) {
 		from[i] = __atomic_load_n(&v[i]->sleep, __ATOMIC_RELAXED) == VMMX__OFFLOADED &&
 			  !v[i]->sleep_runs && v[i]->stash;
@@ -762,7 +803,9 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 		}
 		any |= from[i];
 	}
+	t_wait = now_s();
 	err = any ? vmmx__wait_tries(ctx, s) : 0;
+	spent.wait = now_s() - t_wait;
 	if (err) {
 		if (!first)
 			snprintf(why, sizeof(why), "vmmx_wake: the copies from the host stash failed: %s",
@@ -778,6 +821,12 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	err = first;
 	if (err)
 		vmmx__fail(&ctx->conf.log, err, "%s", why);
+	else
+		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+			   "vmmx_wake: %zu buffers, %zu bytes in %.1f ms: growing %.1f ms, "
+			   "queuing copies %.1f ms, waiting for them %.1f ms", n, bytes,
+			   (now_s() - t_start) * 1e3, spent.resize * 1e3, spent.copy * 1e3,
+			   spent.wait * 1e3);
 	if (bytes_p)
 		*bytes_p = bytes;
 out_free:

@@ -133,6 +133,10 @@ def _run(tmp_path, sleep):
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(LOOP), str(sleep), out], env=env,
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
+    # With VMMX_LOG=info libvmmx says where each sleep's and wake's time went.
+    for line in r.stderr.splitlines():
+        if "info: vmmx_sleep:" in line or "info: vmmx_wake:" in line:
+            print(line)
     return json.load(open(out + ".json")), torch.load(out + ".pt", weights_only=False)
 
 
