@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "internal/obj.h"
+#include "vmm/fdwrite.h"
 
 int vmmx__trace_open(struct vmmx_ctx *ctx)
 {
@@ -77,31 +78,6 @@ void vmmx__trace_close(struct vmmx_ctx *ctx)
 	ctx->trace_fd = -1;
 }
 
-/*
- * One write(), never blocking, never raising SIGPIPE: the signal is blocked
- * in this thread around it, and if the write raised it (EPIPE) and it was
- * not pending before, it is taken back.  A failed write is dropped.
- */
-static void trace_write(int fd, const char *line, size_t n)
-{
-	static const struct timespec now = { 0, 0 };
-	sigset_t pipe_set, old, pending;
-	bool was_pending;
-	ssize_t w;
-
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old))
-		return;
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE) == 1;
-	w = write(fd, line, n);
-	if (w < 0 && errno == EPIPE && !was_pending)
-		while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR)
-			;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
 void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec)
 {
 	char line[1536], pref[32], chosen[32], tried[700], spec[300];
@@ -122,5 +98,5 @@ void vmmx__trace_place(struct vmmx_ctx *ctx, const struct vmmx__trace_rec *rec)
 		     rec->why != VMMX__WHY_OK ? "true" : "false", vmmx__why_name(rec->why),
 		     rec->cache_hit ? "true" : "false", tried);
 	if (n > 0 && (size_t)n < sizeof(line))
-		trace_write(ctx->trace_fd, line, (size_t)n);
+		vmm_write_quiet(ctx->trace_fd, line, (size_t)n);
 }

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "preload/preload.h"
+#include "vmm/fdwrite.h"
 
 /* Slots of the layout cache: a power of two, more than the kernels of a large program. */
 #define CACHE_SLOTS 16384
@@ -293,31 +294,6 @@ static void trace_open(void)
 	}
 }
 
-/*
- * One write(), never blocking, never raising SIGPIPE (a FIFO whose reader
- * left): the signal is blocked around it and taken back if the write
- * raised it.  A failed write is dropped.
- */
-static void trace_write(const char *line, size_t n)
-{
-	static const struct timespec now = { 0, 0 };
-	sigset_t pipe_set, old, pending;
-	int was_pending;
-	ssize_t w;
-
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old))
-		return;
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE) == 1;
-	w = write(trace_fd, line, n);
-	if (w < 0 && errno == EPIPE && !was_pending)
-		while (sigtimedwait(&pipe_set, NULL, &now) < 0 && errno == EINTR)
-			;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
-
 static const char *const api_names[VMMXP_NLAUNCH_APIS] = {
 	"cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cudaLaunchKernel",
 	"cudaLaunchKernelExC",
@@ -375,7 +351,7 @@ static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUst
 	if (n + 4 > room)
 		return;
 	n += (size_t)snprintf(line + n, room - n, "]}\n");
-	trace_write(line, n);
+	vmm_write_quiet(trace_fd, line, n);
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

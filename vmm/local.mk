@@ -9,7 +9,7 @@ noinst_LTLIBRARIES += %D%/libvmm.la
 # own because the tools and the tests' TAP library link it too, while
 # libvmmx exports none of it.  Empty without CUDA headers.
 CUDALOAD_LIBS =
-EXTRA_DIST += %D%/cudaload.h %D%/cudaload.c
+EXTRA_DIST += %D%/cudaload.h %D%/cudaload.c %D%/fdwrite.h
 if HAVE_CUDA
 noinst_LTLIBRARIES += %D%/libcudaload.la
 %C%_libcudaload_la_SOURCES = %D%/cudaload.h %D%/cudaload.c
