@@ -65,6 +65,17 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The info line of a sleep or wake (@fn) that began at @t0; @resize names
+ * what its resizes did (unmapping, growing). */
+static void log_spent(struct vmmx_ctx *ctx, const char *fn, const char *resize, size_t n,
+		      size_t bytes, double t0)
+{
+	vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
+		   "%s: %zu buffers, %zu bytes in %.1f ms: %s %.1f ms, queuing copies %.1f ms, "
+		   "waiting for them %.1f ms", fn, n, bytes, (now_s() - t0) * 1e3, resize,
+		   spent.resize * 1e3, spent.copy * 1e3, spent.wait * 1e3);
+}
+
 static const struct vmmx_loc HOST = { VMMX_LOC_HOST, 0 };
 
 static int check_tag(const char *tag, const char *fn)
@@ -745,11 +756,7 @@ VMMX_API int vmmx_sleep(struct vmmx_ctx *ctx, const char *const *tags, size_t nt
 		release_devices(ctx);
 		if (bytes_p)
 			*bytes_p = bytes;
-		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
-			   "vmmx_sleep: %zu buffers, %zu bytes in %.1f ms: unmapping %.1f ms, "
-			   "queuing copies %.1f ms, waiting for them %.1f ms", n, bytes,
-			   (now_s() - t_start) * 1e3, spent.resize * 1e3, spent.copy * 1e3,
-			   spent.wait * 1e3);
+		log_spent(ctx, "vmmx_sleep", "unmapping", n, bytes, t_start);
 	}
 	if (n)
 		(void)vmm_stream_destroy(ctx->vmm, s); /* fails only with a lost context */
@@ -822,11 +829,7 @@ VMMX_API int vmmx_wake(struct vmmx_ctx *ctx, const char *const *tags, size_t nta
 	if (err)
 		vmmx__fail(&ctx->conf.log, err, "%s", why);
 	else
-		vmmx__logf(&ctx->conf.log, VMMX_LOG_INFO,
-			   "vmmx_wake: %zu buffers, %zu bytes in %.1f ms: growing %.1f ms, "
-			   "queuing copies %.1f ms, waiting for them %.1f ms", n, bytes,
-			   (now_s() - t_start) * 1e3, spent.resize * 1e3, spent.copy * 1e3,
-			   spent.wait * 1e3);
+		log_spent(ctx, "vmmx_wake", "growing", n, bytes, t_start);
 	if (bytes_p)
 		*bytes_p = bytes;
 out_free:
