@@ -197,7 +197,8 @@ static int pick(struct vmmx_ctx *ctx, const char *const *tags, size_t ntags, boo
 	return 0;
 }
 
-/* Record where @buf's device chunks are (runs of one device) and its size. */
+/* Record where @buf's device chunks are (runs of one device): the migrated
+ * offload moves each run back at the wake. */
 static int record_runs(struct vmmx_buf *buf)
 {
 	const struct vmmx__table *t;
@@ -221,7 +222,6 @@ static int record_runs(struct vmmx_buf *buf)
 		else
 			r[n++] = (struct vmmx__sleep_run){ c->off, c->size, c->loc };
 	}
-	__atomic_store_n(&buf->sleep_size, t->size, __ATOMIC_RELAXED);
 	urcu_bp_read_unlock();
 	free(buf->sleep_runs);
 	buf->sleep_runs = r;
@@ -522,12 +522,12 @@ static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes, bool *stash)
 	err = vmmx_buf_trim(buf);
 	if (err)
 		return err;
-	err = record_runs(buf);
-	if (err)
-		return err;
-	size = buf->sleep_size;
+	size = vmmx_buf_size(buf);
+	__atomic_store_n(&buf->sleep_size, size, __ATOMIC_RELAXED);
 	if (mode == VMMX_SLEEP_OFFLOAD && by_migration(buf)) {
-		err = size ? vmmx_buf_migrate(buf, 0, size, HOST, NULL) : 0;
+		err = record_runs(buf);
+		if (!err && size)
+			err = vmmx_buf_migrate(buf, 0, size, HOST, NULL);
 		if (err) {
 			/* Swallowed: the buffer stays awake with its data intact
 			 * wherever each chunk is; the migration's error is the answer. */
@@ -536,12 +536,10 @@ static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes, bool *stash)
 			return err;
 		}
 	} else if (mode == VMMX_SLEEP_OFFLOAD) {
-		forget_runs(buf);
 		*stash = size > 0;
 		if (*stash)
 			return 0;
 	} else {
-		forget_runs(buf);
 		err = vmmx_buf_resize(buf, 0);
 		if (!err)
 			err = vmmx_buf_trim(buf);
