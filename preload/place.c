@@ -53,16 +53,31 @@
  * VMMX_RUN_PLACE_WAIT=device set, which makes every wait one for the whole
  * device, as the first version did.
  *
- * The placement lock is held from the moves until the real launch returns
- * and its event is recorded (vmmxp_place_done()), so another thread's
- * launch cannot slip in between the moves and the launch they were made
- * for.  Moves keep the data: each chunk moves whole or not at all
- * (vmmx_buf_migrate()), and a move that fails leaves it where it was, to be
- * read in place as before.
+ * The mover: moves ahead run on a thread of their own (started at the
+ * first one), so that the program goes on launching while a segment it
+ * needs a few launches later is copied in and its victim sent back.  The
+ * launching thread queues them (bring_in_ahead()), in the order they are
+ * needed; the mover takes them one at a time and lets the lock go around
+ * each wait and move.  A segment queued or being moved by it, to the device
+ * or back for room, is marked moving: never a victim, and a launch that
+ * names it waits for the mover to be done with it, then looks where it lies
+ * (on the device, or sent back meanwhile and brought in on demand).  So a
+ * launch is still passed on only with its segments where they were placed
+ * for it, after the moves, in program order.  A queued move is dropped when
+ * the cycle changed since, and a move that finds no room without harm drops
+ * the rest of the queue.  At exit the move in flight finishes first.
+ * VMMX_RUN_PLACE_MOVER=0 makes moves ahead on the launching thread, one
+ * launch's worth after each launch, as the first version did.
  *
- * Locking: lock over the table, the plan, the events and the counters;
- * taken by vmmxp_place_launch() and released by vmmxp_place_done(), around
- * the real launch.  A forked child gets it afresh (vmmxp_place_after_fork()).
+ * Locking: lock over the table, the plan, the events, the mover's queue
+ * and the counters; gate, outer, serialises the launching threads: held by
+ * vmmxp_place_launch() until vmmxp_place_done(), around the real launch, so
+ * another thread's launch cannot slip in between the moves and the launch
+ * they were made for (waiting for the mover lets go of lock only).  Moves
+ * keep the data: each chunk moves whole or not at all (vmmx_buf_migrate()),
+ * and a move that fails leaves it where it was, to be read in place as
+ * before.  A forked child gets both locks afresh, and no mover
+ * (vmmxp_place_after_fork()).
  */
 #include "config.h"
 
@@ -86,6 +101,8 @@
 #define PLAN_SEGS 8
 /* Launches looked ahead for segments to bring in (each a few hash lookups). */
 #define AHEAD 32
+/* Moves ahead queued for the mover thread at most. */
+#define JOBS 64
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
 #define EVENT_DISABLE_TIMING 0x2
 #define CU_NOT_READY 600
@@ -97,8 +114,9 @@ struct tracked {
 	uint64_t last;          /* the launch (seq) that last named it */
 	uint64_t prev;          /* ... the one before, 0 if none */
 	uint64_t use;           /* its last use: the event ring's number, 0 if none */
-	uint64_t hold;          /* seq of the launch whose lookahead names it */
+	uint64_t hold_until;    /* a launch ahead (seq) that needs it: no victim for a move ahead before */
 	int on_device;          /* as last seen or made here; checked before eviction */
+	int moving;             /* queued for the mover or being moved by it (either way) */
 };
 
 /* A segment one launch names. */
@@ -106,6 +124,7 @@ struct seg {
 	void *base;
 	size_t size;
 	struct vmmx_ctx *ctx;
+	struct vmmx_buf *buf;
 	int host;               /* some of it lies in host memory */
 };
 
@@ -117,6 +136,7 @@ struct plan {
 	void *base[PLAN_SEGS];
 };
 
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tracked track[MAX_TRACKED]; /* lock */
 static int ntracked;                      /* lock */
@@ -127,6 +147,24 @@ static void *events[EVENTS];              /* lock: CUevent, made on first use */
 static int event_ok[EVENTS];              /* lock: the slot's last record succeeded */
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
 static struct vmmxp_place_stats st;       /* lock */
+
+/* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
+struct job {
+	struct tracked *t;
+	uint64_t generation, cycle_len, bound;
+	int once;
+};
+
+/*
+ * The mover (see the top): jobs[head % JOBS .. tail % JOBS) queued, the one
+ * at head in flight while busy; all under lock.
+ */
+static struct job jobs[JOBS];
+static uint64_t head, tail;
+static int busy;
+static enum { MOVER_NONE, MOVER_RUNNING, MOVER_OFF, MOVER_QUIT } mover_state;
+static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a job was queued, or quit */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a move finished, or the mover stopped */
 
 /* The launch between vmmxp_place_launch() and vmmxp_place_done(); lock. */
 static struct {
@@ -140,7 +178,17 @@ static struct {
 /* A forked child's lock afresh (launch.c's fork handler). */
 void vmmxp_place_after_fork(void)
 {
+	pthread_mutex_init(&gate, NULL);
 	pthread_mutex_init(&lock, NULL);
+	pthread_cond_init(&work_cv, NULL);
+	pthread_cond_init(&done_cv, NULL);
+	/* The mover is not copied into the child: its queue goes, a new one starts on demand. */
+	for (int i = 0; i < ntracked; i++)
+		track[i].moving = 0;
+	head = tail = 0;
+	busy = 0;
+	if (mover_state != MOVER_OFF)
+		mover_state = MOVER_NONE;
 }
 
 int vmmxp_place_on(void)
@@ -214,42 +262,82 @@ static int wait_device(void)
 }
 
 /*
+ * lock held; with @unlocked (the mover) it is let go around the waits
+ * themselves.  vmmx_sync(), counted.
+ */
+static int sync_device(struct vmmx_ctx *ctx, int unlocked)
+{
+	int err;
+
+	st.device_syncs++;
+	if (unlocked)
+		pthread_mutex_unlock(&lock);
+	err = vmmx_sync(ctx);
+	if (unlocked)
+		pthread_mutex_lock(&lock);
+	return err;
+}
+
+/*
  * Wait until the work that last used @t's segment is done: its last-use
  * event, or the whole device when that event could not be recorded.
+ * lock held (let go around the wait with @unlocked: an event recorded
+ * again meanwhile is one recorded after the use, so waiting for it waits
+ * for more, never less).
  * Return: 0, or -VMMX_E* when the wait failed (nothing may move then).
  */
-static int wait_for_use(const struct tracked *t)
+static int wait_for_use(const struct tracked *t, int unlocked)
 {
 	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
 	CUresult (*sync)(void *) = VMMXP_REAL(cuEventSynchronize);
-	size_t slot = t->use % EVENTS;
+	void *ev;
 	CUresult r;
 
 	/* A use older than the ring is complete: its slot was recorded again only after it. */
 	if (t->use && t->use + EVENTS <= uses && !wait_device())
 		return 0;
-	if (!t->use || !query || !sync || wait_device()) {
-		st.device_syncs++;
-		return vmmx_sync(t->ctx);
-	}
-	r = query(events[slot]);
+	if (!t->use || !query || !sync || wait_device())
+		return sync_device(t->ctx, unlocked);
+	ev = events[t->use % EVENTS];
+	r = query(ev);
 	if (r == CUDA_OK)
 		return 0;
 	st.waits++;
-	if (r == CU_NOT_READY && sync(events[slot]) == CUDA_OK)
-		return 0;
+	if (r == CU_NOT_READY) {
+		if (unlocked)
+			pthread_mutex_unlock(&lock);
+		r = sync(ev);
+		if (unlocked)
+			pthread_mutex_lock(&lock);
+		if (r == CUDA_OK)
+			return 0;
+	}
 	/* The event failed: the device is waited for instead. */
-	st.device_syncs++;
-	return vmmx_sync(t->ctx);
+	return sync_device(t->ctx, unlocked);
 }
 
 /* wait_for_use(), its time counted. */
-static int wait_last_use(const struct tracked *t)
+static int wait_last_use(const struct tracked *t, int unlocked)
 {
 	uint64_t t0 = now_ns();
-	int err = wait_for_use(t);
+	int err = wait_for_use(t, unlocked);
 
 	st.wait_ns += now_ns() - t0;
+	return err;
+}
+
+/* vmmx_prefetch() of @t's segment to @to, its time added to *@ns; lock let go with @unlocked. */
+static int move(const struct tracked *t, struct vmmx_loc to, int unlocked, uint64_t *ns)
+{
+	uint64_t t0 = now_ns();
+	int err;
+
+	if (unlocked)
+		pthread_mutex_unlock(&lock);
+	err = vmmx_prefetch(t->ctx, t->base, t->size, to, NULL);
+	if (unlocked)
+		pthread_mutex_lock(&lock);
+	*ns += now_ns() - t0;
 	return err;
 }
 
@@ -300,15 +388,19 @@ static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 	return at > seq ? at : UINT64_MAX - t->last;
 }
 
-/* The segment of @ctx on the device to send back for room, or NULL. */
-static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
+/*
+ * The segment of @ctx on the device to send back for room, or NULL; for a
+ * move ahead (@ahead) never one a launch ahead was seen to need.
+ */
+static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len, int ahead)
 {
 	struct tracked *best = NULL;
 
 	for (int i = 0; i < ntracked; i++) {
 		struct tracked *t = &track[i];
 
-		if (t->ctx != ctx || !t->on_device || t->last == seq || t->hold == seq)
+		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq ||
+		    (ahead && t->hold_until > seq))
 			continue;
 		if (!still_on_device(t)) {
 			t->on_device = 0;
@@ -324,21 +416,24 @@ static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
 
 enum how {
 	ON_DEMAND,      /* for the launch about to be passed on */
-	AHEAD_OF,       /* for a launch ahead in the cycle */
+	AHEAD_OF,       /* for a launch ahead in the cycle, on the launching thread */
+	MOVER,          /* ... on the mover thread: the lock is let go around waits and moves */
 };
 
 /*
  * Bring @t's segment to its context's device, sending victims back as
  * needed.  @once: the launch reads it once (see the top); @t was named by
- * the current launch (ON_DEMAND) or is held for one ahead (AHEAD_OF).  Return: 0 when
- * it is on the device, -VMMX_ENOMEM when no room was made for it, another
- * code when a move or a wait failed.
+ * the current launch (ON_DEMAND) or is held for one ahead (AHEAD_OF,
+ * MOVER).  A victim sent back by the mover is marked moving meanwhile, so
+ * that a launch naming it waits for it.  lock held.  Return: 0 when it is
+ * on the device, -VMMX_ENOMEM when no room was made for it, another code
+ * when a move or a wait failed.
  */
 static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len, uint64_t bound)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	uint64_t t0;
+	int unlocked = how == MOVER, ahead = how != ON_DEMAND;
 	int err;
 
 	if (vmmx_ctx_query(t->ctx, &ci)) {
@@ -346,7 +441,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		return -VMMX_EINVAL;
 	}
 	/* Nothing queued may still use what moves: see the top of the file. */
-	err = wait_last_use(t);
+	err = wait_last_use(t, unlocked);
 	if (err) {
 		st.failed++;
 		return err;
@@ -355,13 +450,11 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		struct vmmx_loc dev = { VMMX_LOC_DEVICE, ci.device };
 		struct tracked *v;
 
-		t0 = now_ns();
-		err = vmmx_prefetch(t->ctx, t->base, t->size, dev, NULL);
-		st.in_ns += now_ns() - t0;
+		err = move(t, dev, unlocked, &st.in_ns);
 		if (!err) {
 			st.promoted++;
 			st.promoted_bytes += t->size;
-			if (how == AHEAD_OF)
+			if (ahead)
 				st.ahead++;
 			else
 				st.on_demand++;
@@ -372,31 +465,33 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			st.failed++;
 			return err;
 		}
-		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len) : NULL;
+		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len, ahead) : NULL;
 		if (!v) {
-			if (how == ON_DEMAND)
+			if (!ahead)
 				st.no_room++;
 			return -VMMX_ENOMEM;
 		}
 		/* Ahead: only a victim Belady would also choose once the held ones are used. */
-		if (how == AHEAD_OF && next_use(v, cycle_len) <= bound)
+		if (ahead && next_use(v, cycle_len) <= bound)
 			return -VMMX_ENOMEM;
 		/*
 		 * Read once: never sent for ahead at the cost of another, and on
 		 * demand only in place of one needed after it is needed again.
 		 */
-		if (once && how == AHEAD_OF)
+		if (once && ahead)
 			return -VMMX_ENOMEM;
 		if (once && cycle_len && next_use(v, cycle_len) < next_use(t, cycle_len)) {
-			if (how == ON_DEMAND)
+			if (!ahead)
 				st.in_place++;
 			return -VMMX_ENOMEM;
 		}
-		err = wait_last_use(v);
-		t0 = now_ns();
+		v->moving = 1;
+		err = wait_last_use(v, unlocked);
 		if (!err)
-			err = vmmx_prefetch(v->ctx, v->base, v->size, host, NULL);
-		st.out_ns += now_ns() - t0;
+			err = move(v, host, unlocked, &st.out_ns);
+		v->moving = 0;
+		if (unlocked)
+			pthread_cond_broadcast(&done_cv);
 		if (err) {
 			/* What moved stays moved; what did not is still on the device. */
 			v->on_device = still_on_device(v);
@@ -413,6 +508,149 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 	}
 }
 
+/* VMMX_RUN_PLACE_MOVER=0: moves ahead on the launching thread, as the first version did. */
+static int mover_wanted(void)
+{
+	const char *s = getenv("VMMX_RUN_PLACE_MOVER");
+
+	return !(s && !strcmp(s, "0"));
+}
+
+/* lock held: drop the queued jobs (not the one in flight), their segments no longer moving. */
+static void drop_queue(void)
+{
+	uint64_t from = head + (uint64_t)busy;
+
+	for (uint64_t i = from; i < tail; i++)
+		jobs[i % JOBS].t->moving = 0;
+	tail = from;
+	pthread_cond_broadcast(&done_cv);
+}
+
+/*
+ * The mover thread: runs the queued moves ahead, one at a time, in order,
+ * with the lock let go around each wait and move, so that the program's
+ * launches go on meanwhile.  A move that finds no room without harm (see
+ * bring_in_ahead()) drops the rest of the queue: the next launch queues
+ * again what is still worth it.
+ */
+static void *mover(void *arg)
+{
+	(void)arg;
+	vmmxp_depth(1); /* for life: this thread only calls libvmmx and the driver */
+	pthread_mutex_lock(&lock);
+	for (;;) {
+		uint64_t generation;
+		struct job j;
+		int err;
+
+		while (head == tail && mover_state == MOVER_RUNNING)
+			pthread_cond_wait(&work_cv, &lock);
+		if (mover_state != MOVER_RUNNING)
+			break;
+		j = jobs[head % JOBS];
+		busy = 1;
+		err = -VMMX_ENOMEM;
+		(void)vmmxp_cycle_len(&generation);
+		if (j.generation == generation && !j.t->on_device)
+			err = promote(j.t, MOVER, j.once, j.cycle_len, j.bound);
+		j.t->moving = 0;
+		head++;
+		busy = 0;
+		if (err)
+			drop_queue();
+		pthread_cond_broadcast(&done_cv);
+	}
+	drop_queue();
+	mover_state = MOVER_OFF;
+	pthread_cond_broadcast(&done_cv);
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* At exit: the move in flight finishes, the rest is dropped, before libvmmx goes. */
+static void mover_stop(void)
+{
+	pthread_mutex_lock(&lock);
+	if (mover_state == MOVER_RUNNING) {
+		mover_state = MOVER_QUIT;
+		pthread_cond_broadcast(&work_cv);
+		while (mover_state == MOVER_QUIT)
+			pthread_cond_wait(&done_cv, &lock);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* lock held: whether the mover runs, started on first use; off when it cannot start. */
+static int mover_on(void)
+{
+	static int armed;
+	pthread_attr_t attr;
+	pthread_t th;
+	int err;
+
+	if (mover_state == MOVER_RUNNING)
+		return 1;
+	if (mover_state != MOVER_NONE)
+		return 0;
+	mover_state = MOVER_OFF;
+	if (!mover_wanted() || pthread_attr_init(&attr))
+		return 0;
+	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	mover_state = MOVER_RUNNING;
+	err = pthread_create(&th, &attr, mover, NULL);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		mover_state = MOVER_OFF;
+		return 0;
+	}
+	/* Swallowed: without it, exit may tear libvmmx down under a move in flight. */
+	if (!armed++)
+		(void)atexit(mover_stop);
+	return 1;
+}
+
+/* lock held: queue @t to be brought in ahead; 0, or -1 when the queue is full. */
+static int enqueue(struct tracked *t, int once, uint64_t cycle_len, uint64_t bound)
+{
+	if (tail - head >= JOBS)
+		return -1;
+	jobs[tail % JOBS] = (struct job){ t, cur.generation, cycle_len, bound, once };
+	tail++;
+	t->moving = 1;
+	st.queued++;
+	pthread_cond_signal(&work_cv);
+	return 0;
+}
+
+/* lock held: wait until the mover is done with @t (a launch names it); timed and counted. */
+static void wait_mover(struct tracked *t)
+{
+	uint64_t t0;
+
+	if (!t->moving)
+		return;
+	t0 = now_ns();
+	st.mover_waits++;
+	while (t->moving)
+		pthread_cond_wait(&done_cv, &lock);
+	st.mover_wait_ns += now_ns() - t0;
+}
+
+/*
+ * Whether any of @buf (@size bytes) lies in host memory: a reason to move
+ * it (a segment may straddle); @loc, a named chunk's, when that cannot be
+ * told.
+ */
+static int in_host(struct vmmx_buf *buf, size_t size, struct vmmx_loc loc)
+{
+	struct vmmx_residency r = { 0, 0 };
+
+	if (vmmx_buf_residency(buf, 0, size, &r))
+		return loc.kind != VMMX_LOC_DEVICE;
+	return r.host != 0;
+}
+
 /* The buffer (allocator segment) of each named chunk, once each: the unit that moves. */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 			  size_t n, struct seg *seg)
@@ -420,7 +658,6 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 	size_t nseg = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct vmmx_residency r = { 0, 0 };
 		void *base = vmmx_buf_ptr(chunk[i].buf);
 		size_t j, size = vmmx_buf_size(chunk[i].buf);
 
@@ -428,10 +665,8 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 			;
 		if (j < nseg)
 			continue;
-		/* Any part in host memory is a reason to move it (a segment may straddle). */
-		if (vmmx_buf_residency(chunk[i].buf, 0, size, &r))
-			r.host = chunk[i].loc.kind != VMMX_LOC_DEVICE;
-		seg[nseg++] = (struct seg){ base, size, ctx[i], r.host != 0 };
+		seg[nseg] = (struct seg){ base, size, ctx[i], chunk[i].buf, 0 };
+		seg[nseg++].host = in_host(chunk[i].buf, size, chunk[i].loc);
 	}
 	return nseg;
 }
@@ -456,6 +691,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 
 	if (n > VMMXP_PLACE_MAX)
 		n = VMMXP_PLACE_MAX;
+	pthread_mutex_lock(&gate);
 	pthread_mutex_lock(&lock);
 	seq++;
 	cur.stream = stream;
@@ -486,6 +722,20 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
 		}
+	}
+	/*
+	 * One the mover is bringing in, or sending back for room, is waited
+	 * for; then where it lies is looked at again.
+	 */
+	for (size_t i = 0; i < nseg; i++) {
+		if (!t[i])
+			continue;
+		if (t[i]->moving) {
+			struct vmmx_loc unknown = { VMMX_LOC_HOST, 0 };
+
+			wait_mover(t[i]);
+			seg[i].host = in_host(seg[i].buf, seg[i].size, unknown);
+		}
 		t[i]->on_device = !seg[i].host;
 	}
 	for (size_t i = 0; i < nseg; i++) {
@@ -507,10 +757,13 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 
 /*
  * Bring in what the launches after the current one name, the cycle being
- * known: the segments of the launches ahead are held (never victims), and
- * the first launch ahead with segments in host memory has them brought
- * in; one launch's worth per call, so that the copies run beside the
- * kernel just passed on and the program is back to its next launch soon.
+ * known: the segments of the launches ahead (up to AHEAD) are held (no
+ * victims for moves ahead until their launch), and those in host memory
+ * are queued for the mover in the order they are needed, so that their
+ * copies run beside the kernels and the program goes on launching.
+ * Without the mover (VMMX_RUN_PLACE_MOVER=0, or it could not start) the
+ * first launch ahead with segments in host memory has them brought in
+ * here, one launch's worth per call, as the first version did.
  *
  * Do no harm: a victim must be one Belady would also send back when that
  * launch comes, after the held segments have been used, so its next use
@@ -522,6 +775,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 static void bring_in_ahead(void)
 {
 	uint64_t len = cur.cycle_len, horizon = len - 1 < AHEAD ? len - 1 : AHEAD, bound = 0;
+	int queue = mover_on();
 
 	for (uint64_t d = 1; d <= horizon; d++) {
 		uint64_t q = ((uint64_t)cur.at + d) % len;
@@ -545,7 +799,8 @@ static void bring_in_ahead(void)
 			if (t->last + period <= seq)
 				continue;
 			live |= 1u << i;
-			t->hold = seq;
+			if (t->hold_until < seq + d)
+				t->hold_until = seq + d;
 			/* Its use in the window, then its period again. */
 			after = seq + d + period;
 			if (after > bound && t->on_device)
@@ -553,15 +808,16 @@ static void bring_in_ahead(void)
 		}
 		for (uint32_t i = 0; i < pl->n; i++) {
 			struct tracked *t = find(pl->base[i], 0);
+			int once = (pl->once >> i) & 1;
 
 			/* As last seen here: one that libvmmx moved meanwhile is left to its launch. */
-			if (!(live >> i & 1) || t->on_device)
+			if (!(live >> i & 1) || t->on_device || t->moving)
 				continue;
-			if (promote(t, AHEAD_OF, (pl->once >> i) & 1, len, bound))
+			if (queue ? enqueue(t, once, len, bound) : promote(t, AHEAD_OF, once, len, bound))
 				return;
 			moved = 1;
 		}
-		if (moved)
+		if (moved && !queue)
 			return;
 	}
 }
@@ -578,6 +834,7 @@ void vmmxp_place_done(void)
 	if (cur.cycle_len && cur.at >= 0)
 		bring_in_ahead();
 	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&gate);
 }
 
 struct vmmxp_place_stats vmmxp_place_stats(void)

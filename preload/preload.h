@@ -482,6 +482,8 @@ struct vmmxp_place_stats {
 	uint64_t waits;                     /* moves that waited for a last use still running */
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
 	uint64_t in_ns, out_ns, wait_ns;    /* time in moves to the device, back, and in waits */
+	uint64_t queued;                    /* moves ahead queued for the mover thread */
+	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 };
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */

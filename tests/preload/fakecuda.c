@@ -159,11 +159,19 @@ size_t fake_launch_log(const struct fake_launch **log)
 
 void fake_launch_log_clear(void) { pthread_mutex_lock(&launch_lock); launch_n = 0; pthread_mutex_unlock(&launch_lock); }
 
+static int (*launch_check)(const void *f, void **params);
+static unsigned long launch_bad;
+
+void fake_launch_check(int (*fn)(const void *f, void **params)) { launch_check = fn; }
+unsigned long fake_launch_bad(void) { return __atomic_load_n(&launch_bad, __ATOMIC_RELAXED); }
+
 static int fake_launch(const char *call, const void *f, void *s, void **params, void **extra)
 {
 	struct fake_launch e = { call, f, s, params, extra };
 
 	CALL(FAKE_launch);
+	if (launch_check && params && launch_check(f, params))
+		__atomic_fetch_add(&launch_bad, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&launch_lock);
 	if (launch_n < FAKE_LAUNCH_LOG)
 		launch_log[launch_n++] = e;

@@ -141,6 +141,13 @@ struct fake_launch {
 #define FAKE_LAUNCH_LOG 256
 size_t fake_launch_log(const struct fake_launch **log);
 void fake_launch_log_clear(void);
+/*
+ * @fn, when set, looks at every launch as it reaches the fake driver (its
+ * function and parameters) and returns nonzero for one that is wrong
+ * there (a buffer not on the device, say); fake_launch_bad() counts them.
+ */
+void fake_launch_check(int (*fn)(const void *f, void **params));
+unsigned long fake_launch_bad(void);
 /* The fake's own address of a launch entry point @name, or NULL. */
 void *fake_own(const char *name);
 
