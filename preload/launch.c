@@ -72,6 +72,8 @@
  */
 #define MAX_NAMED VMMXP_PLACE_MAX
 #define TRACE_CHUNKS 64
+/* Segments of a kernel's last launch kept for the cycle learner's key (note_cycle()). */
+#define LAST_SEGS 8
 /* Values below a page are never addresses: sizes, flags, counts. */
 #define MIN_ADDR 4096
 /* extra's keys (cuda.h) */
@@ -90,6 +92,7 @@ struct layout {
 	enum key_kind kind;
 	int nparams;            /* -1: the driver gave none */
 	uint32_t *off, *size;   /* nparams each */
+	uint64_t last_segs[LAST_SEGS]; /* note_cycle(): its last launch's segments; relaxed */
 	char name[];            /* the kernel's name, "" if unknown */
 };
 
@@ -165,7 +168,7 @@ static int ask_layout(const void *key, enum key_kind kind, uint32_t *off, uint32
 }
 
 /* The cached layout of @key, made on its first launch; NULL if there is no room to keep it. */
-static const struct layout *layout_of(const void *key, enum key_kind kind)
+static struct layout *layout_of(const void *key, enum key_kind kind)
 {
 	static uint32_t off[MAX_PARAMS], size[MAX_PARAMS]; /* cache_lock */
 	size_t i = slot_of(key, kind), probes;
@@ -203,6 +206,7 @@ static const struct layout *layout_of(const void *key, enum key_kind kind)
 		goto out;
 	l->key = key;
 	l->kind = kind;
+	memset(l->last_segs, 0, sizeof(l->last_segs));
 	l->nparams = n;
 	l->off = (uint32_t *)(((uintptr_t)(l->name + nlen + 1) + 3) & ~(uintptr_t)3);
 	l->size = l->off + (n > 0 ? n : 0);
@@ -374,28 +378,57 @@ static void atfork_init(void)
 	(void)pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+
+/* Whether the last launch of @l's kernel named the segment at @base. */
+static int named_last(const struct layout *l, uint64_t base)
+{
+	for (int j = 0; j < LAST_SEGS; j++)
+		if (__atomic_load_n(&l->last_segs[j], __ATOMIC_RELAXED) == base)
+			return 1;
+	return 0;
+}
+
 /*
  * What the cycle learner (cycle.c) knows a launch by: its kernel, the
- * segments (libvmmx buffers) of the chunks it named, and the largest of
- * them.  Returns the launch's place in the cycle, -1 if none.
+ * segments (libvmmx buffers) of the chunks it named, and the one of them
+ * that identifies it best: the largest of those the kernel's last launch
+ * did not name (the first of equal sizes: parameter order is the same at
+ * every step); the largest of all when it named them all.  A layer's
+ * weights differ from one launch of a GEMM to the next; a workspace, a
+ * pool segment of activations or a constant input is named launch after
+ * launch, and when it is the largest (a PyTorch GEMM names its 128 MiB
+ * weight beside a larger pool segment) it would make every launch of the
+ * kernel look alike.  @l, the kernel's cached layout, keeps the segments
+ * of its last launch (the first LAST_SEGS; relaxed: two threads launching
+ * one kernel at once may mix them, which costs a mismatch, no more);
+ * without one, the largest.  Returns the launch's place in the cycle, -1
+ * if none.
  */
-static long note_cycle(const void *key, enum key_kind kind, const struct named *nm)
+static long note_cycle(struct layout *l, const void *key, enum key_kind kind,
+		       const struct named *nm)
 {
-	uint64_t segs[MAX_NAMED], kernel, big = 0;
-	size_t big_size = 0;
+	uint64_t segs[MAX_NAMED], kernel, big = 0, any = 0;
+	size_t big_size = 0, any_size = 0;
 
 	kernel = ((uint64_t)(uintptr_t)key * 0x100000001b3ull) ^ (uint64_t)kind;
 	for (size_t i = 0; i < nm->n; i++) {
 		size_t size = vmmx_buf_size(nm->chunk[i].buf);
 
 		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
-		/* The first of equal sizes: parameter order is the same at every step. */
-		if (size > big_size) {
+		if (size > any_size) {
+			any_size = size;
+			any = segs[i];
+		}
+		if (size > big_size && !(l && named_last(l, segs[i]))) {
 			big_size = size;
 			big = segs[i];
 		}
 	}
-	return vmmxp_cycle_note(kernel, segs, nm->n, big);
+	if (l)
+		for (size_t j = 0; j < LAST_SEGS; j++)
+			__atomic_store_n(&l->last_segs[j], j < nm->n ? segs[j] : 0,
+					 __ATOMIC_RELAXED);
+	return vmmxp_cycle_note(kernel, segs, nm->n, big ? big : any);
 }
 
 /*
@@ -407,7 +440,7 @@ static long note_cycle(const void *key, enum key_kind kind, const struct named *
 static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind, CUstream stream,
 		  void **params, void **extra)
 {
-	const struct layout *l;
+	struct layout *l;
 	struct named nm;
 	long at;
 	int held = 0;
@@ -429,7 +462,7 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 	} else if (params && l && l->nparams < 0) {
 		count(&n_unread, 1);
 	}
-	at = note_cycle(key, kind, &nm);
+	at = note_cycle(l, key, kind, &nm);
 	count(&n_named, nm.total);
 	count(&n_named_host, nm.host);
 	if (nm.host)

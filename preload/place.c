@@ -414,6 +414,20 @@ static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len, int ahea
 	return best;
 }
 
+/* Whether the device @dev has room for the part of @t's segment in host memory, as far as known. */
+static int room_for(const struct tracked *t, struct vmmx_loc dev)
+{
+	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_chunk_info ci;
+	size_t room;
+
+	if (vmmx_lookup(t->ctx, t->base, &ci) ||
+	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) ||
+	    vmmx_ctx_room(t->ctx, dev, r.host, &room))
+		return 1;
+	return room >= r.host;
+}
+
 enum how {
 	ON_DEMAND,      /* for the launch about to be passed on */
 	AHEAD_OF,       /* for a launch ahead in the cycle, on the launching thread */
@@ -450,7 +464,8 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		struct vmmx_loc dev = { VMMX_LOC_DEVICE, ci.device };
 		struct tracked *v;
 
-		err = move(t, dev, unlocked, &st.in_ns);
+		/* A move the device has no room for is not tried: it would fail, maybe slowly. */
+		err = room_for(t, dev) ? move(t, dev, unlocked, &st.in_ns) : -VMMX_ENOMEM;
 		if (!err) {
 			st.promoted++;
 			st.promoted_bytes += t->size;
@@ -522,7 +537,8 @@ static void drop_queue(void)
 	uint64_t from = head + (uint64_t)busy;
 
 	for (uint64_t i = from; i < tail; i++)
-		jobs[i % JOBS].t->moving = 0;
+		if (jobs[i % JOBS].t)
+			jobs[i % JOBS].t->moving = 0;
 	tail = from;
 	pthread_cond_broadcast(&done_cv);
 }
@@ -549,6 +565,10 @@ static void *mover(void *arg)
 		if (mover_state != MOVER_RUNNING)
 			break;
 		j = jobs[head % JOBS];
+		if (!j.t) {
+			head++; /* cancelled: its launch came first */
+			continue;
+		}
 		busy = 1;
 		err = -VMMX_ENOMEM;
 		(void)vmmxp_cycle_len(&generation);
@@ -623,13 +643,25 @@ static int enqueue(struct tracked *t, int once, uint64_t cycle_len, uint64_t bou
 	return 0;
 }
 
-/* lock held: wait until the mover is done with @t (a launch names it); timed and counted. */
+/*
+ * lock held: a launch names @t.  Queued and not begun, its move is
+ * cancelled (the launch brings it in on demand, or reads it in place, as
+ * it would have without the mover); begun, or @t is a victim the mover is
+ * sending back, it is waited for.  Timed and counted.
+ */
 static void wait_mover(struct tracked *t)
 {
 	uint64_t t0;
 
 	if (!t->moving)
 		return;
+	for (uint64_t i = head + (uint64_t)busy; i < tail; i++)
+		if (jobs[i % JOBS].t == t) {
+			jobs[i % JOBS].t = NULL;
+			t->moving = 0;
+			st.cancelled++;
+			return;
+		}
 	t0 = now_ns();
 	st.mover_waits++;
 	while (t->moving)

@@ -483,6 +483,7 @@ struct vmmxp_place_stats {
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
 	uint64_t in_ns, out_ns, wait_ns;    /* time in moves to the device, back, and in waits */
 	uint64_t queued;                    /* moves ahead queued for the mover thread */
+	uint64_t cancelled;                 /* ... of them not begun when their launch came */
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 };
 

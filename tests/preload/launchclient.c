@@ -247,6 +247,45 @@ static int cycle(void)
 }
 
 /*
+ * A GEMM's largest segment is shared: each launch of kg names its layer's
+ * weight (16 MiB, one of 6), one shared 64 MiB segment (a workspace, a
+ * pool segment) and two activations, which alternate; a ReLU (kr) names
+ * one activation.  The step is 12 launches; keyed by its largest segment,
+ * every GEMM would look alike and a cycle of 2 be learned.  launches.sh
+ * reads the report.
+ */
+static int cycle_shared(void)
+{
+	static struct fake_kernel kg = { "kg", 0, 0, 4, { 0, 8, 16, 24 }, { 8, 8, 8, 8 } },
+				  kr = { "kr", 0, 0, 1, { 0 }, { 8 } };
+	void *w[6] = { 0 }, *shared = NULL, *act[2] = { 0 };
+	int bad = 0;
+
+	plan_lazy();
+	for (int i = 0; i < 6; i++)
+		bad += cudaMalloc(&w[i], 16 * MiB) != 0;
+	bad += cudaMalloc(&shared, 64 * MiB) != 0;
+	bad += cudaMalloc(&act[0], 12 * MiB) != 0;
+	bad += cudaMalloc(&act[1], 12 * MiB) != 0;
+	is_int(0, bad, "6 weights, a shared segment larger than each, 2 activations");
+	for (int step = 0; step < 4; step++)
+		for (int i = 0; i < 6; i++) {
+			void *pg[] = { &w[i], &shared, &act[i % 2], &act[(i + 1) % 2] };
+			void *pr[] = { &act[(i + 1) % 2] };
+
+			bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
+			bad += cuLaunchKernel(&kr, 1, 1, 1, 32, 1, 1, 0, NULL, pr, NULL) != 0;
+		}
+	is_int(0, bad, "48 launches: 4 steps of 6 (GEMM, ReLU) pairs");
+	for (int i = 0; i < 6; i++)
+		cudaFree(w[i]);
+	cudaFree(shared);
+	cudaFree(act[0]);
+	cudaFree(act[1]);
+	return tap_done();
+}
+
+/*
  * A function unloaded and another at its address: the layout cached for the
  * first (one pointer) serves until the unload, then the new one's (two) is
  * asked.  launches.sh reads the trace: 1, 1 and 2 chunks named.
@@ -398,16 +437,49 @@ static int place(void)
 	return tap_done();
 }
 
+/* The mover scenario: MW buffers of MSIZE, MW / 2.5 of which fit under the 256 MiB limit. */
+#define MW 40
+#define MSIZE (16 * MiB)
+
+/* Whether [@p, @p + @size) lies wholly on the device. */
+static int on_device_range(const void *p, size_t size)
+{
+	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_chunk_info ci;
+
+	return !vmmx_lookup(ctx_of(0), p, &ci) &&
+	       !vmmx_buf_residency(ci.buf, (size_t)((const char *)p - (char *)vmmx_buf_ptr(ci.buf)),
+				   size, &r) &&
+	       r.device == size;
+}
+
 /* fake_launch_check(): the one pointer parameter of a launch is wholly on the device. */
-static int weight_off_device(const void *f, void **params)
+static int buffer_off_device(const void *f, void **params)
 {
 	(void)f;
-	return !all_on_device(*(void **)params[0]);
+	return !on_device_range(*(void **)params[0], MSIZE);
+}
+
+/* Fill (@check 0) or compare (@check 1) the first and last MiB of @p with @v. */
+static int ends(void *p, unsigned char v, int check)
+{
+	static unsigned char buf[MiB], want[MiB];
+
+	memset(want, v, sizeof(want));
+	for (size_t off = 0; off < MSIZE; off += MSIZE - MiB) {
+		if (!check ? vmmx_memcpy(ctx_of(0), (char *)p + off, want, MiB) != 0 :
+			     vmmx_memcpy(ctx_of(0), buf, (char *)p + off, MiB) != 0 ||
+				     memcmp(buf, want, MiB) != 0)
+			return 0;
+	}
+	return 1;
 }
 
 /*
- * --placement launch with the mover thread (the default): the same six
- * buffers, four of which fit, for eight steps.  The moves ahead run on the
+ * --placement launch with the mover thread (the default): 40 buffers of
+ * 16 MiB, 16 of which fit, each named by one launch, for eight steps: a
+ * cycle of 40 launches, longer than the 32 looked ahead, so that victims
+ * Belady would choose lie beyond the window.  The moves ahead run on the
  * mover while the launches go on, so where a buffer lies between launches
  * depends on timing; what must hold is checked where it matters: at each
  * launch, inside the fake driver, its buffer is wholly on the device, and
@@ -416,29 +488,29 @@ static int weight_off_device(const void *f, void **params)
 static int place_mover(void)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
-	void *w[NW] = { 0 };
+	void *w[MW] = { 0 };
 	int ok_fill = 1, ok_data = 1, bad = 0;
 
 	plan_lazy();
-	for (int i = 0; i < NW; i++) {
-		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
-		ok_fill &= pattern(w[i], (unsigned char)(0x10 + i), 0);
+	for (int i = 0; i < MW; i++) {
+		bad += cudaMalloc(&w[i], MSIZE) != 0;
+		ok_fill &= !bad && ends(w[i], (unsigned char)(0x10 + i), 0);
 	}
-	ok(ok_fill, "each buffer filled with its own byte");
-	fake_launch_check(weight_off_device);
+	ok(ok_fill, "40 buffers of 16 MiB made, each filled with its own byte");
+	fake_launch_check(buffer_off_device);
 	for (int step = 0; step < 8; step++)
-		for (int i = 0; i < NW; i++) {
+		for (int i = 0; i < MW; i++) {
 			void *params[] = { &w[i] };
 
 			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
 		}
 	fake_launch_check(NULL);
-	is_int(0, bad, "48 launches succeed");
+	is_int(0, bad, "320 launches succeed");
 	is_int(0, (int)fake_launch_bad(), "each launch found its buffer wholly on the device when the driver got it");
-	for (int i = 0; i < NW; i++)
-		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	for (int i = 0; i < MW; i++)
+		ok_data &= ends(w[i], (unsigned char)(0x10 + i), 1);
 	ok(ok_data, "every buffer still holds its byte after the moves");
-	for (int i = 0; i < NW; i++)
+	for (int i = 0; i < MW; i++)
 		cudaFree(w[i]);
 	return tap_done();
 }
@@ -756,6 +828,8 @@ int main(int argc, char **argv)
 		return lookups();
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return threads();
+	if (argc > 1 && !strcmp(argv[1], "cycle-shared"))
+		return cycle_shared();
 	if (argc > 1 && !strcmp(argv[1], "cycle"))
 		return cycle();
 	if (argc > 1 && !strcmp(argv[1], "place-mover"))

@@ -68,6 +68,16 @@ pos=$(sed -n 's/.*"event":"launch".*"cycle_pos":\(-\{0,1\}[0-9]*\).*/\1/p' "$tmp
 check $? "--trace gives each launch's place in the cycle, -1 outside one; after the swap kc and kb at their old places, then the new order from 0 (got: $pos)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap4" "$tmp/rep4"
 
+# A GEMM whose largest segment is shared by every launch (a workspace, a pool
+# segment): the launch is known by the largest segment its kernel's last
+# launch did not name, its layer's weight, and the step's 12 launches are learned.
+"$run" $opts --launches --report-file "$tmp/rep17" -- "$lc" cycle-shared >"$tmp/tap17" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap17" && st=1
+grep -q 'cycle  *learned 1 times (the last 12 launches long), dropped 0 times' "$tmp/rep17" || st=1
+check $st "--launches: GEMMs beside a larger shared segment are told apart by their weights; the step's cycle of 12 launches is learned"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap17" "$tmp/rep17"
+
 # An unload empties the layout cache: a new function at the same address is asked for its own.
 "$run" $opts --launches --trace "$tmp/trace8" -- "$lc" unload >"$tmp/tap8" 2>&1
 st=$?
@@ -87,7 +97,7 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, launches waited for it 0 times, 0.0 ms$' "$tmp/rep5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, launches waited for it 0 times, 0.0 ms$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
