@@ -375,27 +375,21 @@ static void atfork_init(void)
 }
 
 /*
- * What the cycle learner (cycle.c) knows a launch by: its kernel, the
- * segments (libvmmx buffers) of the chunks it named, and the largest of
- * them.  Returns the launch's place in the cycle, -1 if none.
+ * What the cycle learner (cycle.c) knows a launch by: its kernel and the
+ * segments (libvmmx buffers) of the chunks it named, with their sizes.
+ * Returns the launch's place in the cycle, -1 if none.
  */
 static long note_cycle(const void *key, enum key_kind kind, const struct named *nm)
 {
-	uint64_t segs[MAX_NAMED], kernel, big = 0;
-	size_t big_size = 0;
+	uint64_t segs[MAX_NAMED], kernel;
+	size_t sizes[MAX_NAMED];
 
 	kernel = ((uint64_t)(uintptr_t)key * 0x100000001b3ull) ^ (uint64_t)kind;
 	for (size_t i = 0; i < nm->n; i++) {
-		size_t size = vmmx_buf_size(nm->chunk[i].buf);
-
+		sizes[i] = vmmx_buf_size(nm->chunk[i].buf);
 		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
-		/* The first of equal sizes: parameter order is the same at every step. */
-		if (size > big_size) {
-			big_size = size;
-			big = segs[i];
-		}
 	}
-	return vmmxp_cycle_note(kernel, segs, nm->n, big);
+	return vmmxp_cycle_note(kernel, segs, sizes, nm->n);
 }
 
 /*
