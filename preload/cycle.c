@@ -2,8 +2,8 @@
 /*
  * cycle.c - the launch cycle: a training or inference step launches the
  * same kernels on much the same memory in the same order, step after step.
- * The watch (launch.c) gives each launch its kernel, the segments it named
- * and the largest of them; this file learns the cycle they repeat and says
+ * The watch (launch.c) gives each launch its kernel and the segments it
+ * named, with their sizes; this file learns the cycle they repeat and says
  * where in it each launch falls, so that placement can know the next use
  * of every segment (the furthest one is the best victim) and what the next
  * launches will name (to bring it in ahead).
@@ -22,19 +22,26 @@
  * largest segments), and the last position of each (kernel, largest
  * segment) key is kept in a hash table.  A launch whose key was seen P
  * launches ago would propose a cycle of P launches; the proposal is first
- * verified: each of the last W = min(P, VERIFY) launches (fewer while the
- * ring holds fewer) is compared with the one P launches before it, and at
- * most W / 8 may differ.  A pair counts as the same when the later launch
+ * verified: each of the last W = min(P, VERIFY) launches is compared with
+ * the one P launches before it, and at most W / 8 may differ (7/8 the
+ * same: a few launches that vary, a workspace moved, an extra launch
+ * near the end of the window, still pass).  A pair counts as the same when the later launch
  * matches the earlier one, or when it is a rotation of an earlier launch
  * whose largest segment more than one launch of the earlier window named
  * (an activation passed from kernel to kernel: a layer's weights are named
  * once a step, so the same kernel on another layer's weights is no
  * rotation).  A key that comes round inside a step (an activation named
  * every other layer) would propose a short cycle whose launches of
- * distinct weights differ: it is refused.  A proposal verified is taken at
- * once (placement may use it from the next launch).  Whether held or
- * proposed, each launch is then compared with the one the cycle expects:
+ * distinct weights differ: it is refused.  Where fewer than W launches
+ * precede the key's last one (the first step of a program), there is
+ * nothing to compare with: the proposal is taken on its word if no cycle
+ * is held.  A proposal taken is used at once (placement may use it from
+ * the next launch).  Whether held or proposed, each launch is then
+ * compared with the one the cycle expects (the launch at that place in the
+ * last pass, so that memory that moves is followed):
  *  - it matches: the cycle moves on;
+ *  - it is a rotation of it: it stands in for the expected launch, a
+ *    mismatch, and the cycle moves on;
  *  - it matches one of the next LOOKAHEAD expected ones: the launches
  *    between were skipped (a launch of the first steps only, a free), each
  *    a mismatch, and the cycle moves past it;
@@ -178,7 +185,10 @@ static int matches(const struct entry *e, uint64_t kernel, const uint64_t *segs,
 	return 0;
 }
 
-/* Whether a launch known by @e is a rotation of the recorded @want: its kernel, other memory of that size. */
+/*
+ * Whether the launch known by @e is a rotation of the recorded @want: the
+ * same kernel, its largest segment another of the same size.
+ */
 static int rotation(const struct entry *want, const struct entry *e)
 {
 	return want->kernel == e->kernel && want->big && e->big && want->big != e->big &&
@@ -320,7 +330,7 @@ static void drop(void)
 		st.rejected++;
 }
 
-/* lock held: @k mismatches (@rotated: a rotation, which keeps the run); the cycle goes past 1 + P / 8. */
+/* lock held: @k mismatches (@rotated: a rotation, which keeps the run); it goes past 1 + P / 8. */
 static void mismatch(uint64_t k, int rotated)
 {
 	misses += k;

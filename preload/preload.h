@@ -442,7 +442,8 @@ struct vmmxp_cycle_stats {
 	uint64_t proposed;      /* cycles proposed (a launch's kernel and largest segment came round,
 				 * and the launches before it repeat) */
 	uint64_t rejected;      /* ... dropped before they were confirmed */
-	uint64_t refused;       /* proposals refused by verification (the launches before did not repeat) */
+	uint64_t refused;       /* proposals refused by verification (the launches before it
+				 * did not repeat) */
 	uint64_t dropped;       /* confirmed cycles dropped: too many launches not the expected ones */
 	uint64_t last_len;      /* launches in the last cycle confirmed */
 	uint64_t in_cycle;      /* launches that fell where a known cycle expected them */
