@@ -18,8 +18,8 @@
  * another order, and a kernel whose largest segments are activations (a
  * ReLU on two equal buffers) then names other memory from step to step.
  *
- * Learning: every launch is recorded in a ring (its kernel and its SEGS
- * largest segments), and the last position of each (kernel, largest
+ * Learning: every launch is recorded in a ring (its kernel, its largest
+ * segment and the first SEGS - 1 others it named), and the last position of each (kernel, largest
  * segment) key is kept in a hash table.  A launch whose key was seen P
  * launches ago would propose a cycle of P launches; the proposal is first
  * verified: each of the last W = min(P, VERIFY) launches is compared with
@@ -98,8 +98,8 @@
  */
 #define VERIFY 64
 /*
- * Segments of a launch recorded, the largest first: a kernel's weights and
- * its activations (a GEMM names three matrices, an optimizer step four).
+ * Segments of a launch recorded: a kernel's weights and its activations
+ * (a GEMM names three matrices, an optimizer step four).
  */
 #define SEGS 4
 /* Slots of the window's segment count: a power of two, twice its most. */
@@ -196,40 +196,31 @@ static int rotation(const struct entry *want, const struct entry *e)
 }
 
 /*
- * @r's entry and segments from the @n segments @segs (of @sizes) a launch
- * of @kernel named: the SEGS largest, each once; of equal sizes the first
- * named, as parameter order is the same at every step.
+ * @r from a launch of @kernel naming the @n segments @segs (of @sizes):
+ * the largest (of equal sizes the first named, as parameter order is the
+ * same at every step), then the first others named, each once.  A kernel
+ * names few: one that names more than SEGS keeps its first ones, which is
+ * enough to compare launches that came round, and costs a launch little.
  */
 static void rec_make(struct rec *r, uint64_t kernel, const uint64_t *segs, const size_t *sizes,
 		     size_t n)
 {
-	uint64_t seg[SEGS] = { 0 }, size[SEGS] = { 0 };
+	size_t big = n, m = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		int j, at = SEGS;
+	for (size_t i = 0; i < n; i++)
+		if (segs[i] && (big == n || sizes[i] > sizes[big]))
+			big = i;
+	r->e = (struct entry){ kernel, big < n ? segs[big] : 0, big < n ? sizes[big] : 0 };
+	for (size_t i = 0; i < n && m < SEGS - 1; i++) {
+		size_t j = 0;
 
-		if (!segs[i])
-			continue;
-
-		for (j = 0; j < SEGS && seg[j] && seg[j] != segs[i]; j++)
-			if (at == SEGS && sizes[i] > size[j])
-				at = j;
-		if (j < SEGS && seg[j] == segs[i])
-			continue;
-		if (at == SEGS && j < SEGS)
-			at = j;
-		if (at == SEGS)
-			continue;
-		for (j = SEGS - 1; j > at; j--) {
-			seg[j] = seg[j - 1];
-			size[j] = size[j - 1];
-		}
-		seg[at] = segs[i];
-		size[at] = sizes[i];
+		while (j < m && r->more[j] != segs[i])
+			j++;
+		if (segs[i] && segs[i] != r->e.big && j == m)
+			r->more[m++] = segs[i];
 	}
-	r->e = (struct entry){ kernel, seg[0], size[0] };
-	for (int j = 1; j < SEGS; j++)
-		r->more[j - 1] = seg[j];
+	while (m < SEGS - 1)
+		r->more[m++] = 0;
 }
 
 /* Whether the recorded @later matches the recorded @earlier (matches() on what the ring keeps). */
@@ -375,13 +366,16 @@ long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, const size_t *sizes
 	if (prev)
 		d = n_seen - (prev - 1);
 	if (cycle_len) {
-		uint64_t k, p;
-		/* A rotation stands in for the expected launch before any further match is looked for. */
-		int rotated = !matches(&cyc[pos], kernel, segs, n) && rotation(&cyc[pos], &r.e);
+		uint64_t k = 0, p;
+		int rotated = 0;
 
-		for (k = 0; !rotated && k <= LOOKAHEAD && k < cycle_len; k++)
-			if (matches(&cyc[(pos + k) % cycle_len], kernel, segs, n))
-				break;
+		if (!matches(&cyc[pos], kernel, segs, n)) {
+			/* A rotation stands in for the expected launch before any further match is looked for. */
+			rotated = rotation(&cyc[pos], &r.e);
+			for (k = 1; !rotated && k <= LOOKAHEAD && k < cycle_len; k++)
+				if (matches(&cyc[(pos + k) % cycle_len], kernel, segs, n))
+					break;
+		}
 		p = (pos + k) % cycle_len;
 		if (k == 0 && !rotated) {
 			at = (long)p;
