@@ -80,6 +80,16 @@ check $st "the rotating chain runs its 6 steps of 22 launches ($(grep -c '^ok' "
 grep -q 'cycle  *learned 1 times (the last 22 launches long), dropped 0 times' "$tmp/rep15"
 check $? "--report: the rotating chain's cycle learned once as its step's 22 launches (got: $(sed -n 's/.*cycle  *\(learned [0-9]* times (the last [0-9]* launches long), dropped [0-9]* times\).*/\1/p' "$tmp/rep15"))"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap15" "$tmp/rep15"
+# The same under --placement launch, 120 MiB: about four weights do not fit.
+# With its cycle known, weights are brought in ahead of their launch.
+"$run" --policy device-first --device-limit 120MiB --headroom 0 --placement launch \
+	--report-file "$tmp/rep16" -- "$lc" cycle-rotate >"$tmp/tap16" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap16" && st=1
+grep -q 'cycle  *learned 1 times (the last 22 launches long), dropped 0 times' "$tmp/rep16" &&
+	grep -q 'brought to the device ([^:]*: ahead [1-9][0-9]*, on demand [0-9]*), [0-9]* sent back ([^:]*: by next use [1-9]' "$tmp/rep16" || st=1
+check $st "--placement launch on the rotating chain: its 22-launch cycle known, weights brought in ahead of their launch ($(sed -n 's/.*(\([^:]*: ahead [0-9]*\).*/\1/p' "$tmp/rep16" | head -1))"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap16" "$tmp/rep16"
 
 # An unload empties the layout cache: a new function at the same address is asked for its own.
 "$run" $opts --launches --trace "$tmp/trace8" -- "$lc" unload >"$tmp/tap8" 2>&1
