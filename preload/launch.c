@@ -390,45 +390,38 @@ static int named_last(const struct layout *l, uint64_t base)
 
 /*
  * What the cycle learner (cycle.c) knows a launch by: its kernel, the
- * segments (libvmmx buffers) of the chunks it named, and the one of them
- * that identifies it best: the largest of those the kernel's last launch
- * did not name (the first of equal sizes: parameter order is the same at
- * every step); the largest of all when it named them all.  A layer's
- * weights differ from one launch of a GEMM to the next; a workspace, a
- * pool segment of activations or a constant input is named launch after
- * launch, and when it is the largest (a PyTorch GEMM names its 128 MiB
- * weight beside a larger pool segment) it would make every launch of the
- * kernel look alike.  @l, the kernel's cached layout, keeps the segments
- * of its last launch (the first LAST_SEGS; relaxed: two threads launching
- * one kernel at once may mix them, which costs a mismatch, no more);
- * without one, the largest.  Returns the launch's place in the cycle, -1
- * if none.
+ * segments (libvmmx buffers) of the chunks it named with their sizes, and
+ * the one of them that identifies it best, its key segment: the largest of
+ * those the kernel's last launch did not name (the first of equal sizes:
+ * parameter order is the same at every step); the largest of all when it
+ * named them all.  A layer's weights differ from one launch of a GEMM to
+ * the next; a workspace, a pool segment of activations or a constant input
+ * is named launch after launch, and when it is the largest (a PyTorch GEMM
+ * names its 128 MiB weight beside a larger pool segment) it would make
+ * every launch of the kernel look alike.  @l, the kernel's cached layout,
+ * keeps the segments of its last launch (the first LAST_SEGS; relaxed: two
+ * threads launching one kernel at once may mix them, which costs a
+ * mismatch, no more); without one, the largest.  Returns the launch's
+ * place in the cycle, -1 if none.
  */
 static long note_cycle(struct layout *l, const void *key, enum key_kind kind,
 		       const struct named *nm)
 {
-	uint64_t segs[MAX_NAMED], kernel, big = 0, any = 0;
-	size_t big_size = 0, any_size = 0;
+	uint64_t segs[MAX_NAMED], kernel;
+	size_t sizes[MAX_NAMED], pick = nm->n;
 
 	kernel = ((uint64_t)(uintptr_t)key * 0x100000001b3ull) ^ (uint64_t)kind;
 	for (size_t i = 0; i < nm->n; i++) {
-		size_t size = vmmx_buf_size(nm->chunk[i].buf);
-
+		sizes[i] = vmmx_buf_size(nm->chunk[i].buf);
 		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
-		if (size > any_size) {
-			any_size = size;
-			any = segs[i];
-		}
-		if (size > big_size && !(l && named_last(l, segs[i]))) {
-			big_size = size;
-			big = segs[i];
-		}
+		if ((pick == nm->n || sizes[i] > sizes[pick]) && !(l && named_last(l, segs[i])))
+			pick = i;
 	}
 	if (l)
 		for (size_t j = 0; j < LAST_SEGS; j++)
 			__atomic_store_n(&l->last_segs[j], j < nm->n ? segs[j] : 0,
 					 __ATOMIC_RELAXED);
-	return vmmxp_cycle_note(kernel, segs, nm->n, big ? big : any);
+	return vmmxp_cycle_note(kernel, segs, sizes, nm->n, pick);
 }
 
 /*

@@ -15,7 +15,8 @@
  * together.
  *
  * The victim: never a segment this launch names, nor one the launches
- * ahead name when bringing in ahead.  With a known launch cycle (cycle.c)
+ * ahead name before the segment brought in ahead is used (see
+ * bring_in_ahead(), "do no harm").  With a known launch cycle (cycle.c)
  * of L launches, a segment last named at launch s is next needed at about
  * s + L (a step later: exact for one named once per step, as a layer's
  * weights are), or at s + g when the gap g between its last two uses is
@@ -114,7 +115,6 @@ struct tracked {
 	uint64_t last;          /* the launch (seq) that last named it */
 	uint64_t prev;          /* ... the one before, 0 if none */
 	uint64_t use;           /* its last use: the event ring's number, 0 if none */
-	uint64_t hold_until;    /* a launch ahead (seq) that needs it: no victim for a move ahead before */
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 };
@@ -389,18 +389,18 @@ static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 }
 
 /*
- * The segment of @ctx on the device to send back for room, or NULL; for a
- * move ahead (@ahead) never one a launch ahead was seen to need.
+ * The segment of @ctx on the device to send back for room, or NULL.  For a
+ * move ahead the caller checks that it is needed after the launches ahead
+ * (promote(), @bound).
  */
-static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len, int ahead)
+static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
 {
 	struct tracked *best = NULL;
 
 	for (int i = 0; i < ntracked; i++) {
 		struct tracked *t = &track[i];
 
-		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq ||
-		    (ahead && t->hold_until > seq))
+		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq)
 			continue;
 		if (!still_on_device(t)) {
 			t->on_device = 0;
@@ -480,13 +480,13 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			st.failed++;
 			return err;
 		}
-		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len, ahead) : NULL;
+		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len) : NULL;
 		if (!v) {
 			if (!ahead)
 				st.no_room++;
 			return -VMMX_ENOMEM;
 		}
-		/* Ahead: only a victim Belady would also choose once the held ones are used. */
+		/* Ahead: only a victim Belady would also choose once the launches ahead are done. */
 		if (ahead && next_use(v, cycle_len) <= bound)
 			return -VMMX_ENOMEM;
 		/*
@@ -789,8 +789,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 
 /*
  * Bring in what the launches after the current one name, the cycle being
- * known: the segments of the launches ahead (up to AHEAD) are held (no
- * victims for moves ahead until their launch), and those in host memory
+ * known: the segments of the launches ahead (up to AHEAD) in host memory
  * are queued for the mover in the order they are needed, so that their
  * copies run beside the kernels and the program goes on launching.
  * Without the mover (VMMX_RUN_PLACE_MOVER=0, or it could not start) the
@@ -798,8 +797,9 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
  * here, one launch's worth per call, as the first version did.
  *
  * Do no harm: a victim must be one Belady would also send back when that
- * launch comes, after the held segments have been used, so its next use
- * must come after theirs that follow the window (@bound).  Otherwise
+ * launch comes, after the segments of the launches ahead have been used,
+ * so its next use must come after theirs that follow the window (@bound):
+ * one of them is never a victim for a move ahead.  Otherwise
  * bringing in early sends back a segment that waiting would have kept (a
  * cycle of weights would stream through the device, each sent back after
  * its use), and it stops, as it does where no room can be made.
@@ -831,8 +831,6 @@ static void bring_in_ahead(void)
 			if (t->last + period <= seq)
 				continue;
 			live |= 1u << i;
-			if (t->hold_until < seq + d)
-				t->hold_until = seq + d;
 			/* Its use in the window, then its period again. */
 			after = seq + d + period;
 			if (after > bound && t->on_device)

@@ -439,21 +439,27 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void);
 
 struct vmmxp_cycle_stats {
 	uint64_t learned;       /* cycles confirmed */
-	uint64_t proposed;      /* cycles proposed (a launch's kernel and largest segment came round) */
+	uint64_t proposed;      /* cycles proposed (a launch's kernel and largest segment came round,
+				 * and the launches before it repeat) */
 	uint64_t rejected;      /* ... dropped before they were confirmed */
+	uint64_t refused;       /* proposals refused by verification (the launches before it
+				 * did not repeat) */
 	uint64_t dropped;       /* confirmed cycles dropped: too many launches not the expected ones */
 	uint64_t last_len;      /* launches in the last cycle confirmed */
 	uint64_t in_cycle;      /* launches that fell where a known cycle expected them */
 };
 
 /*
- * vmmxp_cycle_note() - one launch: its @kernel, the bases of the @n
- * segments it named (@segs) and the largest of them (@big, 0 if none).
+ * vmmxp_cycle_note() - one launch: its @kernel and the bases of the @n
+ * segments it named (@segs), each of @sizes bytes, in parameter order;
+ * segs[@key] is the one that identifies it (its key segment), or with
+ * @key >= @n the largest does.
  * Return: its position in the known cycle, or -1 when none is known (or
  * the launch is not one the cycle expects).
  * Context: any thread; takes the cycle's mutex.
  */
-long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, size_t n, uint64_t big);
+long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, const size_t *sizes, size_t n,
+		      size_t key);
 /*
  * The known cycle's length in launches; 0 while none is known.  Each cycle
  * proposed has a new *@generation_p (may be NULL): positions of two

@@ -596,10 +596,11 @@ static void report_launches(FILE *out)
 		(unsigned long long)ls.spilled_launches);
 	fprintf(out, "    cycle          learned %llu times (the last %llu launches long), dropped %llu "
 		     "times when the order changed; %llu launches where a known cycle expected them; "
-		     "%llu proposed, %llu of them rejected unconfirmed\n",
+		     "%llu proposed, %llu of them rejected unconfirmed; %llu refused by verification\n",
 		(unsigned long long)cs.learned, (unsigned long long)cs.last_len,
 		(unsigned long long)cs.dropped, (unsigned long long)cs.in_cycle,
-		(unsigned long long)cs.proposed, (unsigned long long)cs.rejected);
+		(unsigned long long)cs.proposed, (unsigned long long)cs.rejected,
+		(unsigned long long)cs.refused);
 	if (vmmxp_place_on()) {
 		struct vmmxp_place_stats ps = vmmxp_place_stats();
 		char b1[32], b2[32];

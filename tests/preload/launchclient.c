@@ -15,6 +15,8 @@
  * interposer counted (--report) and recorded (--trace).
  *
  * Mode "cycle": a step of three launches repeated, then in another order.
+ * Mode "cycle-rotate": a chain of layers whose activations rotate among
+ * three buffers, so that some kernels name other memory at every step.
  * Mode "place-act": the same with an activation named every other launch.
  * Mode "place-jitter": a step whose workspace moves and whose first steps
  * have extra launches; the cycle is learned all the same.  "place-once":
@@ -282,6 +284,53 @@ static int cycle_shared(void)
 	cudaFree(shared);
 	cudaFree(act[0]);
 	cudaFree(act[1]);
+	return tap_done();
+}
+
+/*
+ * A chain of ROT_LAYERS layers, each a GEMM on its own 12 MiB weights and
+ * two 10 MiB activations (in, out) then a ReLU on (out, next): a step of
+ * 2 * ROT_LAYERS launches, ROT_STEPS times.  The three activation buffers
+ * take their roles in turn, the turn passing on every ROT_EVERY layers
+ * counted across steps, as a caching allocator hands its free blocks out
+ * again in another order: ROT_LAYERS not being a multiple of ROT_EVERY,
+ * the ReLU of some layers (two a step here) names at the next step neither
+ * buffer it named before, and every ReLU's largest segment (the first of
+ * its two equal ones) comes round after a few launches, inside a step.
+ * launches.sh reads the cycle learned from the report: 2 * ROT_LAYERS.
+ */
+#define ROT_LAYERS 11
+#define ROT_EVERY 6
+#define ROT_STEPS 6
+
+static int cycle_rotate(void)
+{
+	static struct fake_kernel kgemm = { "gemm", 0, 0, 3, { 0, 8, 16 }, { 8, 8, 8 } },
+				  krelu = { "relu", 0, 0, 2, { 0, 8 }, { 8, 8 } };
+	void *w[ROT_LAYERS] = { 0 }, *act[3] = { 0 };
+	int bad = 0;
+
+	plan_lazy();
+	for (int i = 0; i < ROT_LAYERS; i++)
+		bad += cudaMalloc(&w[i], 12 * MiB) != 0;
+	for (int i = 0; i < 3; i++)
+		bad += cudaMalloc(&act[i], 10 * MiB) != 0;
+	is_int(0, bad, "cudaMalloc %d weights of 12 MiB and 3 activations of 10 MiB", ROT_LAYERS);
+	for (int step = 0; step < ROT_STEPS; step++)
+		for (int i = 0; i < ROT_LAYERS; i++) {
+			int r = (step * ROT_LAYERS + i) / ROT_EVERY % 3;
+			void *in = act[r], *out = act[(r + 1) % 3], *next = act[(r + 2) % 3];
+			void *pg[] = { &w[i], &in, &out }, *pr[] = { &out, &next };
+
+			bad += cuLaunchKernel(&kgemm, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
+			bad += cuLaunchKernel(&krelu, 1, 1, 1, 32, 1, 1, 0, NULL, pr, NULL) != 0;
+		}
+	is_int(0, bad, "%d steps of %d launches (gemm, relu per layer) succeed", ROT_STEPS,
+	       2 * ROT_LAYERS);
+	for (int i = 0; i < ROT_LAYERS; i++)
+		cudaFree(w[i]);
+	for (int i = 0; i < 3; i++)
+		cudaFree(act[i]);
 	return tap_done();
 }
 
@@ -834,6 +883,8 @@ int main(int argc, char **argv)
 		return cycle();
 	if (argc > 1 && !strcmp(argv[1], "place-mover"))
 		return place_mover();
+	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))
+		return cycle_rotate();
 	if (argc > 1 && !strcmp(argv[1], "place"))
 		return place();
 	if (argc > 1 && !strcmp(argv[1], "unload"))

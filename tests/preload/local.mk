@@ -37,6 +37,14 @@ check_PROGRAMS += %D%/launchclient
 %C%_launchclient_LDADD = %D%/libvmmxfakecuda.la lib/libvmmx.la -ldl $(PTHREAD_LIBS)
 %C%_launchclient_LDFLAGS = $(AM_LDFLAGS) -no-install
 
+# The launch cycle learner driven directly, on a PyTorch chain's launches (no interposer).
+check_PROGRAMS += %D%/cycle
+%C%_cycle_SOURCES = %D%/cycle.c preload/cycle.c preload/preload.h tests/tap/basic.c tests/tap/basic.h
+%C%_cycle_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
+%C%_cycle_LDADD = lib/libvmmx.la $(PTHREAD_LIBS)
+%C%_cycle_LDFLAGS = $(AM_LDFLAGS) -no-install
+TESTS += %D%/cycle
+
 # A program idle between phases whose memory ctl.sh sleeps and wakes from outside.
 check_PROGRAMS += %D%/sleepclient
 %C%_sleepclient_SOURCES = %D%/sleepclient.c
