@@ -49,7 +49,10 @@
  *    expected launch (its memory moved: a workspace, an activation), a
  *    mismatch, and the cycle moves on;
  *  - none of these: an extra launch, a mismatch; the cycle stays.
- * A cycle is confirmed once min(P, CONFIRM), and at least CONFIRM_MIN,
+ * A proposal verified over a window of CONFIRM launches is confirmed at
+ * once (the launches already repeat it); a shorter one, or one taken on
+ * its word (the first step), is
+ * confirmed once min(P, CONFIRM), and at least CONFIRM_MIN,
  * launches in a row matched it or stood in for the expected one as a
  * rotation (a rotation is a mismatch all the same, but it does not break
  * the run: a step whose activations rotate is confirmed as one whose
@@ -95,11 +98,13 @@
 #define CONFIRM_MIN 4
 #define CONFIRM 16
 /*
- * Launches compared to verify a proposal: a few layers of a model (a
+ * Launches compared to verify a proposal: a layer or two of a model (a
  * transformer layer launches some 10 to 20 kernels), few enough that a
- * verification costs little more than the proposal's copy.
+ * verification costs little more than the proposal's copy, and that a
+ * step's cycle is verified soon into the second step (the window must lie
+ * past the launches before the first step, which do not repeat).
  */
-#define VERIFY 64
+#define VERIFY 16
 /*
  * Segments of a launch recorded: a kernel's weights and its activations
  * (a GEMM names three matrices, an optimizer step four).
@@ -278,7 +283,10 @@ static void count_window(struct seg_count *c, uint64_t first, uint64_t w)
  * repeats over the last min(@d, VERIFY) launches (see the top comment);
  * a refusal is counted.  Launch @now - @d is recorded: its key came round.
  * @thin_ok: whether one with too few launches before it to compare with
- * passes (none is held), or is refused (it would replace one).
+ * passes (none is held), or is refused (it would replace one).  Return: 2
+ * when it repeats over a whole window of at least CONFIRM launches (the
+ * cycle is then confirmed at once), 1 when it repeats over a shorter one
+ * or is taken on its word (@thin_ok), 0 when refused.
  */
 static int verify(uint64_t now, uint64_t d, int thin_ok)
 {
@@ -297,6 +305,7 @@ static int verify(uint64_t now, uint64_t d, int thin_ok)
 		st.refused += !thin_ok;
 		return thin_ok;
 	}
+	/* 2: verified over a whole window of CONFIRM launches or more (see vmmxp_cycle_note()). */
 	for (uint64_t j = now + 1 - w; j <= now; j++) {
 		const struct rec *a = &ring[(j - d) % RING], *b = &ring[j % RING];
 
@@ -314,7 +323,7 @@ static int verify(uint64_t now, uint64_t d, int thin_ok)
 			return 0;
 		}
 	}
-	return 1;
+	return w >= CONFIRM ? 2 : 1;
 }
 
 static void drop(void)
@@ -414,7 +423,9 @@ long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, const size_t *sizes
 			}
 		}
 	}
-	if (!cycle_len && prev && (verified < 0 ? verify(n_seen, d, 1) : verified)) {
+	if (!cycle_len && prev && verified < 0)
+		verified = verify(n_seen, d, 1);
+	if (!cycle_len && prev && verified) {
 		/* The key came round and the launches before it repeat: they are the cycle. */
 		cycle_len = d;
 		for (uint64_t i = 0; i < cycle_len; i++)
@@ -426,6 +437,12 @@ long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, const size_t *sizes
 		generation++;
 		st.proposed++;
 		advance(0, 1);
+		/* Verified over a whole window: the launches already repeat it, no run is awaited. */
+		if (verified == 2 && !confirmed) {
+			confirmed = 1;
+			st.learned++;
+			st.last_len = cycle_len;
+		}
 		at = 0;
 	}
 	n_seen++;

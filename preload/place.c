@@ -74,7 +74,9 @@
  * and the counters; gate, outer, serialises the launching threads: held by
  * vmmxp_place_launch() until vmmxp_place_done(), around the real launch, so
  * another thread's launch cannot slip in between the moves and the launch
- * they were made for (waiting for the mover lets go of lock only).  Moves
+ * they were made for; lock is let go around the real launch (and while
+ * waiting for the mover), so that the mover is not starved by a program
+ * that launches back to back.  cur is the gate's.  Moves
  * keep the data: each chunk moves whole or not at all (vmmx_buf_migrate()),
  * and a move that fails leaves it where it was, to be read in place as
  * before.  A forked child gets both locks afresh, and no mover
@@ -104,6 +106,8 @@
 #define AHEAD 32
 /* Moves ahead queued for the mover thread at most. */
 #define JOBS 64
+/* Moves ahead queued or under way at once (see bring_in_ahead()). */
+#define DEPTH 3
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
 #define EVENT_DISABLE_TIMING 0x2
 #define CU_NOT_READY 600
@@ -784,6 +788,8 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			(void)promote(&tmp, ON_DEMAND, once, cur.cycle_len, 0);
 		}
 	}
+	/* The mover may go on meanwhile: what this launch named is no victim until the next (seq). */
+	pthread_mutex_unlock(&lock);
 	return 1;
 }
 
@@ -796,13 +802,19 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
  * first launch ahead with segments in host memory has them brought in
  * here, one launch's worth per call, as the first version did.
  *
- * Do no harm: a victim must be one Belady would also send back when that
- * launch comes, after the segments of the launches ahead have been used,
- * so its next use must come after theirs that follow the window (@bound):
- * one of them is never a victim for a move ahead.  Otherwise
- * bringing in early sends back a segment that waiting would have kept (a
- * cycle of weights would stream through the device, each sent back after
- * its use), and it stops, as it does where no room can be made.
+ * Victims.  On the launching thread, do no harm: a victim must be one
+ * Belady would also send back when that launch comes, after the segments
+ * of the launches ahead have been used, so its next use must come after
+ * theirs that follow the window (@bound): one of them is never a victim
+ * for a move ahead.  Otherwise bringing in early sends back a segment that
+ * waiting would have kept (a cycle of weights would stream through the
+ * device, each sent back after its use), and it stops, as it does where no
+ * room can be made.  The mover streams instead: a victim must only not be
+ * needed before the launch its move is for, and at most DEPTH moves ahead
+ * are queued or under way.  Each segment brought in early holds a slot
+ * that waiting would have left to a resident one, so streaming DEPTH deep
+ * costs up to DEPTH - 1 more transfers a step than Belady's, in exchange
+ * for copies that run beside the kernels instead of between them.
  */
 static void bring_in_ahead(void)
 {
@@ -843,7 +855,10 @@ static void bring_in_ahead(void)
 			/* As last seen here: one that libvmmx moved meanwhile is left to its launch. */
 			if (!(live >> i & 1) || t->on_device || t->moving)
 				continue;
-			if (queue ? enqueue(t, once, len, bound) : promote(t, AHEAD_OF, once, len, bound))
+			if (queue && tail - head >= DEPTH)
+				return;
+			if (queue ? enqueue(t, once, len, seq + d) :
+				    promote(t, AHEAD_OF, once, len, bound))
 				return;
 			moved = 1;
 		}
@@ -854,6 +869,7 @@ static void bring_in_ahead(void)
 
 void vmmxp_place_done(void)
 {
+	pthread_mutex_lock(&lock);
 	if (cur.nt) {
 		uint64_t u = record_use(cur.stream);
 
