@@ -102,7 +102,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int in_launch; /* > 0: a runtime launch of this thread is being passed on */
 
 static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_spilled_launch,
-	n_uncached;
+	n_uncached, n_captured;
 
 static void count(uint64_t *c, uint64_t n)
 {
@@ -420,6 +420,23 @@ int vmmxp_name_params(struct vmmxp_named *nm, CUfunction f, void **params, void 
 	return !params && extra ? 0 : l ? l->nparams : -1;
 }
 
+/*
+ * Whether @stream is capturing into a graph: its launches are recorded, not
+ * run, and the moves and waits of placement have no place in a capture (a
+ * synchronous call during one invalidates it).  A driver without the call
+ * (or refusing it) is taken for no capture.
+ */
+static int capturing(CUstream stream)
+{
+	__typeof__(&cuStreamIsCapturing) is_capturing = VMMXP_REAL(cuStreamIsCapturing);
+	int status = 0;
+
+	if (!is_capturing || is_capturing(stream, &status) != CUDA_OK || !status)
+		return 0;
+	count(&n_captured, 1);
+	return 1;
+}
+
 int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_t key,
 		       CUstream stream, const struct vmmxp_named *nm)
 {
@@ -434,8 +451,9 @@ int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_
 	pthread_once(&trace_once, trace_open);
 	if (trace_fd >= 0)
 		trace_launch(api, kernel, nparams, stream, nm, at);
-	return vmmxp_place_on() ? vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream) :
-				  0;
+	if (!vmmxp_place_on() || capturing(stream))
+		return 0;
+	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream);
 }
 
 /*
@@ -487,6 +505,7 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void)
 	st.named = __atomic_load_n(&n_named, __ATOMIC_RELAXED);
 	st.named_host = __atomic_load_n(&n_named_host, __ATOMIC_RELAXED);
 	st.spilled_launches = __atomic_load_n(&n_spilled_launch, __ATOMIC_RELAXED);
+	st.captured = __atomic_load_n(&n_captured, __ATOMIC_RELAXED);
 	vmmxp_graph_stats(&st);
 	return st;
 }

@@ -149,7 +149,8 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuEventCreate)                                                                   \
 	X(cuEventRecord)                                                                   \
 	X(cuEventQuery)                                                                    \
-	X(cuEventSynchronize)
+	X(cuEventSynchronize)                                                              \
+	X(cuStreamIsCapturing)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -380,6 +381,8 @@ VMMXP_EXPORT CUresult cuEventCreate(void **event, unsigned int flags);
 VMMXP_EXPORT CUresult cuEventRecord(void *event, CUstream stream);
 VMMXP_EXPORT CUresult cuEventQuery(void *event);
 VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
+/* A launch on a stream being captured into a graph is not placed (nothing runs yet). */
+VMMXP_EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status);
 
 /* resolve.c */
 
@@ -542,6 +545,7 @@ struct vmmxp_launch_stats {
 	uint64_t kernel_nodes_unread; /* ... of them without a parameter layout */
 	uint64_t copy_nodes;       /* memcpy and memset nodes, not read */
 	uint64_t segs_dropped;     /* segments past the most one graph keeps */
+	uint64_t captured;         /* launches into a graph being captured: not placed */
 };
 
 struct vmmxp_launch_stats vmmxp_launch_stats(void);

@@ -593,12 +593,13 @@ static void report_launches(FILE *out)
 	fprintf(out, "    graphs         %llu launches watched, %llu not read; %llu graphs read at "
 		     "instantiation (%llu kernel nodes, %llu without a parameter layout; %llu "
 		     "memcpy/memset nodes not read; %llu segments past the %d kept), %llu not read, "
-		     "%llu forgotten when changed in place\n",
+		     "%llu forgotten when changed in place; %llu launches captured, not placed\n",
 		(unsigned long long)ls.graphs, (unsigned long long)ls.graphs_unread,
 		(unsigned long long)ls.graphs_read, (unsigned long long)ls.kernel_nodes,
 		(unsigned long long)ls.kernel_nodes_unread, (unsigned long long)ls.copy_nodes,
 		(unsigned long long)ls.segs_dropped, VMMXP_PLACE_MAX,
-		(unsigned long long)ls.graphs_failed, (unsigned long long)ls.graphs_forgotten);
+		(unsigned long long)ls.graphs_failed, (unsigned long long)ls.graphs_forgotten,
+		(unsigned long long)ls.captured);
 	fprintf(out, "    chunks named   %llu, %llu of them in host memory; %llu launches read spilled "
 		     "memory\n",
 		(unsigned long long)ls.named, (unsigned long long)ls.named_host,

@@ -216,8 +216,10 @@ struct fake_node *fake_graph_node(struct fake_graph *g, int type, struct fake_gr
 	return nd;
 }
 
-static int graph_fail;
+static int graph_fail, capture;
 void fake_graph_fail(int on) { __atomic_store_n(&graph_fail, on, __ATOMIC_RELAXED); }
+void fake_capture(int on) { __atomic_store_n(&capture, on, __ATOMIC_RELAXED); }
+int cuStreamIsCapturing(void *s, int *status) { (void)s; *status = __atomic_load_n(&capture, __ATOMIC_RELAXED); return 0; }
 
 int cuGraphGetNodes(void *graph, void **nodes, size_t *n)
 {
@@ -483,6 +485,7 @@ static const struct proc procs[] = {
 	{ "cuGraphNodeGetType", 0, (void *)cuGraphNodeGetType, NULL, NULL },
 	{ "cuGraphKernelNodeGetParams", 12000, NULL, (void *)cuGraphKernelNodeGetParams_v2, NULL },
 	{ "cuGraphChildGraphNodeGetGraph", 0, (void *)cuGraphChildGraphNodeGetGraph, NULL, NULL },
+	{ "cuStreamIsCapturing", 0, (void *)cuStreamIsCapturing, NULL, NULL },
 	{ "cuFuncGetParamInfo", 0, (void *)cuFuncGetParamInfo, NULL, NULL },
 	{ "cuKernelGetParamInfo", 0, (void *)cuKernelGetParamInfo, NULL, NULL },
 	{ "cuFuncGetName", 0, (void *)cuFuncGetName, NULL, NULL },

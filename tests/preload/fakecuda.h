@@ -244,6 +244,9 @@ struct fake_kernel_node_params {
 struct fake_node *fake_graph_kernel(struct fake_graph *g, struct fake_kernel *k, void **params);
 struct fake_node *fake_graph_node(struct fake_graph *g, int type, struct fake_graph *child);
 void fake_graph_fail(int on);
+/* While on, cuStreamIsCapturing says every stream is capturing (CU_STREAM_CAPTURE_STATUS_ACTIVE). */
+void fake_capture(int on);
+int cuStreamIsCapturing(void *s, int *status);
 /* The graph an executable graph of the fake was made from, NULL when destroyed. */
 struct fake_graph *fake_exec_graph(void *exec);
 int cuGraphGetNodes(void *g, void **nodes, size_t *n);

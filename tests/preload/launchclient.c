@@ -843,6 +843,13 @@ static int graph_place(void)
 	/* Only segments named before are sent back for room: gb's first. */
 	is_int(0, cudaGraphLaunch(eb, NULL), "cudaGraphLaunch(gb)");
 	is_int(0x0f, (int)resident(w), "nothing moved: w0 and w1 were on the device");
+	/* A launch into a capture is recorded, not run: nothing is placed for it
+	 * (w0 and w1, named, could make room). */
+	fake_capture(1);
+	is_int(0, cuLaunchKernel(&k3, 1, 1, 1, 32, 1, 1, 0, NULL, (void *[]){ &w[4] }, NULL),
+	       "cuLaunchKernel(k3, w4) while the stream captures");
+	fake_capture(0);
+	is_int(0x0f, (int)resident(w), "w4 left in host memory: a captured launch is not placed");
 	is_int(0, cuGraphLaunch(ea, NULL), "cuGraphLaunch(ga)");
 	is_int(0x3c, (int)resident(w),
 	       "w4 and w5 brought to the device for ga's launch, w0 and w1 sent back for room");
