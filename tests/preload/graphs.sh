@@ -55,19 +55,25 @@ check $? "a new graph at a destroyed one's handle names its own segment (b), on 
 l 7 | grep -q '"api":"cudaGraphLaunch","kernel":"graph:1",.*"chunks":\[{"base":"'"$(base b)"'"'
 check $? "an executable graph updated from another graph names that graph's segment"
 
+# tapped N TEXT MODE [OPTIONS...]: launchclient MODE under vmmx-run $opts
+# OPTIONS (report in $tmp/repN); exit 0 and every check of its TAP passed
+# make one check, TEXT.
+tapped() {
+	t=$1 text=$2 mode=$3
+	shift 3
+	"$run" $opts "$@" --report-file "$tmp/rep$t" -- "$lc" "$mode" >"$tmp/tap$t" 2>&1
+	st=$?
+	grep -q '^not ok' "$tmp/tap$t" && st=1
+	check $st "$text ($(grep -c '^ok' "$tmp/tap$t") checks)"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap$t"
+}
+
 # Not watched: every call reaches the driver, nothing is read (the client checks it).
-"$run" $opts --report-file "$tmp/rep0" -- "$lc" graphs >"$tmp/tap0" 2>&1
-st=$?
-grep -q '^not ok' "$tmp/tap0" && st=1
-check $st "without --launches the graph calls reach the driver unchanged and nothing is read ($(grep -c '^ok' "$tmp/tap0") checks)"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap0"
+tapped 0 "without --launches the graph calls reach the driver unchanged and nothing is read" graphs
 
 # --placement launch: what a graph names is on the device when its launch is passed on.
-"$run" $opts --placement launch --report-file "$tmp/rep1" -- "$lc" graph-place >"$tmp/tap1" 2>&1
-st=$?
-grep -q '^not ok' "$tmp/tap1" && st=1
-check $st "--placement launch: each graph's segments on the device at its launch, the data intact ($(grep -c '^ok' "$tmp/tap1") checks)"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap1"
+tapped 1 "--placement launch: each graph's segments on the device at its launch, the data intact" \
+	graph-place --placement launch
 grep -q 'placement  *launch: 4 segments brought to the device (256.0 MiB: ahead 0, on demand 4), 4 sent back' "$tmp/rep1" &&
 	grep -q '1 launches captured, not placed$' "$tmp/rep1"
 st=$?
@@ -75,14 +81,7 @@ check $st "--report: 4 segments brought in on demand for the graph launches (w4,
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/rep1"
 
 # The lookup paths, watched and not.
-"$run" $opts --launches -- "$lc" graph-lookups >"$tmp/tap2" 2>&1
-st=$?
-grep -q '^not ok' "$tmp/tap2" && st=1
-check $st "watched: cuGetProcAddress and dlsym hand back the interposer's graph entry points ($(grep -c '^ok' "$tmp/tap2") checks)"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap2"
-"$run" $opts -- "$lc" graph-lookups >"$tmp/tap3" 2>&1
-st=$?
-grep -q '^not ok' "$tmp/tap3" && st=1
-check $st "not watched: they hand back the driver's own ($(grep -c '^ok' "$tmp/tap3") checks)"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap3"
+tapped 2 "watched: cuGetProcAddress and dlsym hand back the interposer's graph entry points" \
+	graph-lookups --launches
+tapped 3 "not watched: they hand back the driver's own" graph-lookups
 echo "1..$n"

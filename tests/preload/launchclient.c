@@ -703,10 +703,28 @@ static int lookups(void)
 
 /* ---- graphs (graphs.sh) ---- */
 
-/* The fake's cuGraphGetNodes calls since @before. */
-static unsigned long nodes_asked(unsigned long before)
+/*
+ * Instantiate @g with @inst (@what), which must read it with @reads calls
+ * of cuGraphGetNodes (0: launches not watched), then launch it @n times on
+ * STREAM with @launch (@call), each reaching the driver unchanged.
+ * Returns the executable graph.
+ */
+static void *inst_launch(int (*inst)(void **, void *, unsigned long long), const char *what,
+			 struct fake_graph *g, int reads, int (*launch)(void *, void *),
+			 const char *call, int n)
 {
-	return fake_calls(FAKE_graph_get_nodes) - before;
+	unsigned long asked = fake_calls(FAKE_graph_get_nodes);
+	void *e = NULL;
+
+	is_int(0, inst(&e, g, 0), "%s", what);
+	is_int(reads, (int)(fake_calls(FAKE_graph_get_nodes) - asked),
+	       "... read with %d cuGraphGetNodes calls%s", reads,
+	       reads ? "" : " (launches not watched: nothing read)");
+	for (int i = 0; i < n; i++) {
+		is_int(0, launch(e, STREAM), "%s %d", call, i);
+		reached(call, e, STREAM, NULL, NULL);
+	}
+	return e;
 }
 
 /*
@@ -724,8 +742,7 @@ static int graphs(void)
 {
 	static struct fake_graph g, gc, g2, g3;
 	void *a = NULL, *a2 = NULL, *b = NULL, *c = NULL, *d = NULL, *x = NULL, *ai, *bfar, *foreign;
-	void *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL, *unknown = (void *)0x6a6a60;
-	unsigned long asked;
+	void *e1, *e2, *e3 = NULL, *e4 = NULL, *unknown = (void *)0x6a6a60;
 	struct k2_arg s2;
 	int n = 7, on = getenv("VMMX_RUN_LAUNCHES") || getenv("VMMX_RUN_LAUNCH_TRACE");
 	float f = 1.5f;
@@ -765,25 +782,12 @@ static int graphs(void)
 	/* The nodes hold copies: what the program's variables say later does not count. */
 	s2.p = ai = bfar = NULL;
 
-	asked = fake_calls(FAKE_graph_get_nodes);
-	is_int(0, cuGraphInstantiateWithFlags(&e1, &g, 0), "cuGraphInstantiateWithFlags(g)");
-	is_int(on ? 4 : 0, (int)nodes_asked(asked),
-	       on ? "g and its child read once each at instantiation (2 cuGraphGetNodes each)"
-		  : "launches not watched: nothing read at instantiation");
-	for (int i = 0; i < 3; i++) {
-		is_int(0, cuGraphLaunch(e1, STREAM), "cuGraphLaunch(g) %d", i);
-		reached("cuGraphLaunch", e1, STREAM, NULL, NULL);
-	}
-
-	asked = fake_calls(FAKE_graph_get_nodes);
-	is_int(0, cudaGraphInstantiate(&e2, &g2, 0), "cudaGraphInstantiate(g2)");
-	is_int(on ? 2 : 0, (int)nodes_asked(asked),
-	       on ? "the runtime's instantiate read g2 once, not again in the driver's inside it"
-		  : "launches not watched: nothing read");
-	for (int i = 0; i < 2; i++) {
-		is_int(0, cudaGraphLaunch(e2, STREAM), "cudaGraphLaunch(g2) %d", i);
-		reached("cudaGraphLaunch", e2, STREAM, NULL, NULL);
-	}
+	/* g and its child read once each (2 cuGraphGetNodes calls each). */
+	e1 = inst_launch(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags(g)", &g,
+			 on ? 4 : 0, cuGraphLaunch, "cuGraphLaunch", 3);
+	/* The runtime's reads g2 once, not again in the driver's instantiate inside it. */
+	e2 = inst_launch(cudaGraphInstantiate, "cudaGraphInstantiate(g2)", &g2, on ? 2 : 0,
+			 cudaGraphLaunch, "cudaGraphLaunch", 2);
 
 	is_int(0, cuGraphExecDestroy(e1), "cuGraphExecDestroy(g's)");
 	ok(fake_exec_graph(e1) == NULL, "... reached the driver");

@@ -51,7 +51,7 @@ EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.
 TESTS += %D%/graphs.sh
 EXTRA_DIST += %D%/graphs.sh
 # The same with PyTorch on the GPU machine, from a built tree (docs/PRELOAD.md).
-EXTRA_DIST += %D%/graph_gpu.sh %D%/torch_graph.py
+EXTRA_DIST += %D%/graph_gpu.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 # Sleep and wake from outside on the GPU machine (docs/PRELOAD.md has the command).
 EXTRA_DIST += %D%/ctl_gpu.sh %D%/ctl_torch.py %D%/wait_for.sh
