@@ -38,7 +38,8 @@
  * runtime's) is dropped too: its later launches count as not read, which is
  * right, where keeping the old pointers could be wrong.  cuGraphExecUpdate
  * makes an executable graph match another graph's parameters: the entry is
- * dropped, and that graph is read into it when the update succeeds.
+ * dropped (not counted as forgotten), and that graph is read into it when
+ * the update succeeds.
  *
  * Locking: the table is open-addressed, keyed by the executable graph's
  * handle; keys and entries are written under table_lock (entry first, then
@@ -405,9 +406,9 @@ GDRV_HOOK(cuGraphInstantiateWithParams_ptsz, INST_P_PARAMS, INST_P_ARGS, NOTHING
 	  remember(*exec, graph))
 GDRV_HOOK(cuGraphExecDestroy, (CUgraphExec exec), (exec), forget(exec, 0), NOTHING)
 GDRV_HOOK(cuGraphExecUpdate, (CUgraphExec exec, CUgraph graph, CUgraphNode *err, int *result),
-	  (exec, graph, err, result), forget(exec, 1), remember(exec, graph))
+	  (exec, graph, err, result), forget(exec, 0), remember(exec, graph))
 GDRV_HOOK(cuGraphExecUpdate_v2, (CUgraphExec exec, CUgraph graph, void *info),
-	  (exec, graph, info), forget(exec, 1), remember(exec, graph))
+	  (exec, graph, info), forget(exec, 0), remember(exec, graph))
 #define SET_PARAMS (CUgraphExec exec, CUgraphNode node, const void *params)
 #define SET_ARGS (exec, node, params)
 GDRV_HOOK(cuGraphExecKernelNodeSetParams, SET_PARAMS, SET_ARGS, forget(exec, 1), NOTHING)
@@ -431,7 +432,7 @@ GRT_HOOK(cudaGraphInstantiateWithParams_ptsz, INST_P_PARAMS, INST_P_ARGS, NOTHIN
 GRT_HOOK(cudaGraphExecDestroy, (CUgraphExec exec), (exec), forget(exec, 0), NOTHING)
 /* CUDA 11's cudaGraphExecUpdate takes 4 arguments, 12's 3: all 4 are passed on. */
 GRT_HOOK(cudaGraphExecUpdate, (CUgraphExec exec, CUgraph graph, uintptr_t a3, uintptr_t a4),
-	 (exec, graph, a3, a4), forget(exec, 1), remember(exec, graph))
+	 (exec, graph, a3, a4), forget(exec, 0), remember(exec, graph))
 GRT_HOOK(cudaGraphExecKernelNodeSetParams, SET_PARAMS, SET_ARGS, forget(exec, 1), NOTHING)
 GRT_HOOK(cudaGraphExecNodeSetParams, (CUgraphExec exec, CUgraphNode node, void *params),
 	 SET_ARGS, forget(exec, 1), NOTHING)
