@@ -31,8 +31,11 @@
  * a handle it does not know) is counted and passed on unread: without the
  * number of parameters, the kernelParams array cannot be read safely.
  *
- * Graph launches (cuGraphLaunch, cudaGraphLaunch and their _ptsz forms) are
- * counted, not read: their kernels' parameters were given at capture.
+ * Graph launches (cuGraphLaunch, cudaGraphLaunch and their _ptsz forms)
+ * are watched as one launch each through graph.c, which read the graph's
+ * kernel nodes at instantiation with this file's layout cache and word
+ * scan (vmmxp_name_params()) and hands the segments back here
+ * (vmmxp_launch_named()).
  *
  * A runtime launch reaches the driver's launch inside the runtime: a
  * thread-local mark keeps it from being watched twice.  A thread inside
@@ -82,6 +85,7 @@
 #define PARAM_BUFFER_SIZE ((void *)0x02)
 #define PARAM_END_AS_INT ((void *)0x03) /* CU_LAUNCH_PARAM_END_AS_INT */
 
+/* Kinds of handle, also told apart in the cycle learner's key (the handle xor its kind). */
 enum key_kind {
 	KEY_FUNC,       /* a CUfunction (or a CUkernel passed as one) */
 	KEY_STUB,       /* a runtime host stub, or a cudaKernel_t */
@@ -101,7 +105,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int in_launch; /* > 0: a runtime launch of this thread is being passed on */
 
 static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_spilled_launch,
-	n_uncached, n_graphs;
+	n_uncached, n_captured;
 
 static void count(uint64_t *c, uint64_t n)
 {
@@ -221,16 +225,13 @@ out:
 	return l;
 }
 
-/* What one launch named: the first MAX_NAMED distinct chunks kept, all counted. */
-struct named {
-	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
-	int nctx;
-	struct vmmx_chunk_info chunk[MAX_NAMED];
-	struct vmmx_ctx *chunk_ctx[MAX_NAMED]; /* the context that maps each */
-	size_t n, total, host;
-};
+void vmmxp_named_start(struct vmmxp_named *nm)
+{
+	nm->nctx = vmmxp_ctxs(nm->ctx, VMMXP_MAX_DEVICES);
+	nm->n = nm->total = nm->host = 0;
+}
 
-static void name_word(struct named *nm, uint64_t w)
+void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 {
 	struct vmmx_chunk_info ci;
 
@@ -254,7 +255,7 @@ static void name_word(struct named *nm, uint64_t w)
 }
 
 /* Each 8-byte-aligned word of [@base_off, @base_off + @len) of the block; its bytes are at @p. */
-static void name_words(struct named *nm, const unsigned char *p, size_t base_off, size_t len)
+static void name_words(struct vmmxp_named *nm, const unsigned char *p, size_t base_off, size_t len)
 {
 	size_t first = (base_off + 7) & ~(size_t)7;
 
@@ -262,12 +263,12 @@ static void name_words(struct named *nm, const unsigned char *p, size_t base_off
 		uint64_t v;
 
 		memcpy(&v, p + (w - base_off), sizeof(v));
-		name_word(nm, v);
+		vmmxp_name_word(nm, v);
 	}
 }
 
 /* The packed buffer of CU_LAUNCH_PARAM_BUFFER_POINTER, if @extra gives one with its size. */
-static void name_extra(struct named *nm, void **extra)
+static void name_extra(struct vmmxp_named *nm, void **extra)
 {
 	const unsigned char *buf = NULL;
 	size_t len = 0;
@@ -324,8 +325,8 @@ static void put_escaped(char *line, size_t room, size_t *n, const char *s)
  * "kernel":"...","stream":"0x..","params":N,"chunks_named":N,
  * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0"},...]}
  */
-static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUstream stream,
-			 const struct named *nm, long at)
+static void trace_launch(const char *api, const char *kernel, int nparams, CUstream stream,
+			 const struct vmmxp_named *nm, long at)
 {
 	char line[8192], loc[32];
 	size_t n = 0, room = sizeof(line);
@@ -338,15 +339,15 @@ static void trace_launch(enum vmmxp_launch_api api, const struct layout *l, CUst
 		     "\"api\":\"%s\",\"kernel\":\"",
 		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(),
 		     (unsigned long long)__atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED),
-		     api_names[api]);
+		     api);
 	if (w < 0)
 		return;
 	n = (size_t)w;
-	put_escaped(line, room - 512, &n, l && l->name[0] ? l->name : "?");
+	put_escaped(line, room - 512, &n, kernel && kernel[0] ? kernel : "?");
 	n += (size_t)snprintf(line + n, room - n,
 			      "\",\"stream\":\"%p\",\"params\":%d,\"cycle_pos\":%ld,"
 			      "\"chunks_named\":%zu,\"chunks_host\":%zu,\"chunks\":[",
-			      stream, l ? l->nparams : -1, at, nm->total, nm->host);
+			      stream, nparams, at, nm->total, nm->host);
 	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
 		n += (size_t)snprintf(line + n, room - n,
 				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\"}",
@@ -370,6 +371,7 @@ static void after_fork_child(void)
 	pthread_mutex_init(&cache_lock, NULL);
 	vmmxp_cycle_after_fork();
 	vmmxp_place_after_fork();
+	vmmxp_graph_after_fork();
 }
 
 static void atfork_init(void)
@@ -404,13 +406,12 @@ static int named_last(const struct layout *l, uint64_t base)
  * mismatch, no more); without one, the largest.  Returns the launch's
  * place in the cycle, -1 if none.
  */
-static long note_cycle(struct layout *l, const void *key, enum key_kind kind,
-		       const struct named *nm)
+static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named *nm)
 {
 	uint64_t segs[MAX_NAMED], kernel;
 	size_t sizes[MAX_NAMED], pick = nm->n;
 
-	kernel = ((uint64_t)(uintptr_t)key * 0x100000001b3ull) ^ (uint64_t)kind;
+	kernel = key * 0x100000001b3ull;
 	for (size_t i = 0; i < nm->n; i++) {
 		sizes[i] = vmmx_buf_size(nm->chunk[i].buf);
 		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
@@ -424,6 +425,69 @@ static long note_cycle(struct layout *l, const void *key, enum key_kind kind,
 	return vmmxp_cycle_note(kernel, segs, sizes, nm->n, pick);
 }
 
+/* @params read with the layout @l (may be NULL), or, without @params, @extra's packed buffer. */
+static void name_by(struct vmmxp_named *nm, const struct layout *l, void **params, void **extra)
+{
+	if (params && l && l->nparams > 0) {
+		for (int i = 0; i < l->nparams; i++)
+			if (params[i])
+				name_words(nm, params[i], l->off[i], l->size[i]);
+	} else if (!params && extra) {
+		name_extra(nm, extra);
+	}
+}
+
+int vmmxp_name_params(struct vmmxp_named *nm, CUfunction f, void **params, void **extra)
+{
+	const struct layout *l = layout_of(f, KEY_FUNC);
+
+	name_by(nm, l, params, extra);
+	return !params && extra ? 0 : l ? l->nparams : -1;
+}
+
+/*
+ * Whether @stream is capturing into a graph: its launches are recorded, not
+ * run, and the moves and waits of placement have no place in a capture (a
+ * synchronous call during one invalidates it).  A driver without the call
+ * (or refusing it) is taken for no capture.
+ */
+static int capturing(CUstream stream)
+{
+	__typeof__(&cuStreamIsCapturing) is_capturing = VMMXP_REAL(cuStreamIsCapturing);
+	int status = 0;
+
+	if (!is_capturing || is_capturing(stream, &status) != CUDA_OK || !status)
+		return 0;
+	count(&n_captured, 1);
+	return 1;
+}
+
+/* vmmxp_launch_named(), with the kernel's cached layout @l when there is one (note_cycle()). */
+static int launch_named(struct layout *l, const char *api, const char *kernel, int nparams,
+			uint64_t key, CUstream stream, const struct vmmxp_named *nm)
+{
+	long at;
+
+	pthread_once(&atfork_once, atfork_init);
+	at = note_cycle(l, key, nm);
+	count(&n_named, nm->total);
+	count(&n_named_host, nm->host);
+	if (nm->host)
+		count(&n_spilled_launch, 1);
+	pthread_once(&trace_once, trace_open);
+	if (trace_fd >= 0)
+		trace_launch(api, kernel, nparams, stream, nm, at);
+	if (!vmmxp_place_on() || capturing(stream))
+		return 0;
+	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream);
+}
+
+int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_t key,
+		       CUstream stream, const struct vmmxp_named *nm)
+{
+	return launch_named(NULL, api, kernel, nparams, key, stream, nm);
+}
+
 /*
  * Watch one launch of @key (@kind) on @stream, whose parameters are
  * @params (an array of pointers to each) or @extra; the caller passes it
@@ -434,37 +498,20 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 		  void **params, void **extra)
 {
 	struct layout *l;
-	struct named nm;
-	long at;
-	int held = 0;
+	struct vmmxp_named nm;
+	int held;
 
 	vmmxp_depth(1);
-	pthread_once(&atfork_once, atfork_init);
 	count(&n_launch[api], 1);
-	nm.nctx = vmmxp_ctxs(nm.ctx, VMMXP_MAX_DEVICES);
-	nm.n = nm.total = nm.host = 0;
+	vmmxp_named_start(&nm);
 	l = layout_of(key, kind);
 	if (!l)
 		count(&n_uncached, 1);
-	if (params && l && l->nparams > 0) {
-		for (int i = 0; i < l->nparams; i++)
-			if (params[i])
-				name_words(&nm, params[i], l->off[i], l->size[i]);
-	} else if (!params && extra) {
-		name_extra(&nm, extra);
-	} else if (params && l && l->nparams < 0) {
+	else if (params && l->nparams < 0)
 		count(&n_unread, 1);
-	}
-	at = note_cycle(l, key, kind, &nm);
-	count(&n_named, nm.total);
-	count(&n_named_host, nm.host);
-	if (nm.host)
-		count(&n_spilled_launch, 1);
-	pthread_once(&trace_once, trace_open);
-	if (trace_fd >= 0)
-		trace_launch(api, l, stream, &nm, at);
-	if (vmmxp_place_on())
-		held = vmmxp_place_launch(nm.chunk, nm.chunk_ctx, nm.n, at, stream);
+	name_by(&nm, l, params, extra);
+	held = launch_named(l, api_names[api], l ? l->name : NULL, l ? l->nparams : -1,
+			    (uint64_t)(uintptr_t)key ^ (uint64_t)kind, stream, &nm);
 	vmmxp_depth(-1);
 	return held;
 }
@@ -490,7 +537,8 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void)
 	st.named = __atomic_load_n(&n_named, __ATOMIC_RELAXED);
 	st.named_host = __atomic_load_n(&n_named_host, __ATOMIC_RELAXED);
 	st.spilled_launches = __atomic_load_n(&n_spilled_launch, __ATOMIC_RELAXED);
-	st.graphs = __atomic_load_n(&n_graphs, __ATOMIC_RELAXED);
+	st.captured = __atomic_load_n(&n_captured, __ATOMIC_RELAXED);
+	vmmxp_graph_stats(&st);
 	return st;
 }
 
@@ -523,9 +571,6 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 			vmmxp_place_done();                                                     \
 		return r;                                                                       \
 	}
-
-/* cudaErrorSymbolNotFound: the runtime's entry point is not there. */
-#define RT_ENOTFOUND 500
 
 #define RT_HOOK(name, params, args, watched)                                                    \
 	VMMXP_EXPORT cudaError_t name params                                                    \
@@ -593,13 +638,17 @@ RT_HOOK(cudaLaunchKernelExC_ptsz, RT_EX_PARAMS, RT_EX_ARGS,
 	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1), args,
 		       NULL) : 0)
 
-/* Graphs: counted only (their kernels' parameters were given at capture). */
+/* Graphs: one launch each, naming what graph.c read at instantiation. */
 #define GRAPH_PARAMS (void *exec, CUstream stream)
 #define GRAPH_ARGS (exec, stream)
-DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
-DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
-RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
-RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS, (count(&n_graphs, 1), 0))
+DRV_HOOK(cuGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS,
+	 vmmxp_graph_watch("cuGraphLaunch", exec, drv_stream(stream, 0)))
+DRV_HOOK(cuGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS,
+	 vmmxp_graph_watch("cuGraphLaunch", exec, drv_stream(stream, 1)))
+RT_HOOK(cudaGraphLaunch, GRAPH_PARAMS, GRAPH_ARGS,
+	vmmxp_graph_watch("cudaGraphLaunch", exec, drv_stream(stream, 0)))
+RT_HOOK(cudaGraphLaunch_ptsz, GRAPH_PARAMS, GRAPH_ARGS,
+	vmmxp_graph_watch("cudaGraphLaunch", exec, drv_stream(stream, 1)))
 
 /*
  * Unloads: the functions of an unloaded module or library are gone, and

@@ -7,6 +7,7 @@ lib_LTLIBRARIES += %D%/libvmmx-preload.la
 	%D%/preload.h \
 	%D%/hooks.c \
 	%D%/launch.c \
+	%D%/graph.c \
 	%D%/cycle.c \
 	%D%/place.c \
 	%D%/state.c \

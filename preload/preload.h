@@ -31,6 +31,7 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 #define CUDA_ENOTINIT 3                 /* cudaErrorInitializationError,
 					 * CUDA_ERROR_NOT_INITIALIZED: CUDA after fork */
 #define CUDA_ENOTFOUND 500              /* CUDA_ERROR_NOT_FOUND */
+#define RT_ENOTFOUND 500                /* cudaErrorSymbolNotFound: no such runtime entry point */
 #define CU_GET_PROC_ADDRESS_PER_THREAD 2 /* CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM */
 /* CUmemPool_attribute values the pool hooks answer for (cuda.h, CUDA 11.2 on) */
 #define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
@@ -109,6 +110,27 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuGraphLaunch_ptsz)                                                              \
 	X(cudaGraphLaunch)                                                                 \
 	X(cudaGraphLaunch_ptsz)                                                            \
+	X(cuGraphInstantiate)                                                              \
+	X(cuGraphInstantiate_v2)                                                           \
+	X(cuGraphInstantiateWithFlags)                                                     \
+	X(cuGraphInstantiateWithParams)                                                    \
+	X(cuGraphInstantiateWithParams_ptsz)                                               \
+	X(cuGraphExecDestroy)                                                              \
+	X(cuGraphExecUpdate)                                                               \
+	X(cuGraphExecUpdate_v2)                                                            \
+	X(cuGraphExecKernelNodeSetParams)                                                  \
+	X(cuGraphExecKernelNodeSetParams_v2)                                               \
+	X(cuGraphExecNodeSetParams)                                                        \
+	X(cuGraphExecChildGraphNodeSetParams)                                              \
+	X(cudaGraphInstantiate)                                                            \
+	X(cudaGraphInstantiateWithFlags)                                                   \
+	X(cudaGraphInstantiateWithParams)                                                  \
+	X(cudaGraphInstantiateWithParams_ptsz)                                             \
+	X(cudaGraphExecDestroy)                                                            \
+	X(cudaGraphExecUpdate)                                                             \
+	X(cudaGraphExecKernelNodeSetParams)                                                \
+	X(cudaGraphExecNodeSetParams)                                                      \
+	X(cudaGraphExecChildGraphNodeSetParams)                                            \
 	X(cuModuleUnload)                                                                  \
 	X(cuLibraryUnload)
 
@@ -120,10 +142,15 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuFuncGetName)                                                                   \
 	X(cuKernelGetName)                                                                 \
 	X(cudaGetFuncBySymbol)                                                             \
+	X(cuGraphGetNodes)                                                                 \
+	X(cuGraphNodeGetType)                                                              \
+	X(cuGraphKernelNodeGetParams_v2)                                                   \
+	X(cuGraphChildGraphNodeGetGraph)                                                   \
 	X(cuEventCreate)                                                                   \
 	X(cuEventRecord)                                                                   \
 	X(cuEventQuery)                                                                    \
-	X(cuEventSynchronize)
+	X(cuEventSynchronize)                                                              \
+	X(cuStreamIsCapturing)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -260,7 +287,7 @@ VMMXP_EXPORT cudaError_t cudaLaunchKernelExC(const struct vmmxp_rt_config *confi
 					     const void *func, void **args);
 VMMXP_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const struct vmmxp_rt_config *config,
 						  const void *func, void **args);
-/* graph launches: counted, not read (their kernels' parameters were given at capture) */
+/* graph launches: watched as one launch when the executable graph was read (graph.c) */
 VMMXP_EXPORT CUresult cuGraphLaunch(void *exec, CUstream stream);
 VMMXP_EXPORT CUresult cuGraphLaunch_ptsz(void *exec, CUstream stream);
 VMMXP_EXPORT cudaError_t cudaGraphLaunch(void *exec, CUstream stream);
@@ -268,6 +295,80 @@ VMMXP_EXPORT cudaError_t cudaGraphLaunch_ptsz(void *exec, CUstream stream);
 /* unloads: a function's address may be another's after them (the layout cache is emptied) */
 VMMXP_EXPORT CUresult cuModuleUnload(void *module);
 VMMXP_EXPORT CUresult cuLibraryUnload(void *library);
+/*
+ * graph.c: instantiation reads a graph's kernel nodes; destruction and
+ * changes in place forget what was read.  Handles by their ABI: CUgraph,
+ * CUgraphExec, CUgraphNode are pointers, and the runtime's cudaGraph_t and
+ * cudaGraphExec_t are the same handles as the driver's.  The first instantiate
+ * of each API and cudaGraphExecUpdate changed their arguments between
+ * releases (CUDA 11's take 5 and 4): their hooks take and pass on the most
+ * integer-class arguments any release gives, which the real call of a
+ * release with fewer ignores.
+ */
+typedef void *CUgraph;
+typedef void *CUgraphExec;
+typedef void *CUgraphNode;
+
+/* CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h, CUDA 12.0 on) */
+struct vmmxp_kernel_node_params {
+	CUfunction func;        /* NULL: kern is the kernel */
+	unsigned int grid[3], block[3], shared;
+	void **params;          /* kernelParams */
+	void **extra;
+	void *kern;             /* a CUkernel */
+	void *ctx;
+};
+
+/* CUgraphNodeType values read (cuda.h) */
+#define CU_GRAPH_NODE_KERNEL 0
+#define CU_GRAPH_NODE_MEMCPY 1
+#define CU_GRAPH_NODE_MEMSET 2
+#define CU_GRAPH_NODE_GRAPH 4
+
+VMMXP_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *err,
+					 char *log, size_t log_size);
+VMMXP_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *err,
+					    char *log, size_t log_size);
+VMMXP_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+						  unsigned long long flags);
+VMMXP_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
+						   void *params);
+VMMXP_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
+							void *params);
+VMMXP_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec);
+VMMXP_EXPORT CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode *err,
+					int *result);
+VMMXP_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, void *info);
+VMMXP_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+						     const void *params);
+VMMXP_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+							const void *params);
+VMMXP_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, void *params);
+VMMXP_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNode node,
+							 CUgraph child);
+VMMXP_EXPORT cudaError_t cudaGraphInstantiate(CUgraphExec *exec, CUgraph graph, uintptr_t a3,
+					      uintptr_t a4, uintptr_t a5);
+VMMXP_EXPORT cudaError_t cudaGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+						       unsigned long long flags);
+VMMXP_EXPORT cudaError_t cudaGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
+							void *params);
+VMMXP_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
+							     void *params);
+VMMXP_EXPORT cudaError_t cudaGraphExecDestroy(CUgraphExec exec);
+VMMXP_EXPORT cudaError_t cudaGraphExecUpdate(CUgraphExec exec, CUgraph graph, uintptr_t a3,
+					     uintptr_t a4);
+VMMXP_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+							  const void *params);
+VMMXP_EXPORT cudaError_t cudaGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node,
+						    void *params);
+VMMXP_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNode node,
+							      CUgraph child);
+/* graph.c's helpers, called only */
+VMMXP_EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *n);
+VMMXP_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, int *type);
+VMMXP_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
+						    struct vmmxp_kernel_node_params *params);
+VMMXP_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *child);
 /* helpers, called only (CUDA 12.3 and 12.4 on; absent from older drivers) */
 VMMXP_EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size);
 VMMXP_EXPORT CUresult cuKernelGetParamInfo(void *kernel, size_t index, size_t *offset,
@@ -280,6 +381,8 @@ VMMXP_EXPORT CUresult cuEventCreate(void **event, unsigned int flags);
 VMMXP_EXPORT CUresult cuEventRecord(void *event, CUstream stream);
 VMMXP_EXPORT CUresult cuEventQuery(void *event);
 VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
+/* A launch on a stream being captured into a graph is not placed (nothing runs yet). */
+VMMXP_EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status);
 
 /* resolve.c */
 
@@ -409,8 +512,11 @@ void vmmxp_control_after_fork(void);
  * real address.
  */
 int vmmxp_launch_on(void);
-/* Whether @fn is one of the launch hooks. */
+/* Whether @fn is one of the launch hooks (graph instantiation and changes among them). */
 int vmmxp_fn_is_launch(int fn);
+
+/* The most chunks of one launch placed (and kept by the watch, distinct). */
+#define VMMXP_PLACE_MAX 256
 
 /* The launch entry points, counted apart (each with its _ptsz form). */
 enum vmmxp_launch_api {
@@ -430,10 +536,72 @@ struct vmmxp_launch_stats {
 	uint64_t named;            /* distinct libvmmx chunks named, summed over launches */
 	uint64_t named_host;       /* ... of them in host memory at launch */
 	uint64_t spilled_launches; /* launches that named at least one chunk in host memory */
-	uint64_t graphs;           /* graph launches (cuGraphLaunch, cudaGraphLaunch), not read */
+	uint64_t graphs;           /* graph launches watched (cuGraphLaunch, cudaGraphLaunch) */
+	uint64_t graphs_unread;    /* ... not read: an executable graph not read at instantiation */
+	uint64_t graphs_read;      /* executable graphs read at instantiation (graph.c) */
+	uint64_t graphs_failed;    /* ... not read: the driver refused a call, or no room */
+	uint64_t graphs_forgotten; /* ... forgotten when changed in place */
+	uint64_t kernel_nodes;     /* kernel nodes read, summed over the graphs read */
+	uint64_t kernel_nodes_unread; /* ... of them without a parameter layout */
+	uint64_t copy_nodes;       /* memcpy and memset nodes, not read */
+	uint64_t segs_dropped;     /* segments past the most one graph keeps */
+	uint64_t captured;         /* launches into a graph being captured: not placed */
 };
 
 struct vmmxp_launch_stats vmmxp_launch_stats(void);
+
+/*
+ * What one launch named (launch.c): the contexts it was looked up on, the
+ * first VMMXP_PLACE_MAX distinct chunks (each with its context), all counted
+ * (@total), those in host memory apart (@host).
+ */
+struct vmmxp_named {
+	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
+	int nctx;
+	struct vmmx_chunk_info chunk[VMMXP_PLACE_MAX];
+	struct vmmx_ctx *chunk_ctx[VMMXP_PLACE_MAX];
+	size_t n, total, host;
+};
+
+/* Empty @nm, on the contexts of the allocators made so far. */
+void vmmxp_named_start(struct vmmxp_named *nm);
+/* The chunk that maps the address @w, if any, added to @nm (once). */
+void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w);
+/*
+ * vmmxp_name_params() - the chunks the parameters of a launch of @f (a
+ * CUfunction or a CUkernel) name, added to @nm: @params (an array of
+ * pointers to each, read with @f's cached layout) or the packed buffer of
+ * @extra.
+ * Return: the number of parameters read; -1 when @f's layout is unknown.
+ * Context: inside libvmmx (vmmxp_depth()).
+ */
+int vmmxp_name_params(struct vmmxp_named *nm, CUfunction f, void **params, void **extra);
+/*
+ * vmmxp_launch_named() - the rest of a watched launch, whose chunks are in
+ * @nm: counted, fed to the cycle learner as a launch of @key (its handle,
+ * low bits told apart by kind: a kernel's 0 or 1, a graph's 3), traced with
+ * @api, @kernel and @nparams, and placed (--placement launch).
+ * Return: 1 when the placement lock is held: the caller passes the launch
+ * on, then calls vmmxp_place_done(); else 0.
+ * Context: inside libvmmx (vmmxp_depth()); may block (placement).
+ */
+int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_t key,
+		       CUstream stream, const struct vmmxp_named *nm);
+
+/* ---- executable graphs (graph.c) ---- */
+
+/*
+ * vmmxp_graph_watch() - a launch of @exec on @stream through @api: watched
+ * as one launch naming the segments its kernel nodes named at instantiation
+ * when @exec was read, counted as not read otherwise.
+ * Return: as vmmxp_launch_named().
+ * Context: a program thread, launches watched.
+ */
+int vmmxp_graph_watch(const char *api, CUgraphExec exec, CUstream stream);
+/* The graph counters of @st. */
+void vmmxp_graph_stats(struct vmmxp_launch_stats *st);
+/* A forked child's table lock afresh. */
+void vmmxp_graph_after_fork(void);
 
 /* ---- the launch cycle (cycle.c) ---- */
 
@@ -471,9 +639,6 @@ void vmmxp_cycle_after_fork(void);
 void vmmxp_place_after_fork(void);
 
 /* ---- --placement launch (place.c) ---- */
-
-/* The most chunks of one launch placed (and kept by the watch, distinct). */
-#define VMMXP_PLACE_MAX 256
 
 struct vmmxp_place_stats {
 	uint64_t promoted, promoted_bytes;  /* segments brought to the device */

@@ -588,8 +588,18 @@ static void report_launches(FILE *out)
 	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
 		fprintf(out, "%s %s %llu", a ? "," : "", vmmxp_launch_api_name(a),
 			(unsigned long long)ls.launches[a]);
-	fprintf(out, "; without a parameter layout %llu; graph launches (not read) %llu\n",
-		(unsigned long long)(ls.unread + ls.uncached), (unsigned long long)ls.graphs);
+	fprintf(out, "; without a parameter layout %llu\n",
+		(unsigned long long)(ls.unread + ls.uncached));
+	fprintf(out, "    graphs         %llu launches watched, %llu not read; %llu graphs read at "
+		     "instantiation (%llu kernel nodes, %llu without a parameter layout; %llu "
+		     "memcpy/memset nodes not read; %llu segments past the %d kept), %llu not read, "
+		     "%llu forgotten when changed in place; %llu launches captured, not placed\n",
+		(unsigned long long)ls.graphs, (unsigned long long)ls.graphs_unread,
+		(unsigned long long)ls.graphs_read, (unsigned long long)ls.kernel_nodes,
+		(unsigned long long)ls.kernel_nodes_unread, (unsigned long long)ls.copy_nodes,
+		(unsigned long long)ls.segs_dropped, VMMXP_PLACE_MAX,
+		(unsigned long long)ls.graphs_failed, (unsigned long long)ls.graphs_forgotten,
+		(unsigned long long)ls.captured);
 	fprintf(out, "    chunks named   %llu, %llu of them in host memory; %llu launches read spilled "
 		     "memory\n",
 		(unsigned long long)ls.named, (unsigned long long)ls.named_host,

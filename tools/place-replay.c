@@ -779,7 +779,7 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    of the file).  A launch reads or writes each segment it names at most
  *    once, and the whole of it: a kernel given a tensor touches all of it,
  *    once.  What the watch cannot see (pointers held in device memory,
- *    graph launches, copies) costs nothing and takes no room.
+ *    graph launches not read, copies) costs nothing and takes no room.
  *  - One device with @M->device bytes of room for the named segments (on
  *    a trace of several devices: all of them as one) and host memory
  *    without limit.  Memory no launch names is not modelled: give

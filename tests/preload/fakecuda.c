@@ -14,6 +14,7 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -201,6 +202,132 @@ int cudaLaunchKernel_ptsz(const void *func, struct fake_dim3 grid, struct fake_d
 int cudaLaunchKernelExC(const void *config, const void *func, void **args) { return fake_launch(__func__, func, ((const struct fake_rt_config *)config)->stream, args, NULL); }
 int cudaLaunchKernelExC_ptsz(const void *config, const void *func, void **args) { return fake_launch(__func__, func, ((const struct fake_rt_config *)config)->stream, args, NULL); }
 
+struct fake_node *fake_graph_kernel(struct fake_graph *g, struct fake_kernel *k, void **params)
+{
+	struct fake_node *nd = fake_graph_node(g, 0, NULL);
+
+	nd->k = k;
+	for (int i = 0; i < k->nparams && i < FAKE_MAX_PARAMS; i++) {
+		memcpy(nd->arg[i], params[i], k->size[i] < FAKE_PARAM_BYTES ? k->size[i] : FAKE_PARAM_BYTES);
+		nd->argp[i] = nd->arg[i];
+	}
+	return nd;
+}
+
+struct fake_node *fake_graph_node(struct fake_graph *g, int type, struct fake_graph *child)
+{
+	struct fake_node *nd = &g->node[g->n++];
+
+	memset(nd, 0, sizeof(*nd));
+	nd->type = type;
+	nd->child = child;
+	return nd;
+}
+
+static int graph_fail, capture;
+void fake_graph_fail(int on) { __atomic_store_n(&graph_fail, on, __ATOMIC_RELAXED); }
+void fake_capture(int on) { __atomic_store_n(&capture, on, __ATOMIC_RELAXED); }
+int cuStreamIsCapturing(void *s, int *status) { (void)s; *status = __atomic_load_n(&capture, __ATOMIC_RELAXED); return 0; }
+
+int cuGraphGetNodes(void *graph, void **nodes, size_t *n)
+{
+	struct fake_graph *g = graph;
+
+	CALL(FAKE_graph_get_nodes);
+	if (!g || !n || __atomic_load_n(&graph_fail, __ATOMIC_RELAXED))
+		return 1;
+	for (size_t i = 0; nodes && i < *n && i < (size_t)g->n; i++)
+		nodes[i] = &g->node[i];
+	*n = (size_t)g->n;
+	return 0;
+}
+int cuGraphNodeGetType(void *node, int *type) { *type = ((struct fake_node *)node)->type; return 0; }
+int cuGraphKernelNodeGetParams_v2(void *node, struct fake_kernel_node_params *p)
+{
+	struct fake_node *nd = node;
+
+	if (nd->type != 0)
+		return 1;
+	memset(p, 0, sizeof(*p));
+	/* A CUkernel is given as kern, func NULL. */
+	if (nd->k->is_kernel)
+		p->kern = nd->k;
+	else
+		p->func = nd->k;
+	p->params = nd->argp;
+	return 0;
+}
+int cuGraphChildGraphNodeGetGraph(void *node, void **g)
+{
+	struct fake_node *nd = node;
+
+	if (nd->type != 4)
+		return 1;
+	*g = nd->child;
+	return 0;
+}
+
+static struct fake_graph *execs[FAKE_EXECS];
+static pthread_mutex_t exec_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct fake_graph *fake_exec_graph(void *exec)
+{
+	struct fake_graph **e = exec;
+
+	return e >= execs && e < execs + FAKE_EXECS ? *e : NULL;
+}
+
+int cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags)
+{
+	int r = 2;
+
+	(void)flags;
+	CALL(FAKE_graph_instantiate);
+	pthread_mutex_lock(&exec_lock);
+	for (int i = 0; i < FAKE_EXECS; i++)
+		if (!execs[i]) {
+			execs[i] = g;
+			*exec = &execs[i];
+			r = 0;
+			break;
+		}
+	pthread_mutex_unlock(&exec_lock);
+	return r;
+}
+int cuGraphInstantiateWithParams(void **exec, void *g, void *params) { (void)params; return cuGraphInstantiateWithFlags(exec, g, 0); }
+int cuGraphExecDestroy(void *exec)
+{
+	CALL(FAKE_graph_exec_destroy);
+	if (!fake_exec_graph(exec))
+		return 400; /* CUDA_ERROR_INVALID_HANDLE */
+	*(struct fake_graph **)exec = NULL;
+	return 0;
+}
+int cuGraphExecUpdate_v2(void *exec, void *g, void *info)
+{
+	(void)info;
+	if (!fake_exec_graph(exec))
+		return 400;
+	*(struct fake_graph **)exec = g;
+	return 0;
+}
+int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const void *params) { (void)node; (void)params; return fake_exec_graph(exec) ? 0 : 400; }
+/* The runtime's: through the driver's entry point found by lookup, as a runtime's are. */
+int cudaGraphInstantiate(void **exec, void *g, unsigned long long flags)
+{
+	int (*drv)(void **, void *, unsigned long long) =
+		(int (*)(void **, void *, unsigned long long))dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags");
+
+	return drv ? drv(exec, g, flags) : 500;
+}
+int cudaGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags) { return cudaGraphInstantiate(exec, g, flags); }
+int cudaGraphExecDestroy(void *exec)
+{
+	int (*drv)(void *) = (int (*)(void *))dlsym(RTLD_DEFAULT, "cuGraphExecDestroy");
+
+	return drv ? drv(exec) : 500;
+}
+
 int cuGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
 int cuGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
 int cudaGraphLaunch(void *exec, void *s) { return fake_launch(__func__, exec, s, NULL, NULL); }
@@ -357,6 +484,16 @@ static const struct proc procs[] = {
 	{ "cuModuleUnload", 0, (void *)cuModuleUnload, NULL, NULL },
 	{ "cuLibraryUnload", 0, (void *)cuLibraryUnload, NULL, NULL },
 	{ "cuGraphLaunch", 0, (void *)cuGraphLaunch, NULL, (void *)cuGraphLaunch_ptsz },
+	{ "cuGraphInstantiateWithFlags", 0, (void *)cuGraphInstantiateWithFlags, NULL, NULL },
+	{ "cuGraphInstantiateWithParams", 0, (void *)cuGraphInstantiateWithParams, NULL, NULL },
+	{ "cuGraphExecDestroy", 0, (void *)cuGraphExecDestroy, NULL, NULL },
+	{ "cuGraphExecUpdate", 12000, NULL, (void *)cuGraphExecUpdate_v2, NULL },
+	{ "cuGraphExecKernelNodeSetParams", 12000, NULL, (void *)cuGraphExecKernelNodeSetParams_v2, NULL },
+	{ "cuGraphGetNodes", 0, (void *)cuGraphGetNodes, NULL, NULL },
+	{ "cuGraphNodeGetType", 0, (void *)cuGraphNodeGetType, NULL, NULL },
+	{ "cuGraphKernelNodeGetParams", 12000, NULL, (void *)cuGraphKernelNodeGetParams_v2, NULL },
+	{ "cuGraphChildGraphNodeGetGraph", 0, (void *)cuGraphChildGraphNodeGetGraph, NULL, NULL },
+	{ "cuStreamIsCapturing", 0, (void *)cuStreamIsCapturing, NULL, NULL },
 	{ "cuFuncGetParamInfo", 0, (void *)cuFuncGetParamInfo, NULL, NULL },
 	{ "cuKernelGetParamInfo", 0, (void *)cuKernelGetParamInfo, NULL, NULL },
 	{ "cuFuncGetName", 0, (void *)cuFuncGetName, NULL, NULL },
@@ -372,6 +509,10 @@ void *fake_own(const char *name)
 		{ "cuLaunchKernelEx_ptsz", (void *)cuLaunchKernelEx_ptsz },
 		{ "cuLaunchCooperativeKernel", (void *)cuLaunchCooperativeKernel },
 		{ "cudaLaunchKernel", (void *)cudaLaunchKernel },
+		{ "cuGraphInstantiateWithFlags", (void *)cuGraphInstantiateWithFlags },
+		{ "cuGraphExecDestroy", (void *)cuGraphExecDestroy },
+		{ "cuGraphExecUpdate_v2", (void *)cuGraphExecUpdate_v2 },
+		{ "cuGraphExecKernelNodeSetParams_v2", (void *)cuGraphExecKernelNodeSetParams_v2 },
 	};
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)

@@ -16,6 +16,7 @@ enum fake_call {
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
 	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
 	FAKE_event_record, FAKE_event_query, FAKE_event_sync,
+	FAKE_graph_get_nodes, FAKE_graph_instantiate, FAKE_graph_exec_destroy,
 	FAKE_NCALLS
 };
 
@@ -210,6 +211,63 @@ int cuEventCreate(void **e, unsigned int flags);
 int cuEventRecord(void *e, void *s);
 int cuEventQuery(void *e);
 int cuEventSynchronize(void *e);
+/*
+ * Graphs: a CUgraph of the fake is a struct fake_graph the test fills
+ * (fake_graph_kernel() copies each parameter's bytes, as the driver does
+ * when a kernel node is added), a CUgraphNode a struct fake_node, a
+ * CUgraphExec a slot of FAKE_EXECS (the lowest free one: a destroyed
+ * handle is the next one made).  The runtime's instantiate and destroy
+ * reach the driver's through dlsym(RTLD_DEFAULT), as a runtime's reach the
+ * driver by lookup.  fake_graph_fail(1): cuGraphGetNodes refuses
+ * (CUDA_ERROR_INVALID_VALUE).
+ */
+#define FAKE_GRAPH_NODES 8
+#define FAKE_PARAM_BYTES 32
+#define FAKE_EXECS 8
+struct fake_graph;
+struct fake_node {
+	int type;                       /* CUgraphNodeType: 0 kernel, 1 memcpy, 2 memset, 4 child */
+	struct fake_kernel *k;
+	unsigned char arg[FAKE_MAX_PARAMS][FAKE_PARAM_BYTES];
+	void *argp[FAKE_MAX_PARAMS];
+	struct fake_graph *child;
+};
+
+struct fake_graph {
+	int n;
+	struct fake_node node[FAKE_GRAPH_NODES];
+};
+
+/* CUDA_KERNEL_NODE_PARAMS_v2 */
+struct fake_kernel_node_params {
+	void *func;
+	unsigned int grid[3], block[3], shared;
+	void **params;
+	void **extra;
+	void *kern;
+	void *ctx;
+};
+
+struct fake_node *fake_graph_kernel(struct fake_graph *g, struct fake_kernel *k, void **params);
+struct fake_node *fake_graph_node(struct fake_graph *g, int type, struct fake_graph *child);
+void fake_graph_fail(int on);
+/* While on, cuStreamIsCapturing says every stream is capturing (CU_STREAM_CAPTURE_STATUS_ACTIVE). */
+void fake_capture(int on);
+int cuStreamIsCapturing(void *s, int *status);
+/* The graph an executable graph of the fake was made from, NULL when destroyed. */
+struct fake_graph *fake_exec_graph(void *exec);
+int cuGraphGetNodes(void *g, void **nodes, size_t *n);
+int cuGraphNodeGetType(void *node, int *type);
+int cuGraphKernelNodeGetParams_v2(void *node, struct fake_kernel_node_params *p);
+int cuGraphChildGraphNodeGetGraph(void *node, void **g);
+int cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags);
+int cuGraphInstantiateWithParams(void **exec, void *g, void *params);
+int cuGraphExecDestroy(void *exec);
+int cuGraphExecUpdate_v2(void *exec, void *g, void *info);
+int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const void *params);
+int cudaGraphInstantiate(void **exec, void *g, unsigned long long flags);
+int cudaGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags);
+int cudaGraphExecDestroy(void *exec);
 int cuModuleUnload(void *module);
 int cuLibraryUnload(void *library);
 int cuFuncGetParamInfo(void *f, size_t i, size_t *off, size_t *size);

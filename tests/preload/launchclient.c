@@ -872,12 +872,227 @@ static int lookups(void)
 	return tap_done();
 }
 
+/* ---- graphs (graphs.sh) ---- */
+
+/*
+ * Instantiate @g with @inst (@what), which must read it with @reads calls
+ * of cuGraphGetNodes (0: launches not watched), then launch it @n times on
+ * STREAM with @launch (@call), each reaching the driver unchanged.
+ * Returns the executable graph.
+ */
+static void *inst_launch(int (*inst)(void **, void *, unsigned long long), const char *what,
+			 struct fake_graph *g, int reads, int (*launch)(void *, void *),
+			 const char *call, int n)
+{
+	unsigned long asked = fake_calls(FAKE_graph_get_nodes);
+	void *e = NULL;
+
+	is_int(0, inst(&e, g, 0), "%s", what);
+	is_int(reads, (int)(fake_calls(FAKE_graph_get_nodes) - asked),
+	       "... read with %d cuGraphGetNodes calls%s", reads,
+	       reads ? "" : " (launches not watched: nothing read)");
+	for (int i = 0; i < n; i++) {
+		is_int(0, launch(e, STREAM), "%s %d", call, i);
+		reached(call, e, STREAM, NULL, NULL);
+	}
+	return e;
+}
+
+/*
+ * Mode "graphs": a graph whose kernel nodes name a and a2 (device) and b,
+ * c and d (host) through an interior pointer, one in b's second chunk, one
+ * in a by-value struct, and in a child graph a CUfunction's and a
+ * CUkernel's, beside a memcpy and a memset node and a kernel without a
+ * layout (whose x is not read); instantiated, launched three times.  Then a runtime graph, an executable graph
+ * destroyed and its handle made again for another graph, one the driver
+ * would not describe, one changed in place then updated, one never
+ * instantiated.  Each call reaches the fake driver unchanged; graphs.sh
+ * checks what was counted and traced (the bases are printed for it).
+ */
+static int graphs(void)
+{
+	static struct fake_graph g, gc, g2, g3;
+	void *a = NULL, *a2 = NULL, *b = NULL, *c = NULL, *d = NULL, *x = NULL, *ai, *bfar, *foreign;
+	void *e1, *e2, *e3 = NULL, *e4 = NULL, *unknown = (void *)0x6a6a60;
+	struct k2_arg s2;
+	int n = 7, on = getenv("VMMX_RUN_LAUNCHES") || getenv("VMMX_RUN_LAUNCH_TRACE");
+	float f = 1.5f;
+
+	plan_lazy();
+	is_int(0, cudaMalloc(&a, 128 * MiB), "cudaMalloc a, 128 MiB");
+	is_int(0, cudaMalloc(&a2, 128 * MiB), "cudaMalloc a2, 128 MiB (the device limit reached)");
+	is_int(0, cudaMalloc(&b, 128 * MiB), "cudaMalloc b, 128 MiB (past the limit)");
+	is_int(0, cudaMalloc(&c, 64 * MiB), "cudaMalloc c, 64 MiB (past the limit)");
+	is_int(0, cudaMalloc(&d, 64 * MiB), "cudaMalloc d, 64 MiB (past the limit)");
+	is_int(0, cudaMalloc(&x, 64 * MiB), "cudaMalloc x, 64 MiB (past the limit)");
+	ok(where(a) == VMMX_LOC_DEVICE && where(a2) == VMMX_LOC_DEVICE &&
+		   where(b) == VMMX_LOC_HOST && where(c) == VMMX_LOC_HOST &&
+		   where(d) == VMMX_LOC_HOST,
+	   "a and a2 lie on the device, b, c and d in host memory");
+	diag("bases a=%p a2=%p b=%p c=%p d=%p x=%p", a, a2, b, c, d, x);
+	ai = (char *)a + 4096 + 3;
+	bfar = (char *)b + 100 * MiB;
+	foreign = fake_real_alloc();
+	s2 = (struct k2_arg){ 3, 0, a2, foreign };
+	{
+		void *p1[] = { &ai, &n, &bfar }, *p2[] = { &s2, &f }, *p5[] = { &x };
+
+		/* an interior pointer (a), one in b's second chunk, a struct's (a2), x unread */
+		fake_graph_kernel(&g, &k1, p1);
+		fake_graph_kernel(&g, &k2, p2);
+		fake_graph_node(&g, 1, NULL);
+		fake_graph_node(&g, 2, NULL);
+		fake_graph_node(&g, 4, &gc);
+		fake_graph_kernel(&g, &k5, p5);
+		/* the child: c by a CUfunction, d by a CUkernel (the node's kern) */
+		fake_graph_kernel(&gc, &k3, (void *[]){ &c });
+		fake_graph_kernel(&gc, &k4, (void *[]){ &d });
+		fake_graph_kernel(&g2, &k3, (void *[]){ &a2 });
+		fake_graph_kernel(&g3, &k3, (void *[]){ &b });
+	}
+	/* The nodes hold copies: what the program's variables say later does not count. */
+	s2.p = ai = bfar = NULL;
+
+	/* g and its child read once each (2 cuGraphGetNodes calls each). */
+	e1 = inst_launch(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags(g)", &g,
+			 on ? 4 : 0, cuGraphLaunch, "cuGraphLaunch", 3);
+	/* The runtime's reads g2 once, not again in the driver's instantiate inside it. */
+	e2 = inst_launch(cudaGraphInstantiate, "cudaGraphInstantiate(g2)", &g2, on ? 2 : 0,
+			 cudaGraphLaunch, "cudaGraphLaunch", 2);
+
+	is_int(0, cuGraphExecDestroy(e1), "cuGraphExecDestroy(g's)");
+	ok(fake_exec_graph(e1) == NULL, "... reached the driver");
+	is_int(0, cuGraphInstantiateWithFlags(&e3, &g3, 0), "cuGraphInstantiateWithFlags(g3)");
+	ok(e3 == e1, "g3's executable graph has the handle g's had");
+	is_int(0, cuGraphLaunch_ptsz(e3, NULL), "cuGraphLaunch_ptsz(g3)");
+	reached("cuGraphLaunch_ptsz", e3, NULL, NULL, NULL);
+
+	fake_graph_fail(1);
+	is_int(0, cuGraphInstantiateWithFlags(&e4, &g2, 0),
+	       "cuGraphInstantiateWithFlags(g2) succeeds with cuGraphGetNodes refused");
+	fake_graph_fail(0);
+	is_int(0, cuGraphLaunch(e4, STREAM), "its launch is passed on");
+	reached("cuGraphLaunch", e4, STREAM, NULL, NULL);
+
+	is_int(0, cuGraphExecKernelNodeSetParams_v2(e2, &g2.node[0], NULL),
+	       "cuGraphExecKernelNodeSetParams_v2(g2's)");
+	is_int(0, cudaGraphLaunch(e2, STREAM), "cudaGraphLaunch(g2's, changed in place)");
+	is_int(0, cuGraphExecUpdate_v2(e2, &g3, NULL), "cuGraphExecUpdate_v2(g2's, g3)");
+	ok(fake_exec_graph(e2) == &g3, "... reached the driver");
+	is_int(0, cudaGraphLaunch(e2, STREAM), "cudaGraphLaunch(g2's, updated to g3)");
+	is_int(0, cuGraphLaunch(unknown, STREAM), "cuGraphLaunch of a handle never instantiated");
+	reached("cuGraphLaunch", unknown, STREAM, NULL, NULL);
+	is_int(0, cudaGraphExecDestroy(e2), "cudaGraphExecDestroy(g2's)");
+	is_int(0, cudaGraphExecDestroy(e3), "cudaGraphExecDestroy(g3's)");
+	is_int(0, cudaGraphExecDestroy(e4), "cudaGraphExecDestroy(the unread one)");
+	return tap_done();
+}
+
+/*
+ * Mode "graph-place" (--placement launch): six 64 MiB buffers, four fit;
+ * a graph naming w4 and, through a child graph, w5 (both in host memory)
+ * brings both in before its launch is passed on, sending back w0 and w1,
+ * which another graph named before; that one's next launch brings them
+ * back.  The data survives.
+ */
+static int graph_place(void)
+{
+	static struct fake_graph ga, gac, gb;
+	void *w[NW] = { 0 }, *ea = NULL, *eb = NULL;
+	int ok_fill = 1, ok_data = 1;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++) {
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+		ok_fill &= pattern(w[i], (unsigned char)(0x10 + i), 0);
+	}
+	ok(ok_fill, "each buffer filled with its own byte");
+	is_int(0x0f, (int)resident(w), "w0-w3 on the device, w4 and w5 in host memory");
+	fake_graph_kernel(&ga, &k3, (void *[]){ &w[4] });
+	fake_graph_node(&ga, 4, &gac);
+	fake_graph_kernel(&gac, &k3, (void *[]){ &w[5] });
+	fake_graph_kernel(&gb, &k3, (void *[]){ &w[0] });
+	fake_graph_kernel(&gb, &k3, (void *[]){ &w[1] });
+	is_int(0, cuGraphInstantiateWithFlags(&ea, &ga, 0), "instantiate ga (w4, child: w5)");
+	is_int(0, cudaGraphInstantiate(&eb, &gb, 0), "instantiate gb (w0, w1)");
+	/* Only segments named before are sent back for room: gb's first. */
+	is_int(0, cudaGraphLaunch(eb, NULL), "cudaGraphLaunch(gb)");
+	is_int(0x0f, (int)resident(w), "nothing moved: w0 and w1 were on the device");
+	/* A launch into a capture is recorded, not run: nothing is placed for it
+	 * (w0 and w1, named, could make room). */
+	fake_capture(1);
+	is_int(0, cuLaunchKernel(&k3, 1, 1, 1, 32, 1, 1, 0, NULL, (void *[]){ &w[4] }, NULL),
+	       "cuLaunchKernel(k3, w4) while the stream captures");
+	fake_capture(0);
+	is_int(0x0f, (int)resident(w), "w4 left in host memory: a captured launch is not placed");
+	is_int(0, cuGraphLaunch(ea, NULL), "cuGraphLaunch(ga)");
+	is_int(0x3c, (int)resident(w),
+	       "w4 and w5 brought to the device for ga's launch, w0 and w1 sent back for room");
+	is_int(0, cudaGraphLaunch(eb, NULL), "cudaGraphLaunch(gb) again");
+	is_int(0x0f, (int)resident(w), "w0 and w1 brought back for gb's, w4 and w5 sent back");
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every buffer still holds its byte after the moves");
+	is_int(0, cuGraphExecDestroy(ea), "cuGraphExecDestroy(ga's)");
+	is_int(0, cudaGraphExecDestroy(eb), "cudaGraphExecDestroy(gb's)");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
+/* Mode "graph-lookups": the graph entry points by dlsym and cuGetProcAddress, watched or not. */
+static int graph_lookups(void)
+{
+	static const struct {
+		const char *name, *own;
+	} names[] = {
+		{ "cuGraphInstantiateWithFlags", "cuGraphInstantiateWithFlags" },
+		{ "cuGraphExecDestroy", "cuGraphExecDestroy" },
+		{ "cuGraphExecUpdate", "cuGraphExecUpdate_v2" },
+		{ "cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams_v2" },
+	};
+	int on = getenv("VMMX_RUN_LAUNCHES") != NULL;
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	plan_lazy();
+	ok(drv != NULL, "dlopen(libcuda.so.1)");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		void *p = NULL, *own = fake_own(names[i].own);
+
+		is_int(0, cuGetProcAddress_v2(names[i].name, &p, 12000, 0, NULL),
+		       "cuGetProcAddress_v2(%s, 12000)", names[i].name);
+		ok(on ? p && p != own : p == own, "... is %s %s",
+		   on ? "the interposer's" : "the driver's own", names[i].own);
+		p = drv ? dlsym(drv, names[i].own) : NULL;
+		ok(on ? p && p != own : p == own, "dlsym(libcuda, %s) is %s", names[i].own,
+		   on ? "the interposer's" : "the driver's own (launches not watched)");
+	}
+	if (drv)
+		dlclose(drv);
+	return tap_done();
+}
+
+/* The graph modes (graph*); an unknown one fails. */
+static int graph_mode(const char *mode)
+{
+	if (!strcmp(mode, "graphs"))
+		return graphs();
+	if (!strcmp(mode, "graph-place"))
+		return graph_place();
+	if (!strcmp(mode, "graph-lookups"))
+		return graph_lookups();
+	fprintf(stderr, "launchclient: no mode %s\n", mode);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "bench"))
 		return bench(atol(argv[2]));
 	if (!getenv("LD_PRELOAD"))
 		skip_all("not under vmmx-run (launches.sh runs this)");
+	if (argc > 1 && !strncmp(argv[1], "graph", 5))
+		return graph_mode(argv[1]);
 	if (argc > 1 && !strcmp(argv[1], "lookups"))
 		return lookups();
 	if (argc > 1 && !strcmp(argv[1], "threads"))

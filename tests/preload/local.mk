@@ -4,7 +4,7 @@
 check_LTLIBRARIES += %D%/libvmmxfakecuda.la
 %C%_libvmmxfakecuda_la_SOURCES = %D%/fakecuda.c %D%/fakecuda.h
 %C%_libvmmxfakecuda_la_CFLAGS = $(AM_CFLAGS) $(PTHREAD_CFLAGS)
-%C%_libvmmxfakecuda_la_LIBADD = $(PTHREAD_LIBS)
+%C%_libvmmxfakecuda_la_LIBADD = -ldl $(PTHREAD_LIBS)
 # -rpath makes it a shared library; -Bsymbolic: its calls to itself stay its own,
 # as a real libcuda's do, past the interposer.
 %C%_libvmmxfakecuda_la_LDFLAGS = $(AM_LDFLAGS) -avoid-version -rpath /nowhere \
@@ -55,6 +55,11 @@ check_PROGRAMS += %D%/sleepclient
 TESTS += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/ctl.sh
 EXTRA_DIST += %D%/hooks.sh %D%/run.sh %D%/lookup.sh %D%/lookups.sh %D%/launches.sh %D%/env.sh \
 	%D%/fakecuda.map %D%/ctl.sh
+# CUDA graphs under the launch watch (launchclient's graph modes).
+TESTS += %D%/graphs.sh
+EXTRA_DIST += %D%/graphs.sh
+# The same with PyTorch on the GPU machine, from a built tree (docs/PRELOAD.md).
+EXTRA_DIST += %D%/graph_gpu.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 # Sleep and wake from outside on the GPU machine (docs/PRELOAD.md has the command).
 EXTRA_DIST += %D%/ctl_gpu.sh %D%/ctl_torch.py %D%/wait_for.sh
