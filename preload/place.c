@@ -451,25 +451,33 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	int unlocked = how == MOVER, ahead = how != ON_DEMAND;
+	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0;
 	int err;
 
 	if (vmmx_ctx_query(t->ctx, &ci)) {
 		st.failed++;
 		return -VMMX_EINVAL;
 	}
-	/* Nothing queued may still use what moves: see the top of the file. */
-	err = wait_last_use(t, unlocked);
-	if (err) {
-		st.failed++;
-		return err;
-	}
 	for (int tries = 0;; tries++) {
 		struct vmmx_loc dev = { VMMX_LOC_DEVICE, ci.device };
 		struct tracked *v;
 
-		/* A move the device has no room for is not tried: it would fail, maybe slowly. */
-		err = room_for(t, dev) ? move(t, dev, unlocked, &st.in_ns) : -VMMX_ENOMEM;
+		/*
+		 * A move the device has no room for is not tried: it would fail,
+		 * maybe slowly.  Nothing queued may still use what moves (see the
+		 * top of the file): waited for once a move is to be made, not
+		 * before (a move that will not happen waits for nothing).
+		 */
+		err = -VMMX_ENOMEM;
+		if (room_for(t, dev)) {
+			err = waited ? 0 : wait_last_use(t, unlocked);
+			waited = 1;
+			if (err) {
+				st.failed++;
+				return err;
+			}
+			err = move(t, dev, unlocked, &st.in_ns);
+		}
 		if (!err) {
 			st.promoted++;
 			st.promoted_bytes += t->size;
