@@ -77,6 +77,7 @@ vmmx_c_tests = \
 	%D%/vmm/event \
 	%D%/lib/event \
 	%D%/lib/room \
+	%D%/lib/verified \
 	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
@@ -169,6 +170,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_event_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_room_LDADD = $(TEST_LDADD)
 %C%_lib_room_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_verified_LDADD = $(TEST_LDADD)
+%C%_lib_verified_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
 %C%_lib_foreign_LDADD = $(TEST_LDADD)
 %C%_lib_fork_LDADD = $(TEST_LDADD)
