@@ -85,6 +85,9 @@ TESTS += $(vmmx_c_tests) %D%/api/cxx %D%/api/exports.sh
 EXTRA_DIST += %D%/api/exports.sh %D%/tools/tap.sh
 TESTS += %D%/tools/vmmx-info.sh
 EXTRA_DIST += %D%/tools/vmmx-info.sh
+# The cuda backend's checksum kernel through ptxas (skips without the toolkit).
+TESTS += %D%/vmm/ptx.sh
+EXTRA_DIST += %D%/vmm/ptx.sh
 # The man pages vmmx(3) and vmmx(7) against the code (.ci/check-man).
 TESTS += %D%/docs/check-man.sh
 EXTRA_DIST += %D%/docs/check-man.sh
