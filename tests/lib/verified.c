@@ -84,23 +84,6 @@ static uint8_t *pattern(size_t len, uint32_t seed)
 	return p;
 }
 
-/* A buffer of @size in host memory (4 MiB chunks) holding the pattern @seed. */
-static struct vmmx_buf *host_buf(struct vmmx_ctx *ctx, size_t size, uint32_t seed)
-{
-	struct vmmx_buf *buf;
-
-	if (vmmx_buf_create(ctx, 64 * MiB, "host", &buf) || vmmx_buf_resize(buf, size) ||
-	    test_fill(ctx, vmmx_buf_ptr(buf), 0, size, seed))
-		bail("host_buf: %s", vmmx_last_error());
-	return buf;
-}
-
-static void move_all(struct vmmx_buf *buf, struct vmmx_loc to)
-{
-	if (vmmx_buf_migrate(buf, 0, vmmx_buf_size(buf), to, NULL))
-		bail("vmmx_buf_migrate: %s", vmmx_last_error());
-}
-
 /* Whether @buf holds exactly @want (read back through vmmx_memcpy). */
 static bool holds(struct vmmx_ctx *ctx, struct vmmx_buf *buf, const uint8_t *want, size_t len)
 {
@@ -121,12 +104,21 @@ static void handles(struct vmmx_buf *buf, vmm_handle_t *h, size_t n)
 		h[i] = buf->table->c[i].handle;
 }
 
+/* The end of a part: the buffer and the expected bytes go, nothing is left. */
+static void finish(struct vmmx_ctx *ctx, struct vmmx_buf *buf, uint8_t *want)
+{
+	vmmx_buf_destroy(buf);
+	free(want);
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
 /* ---- 1. vmmx_checksum ---- */
 
 static void checksum(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(plain);
-	struct vmmx_buf *buf = host_buf(ctx, 8 * MiB, 1);
+	struct vmmx_buf *buf = test_host_buf(ctx, 8 * MiB, 1);
 	uint8_t *want = pattern(8 * MiB, 1), *p = vmmx_buf_ptr(buf), w[16];
 	uint64_t sum = 0, before, n0;
 
@@ -197,10 +189,7 @@ static void checksum(void)
 	}
 	is_err(-VMMX_EINVAL, vmm_checksum(vmmx__ctx_vmm(ctx), p + 4 * MiB, 7, &sum),
 	       "vmm_checksum: a size that is not a multiple of 8");
-	vmmx_buf_destroy(buf);
-	free(want);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	finish(ctx, buf, want);
 }
 
 /* ---- 2. the round trip ---- */
@@ -208,14 +197,14 @@ static void checksum(void)
 static void round_trip(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
-	struct vmmx_buf *buf = host_buf(ctx, 16 * MiB, 2);
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 2);
 	uint8_t *want = pattern(16 * MiB, 2);
 	vmm_handle_t h0[4], h1[4];
 	uint64_t copies, creates;
 	struct vmmx_stats st;
 
 	handles(buf, h0, 4);
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	st = test_stats(ctx);
 	is_string("0000", test_layout(buf), "promoted");
 	is_uint(16 * MiB, st.shadow_bytes, "every chunk keeps its host handle (shadow_bytes)");
@@ -224,7 +213,7 @@ static void round_trip(void)
 
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
 	creates = test_driver_calls(ctx, VMMX_OP_CREATE);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies, test_driver_calls(ctx, VMMX_OP_COPY), "back to host memory with no copy");
 	is_uint(creates, test_driver_calls(ctx, VMMX_OP_CREATE), "and no new handle");
 	handles(buf, h1, 4);
@@ -242,11 +231,11 @@ static void round_trip(void)
 
 	/* The default (none): nothing kept, copied back, no checksum. */
 	ctx = test_ctx(plain);
-	buf = host_buf(ctx, 16 * MiB, 2);
-	move_all(buf, DEV);
+	buf = test_host_buf(ctx, 16 * MiB, 2);
+	test_migrate_all(buf, DEV);
 	is_uint(0, test_stats(ctx).shadow_bytes, "VMMX_HOST_COPIES unset: no host handle kept");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies + 4, test_driver_calls(ctx, VMMX_OP_COPY), "and the chunks are copied back");
 	st = test_stats(ctx);
 	ok(st.checksums == 0 && st.copies_saved == 0, "with no checksum and no copy saved");
@@ -261,13 +250,13 @@ static void round_trip(void)
 static void written(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
-	struct vmmx_buf *buf = host_buf(ctx, 16 * MiB, 3);
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 3);
 	uint8_t *want = pattern(16 * MiB, 3), *p = vmmx_buf_ptr(buf), w[16];
 	struct vmm *v = vmmx__ctx_vmm(ctx);
 	uint64_t copies;
 	struct vmmx_stats st;
 
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	/* Behind libvmmx's back, as a kernel writes: chunk 1 set in part, two
 	 * words of chunk 2 swapped. */
 	is_err(0, vmm_memset(v, p + 4 * MiB + 100, 0x5a, 1000), "chunk 1 written on the device");
@@ -278,7 +267,7 @@ static void written(void)
 	memcpy(want + 9 * MiB, w, 16);
 	is_uint(16 * MiB, test_stats(ctx).shadow_bytes, "libvmmx saw neither: every copy kept");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies + 2, test_driver_calls(ctx, VMMX_OP_COPY),
 		"back to host memory: the two written chunks copied");
 	st = test_stats(ctx);
@@ -288,20 +277,17 @@ static void written(void)
 	ok(holds(ctx, buf, want, 16 * MiB), "the written bytes are what came back");
 
 	/* A write through the API drops the copy at once. */
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_uint(16 * MiB, test_stats(ctx).shadow_bytes, "promoted again: four copies");
 	memset(want + 13 * MiB, 0x33, 64);
 	is_err(0, vmmx_memcpy(ctx, p + 13 * MiB, want + 13 * MiB, 64), "vmmx_memcpy into chunk 3");
 	is_uint(12 * MiB, test_stats(ctx).shadow_bytes, "its copy is dropped before the write");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies + 1, test_driver_calls(ctx, VMMX_OP_COPY), "back: chunk 3 copied");
 	is_uint(2, test_stats(ctx).verified_changed, "without a checksum to find it changed");
 	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
-	vmmx_buf_destroy(buf);
-	free(want);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	finish(ctx, buf, want);
 }
 
 /* ---- 4. a failed checksum ---- */
@@ -309,7 +295,7 @@ static void written(void)
 static void failed(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
-	struct vmmx_buf *buf = host_buf(ctx, 16 * MiB, 4);
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 4);
 	uint8_t *want = pattern(16 * MiB, 4);
 	struct vmm *v = vmmx__ctx_vmm(ctx);
 	uint64_t copies;
@@ -323,13 +309,13 @@ static void failed(void)
 	is_uint(12 * MiB, test_stats(ctx).shadow_bytes, "the chunk without a checksum keeps no copy");
 	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies + 1, test_driver_calls(ctx, VMMX_OP_COPY), "back: that chunk copied");
 	is_uint(3, test_stats(ctx).verified_saved, "the other three mapped back");
 	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
 
 	/* At the move back: copied, not counted as changed; ENOTSUP the same. */
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_err(0, vmm_fault_arm_n(v, (enum vmmx_op)VMM_OP_CHECKSUM, 1, 2, -VMMX_ENOTSUP),
 	       "the next two checksums fail with -VMMX_ENOTSUP");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
@@ -342,10 +328,7 @@ static void failed(void)
 	is_uint(0, st.shadow_bytes, "no copy left");
 	ok(holds(ctx, buf, want, 16 * MiB), "no byte lost");
 	is_string("", vmmx_last_error(), "the swallowed failures leave no last error");
-	vmmx_buf_destroy(buf);
-	free(want);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	finish(ctx, buf, want);
 }
 
 /* ---- 5. the fault sweep ---- */
@@ -387,6 +370,19 @@ static int scenario(struct vmmx_ctx *ctx, const uint8_t *orig, uint8_t *want, in
 	return bad;
 }
 
+struct sweep {
+	uint8_t *orig;
+	uint8_t *want;
+	int errors;
+};
+
+static int sweep_run(struct vmmx_ctx *ctx, void *arg)
+{
+	struct sweep *sw = arg;
+
+	return scenario(ctx, sw->orig, sw->want, &sw->errors);
+}
+
 static const int sweep_ops[] = {
 	VMMX_OP_CREATE, VMMX_OP_MAP, VMMX_OP_UNMAP, VMMX_OP_SET_ACCESS, VMMX_OP_COPY,
 	VMM_OP_CHECKSUM,
@@ -400,46 +396,23 @@ static uint64_t op_calls(const struct vmm_counts *c, int op)
 
 static void fault_sweep(void)
 {
-	uint8_t *orig = pattern(12 * MiB, 5), *want = malloc(12 * MiB);
+	struct sweep sw = { .orig = pattern(12 * MiB, 5), .want = malloc(12 * MiB) };
 	struct vmm_counts base;
 	struct vmmx_ctx *ctx = test_ctx(verified);
-	int errors = 0;
 
-	if (!want)
+	if (!sw.want)
 		bail("out of memory");
-	is_int(0, scenario(ctx, orig, want, &errors), "fault sweep: the scenario runs clean");
-	is_int(0, errors, "with no error");
+	is_int(0, sweep_run(ctx, &sw), "fault sweep: the scenario runs clean");
+	is_int(0, sw.errors, "with no error");
 	ok(test_stats(ctx).verified_saved >= 4 && test_stats(ctx).verified_changed == 2,
 	   "saving the unwritten chunks' copies and copying the written one");
 	vmm_counts(vmmx__ctx_vmm(ctx), &base);
 	vmmx_ctx_destroy(ctx);
-	for (size_t i = 0; i < NSWEEP; i++) {
-		uint64_t n = op_calls(&base, sweep_ops[i]), hit = 0, bad = 0, leaks = 0;
-		const char *name = vmm_op_name((enum vmmx_op)sweep_ops[i]);
-
-		for (uint64_t k = 1; k <= n; k++) {
-			struct vmm_counts c;
-
-			ctx = test_ctx(verified);
-			vmm_fault_arm(vmmx__ctx_vmm(ctx), (enum vmmx_op)sweep_ops[i], k, 0);
-			if (scenario(ctx, orig, want, &errors)) {
-				diag("%s #%llu: bytes lost", name, (unsigned long long)k);
-				bad++;
-			}
-			vmm_counts(vmmx__ctx_vmm(ctx), &c);
-			hit += c.injected;
-			if (!test_no_leaks(ctx)) {
-				diag("%s #%llu leaked", name, (unsigned long long)k);
-				leaks++;
-			}
-			vmmx_ctx_destroy(ctx);
-		}
-		is_uint(n, hit, "every one of the %llu %s calls was failed once",
-			(unsigned long long)n, name);
-		ok(!bad && !leaks, "failing a %s: no byte lost, no leak", name);
-	}
-	free(orig);
-	free(want);
+	for (size_t i = 0; i < NSWEEP; i++)
+		test_fault_sweep(verified, sweep_ops[i], op_calls(&base, sweep_ops[i]), sweep_run,
+				 &sw, "no byte lost");
+	free(sw.orig);
+	free(sw.want);
 }
 
 int main(void)
