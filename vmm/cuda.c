@@ -106,6 +106,9 @@ struct vmm_cuda {
 	CUmodule sum_mod;
 	CUfunction sum_fn;
 	CUdeviceptr sum_word;           /* 8 bytes of device memory: the result */
+	uint64_t sum_back;              /* the result copied back: here, not on a caller's
+					 * stack, so that a copy a failed wait leaves behind
+					 * lands in memory that outlives the call */
 	CUstream sum_stream;            /* private, non-blocking */
 	unsigned int sum_grid;          /* most blocks per launch */
 };
@@ -482,7 +485,7 @@ static int cuda_checksum(struct vmm *v, const void *va, size_t size, uint64_t *s
 {
 	struct vmm_cuda *c = to_cuda(v);
 	CUdeviceptr base = dptr(va);
-	uint64_t words = size / 8, sum = 0;
+	uint64_t words = size / 8;
 	unsigned int grid;
 	void *args[3];
 	const char *what;
@@ -511,7 +514,8 @@ static int cuda_checksum(struct vmm *v, const void *va, size_t size, uint64_t *s
 	}
 	if (r == CUDA_SUCCESS) {
 		what = "cuMemcpyAsync(checksum result)";
-		r = c->api.cuMemcpyAsync(dptr(&sum), c->sum_word, sizeof(sum), c->sum_stream);
+		r = c->api.cuMemcpyAsync(dptr(&c->sum_back), c->sum_word, sizeof(c->sum_back),
+					 c->sum_stream);
 	}
 	if (r == CUDA_SUCCESS) {
 		what = "cuStreamSynchronize(checksum stream)";
@@ -522,7 +526,7 @@ static int cuda_checksum(struct vmm *v, const void *va, size_t size, uint64_t *s
 		err = cu_fail(c, r, "%s over [%p, +%zu)", what, va, size);
 		goto out;
 	}
-	*sum_p = sum;
+	*sum_p = c->sum_back;
 out:
 	pthread_mutex_unlock(&c->sum_lock);
 	return err;
