@@ -485,7 +485,6 @@ out:
 	return err;
 }
 
-
 VMMX_API int vmmx_checksum(struct vmmx_ctx *ctx, const void *ptr, size_t size, uint64_t *sum_p)
 {
 	uintptr_t a = (uintptr_t)ptr;
