@@ -204,7 +204,7 @@ enum vmmx_host_access {
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
-#define VMMX_STATS_VERSION 4
+#define VMMX_STATS_VERSION 5
 
 /** VMMX_STATS_DEVICES - devices described one by one in struct vmmx_stats. */
 #define VMMX_STATS_DEVICES 16
@@ -267,6 +267,14 @@ struct vmmx_stats {
 				           that shrinks cut through, until vmmx_buf_trim() */
 	uint64_t moves_busy;          /**< policy moves skipped because a libvmmx copy or
 				           memset was using the buffer */
+	/* version 5: verified host copies (VMMX_HOST_COPIES=verified) */
+	uint64_t checksums;           /**< device checksums taken (vmmx_checksum, and the
+				           chunks of verified host copies) */
+	uint64_t verified_saved;      /**< moves to host memory that mapped a verified copy
+				           again because the chunk's checksum was unchanged
+				           (counted in @copies_saved too) */
+	uint64_t verified_changed;    /**< verified copies found stale at a move back (the
+				           chunk was written on the device): copied instead */
 };
 
 /**
@@ -959,6 +967,40 @@ VMMX_API int vmmx_memcpy(struct vmmx_ctx *ctx, void *dst, const void *src, size_
  * Context: as vmmx_memcpy().
  */
 VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n);
+
+/**
+ * vmmx_checksum() - a checksum of a range of a buffer, computed by the device.
+ * @ctx: context.
+ * @ptr: first byte, inside a buffer of @ctx (device or host chunks, any
+ *       mix), 8-byte aligned.
+ * @size: bytes, a multiple of 8, up to the buffer's size; 0 gives 0.
+ * @sum_p: receives the checksum (written only on success).
+ *
+ * The checksum is defined exactly, the same on every backend: the sum mod
+ * 2^64, over the little-endian 64-bit words w_i at @ptr + 8i, of
+ * mix(w_i ^ (i * 0x9e3779b97f4a7c15)), where mix is the splitmix64
+ * finalizer (x ^= x >> 30; x *= 0xbf58476d1ce4e5b9; x ^= x >> 27;
+ * x *= 0x94d049bb133111eb; x ^= x >> 31).  Any change of the bytes changes
+ * it but with a probability of about 2^-64; words swapped or moved change
+ * it too (each term mixes in its index).  The i of a word counts from
+ * @ptr, so a range's sum depends on where the range starts.
+ * VMMX_HOST_COPIES=verified uses it to tell whether a chunk was written
+ * on the device (vmmx(7)).  The buffer is pinned as for vmmx_memcpy(): no
+ * resize or migration unmaps the range under the device meanwhile; kernels
+ * writing the range meanwhile are the caller's race.
+ *
+ * Return: 0; -VMMX_EINVAL for a NULL argument, a misaligned @ptr or a
+ * @size that is not a multiple of 8, a @ptr in no buffer of @ctx, or a
+ * range past the buffer's size, the message naming which;
+ * -VMMX_ENOTSUP when the driver cannot run the checksum kernel (too old, or
+ * without the module calls); -VMMX_ENODRIVER in a forked child;
+ * -VMMX_ENOMEM; -VMMX_EDRIVER.
+ *
+ * Context: any thread; lock-free lookup (RCU read side); the first call of
+ * a context loads the checksum kernel; blocks until the device has summed
+ * the range (one kernel at a time per context); calls the driver.
+ */
+VMMX_API int vmmx_checksum(struct vmmx_ctx *ctx, const void *ptr, size_t size, uint64_t *sum_p);
 
 /**
  * vmmx_sync() - wait until the device has finished all work.

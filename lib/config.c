@@ -265,6 +265,19 @@ static int parse_cpu_access(const struct var *v, const char *val, struct vmmx__c
 	return 0;
 }
 
+static int parse_host_copies(const struct var *v, const char *val, struct vmmx__conf *conf)
+{
+	int *out = (void *)((char *)conf + v->dest);
+
+	if (!strcmp(val, "none"))
+		*out = VMMX__HOST_COPIES_NONE;
+	else if (!strcmp(val, "verified"))
+		*out = VMMX__HOST_COPIES_VERIFIED;
+	else
+		return bad(v, cur_src, val);
+	return 0;
+}
+
 /*
  * VMMX_FAULT=op:N[,op:N...]: fail the N-th call of op (tests and experiments).
  * The fault layer keeps one countdown per op, so an op given twice would
@@ -282,7 +295,7 @@ static int parse_fault(const struct var *v, const char *val, struct vmmx__conf *
 		int op;
 		unsigned long long nth;
 
-		if (!colon || n == VMMX_OP_COUNT)
+		if (!colon || n == VMM_OP_COUNT)
 			return bad(v, cur_src, val);
 		op = vmm_op_parse(p, (size_t)(colon - p));
 		if (op < 0 || colon[1] < '1' || colon[1] > '9')
@@ -356,9 +369,14 @@ static const struct var vars[] = {
 	  CONF(host_cpu_access) },
 	{ "VMMX_FAULT", -1, parse_fault,
 	  "op:N[,op:N...] with op one of reserve, unreserve, create, release, map, unmap, "
-	  "set_access, copy, memset, sync, register, unregister, each op once, and N from 1 to "
-	  "2^64 - 1",
+	  "set_access, copy, memset, sync, register, unregister, event, checksum, each op once, "
+	  "and N from 1 to 2^64 - 1",
 	  0 },
+	{ "VMMX_HOST_COPIES", -1, parse_host_copies,
+	  "none (only chunks advised read-mostly keep their host memory when promoted) or "
+	  "verified (every chunk does, and moving back maps it again when a device checksum "
+	  "shows the chunk unchanged)",
+	  CONF(host_copies) },
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -382,7 +400,7 @@ static void defaults(struct vmmx__conf *conf)
 	conf->sim_devices = 1;
 	conf->host_cpu_access = VMMX__CPU_ALL;
 	conf->log.level = VMMX_LOG_WARN;
-	for (int i = 0; i < VMMX_OP_COUNT; i++)
+	for (int i = 0; i < VMM_OP_COUNT; i++)
 		conf->faults[i].op = -1;
 }
 

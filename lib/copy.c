@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * copy.c - copies and memsets split per run of one location.
+ * copy.c - copies and memsets split per run of one location, and checksums.
  *
  * One cuMemcpy whose source spanned a device chunk and a host chunk killed
  * the process inside the driver (docs/DRIVER.md), so no driver copy here ever
@@ -27,8 +27,12 @@
  * of it waits for the pin (or, started by a policy, skips the buffer), so
  * no chunk a copy uses is unmapped under it.  A buffer being moved makes
  * the call drop every pin, wait, and plan again.  Only a
- * write into a buffer with read-mostly chunks takes that buffer's mutex,
- * once, to drop the host copies it makes stale (shadow.c).
+ * write into a buffer with read-mostly chunks or verified host copies takes
+ * that buffer's mutex, once, to drop the host copies it makes stale
+ * (shadow.c).
+ *
+ * vmmx_checksum() is here too: it reads a buffer's range the way a copy's
+ * source is read, pinned, with the device's checksum instead of a copy.
  */
 #include "config.h"
 
@@ -136,7 +140,8 @@ enum run_use { USE_READ, USE_WRITE, USE_SET };
  * @addr, pinned (buf.c) until the caller unpins it after its driver call,
  * so that no migration or trim unmaps the run meanwhile; NULL for memory
  * outside every buffer.  *@buf_p: that buffer again when it has read-mostly
- * chunks and @use writes (its host copies must go), else NULL.
+ * chunks or verified host copies and @use writes (its host copies must go),
+ * else NULL.
  */
 static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use use,
 		  size_t *len_p, enum run_kind *kind, struct vmmx_buf **pin_p,
@@ -196,7 +201,8 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use
 		if (end > t->size)
 			end = t->size;
 		len = end - off < max ? end - off : max;
-		if (write && __atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED))
+		if (write && (__atomic_load_n(&buf->read_mostly, __ATOMIC_RELAXED) ||
+			      __atomic_load_n(&buf->host_copies, __ATOMIC_RELAXED)))
 			*buf_p = buf;
 		*pin_p = buf;
 	}
@@ -255,13 +261,19 @@ static void plan_fini(struct plan *pl)
  * A buffer of the range is being moved: drop every pin, so that its writer
  * can go on, and wait a moment before the caller plans again.
  */
-static void plan_wait(struct plan *pl, unsigned int *round)
+/* Wait a moment for a buffer being moved: yield at first, then sleep. */
+static void busy_wait(unsigned int *round)
 {
-	plan_unpin(pl);
 	if ((*round)++ < 64)
 		sched_yield();
 	else
 		usleep(50);
+}
+
+static void plan_wait(struct plan *pl, unsigned int *round)
+{
+	plan_unpin(pl);
+	busy_wait(round);
 }
 
 /* Add @pc; on failure its pins are dropped. */
@@ -473,3 +485,54 @@ out:
 	return err;
 }
 
+VMMX_API int vmmx_checksum(struct vmmx_ctx *ctx, const void *ptr, size_t size, uint64_t *sum_p)
+{
+	uintptr_t a = (uintptr_t)ptr;
+	unsigned int round = 0;
+	const struct vmmx__table *t;
+	struct vmmx_buf *buf;
+	size_t off, bsize;
+	uint64_t sum;
+	int err;
+
+	vmmx__clear_last_error();
+	if (!ctx || !ptr || !sum_p)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_checksum: %s is NULL",
+				  !ctx ? "ctx" : !ptr ? "ptr" : "sum_p");
+	if (vmmx__inherited(ctx))
+		return vmmx__fail_inherited(ctx, "vmmx_checksum");
+	if (a % 8 || size % 8)
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_checksum(%p, %zu): the %s is not a multiple of 8 (the sum is over 64-bit words)",
+				  ptr, size, a % 8 ? "address" : "size");
+	/* Pinned before its table is read, as a copy's buffer is: no
+	 * migration, trim or shrink unmaps the range while the device reads it. */
+	for (;;) {
+		urcu_bp_read_lock();
+		buf = vmmx__ctx_find_buf(ctx, a);
+		if (!buf || vmmx__buf_pin(buf))
+			break;
+		urcu_bp_read_unlock();
+		busy_wait(&round);
+	}
+	if (!buf) {
+		urcu_bp_read_unlock();
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_checksum: %p is not in a libvmmx buffer of this context", ptr);
+	}
+	t = rcu_dereference(buf->table);
+	off = a - buf->base;
+	bsize = t->size;
+	urcu_bp_read_unlock();
+	if (off > bsize || size > bsize - off) {
+		vmmx__buf_unpin(buf);
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_checksum: [%p, +%zu) goes past the end of its buffer (base %p, size %zu)",
+				  ptr, size, (void *)buf->base, bsize);
+	}
+	err = vmmx__checksum(ctx, ptr, size, &sum);
+	vmmx__buf_unpin(buf);
+	if (!err)
+		*sum_p = sum;
+	return err;
+}

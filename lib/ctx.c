@@ -225,7 +225,7 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 				 detail[0] ? detail : vmmx_strerror(err));
 		goto err_list;
 	}
-	for (int i = 0; i < VMMX_OP_COUNT && ctx->conf.faults[i].op >= 0; i++)
+	for (int i = 0; i < VMM_OP_COUNT && ctx->conf.faults[i].op >= 0; i++)
 		vmm_fault_arm(ctx->vmm, (enum vmmx_op)ctx->conf.faults[i].op, ctx->conf.faults[i].nth, 0);
 	err = setup_sizes(ctx);
 	if (err)

@@ -13,7 +13,10 @@
  *
  * A read-mostly chunk (shadow.c) leaving host memory for a device keeps its
  * old handle instead of giving it to the cache; moving back to that host
- * location maps it again (remap_shadow) before any batch is prepared.
+ * location maps it again (remap_shadow) before any batch is prepared.  With
+ * VMMX_HOST_COPIES=verified every chunk does, with a device checksum taken
+ * after the promotion and again before the move back: a chunk whose sum
+ * changed is copied, its old copy given to the cache.
  *
  * Speed: chunks move in batches (up to MIGRATE_BATCH bytes) through two
  * staging slots.  While batch k's copies run, batch k+1's handles are made
@@ -70,6 +73,7 @@ struct mig {
 	size_t end;             /* one past the last index in the range */
 	size_t slot_bytes;
 	size_t moved;
+	bool dropped;           /* a verified copy was dropped from @nt */
 	int err;                /* first error; stops preparing more */
 	/*
 	 * Which side goes through the staging address.  Granting access to host
@@ -388,11 +392,12 @@ account:
 		nc->handle = b->m[i].nh;
 		nc->cpu = vmmx__cpu_grant(ctx, g->to, true);
 		/* A read-mostly chunk leaving host memory for a device keeps
-		 * its host handle; one arriving in host memory (at another
-		 * location than its copy) has no use for its copy any more. */
-		if (c->read_mostly && vmm_loc_is_host(c->loc) && !vmm_loc_is_host(g->to))
-			vmmx__shadow_keep(ctx, nc, c->loc, c->handle);
-		else
+		 * its host handle, and so does every chunk under
+		 * VMMX_HOST_COPIES=verified whose checksum could be taken; one
+		 * arriving in host memory (at another location than its copy)
+		 * has no use for its copy any more. */
+		if (!vmm_loc_is_host(c->loc) || vmm_loc_is_host(g->to) ||
+		    !vmmx__shadow_promoted(g->buf, nc, c->loc, c->handle))
 			give_back(ctx, c->loc, c->handle, c->size);
 		if (vmm_loc_is_host(g->to))
 			vmmx__shadow_drop(ctx, nc, false);
@@ -401,9 +406,9 @@ account:
 }
 
 /*
- * A read-mostly chunk going back to the host location of its copy: the
- * copy is mapped again in place of the device handle, which goes to the
- * cache; no copy, no new handle.  0, or the error after putting the chunk
+ * A chunk going back to the host location of its copy (read-mostly, or
+ * verified unchanged): the copy is mapped again in place of the device
+ * handle, which goes to the cache; no copy, no new handle.  0, or the error after putting the chunk
  * back as it was.
  */
 static int remap_shadow(struct mig *g, size_t i)
@@ -419,6 +424,8 @@ static int remap_shadow(struct mig *g, size_t i)
 	back.cpu = vmmx__cpu_grant(ctx, back.loc, true);
 	back.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
 	back.shadow = 0;
+	back.verified = false;
+	back.shadow_sum = 0;
 	err = vmm_unmap(ctx->vmm, va, c->size);
 	if (err)
 		return err;
@@ -432,6 +439,8 @@ static int remap_shadow(struct mig *g, size_t i)
 	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ctx->ctr.copies_saved, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ctx->ctr.copy_bytes_saved, c->size, __ATOMIC_RELAXED);
+	if (c->verified)
+		__atomic_fetch_add(&ctx->ctr.verified_saved, 1, __ATOMIC_RELAXED);
 	g->nt->c[i] = back;
 	moved_one(g, &g->nt->c[i]);
 	return 0;
@@ -471,10 +480,17 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	g.nt = vmmx__table_dup(t);
 	if (!g.nt)
 		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_buf_migrate: out of memory");
-	/* Read-mostly chunks with a copy where they go: mapped back, not copied. */
-	for (size_t i = first; i < g.end && !g.err && g.stage_src; i++)
-		if (VMMX__HAS_SHADOW(&t->c[i]) && vmmx__same_loc(t->c[i].shadow_loc, to))
+	/* Chunks with a copy where they go: mapped back, not copied, unless a
+	 * verified copy's checksum shows the chunk written (the copy is
+	 * dropped from the new table then, which must be published). */
+	for (size_t i = first; i < g.end && !g.err && g.stage_src; i++) {
+		if (!VMMX__HAS_SHADOW(&t->c[i]) || !vmmx__same_loc(t->c[i].shadow_loc, to))
+			continue;
+		if (vmmx__shadow_unchanged(buf, &g.nt->c[i]))
 			g.err = remap_shadow(&g, i);
+		else
+			g.dropped = true;
+	}
 	/* What is left to copy. */
 	maxn = 0;
 	for (size_t i = first; i < g.end; i++) {
@@ -533,7 +549,7 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 	err = g.err;
 	vmmx__unreserve_or_defer(ctx, stage, 2 * g.slot_bytes);
 out_publish:
-	if (g.moved) {
+	if (g.moved || g.dropped) {
 		vmmx__table_publish(buf, g.nt);
 		g.nt = NULL;
 	}

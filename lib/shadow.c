@@ -14,6 +14,27 @@
  * moves (vmmx__shadow_written), so that the next move back copies the new
  * bytes.  The chunks stay marked: a later promotion keeps a fresh copy.
  *
+ * Verified copies (VMMX_HOST_COPIES=verified): movers that cannot make that
+ * promise (the interposer moving an unmodified program's weights, a
+ * policy's evictions, vmmx_prefetch) still need not copy a chunk back that
+ * was never written.  Every chunk promoted from host memory then keeps its
+ * host handle too, with the device checksum (vmm_checksum) of its device
+ * copy taken right after the move.  Moving it back to that host location
+ * takes the checksum again: equal, the shadow is mapped again as for a
+ * read-mostly chunk; different, or a checksum that failed, the shadow goes
+ * to the cache and the chunk is copied as before.  A chunk whose checksum
+ * failed at promotion keeps no shadow.  Read-mostly chunks keep theirs
+ * unverified, as before: the advice is the stronger promise.
+ *
+ * How likely a missed write is: the checksum is a 64-bit sum of words each
+ * put through the splitmix64 finalizer after being mixed with its index, so
+ * an arbitrary change of a chunk leaves the sum equal with a probability of
+ * about 2^-64 (one in 1.8e19 changed chunks); structured changes that defeat
+ * plain sums (two words swapped, a word moved, the same delta added here and
+ * taken there) change a word's term through the index mixing and are caught
+ * like any other.  A kernel still writing the chunk while it moves is the
+ * caller's race, as for every move.
+ *
  * A shadow is host memory held: charged against VMMX_HOST_LIMIT like a
  * cached handle, counted as room by vmmx__room() like one, and released
  * when host memory is short (vmmx__make_room), on vmmx_ctx_trim(), or when
@@ -29,12 +50,77 @@
 
 #include "internal/obj.h"
 
-void vmmx__shadow_keep(struct vmmx_ctx *ctx, struct vmmx__chunk *nc, struct vmmx_loc loc,
-		       vmm_handle_t h)
+int vmmx__checksum(struct vmmx_ctx *ctx, const void *va, size_t size, uint64_t *sum_p)
+{
+	int err = vmm_checksum(ctx->vmm, va, size, sum_p);
+
+	if (!err)
+		__atomic_fetch_add(&ctx->ctr.checksums, 1, __ATOMIC_RELAXED);
+	return err;
+}
+
+static void keep(struct vmmx_ctx *ctx, struct vmmx__chunk *nc, struct vmmx_loc loc,
+		 vmm_handle_t h, bool verified, uint64_t sum)
 {
 	nc->shadow = h;
 	nc->shadow_loc = loc;
+	nc->verified = verified;
+	nc->shadow_sum = sum;
 	__atomic_fetch_add(&ctx->shadow_bytes, nc->size, __ATOMIC_RELAXED);
+}
+
+/* The checksum of @c's memory now, through its buffer's address; the error
+ * is logged and swallowed here (the caller copies instead). */
+static int chunk_sum(struct vmmx_buf *buf, const struct vmmx__chunk *c, const char *when,
+		     uint64_t *sum_p)
+{
+	int err = vmmx__checksum(buf->ctx, (void *)(buf->base + c->off), c->size, sum_p);
+
+	if (err) {
+		vmmx__logf(&buf->ctx->conf.log, VMMX_LOG_DEBUG,
+			   "verified host copies: no checksum of the chunk at offset %zu %s (%s): %s",
+			   c->off, when, vmmx_strerror(err),
+			   err == -VMMX_ENOTSUP ? "it is copied as without VMMX_HOST_COPIES"
+						: "it is copied");
+		vmmx__clear_last_error();
+	}
+	return err;
+}
+
+bool vmmx__shadow_promoted(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct vmmx_loc loc,
+			   vmm_handle_t h)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	uint64_t sum;
+
+	if (nc->read_mostly) {
+		keep(ctx, nc, loc, h, false, 0);
+		return true;
+	}
+	if (ctx->conf.host_copies != VMMX__HOST_COPIES_VERIFIED ||
+	    chunk_sum(buf, nc, "after its promotion", &sum))
+		return false;
+	keep(ctx, nc, loc, h, true, sum);
+	/* vmmx_memcpy and vmmx_memset into this buffer now drop copies. */
+	if (!__atomic_load_n(&buf->host_copies, __ATOMIC_RELAXED))
+		__atomic_store_n(&buf->host_copies, true, __ATOMIC_RELAXED);
+	return true;
+}
+
+bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c)
+{
+	uint64_t sum = 0;
+	int err;
+
+	if (!c->verified)
+		return true;
+	err = chunk_sum(buf, c, "before its move back", &sum);
+	if (!err && sum == c->shadow_sum)
+		return true;
+	if (!err)
+		__atomic_fetch_add(&buf->ctx->ctr.verified_changed, 1, __ATOMIC_RELAXED);
+	vmmx__shadow_drop(buf->ctx, c, false);
+	return false;
 }
 
 size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release)
@@ -48,6 +134,8 @@ size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool relea
 	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
 	c->shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
 	c->shadow = 0;
+	c->verified = false;
+	c->shadow_sum = 0;
 	return c->size;
 }
 

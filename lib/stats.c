@@ -76,6 +76,9 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->copies_saved = LOAD(ctx->ctr.copies_saved);
 	out->copy_bytes_saved = LOAD(ctx->ctr.copy_bytes_saved);
 	out->moves_busy = LOAD(ctx->ctr.moves_busy);
+	out->checksums = LOAD(ctx->ctr.checksums);
+	out->verified_saved = LOAD(ctx->ctr.verified_saved);
+	out->verified_changed = LOAD(ctx->ctr.verified_changed);
 	out->registrations = LOAD(ctx->reg_count);
 	out->registered_bytes = LOAD(ctx->reg_bytes);
 	out->host_access = (enum vmmx_host_access)ctx->host_access;
@@ -153,6 +156,7 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(cache_released); U(registrations); U(registered_bytes);
 	U(migrations); U(migrated_bytes); U(evictions); U(promotions);
 	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved); U(slack_bytes); U(moves_busy);
+	U(checksums); U(verified_saved); U(verified_changed);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");

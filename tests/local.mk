@@ -77,6 +77,7 @@ vmmx_c_tests = \
 	%D%/vmm/event \
 	%D%/lib/event \
 	%D%/lib/room \
+	%D%/lib/verified \
 	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
@@ -84,6 +85,9 @@ TESTS += $(vmmx_c_tests) %D%/api/cxx %D%/api/exports.sh
 EXTRA_DIST += %D%/api/exports.sh %D%/tools/tap.sh
 TESTS += %D%/tools/vmmx-info.sh
 EXTRA_DIST += %D%/tools/vmmx-info.sh
+# The cuda backend's checksum kernel through ptxas (skips without the toolkit).
+TESTS += %D%/vmm/ptx.sh
+EXTRA_DIST += %D%/vmm/ptx.sh
 # The man pages vmmx(3) and vmmx(7) against the code (.ci/check-man).
 TESTS += %D%/docs/check-man.sh
 EXTRA_DIST += %D%/docs/check-man.sh
@@ -169,6 +173,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_event_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_room_LDADD = $(TEST_LDADD)
 %C%_lib_room_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_verified_LDADD = $(TEST_LDADD)
+%C%_lib_verified_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
 %C%_lib_foreign_LDADD = $(TEST_LDADD)
 %C%_lib_fork_LDADD = $(TEST_LDADD)

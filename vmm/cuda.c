@@ -45,7 +45,8 @@
  * caller did not undo.
  *
  * Locking: the instance is written only by vmm_cuda_open() and is read-only
- * afterwards, except the stream list, which streams_lock protects; it is
+ * afterwards, except the checksum kernel's state, which sum_lock protects
+ * (held across a whole checksum), and the stream list, which streams_lock protects; it is
  * held across cuStreamDestroy (so that a destroyed stream is never seen as
  * live) and never across any other driver call.  The driver is
  * thread-safe; the current context is per thread.  There is no global
@@ -96,6 +97,20 @@ struct vmm_cuda {
 	/* Primary contexts of other devices, retained at their first free-memory
 	 * query and released at close (mem_info_other): atomic, set once. */
 	CUcontext other_ctx[CUDA_MAX_OTHER];
+	/* The checksum kernel, loaded at the first vmm_checksum(): sum_lock
+	 * protects every member below and is held across a whole checksum
+	 * (one result word per instance). */
+	pthread_mutex_t sum_lock;
+	int sum_state;                  /* 0: not loaded; 1: loaded; -VMMX_ENOTSUP: cannot be */
+	char sum_why[320];              /* why it cannot be (sum_state < 0) */
+	CUmodule sum_mod;
+	CUfunction sum_fn;
+	CUdeviceptr sum_word;           /* 8 bytes of device memory: the result */
+	uint64_t sum_back;              /* the result copied back: here, not on a caller's
+					 * stack, so that a copy a failed wait leaves behind
+					 * lands in memory that outlives the call */
+	CUstream sum_stream;            /* private, non-blocking */
+	unsigned int sum_grid;          /* most blocks per launch */
 };
 
 static inline struct vmm_cuda *to_cuda(struct vmm *v)
@@ -296,6 +311,227 @@ static void cu_leave(struct vmm_cuda *c, CUcontext saved)
 		err_;                                                      \
 	})
 
+/* ---- the checksum kernel ---- */
+
+/*
+ * vmm_checksum() on the device (the sum is defined in vmm.h).  Hand-written
+ * PTX, so that building needs no nvcc (CI has no CUDA): ISA 7.0 for sm_60,
+ * which every driver with the VMM API can compile.  Each thread walks the
+ * words with a grid stride, keeps its own partial sum and adds it to the
+ * result word with one 64-bit atomic: addition is order-independent, so
+ * the result is the same whatever the schedule.  Threads with no word add
+ * nothing.  tests/vmm/ptx.sh feeds the lines between the markers to ptxas
+ * where the toolkit is installed.
+ */
+static const char sum_ptx[] =
+	/* PTX BEGIN */
+	".version 7.0\n"
+	".target sm_60\n"
+	".address_size 64\n"
+	".visible .entry vmm_checksum(.param .u64 p_base, .param .u64 p_words, .param .u64 p_out)\n"
+	"{\n"
+	"	.reg .pred %p<3>;\n"
+	"	.reg .b32 %r<5>;\n"
+	"	.reg .b64 %rd<12>;\n"
+	"	ld.param.u64 %rd1, [p_base];\n"
+	"	ld.param.u64 %rd2, [p_words];\n"
+	"	ld.param.u64 %rd3, [p_out];\n"
+	"	cvta.to.global.u64 %rd1, %rd1;\n"
+	"	cvta.to.global.u64 %rd3, %rd3;\n"
+	"	mov.u32 %r1, %ctaid.x;\n"
+	"	mov.u32 %r2, %ntid.x;\n"
+	"	mov.u32 %r3, %tid.x;\n"
+	"	mov.u32 %r4, %nctaid.x;\n"
+	"	mul.wide.u32 %rd4, %r1, %r2;\n"
+	"	cvt.u64.u32 %rd5, %r3;\n"
+	"	add.u64 %rd4, %rd4, %rd5;\n"            /* i: this thread's first word */
+	"	mul.wide.u32 %rd6, %r4, %r2;\n"         /* the stride: every thread of the grid */
+	"	mov.u64 %rd7, 0;\n"                     /* the partial sum */
+	"	setp.ge.u64 %p1, %rd4, %rd2;\n"
+	"	@%p1 bra DONE;\n"
+	"LOOP:\n"
+	"	shl.b64 %rd8, %rd4, 3;\n"
+	"	add.u64 %rd8, %rd1, %rd8;\n"
+	"	ld.global.u64 %rd9, [%rd8];\n"         /* w_i (the GPU is little-endian) */
+	"	mul.lo.u64 %rd10, %rd4, 0x9E3779B97F4A7C15U;\n"
+	"	xor.b64 %rd9, %rd9, %rd10;\n"
+	"	shr.u64 %rd10, %rd9, 30;\n"
+	"	xor.b64 %rd9, %rd9, %rd10;\n"
+	"	mul.lo.u64 %rd9, %rd9, 0xBF58476D1CE4E5B9U;\n"
+	"	shr.u64 %rd10, %rd9, 27;\n"
+	"	xor.b64 %rd9, %rd9, %rd10;\n"
+	"	mul.lo.u64 %rd9, %rd9, 0x94D049BB133111EBU;\n"
+	"	shr.u64 %rd10, %rd9, 31;\n"
+	"	xor.b64 %rd9, %rd9, %rd10;\n"
+	"	add.u64 %rd7, %rd7, %rd9;\n"
+	"	add.u64 %rd4, %rd4, %rd6;\n"
+	"	setp.lt.u64 %p2, %rd4, %rd2;\n"
+	"	@%p2 bra LOOP;\n"
+	"	atom.global.add.u64 %rd11, [%rd3], %rd7;\n"
+	"DONE:\n"
+	"	ret;\n"
+	"}\n"
+	/* PTX END */;
+
+/* Threads per block, and blocks per multiprocessor at most: enough to keep
+ * the memory system busy; more only adds atomics. */
+#define SUM_BLOCK 256
+#define SUM_BLOCKS_PER_SM 8
+
+/* Give back what sum_load() made; sum_lock held or the instance closing. */
+static void sum_unload(struct vmm_cuda *c)
+{
+	CUcontext saved;
+	CUresult r;
+
+	if (c->sum_state != 1 || cu_enter(c, &saved))
+		return;
+	/* Failures reported and swallowed: close cannot fail, and the context's
+	 * release frees all of it anyway when libvmmx held the last reference. */
+	r = c->api.cuStreamDestroy(c->sum_stream);
+	if (r != CUDA_SUCCESS)
+		cu_fail(c, r, "cuStreamDestroy(checksum stream %p)", (void *)c->sum_stream);
+	r = c->api.cuMemFree(c->sum_word);
+	if (r != CUDA_SUCCESS)
+		cu_fail(c, r, "cuMemFree(checksum result %#llx)", (unsigned long long)c->sum_word);
+	r = c->api.cuModuleUnload(c->sum_mod);
+	if (r != CUDA_SUCCESS)
+		cu_fail(c, r, "cuModuleUnload(checksum kernel)");
+	cu_leave(c, saved);
+	c->sum_state = 0;
+}
+
+/*
+ * Load the kernel, its result word and its stream in our context; sum_lock
+ * held.  A driver without the calls, or one that cannot compile the PTX,
+ * is remembered as -VMMX_ENOTSUP (it will not change); other failures
+ * (out of memory) are tried again at the next call.
+ */
+static int sum_load(struct vmm_cuda *c)
+{
+	const struct vmm_cuda_api *api;
+	int err, sms = 0;
+	CUcontext saved;
+	CUresult r;
+
+	if (c->sum_state)
+		goto out;
+	err = vmm_cuda_load(VMM_CUDA_LAUNCH, &api, c->sum_why, sizeof(c->sum_why));
+	if (err) {
+		c->sum_state = -VMMX_ENOTSUP;
+		goto out;
+	}
+	/* c->api, copied whole from that table at open, has them: now known
+	 * to be non-NULL. */
+	(void)api;
+	err = cu_enter(c, &saved);
+	if (err)
+		return err;
+	r = c->api.cuModuleLoadData(&c->sum_mod, sum_ptx);
+	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+		cu_leave(c, saved);
+		return cu_fail(c, r, "cuModuleLoadData(the checksum kernel)");
+	}
+	if (r != CUDA_SUCCESS) {
+		cu_leave(c, saved);
+		err = cu_fail_as(c, -VMMX_ENOTSUP, r,
+				 "cuda: the checksum kernel does not compile (cuModuleLoadData of PTX 7.0, sm_60)");
+		snprintf(c->sum_why, sizeof(c->sum_why),
+			 "the driver cannot compile the checksum kernel (cuModuleLoadData: CUresult %d)",
+			 (int)r);
+		c->sum_state = err;
+		return err;
+	}
+	r = c->api.cuModuleGetFunction(&c->sum_fn, c->sum_mod, "vmm_checksum");
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "cuModuleGetFunction(vmm_checksum)");
+		goto err_module;
+	}
+	r = c->api.cuMemAlloc(&c->sum_word, 8);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "cuMemAlloc(8 bytes: the checksum's result)");
+		goto err_module;
+	}
+	r = c->api.cuStreamCreate(&c->sum_stream, CU_STREAM_NON_BLOCKING);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "cuStreamCreate(NON_BLOCKING: the checksum's stream)");
+		goto err_word;
+	}
+	if (c->api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev) !=
+		    CUDA_SUCCESS ||
+	    sms <= 0)
+		sms = 1; /* a small grid still computes the whole sum, only slower */
+	c->sum_grid = (unsigned int)sms * SUM_BLOCKS_PER_SM;
+	cu_leave(c, saved);
+	c->sum_state = 1;
+	return 0;
+
+err_word:
+	(void)c->api.cuMemFree(c->sum_word);
+err_module:
+	(void)c->api.cuModuleUnload(c->sum_mod);
+	cu_leave(c, saved);
+	return err;
+out:
+	if (c->sum_state == 1)
+		return 0;
+	vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, c->sum_state, "cuda: no device checksum: %s",
+		    c->sum_why);
+	return c->sum_state;
+}
+
+/* Zero the result, run the kernel, bring the result back: one stream, one wait. */
+static int cuda_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
+{
+	struct vmm_cuda *c = to_cuda(v);
+	CUdeviceptr base = dptr(va);
+	uint64_t words = size / 8;
+	unsigned int grid;
+	void *args[3];
+	const char *what;
+	CUcontext saved;
+	CUresult r;
+	int err;
+
+	pthread_mutex_lock(&c->sum_lock);
+	err = sum_load(c);
+	if (err)
+		goto out;
+	err = cu_enter(c, &saved);
+	if (err)
+		goto out;
+	grid = words / SUM_BLOCK + 1 < c->sum_grid ? (unsigned int)(words / SUM_BLOCK + 1)
+						   : c->sum_grid;
+	args[0] = &base;
+	args[1] = &words;
+	args[2] = &c->sum_word;
+	what = "cuMemsetD32Async(checksum result)";
+	r = c->api.cuMemsetD32Async(c->sum_word, 0, 2, c->sum_stream);
+	if (r == CUDA_SUCCESS) {
+		what = "cuLaunchKernel(vmm_checksum)";
+		r = c->api.cuLaunchKernel(c->sum_fn, grid, 1, 1, SUM_BLOCK, 1, 1, 0, c->sum_stream,
+					  args, NULL);
+	}
+	if (r == CUDA_SUCCESS) {
+		what = "cuMemcpyAsync(checksum result)";
+		r = c->api.cuMemcpyAsync(dptr(&c->sum_back), c->sum_word, sizeof(c->sum_back),
+					 c->sum_stream);
+	}
+	if (r == CUDA_SUCCESS) {
+		what = "cuStreamSynchronize(checksum stream)";
+		r = c->api.cuStreamSynchronize(c->sum_stream);
+	}
+	cu_leave(c, saved);
+	if (r != CUDA_SUCCESS) {
+		err = cu_fail(c, r, "%s over [%p, +%zu)", what, va, size);
+		goto out;
+	}
+	*sum_p = c->sum_back;
+out:
+	pthread_mutex_unlock(&c->sum_lock);
+	return err;
+}
+
 /* ---- operations ---- */
 
 static void cuda_close(struct vmm *v)
@@ -321,6 +557,8 @@ static void cuda_close(struct vmm *v)
 	}
 	free(c->streams);
 	pthread_mutex_destroy(&c->streams_lock);
+	sum_unload(c);
+	pthread_mutex_destroy(&c->sum_lock);
 	/* Other devices' contexts that mem_info_other() kept. */
 	for (int d = 0; d < CUDA_MAX_OTHER; d++) {
 		CUdevice od;
@@ -1321,6 +1559,7 @@ static const struct vmm_ops cuda_ops = {
 	.event_query = cuda_event_query,
 	.event_sync = cuda_event_sync,
 	.device_name = cuda_device_name,
+	.checksum = cuda_checksum,
 };
 
 /* ---- open ---- */
@@ -1419,6 +1658,12 @@ int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p)
 		free(c);
 		return -VMMX_ENOMEM;
 	}
+	if (pthread_mutex_init(&c->sum_lock, NULL)) {
+		vmm_reportf(&c->vmm, VMMX_LOG_DEBUG, -VMMX_ENOMEM,
+			    "cuda: pthread_mutex_init failed");
+		err = -VMMX_ENOMEM;
+		goto err_streams_lock;
+	}
 
 	err = load_driver(c);
 	if (err)
@@ -1457,6 +1702,8 @@ int vmm_cuda_open(const struct vmm_params *p, struct vmm **v_p)
 err_release:
 	(void)c->api.cuDevicePrimaryCtxRelease(c->dev);
 err_mutex:
+	pthread_mutex_destroy(&c->sum_lock);
+err_streams_lock:
 	pthread_mutex_destroy(&c->streams_lock);
 	free(c);
 	return err;

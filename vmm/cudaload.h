@@ -31,7 +31,8 @@
 
 /* Groups of entry points: pass an OR of them to vmm_cuda_load(). */
 #define VMM_CUDA_CORE	 1u /* what libvmmx's cuda backend calls */
-#define VMM_CUDA_LAUNCH	 2u /* modules, launches, event timing, cuMemAlloc: tests and tools */
+#define VMM_CUDA_LAUNCH	 2u /* modules, launches, event timing, cuMemAlloc: tests, tools and
+			     * the cuda backend's checksum kernel (asked for at its first use) */
 #define VMM_CUDA_MANAGED 4u /* managed and pinned host allocations, prefetch: tools */
 
 /*
@@ -88,6 +89,7 @@
 	X(VMM_CUDA_LAUNCH, cuEventElapsedTime)                                                     \
 	X(VMM_CUDA_LAUNCH, cuMemAlloc)                                                             \
 	X(VMM_CUDA_LAUNCH, cuMemFree)                                                              \
+	X(VMM_CUDA_LAUNCH, cuMemsetD32Async)                                                       \
 	X(VMM_CUDA_MANAGED, cuMemHostAlloc)                                                        \
 	X(VMM_CUDA_MANAGED, cuMemFreeHost)                                                         \
 	X(VMM_CUDA_MANAGED, cuMemAllocManaged)                                                     \

@@ -18,6 +18,9 @@
  *  - copy and memset translate every byte inside a reservation through the
  *    physical views, and refuse one call over a device/host boundary, which
  *    killed the real driver (docs/DRIVER.md, "Copies and memsets");
+ *  - checksum is the cuda backend's kernel done on the CPU through the same
+ *    views, with a kernel's reach: mapped and granted memory of one
+ *    reservation, device and host chunks alike;
  *  - a host registration is a record of [ptr, ptr + len) and nothing more:
  *    memory outside reservations is plain host memory the copy engine uses
  *    as is, and unified addressing makes the device address the pointer
@@ -991,9 +994,12 @@ out:
  * @host_split (NULL for copies): set when the range runs from one host
  * handle into another, which cuMemsetD8 refuses with CUDA_ERROR_INVALID_VALUE
  * (H100, driver 580) though copies cross such handles.
+ * @kernel: the range is read by a kernel (checksum), not the copy engine:
+ * it must lie in a reservation (a kernel cannot read plain pageable memory
+ * on the project's GPUs) and may run from device into host memory.
  */
 static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const char **why,
-		      bool *host_split)
+		      bool *host_split, bool kernel)
 {
 	uint64_t bit = (uint64_t)1 << s->device;
 	const struct sim_handle *prev = NULL;
@@ -1003,6 +1009,10 @@ static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const ch
 	size_t i;
 
 	r = world_resv_find(a, &next);
+	if (!r && kernel) {
+		*why = "range is not in a reservation: plain host memory, which a kernel cannot read";
+		return -VMMX_EFAULT;
+	}
 	if (!r) {
 		if (next < end) {
 			*why = "range runs from plain memory into a reservation";
@@ -1035,7 +1045,7 @@ static int side_check(struct sim *s, uintptr_t a, size_t n, bool write, const ch
 			host = true;
 		else
 			dev = true;
-		if (dev && host) {
+		if (dev && host && !kernel) {
 			*why = NULL;
 			return -VMMX_EINVAL;
 		}
@@ -1143,12 +1153,12 @@ static int copy_common(struct sim *s, const char *op, void *dst, const void *src
 	err = 0;
 	if (!n)
 		goto out;
-	err = side_check(s, d, n, true, &why, NULL);
+	err = side_check(s, d, n, true, &why, NULL, false);
 	if (err) {
 		side_fail(s, err, op, "destination", why, d, sr, n);
 		goto out;
 	}
-	err = side_check(s, sr, n, false, &why, NULL);
+	err = side_check(s, sr, n, false, &why, NULL, false);
 	if (err) {
 		side_fail(s, err, op, "source", why, d, sr, n);
 		goto out;
@@ -1198,7 +1208,7 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 		return fail(s, -VMMX_EINVAL, "memset(dst=%p, n=%zu): range wraps", dst, n);
 
 	pthread_mutex_lock(&world.lock);
-	err = side_check(s, d, n, true, &why, &split);
+	err = side_check(s, d, n, true, &why, &split, false);
 	if (err) {
 		side_fail(s, err, "memset", "destination", why, d, 0, n);
 		goto out;
@@ -1218,6 +1228,49 @@ static int sim_memset(struct vmm *v, void *dst, int c, size_t n)
 		d += len;
 		n -= len;
 	}
+out:
+	pthread_mutex_unlock(&world.lock);
+	return err;
+}
+
+/*
+ * The device checksum (vmm.h), on the CPU over the physical views.  The
+ * dispatch layer checked alignment: @va and @size are multiples of 8, and
+ * mappings start at granularity boundaries, so no word straddles two.
+ */
+static int sim_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
+{
+	struct sim *s = to_sim(v);
+	uintptr_t a = (uintptr_t)va;
+	uint64_t sum = 0, i = 0;
+	const char *why;
+	int err;
+
+	pthread_mutex_lock(&world.lock);
+	err = side_check(s, a, size, false, &why, NULL, true);
+	if (err) {
+		err = fail(s, err, "checksum(%p, %zu): %s", va, size, why);
+		goto out;
+	}
+	while (size) {
+		size_t avail, len;
+		const unsigned char *p = (const unsigned char *)xlate(a, &avail);
+
+		len = size < avail ? size : avail;
+		for (size_t k = 0; k < len; k += 8, i++) {
+			uint64_t w = 0;
+
+			for (int b = 7; b >= 0; b--) /* little-endian whatever the host */
+				w = w << 8 | p[k + (size_t)b];
+			w ^= i * VMM_SUM_GOLDEN;
+			w = (w ^ (w >> 30)) * VMM_SUM_MUL1;
+			w = (w ^ (w >> 27)) * VMM_SUM_MUL2;
+			sum += w ^ (w >> 31);
+		}
+		a += len;
+		size -= len;
+	}
+	*sum_p = sum;
 out:
 	pthread_mutex_unlock(&world.lock);
 	return err;
@@ -1824,6 +1877,7 @@ static const struct vmm_ops sim_ops = {
 	.event_query = sim_event_query,
 	.event_sync = sim_event_sync,
 	.device_name = sim_device_name,
+	.checksum = sim_checksum,
 };
 
 /*

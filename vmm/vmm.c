@@ -16,7 +16,8 @@
  * faultable: they have no op, and failing them teaches nothing a test of
  * the calls that change state does not.  Event create/destroy are not
  * counted either; event record, query and wait are, as VMM_OP_EVENT, an op
- * of this layer only (struct vmmx_stats keeps the public enum vmmx_op).  Live counts (reservations,
+ * of this layer only (struct vmmx_stats keeps the public enum vmmx_op), as
+ * checksums are, as VMM_OP_CHECKSUM.  Live counts (reservations,
  * handles, mapped bytes, registrations, streams) move on success only.
  */
 #include "config.h"
@@ -35,7 +36,7 @@ static const char *const op_names[VMM_OP_COUNT] = {
 	[VMMX_OP_SET_ACCESS] = "set_access", [VMMX_OP_COPY] = "copy",
 	[VMMX_OP_MEMSET] = "memset",         [VMMX_OP_SYNC] = "sync",
 	[VMMX_OP_REGISTER] = "register",     [VMMX_OP_UNREGISTER] = "unregister",
-	[VMM_OP_EVENT] = "event",
+	[VMM_OP_EVENT] = "event",           [VMM_OP_CHECKSUM] = "checksum",
 };
 
 static const char *const attr_names[VMM_ATTR_COUNT] = {
@@ -68,7 +69,7 @@ const char *vmm_op_name(enum vmmx_op op)
 
 int vmm_op_parse(const char *name, size_t len)
 {
-	for (int i = 0; i < VMMX_OP_COUNT; i++)
+	for (int i = 0; i < VMM_OP_COUNT; i++)
 		if (strlen(op_names[i]) == len && !memcmp(op_names[i], name, len))
 			return i;
 	return -1;
@@ -452,6 +453,35 @@ int vmm_event_sync(struct vmm *v, vmm_event_t e)
 	return err ? err : v->ops->event_sync(v, e);
 }
 
+int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
+{
+	int err = enter(v, VMM_OP_CHECKSUM);
+
+	if (err)
+		return err;
+	if (!va || !sum_p) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "checksum(%p, %zu): NULL %s", va, size,
+			    va ? "output" : "address");
+		return -VMMX_EINVAL;
+	}
+	if ((uintptr_t)va % 8 || size % 8) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "checksum(%p, %zu): the %s is not a multiple of 8 (the sum is over 64-bit words)",
+			    va, size, (uintptr_t)va % 8 ? "address" : "size");
+		return -VMMX_EINVAL;
+	}
+	if (size > UINTPTR_MAX - (uintptr_t)va) {
+		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL,
+			    "checksum(%p, %zu): the range wraps around the address space", va, size);
+		return -VMMX_EINVAL;
+	}
+	if (!size) {
+		*sum_p = 0;
+		return 0;
+	}
+	return v->ops->checksum(v, va, size, sum_p);
+}
+
 void vmm_counts(struct vmm *v, struct vmm_counts *c)
 {
 	c->reservations = __atomic_load_n(&v->live_reservations, __ATOMIC_RELAXED);
@@ -464,6 +494,7 @@ void vmm_counts(struct vmm *v, struct vmm_counts *c)
 	c->injected = __atomic_load_n(&v->injected, __ATOMIC_RELAXED);
 	c->events = __atomic_load_n(&v->live_events, __ATOMIC_RELAXED);
 	c->event_calls = __atomic_load_n(&v->calls[VMM_OP_EVENT], __ATOMIC_RELAXED);
+	c->checksum_calls = __atomic_load_n(&v->calls[VMM_OP_CHECKSUM], __ATOMIC_RELAXED);
 }
 
 int vmm_fault_arm(struct vmm *v, enum vmmx_op op, uint64_t nth, int err)

@@ -11,7 +11,8 @@
  * What the layer offers: the VMM call sequence (reserve, create, map, set
  * access and their inverses), synchronous copy and memset, host-memory
  * registration (cuMemHostRegister: malloc'd memory the device can reach),
- * streams with asynchronous copies (pipelined chunk migration), device
+ * streams with asynchronous copies (pipelined chunk migration), a checksum
+ * of memory computed by the device (verified host copies), device
  * attributes and peer access for every device of the machine (multi-GPU
  * placement, vmmx-info), what an address is (foreign pointers).  Queries
  * (query, granularity, mem_info, attr, can_access_peer, ptr_info) and
@@ -63,10 +64,12 @@ typedef uint64_t vmm_event_t;
  * Driver operations of this layer beyond the public enum vmmx_op: counted and
  * faultable like them (vmm_fault_arm), but not reported in struct vmmx_stats,
  * whose driver_calls[] is part of the public ABI.  VMM_OP_EVENT counts event
- * records, queries and waits.
+ * records, queries and waits; VMM_OP_CHECKSUM counts device checksums
+ * (vmm_checksum).
  */
 #define VMM_OP_EVENT VMMX_OP_COUNT
-#define VMM_OP_COUNT (VMMX_OP_COUNT + 1)
+#define VMM_OP_CHECKSUM (VMMX_OP_COUNT + 1)
+#define VMM_OP_COUNT (VMMX_OP_COUNT + 2)
 
 /**
  * enum vmm_attr - device capabilities read by vmm_attr().  Flags are 0 or 1.
@@ -206,6 +209,8 @@ struct vmm_ops {
 	int (*event_sync)(struct vmm *v, vmm_event_t e);
 	/* appended for several GPUs */
 	int (*device_name)(struct vmm *v, int device, char *buf, size_t len);
+	/* appended for verified host copies; arguments checked by vmm_checksum() */
+	int (*checksum)(struct vmm *v, const void *va, size_t size, uint64_t *sum_p);
 };
 
 /** struct vmm_counts - live objects and calls, counted by the dispatch layer. */
@@ -219,6 +224,7 @@ struct vmm_counts {
 	uint64_t injected;            /* failures injected by the fault layer */
 	int64_t events;               /* event_create minus successful event_destroy */
 	uint64_t event_calls;         /* event records, queries and waits (VMM_OP_EVENT) */
+	uint64_t checksum_calls;      /* checksums (VMM_OP_CHECKSUM) */
 };
 
 /*
@@ -442,12 +448,48 @@ int vmm_event_query(struct vmm *v, vmm_event_t e);
  */
 int vmm_event_sync(struct vmm *v, vmm_event_t e);
 
+/*
+ * The checksum of vmm_checksum(), the same on every backend: the sum mod
+ * 2^64, over the little-endian 64-bit words w_i at va + 8i, of
+ * mix(w_i ^ (i * VMM_SUM_GOLDEN)), with mix the splitmix64 finalizer
+ * (x ^= x >> 30; x *= VMM_SUM_MUL1; x ^= x >> 27; x *= VMM_SUM_MUL2;
+ * x ^= x >> 31).  A sum, so the device may reduce in any order; the index
+ * in each term makes a moved or swapped word change it.
+ */
+#define VMM_SUM_GOLDEN 0x9e3779b97f4a7c15ull
+#define VMM_SUM_MUL1 0xbf58476d1ce4e5b9ull
+#define VMM_SUM_MUL2 0x94d049bb133111ebull
+
+/**
+ * vmm_checksum() - the checksum (above) of [@va, @va + @size), computed by
+ * the device: synchronous, the sum is in *@sum_p when it returns.
+ * @va: 8-byte aligned; every byte mapped and granted (READ) to the opened
+ *      device: device chunks, host chunks, or both.
+ * @size: a multiple of 8; 0 gives 0.
+ * @sum_p: receives the sum.
+ * On cuda a PTX kernel, loaded at the first call (per instance) and run on a
+ * private stream; the range must not be written meanwhile (the caller's
+ * race, as for a copy).  The sim computes it on the CPU after the same
+ * checks as a copy's source, except that a range may cross from device into
+ * host memory (a kernel reads both) and must lie in a reservation (a kernel
+ * cannot read plain pageable memory).  Counted and faulted as
+ * VMM_OP_CHECKSUM.
+ * Return: 0; -VMMX_EINVAL (NULL @va or @sum_p, @va not 8-byte aligned, @size
+ * not a multiple of 8, a range that wraps); -VMMX_EFAULT (sim: not mapped,
+ * not granted, not in a reservation); -VMMX_ENOTSUP (cuda: the driver lacks
+ * the module and launch calls, or cannot compile the kernel: callers copy
+ * as they would without a checksum); -VMMX_ENOMEM; a driver error.
+ * Context: any thread; calls the driver and blocks until the sum is back;
+ * on cuda concurrent calls on one instance take turns (one result word).
+ */
+int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p);
+
 /** vmm_counts() - read the dispatch layer's counters. */
 void vmm_counts(struct vmm *v, struct vmm_counts *c);
 
 /**
  * vmm_fault_arm() - make the @nth next call of @op fail once with @err.
- * @op: an enum vmmx_op, or VMM_OP_EVENT.
+ * @op: an enum vmmx_op, VMM_OP_EVENT or VMM_OP_CHECKSUM.
  * @nth: 1 fails the very next call; 0 disarms.
  * @err: negative code to return; 0 means -VMMX_EFAULTINJ.
  * Return: 0; -VMMX_EINVAL for an unknown op.
@@ -472,7 +514,8 @@ void vmm_fault_random(struct vmm *v, uint32_t ppm, uint64_t seed);
 void vmm_fault_disarm_all(struct vmm *v);
 /** vmm_op_name() - "create", "map", ...; NULL for an unknown op. */
 const char *vmm_op_name(enum vmmx_op op);
-/** vmm_op_parse() - the op of a name, or -1. */
+/** vmm_op_parse() - the op of a name (the layer's own ops too: "event",
+ * "checksum"), or -1. */
 int vmm_op_parse(const char *name, size_t len);
 
 /** vmm_reportf() - report through the instance's hook (backends use it). */

@@ -59,6 +59,13 @@ enum vmmx__cpu_access {
 	VMMX__CPU_PLACED = 2,           /* chunks a grow placed on host, not those moved there */
 };
 
+/* VMMX_HOST_COPIES: which chunks promoted from host memory keep their host
+ * handle (shadow.c). */
+enum vmmx__host_copies {
+	VMMX__HOST_COPIES_NONE = 0,     /* read-mostly chunks only (the caller's promise) */
+	VMMX__HOST_COPIES_VERIFIED = 1, /* every chunk, kept with a device checksum */
+};
+
 #define VMMX__POLICY_SPEC_MAX_CONF 256
 /* A policy spec ("name" or "name:key=value,..."): bounds, and a check of its
  * syntax that sets the name's length; -VMMX_EINVAL (config.c). */
@@ -107,10 +114,12 @@ struct vmmx__conf {
 	int sim_devices;
 	int sim_pageable;
 	int host_cpu_access;            /* enum vmmx__cpu_access */
+	int host_copies;                /* enum vmmx__host_copies */
 	struct {
-		int op;                 /* enum vmmx_op, -1: none */
+		int op;                 /* enum vmmx_op or the driver layer's own
+					 * (VMM_OP_EVENT, VMM_OP_CHECKSUM), -1: none */
 		uint64_t nth;
-	} faults[VMMX_OP_COUNT];
+	} faults[VMM_OP_COUNT];
 	struct vmmx__log log;
 };
 

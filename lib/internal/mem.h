@@ -149,6 +149,9 @@ struct vmmx__counters {
 	uint64_t copies_saved;          /* moves to host that mapped a kept copy */
 	uint64_t copy_bytes_saved;
 	uint64_t moves_busy;            /* policy moves skipped: a pinned buffer (evict.c) */
+	uint64_t checksums;             /* device checksums taken (vmm_checksum) */
+	uint64_t verified_saved;        /* moves to host that mapped a verified copy */
+	uint64_t verified_changed;      /* verified copies found stale (chunk written) */
 };
 
 /* A released handle kept for reuse (cache.c). */
@@ -389,16 +392,20 @@ struct vmmx__chunk {
 	vmm_handle_t handle;
 	bool cpu;                       /* the CPU is granted access (host chunks only) */
 	bool read_mostly;               /* advised VMMX_ADVISE_READ_MOSTLY (shadow.c) */
+	bool verified;                  /* @shadow was kept by VMMX_HOST_COPIES=verified and
+					 * serves only while the chunk's checksum is @shadow_sum */
 	struct vmmx_loc shadow_loc;     /* NONE, or where @shadow lives (host memory) */
-	vmm_handle_t shadow;            /* a read-mostly chunk on a device: its host copy,
-					 * unmapped, kept from when it was promoted */
+	vmm_handle_t shadow;            /* a chunk on a device: its host copy, unmapped,
+					 * kept from when it was promoted (shadow.c) */
+	uint64_t shadow_sum;            /* @verified: vmm_checksum() of the chunk right
+					 * after it was promoted */
 };
 
 /*
  * A buffer's chunk table, RCU-published; immutable once published.  After
  * @c, in the same allocation, the chunks' offsets repeat in one dense array
  * (vmmx__table_offs(), filled by vmmx__table_publish): a lookup's binary
- * search then touches 8 bytes a step instead of a 40-byte chunk, a fifth of
+ * search then touches 8 bytes a step instead of a 64-byte chunk, an eighth of
  * the cache lines of a table that a writer has just replaced.
  */
 struct vmmx__table {

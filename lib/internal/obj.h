@@ -2,7 +2,7 @@
 /*
  * internal/obj.h - layer 2 of lib/: objects.  Contexts (ctx.c), buffers
  * (buf.c), the buffer list (buflist.c), migration (migrate.c), streams and
- * waits (stream.c), events (event.c), read-mostly host copies (shadow.c), host registrations
+ * waits (stream.c), events (event.c), read-mostly and verified host copies (shadow.c), host registrations
  * (host.c), the policy glue (policy.c, builtin_*.c), eviction choices
  * (evict.c), placement traces (trace.c) and fork() (fork.c).  Includes
  * mem.h (and through it base.h).  Locking: mem.h has the whole order.
@@ -134,14 +134,30 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol);
 int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
 			 vmm_stream_t s, size_t *moved_p);
 
-/* ---- read-mostly chunks and their host copies (shadow.c) ---- */
+/* ---- host copies: read-mostly and verified chunks (shadow.c) ---- */
 
 /* Whether @c keeps a host copy. */
 #define VMMX__HAS_SHADOW(c) ((c)->shadow_loc.kind != VMMX_LOC_NONE)
-/* Keep @h, the host handle at @loc that @nc had before it moved to a device,
- * as @nc's host copy. */
-void vmmx__shadow_keep(struct vmmx_ctx *ctx, struct vmmx__chunk *nc, struct vmmx_loc loc,
-		       vmm_handle_t h);
+/* vmm_checksum() of [va, va+size), counted in the context's checksums. */
+int vmmx__checksum(struct vmmx_ctx *ctx, const void *va, size_t size, uint64_t *sum_p);
+/*
+ * @nc (of @buf's next table) has just moved from host memory at @loc, whose
+ * handle was @h, to a device, and is mapped and granted there: keep @h as
+ * @nc's host copy if @nc is read-mostly (unverified), or with
+ * VMMX_HOST_COPIES=verified when the checksum of its device copy can be
+ * taken (verified, with that sum).  True when @h is kept; false when the
+ * caller gives it back.  buf->lock held; calls the driver.
+ */
+bool vmmx__shadow_promoted(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct vmmx_loc loc,
+			   vmm_handle_t h);
+/*
+ * @c (of @buf's next table, on a device, with a host copy) is about to move
+ * back to its copy's location: true when the copy may be mapped again
+ * (unverified, or its checksum is unchanged); else the copy is dropped to
+ * the cache (counted as changed when the checksum differed) and the chunk
+ * must be copied.  buf->lock held; calls the driver.
+ */
+bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c);
 /* Forget @c's host copy; its handle goes to the cache (@release false) or
  * back to the driver.  Returns the bytes it held (0: none). */
 size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release);
@@ -225,6 +241,8 @@ struct vmmx_buf {
 	pthread_mutex_t lock;           /* serialises writers */
 	struct vmmx__table *table;      /* RCU; written under @lock */
 	bool read_mostly;               /* a chunk was ever marked read-mostly (shadow.c):
+					 * written under @lock, read atomically */
+	bool host_copies;               /* a chunk ever kept a verified host copy (shadow.c):
 					 * written under @lock, read atomically */
 	unsigned int users;             /* libvmmx calls using its memory now (pins); atomic */
 	bool moving;                    /* a writer is about to unmap chunks below the size:

@@ -58,7 +58,7 @@ int main(void)
 	struct vmmx_ctx *ctx;
 	struct vmmx_buf *buf;
 
-	plan(97);
+	plan(106);
 	/* Start clean whatever the caller's environment holds, but the backend. */
 	snprintf(backend, sizeof(backend), "%s", test_backend());
 	for (char **e = environ; *e;) {
@@ -84,6 +84,8 @@ int main(void)
 	bad_env("VMMX_DEVICE", "-1", "a device ordinal");
 	bad_env("VMMX_SIM_DEVICES", "17", "from 1 to 16");
 	bad_env("VMMX_HOST_CPU_ACCESS", "yes", "placed, all or none");
+	bad_env("VMMX_HOST_COPIES", "all", "none (only chunks advised read-mostly");
+	bad_env("VMMX_FAULT", "checksum:1,checksum:2", "checksum is given twice");
 	bad_env("VMMX_FAULT", "create:0", "op:N");
 	bad_env("VMMX_FAULT", "explode:1", "op:N");
 	/* One countdown per op: a second count silently replaced the first. */
@@ -220,7 +222,21 @@ int main(void)
 	is_err(0, vmmx_buf_resize(buf, 2 * MiB), "the next one succeeds");
 	vmmx_buf_destroy(buf);
 	vmmx_ctx_destroy(ctx);
-	setenv("VMMX_FAULT", "create:1,map:18446744073709551615", 1);
+	/* The driver layer's own ops too. */
+	setenv("VMMX_FAULT", "checksum:1,event:3", 1);
+	is_err(0, env_ctx(&ctx), "VMMX_FAULT=checksum:1,event:3 accepted");
+	if (vmmx_buf_create(ctx, 8 * MiB, NULL, &buf) || vmmx_buf_resize(buf, 2 * MiB))
+		bail("vmmx_buf: %s", vmmx_last_error());
+	{
+		uint64_t sum;
+
+		is_err(-VMMX_EFAULTINJ, vmmx_checksum(ctx, vmmx_buf_ptr(buf), 64, &sum),
+		       "the first checksum fails as VMMX_FAULT asked");
+		is_err(0, vmmx_checksum(ctx, vmmx_buf_ptr(buf), 64, &sum), "the next one succeeds");
+	}
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_destroy(ctx);
+		setenv("VMMX_FAULT", "create:1,map:18446744073709551615", 1);
 	is_err(0, env_ctx(&ctx), "VMMX_FAULT: two ops, the largest count, accepted");
 	vmmx_ctx_destroy(ctx);
 	unsetenv("VMMX_FAULT");

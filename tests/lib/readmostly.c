@@ -34,26 +34,6 @@ static const struct vmmx_loc DEV = { VMMX_LOC_DEVICE, 0 };
 static const struct vmmx_loc HOST = { VMMX_LOC_HOST, 0 };
 static const char *const vars[] = { "VMMX_CHUNK_MAX=4MiB", NULL };
 
-/* A buffer of @size in host memory (4 MiB chunks) holding the pattern @seed. */
-static struct vmmx_buf *host_buf(struct vmmx_ctx *ctx, size_t size, uint32_t seed)
-{
-	struct vmmx_buf *buf;
-
-	if (vmmx_buf_create(ctx, 64 * MiB, "host", &buf) || vmmx_buf_resize(buf, size) ||
-	    test_fill(ctx, vmmx_buf_ptr(buf), 0, size, seed))
-		bail("host_buf: %s", vmmx_last_error());
-	return buf;
-}
-
-/* vmmx_buf_migrate of the whole buffer; bails unless all of it moved. */
-static void move_all(struct vmmx_buf *buf, struct vmmx_loc to)
-{
-	size_t moved;
-
-	if (vmmx_buf_migrate(buf, 0, vmmx_buf_size(buf), to, &moved))
-		bail("vmmx_buf_migrate: %s", vmmx_last_error());
-}
-
 static bool intact(struct vmmx_ctx *ctx, struct vmmx_buf *buf, size_t len, uint32_t seed)
 {
 	return test_check(ctx, vmmx_buf_ptr(buf), 0, len, seed) == SIZE_MAX;
@@ -78,7 +58,7 @@ static uint64_t host_held(struct vmmx_ctx *ctx)
 static void round_trip(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(vars);
-	struct vmmx_buf *buf = host_buf(ctx, 16 * MiB, 1);
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 1);
 	uint64_t copies, creates, held;
 	struct vmmx_stats st;
 	struct json *j;
@@ -86,7 +66,7 @@ static void round_trip(void)
 	is_err(0, vmmx_buf_advise(buf, 0, 16 * MiB, VMMX_ADVISE_READ_MOSTLY),
 	       "vmmx_buf_advise: READ_MOSTLY over the whole buffer");
 	held = host_held(ctx);
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	st = test_stats(ctx);
 	is_uint(16 * MiB, st.shadow_bytes, "promoted: the four host handles are kept (shadow_bytes)");
 	is_uint(16 * MiB, st.device_bytes, "and the chunks are on the device");
@@ -95,7 +75,7 @@ static void round_trip(void)
 
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
 	creates = test_driver_calls(ctx, VMMX_OP_CREATE);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies, test_driver_calls(ctx, VMMX_OP_COPY), "back to host memory with no copy");
 	is_uint(creates, test_driver_calls(ctx, VMMX_OP_CREATE), "and no new handle");
 	st = test_stats(ctx);
@@ -111,15 +91,15 @@ static void round_trip(void)
 	json_free(j);
 
 	/* The mark stays: a second round trip saves again. */
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies, test_driver_calls(ctx, VMMX_OP_COPY), "a second round trip: no copy back");
 	is_uint(8, test_stats(ctx).copies_saved, "eight chunks saved in all");
 	ok(intact(ctx, buf, 16 * MiB, 1), "data intact after two round trips");
 
 	/* Device to device is not a move here; a partial range moves whole chunks. */
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
 	is_err(0, vmmx_buf_migrate(buf, 5 * MiB, 1, HOST, NULL), "one byte of chunk 1 back");
 	is_uint(copies, test_driver_calls(ctx, VMMX_OP_COPY), "its chunk came back uncopied");
@@ -137,13 +117,13 @@ static void round_trip(void)
 static void marking(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(vars);
-	struct vmmx_buf *buf = host_buf(ctx, 16 * MiB, 2);
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 2);
 	uint64_t copies;
 
 	/* [1, 9) MiB covers chunk 1 ([4, 8)) wholly, chunks 0 and 2 in part. */
 	is_err(0, vmmx_buf_advise(buf, 1 * MiB, 8 * MiB, VMMX_ADVISE_READ_MOSTLY),
 	       "READ_MOSTLY over [1, 9) MiB");
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_uint(4 * MiB, test_stats(ctx).shadow_bytes,
 		"only the chunk wholly inside the range keeps a copy");
 
@@ -154,7 +134,7 @@ static void marking(void)
 	/* Written on the device, then moved back: the new data, copied. */
 	is_err(0, test_fill(ctx, vmmx_buf_ptr(buf), 0, 16 * MiB, 3), "written on the device");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	ok(test_driver_calls(ctx, VMMX_OP_COPY) > copies, "back to host memory by copies");
 	is_uint(0, test_stats(ctx).copies_saved, "none saved");
 	ok(intact(ctx, buf, 16 * MiB, 3), "the written data is what came back");
@@ -165,18 +145,18 @@ static void marking(void)
 	 * back.  vmmx_memcpy() and vmmx_memset() are seen (tests/lib/copy_range).
 	 */
 	is_err(0, vmmx_buf_advise(buf, 0, 16 * MiB, VMMX_ADVISE_READ_MOSTLY), "READ_MOSTLY again");
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_err(0, vmm_memset(vmmx__ctx_vmm(ctx), vmmx_buf_ptr(buf), 0x44, 4 * MiB),
 	       "chunk 0 written anyway, behind libvmmx's back");
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	ok(intact(ctx, buf, 4 * MiB, 3), "it comes back as it was when promoted (the promise broken)");
 
 	/* Chunks a later grow adds are not marked. */
 	is_err(0, vmmx_buf_resize(buf, 24 * MiB), "grown to 24 MiB");
 	is_err(0, test_fill(ctx, vmmx_buf_ptr(buf), 0, 24 * MiB, 5), "filled");
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_uint(16 * MiB, test_stats(ctx).shadow_bytes, "the grown chunks keep no copy");
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	ok(intact(ctx, buf, 24 * MiB, 5), "data intact, the new chunks copied back");
 
 	/* vmmx_advise and vmmx_prefetch by address. */
@@ -192,7 +172,7 @@ static void marking(void)
 	ok(intact(ctx, buf, 24 * MiB, 5), "data intact");
 	is_err(0, vmmx_advise(ctx, vmmx_buf_ptr(buf), 24 * MiB, VMMX_ADVISE_NOT_READ_MOSTLY),
 	       "vmmx_advise: NOT_READ_MOSTLY by address");
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_uint(0, test_stats(ctx).shadow_bytes, "unmarked chunks keep no copy");
 
 	/* Bad advice. */
@@ -216,30 +196,30 @@ static void release(void)
 	static const char *const lim[] = { "VMMX_CHUNK_MAX=4MiB", "VMMX_HOST_LIMIT=24MiB",
 					   "VMMX_CACHE_LIMIT=0", NULL };
 	struct vmmx_ctx *ctx = test_ctx(vars);
-	struct vmmx_buf *buf = host_buf(ctx, 16 * MiB, 6), *b2;
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 6), *b2;
 	uint64_t copies;
 	struct vmmx_stats st;
 
 	vmmx_buf_advise(buf, 0, 16 * MiB, VMMX_ADVISE_READ_MOSTLY);
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	/* A cut through chunk 1, trimmed: chunk 0 keeps its copy, the rest have none. */
 	is_err(0, vmmx_buf_resize(buf, 6 * MiB), "shrunk to 6 MiB through chunk 1");
 	is_uint(8 * MiB, test_stats(ctx).shadow_bytes, "the cut chunk stays whole, with its copy");
 	is_err(0, vmmx_buf_trim(buf), "vmmx_buf_trim replaces the cut chunk");
 	is_uint(4 * MiB, test_stats(ctx).shadow_bytes, "only chunk 0's copy is left");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(copies + 1, test_driver_calls(ctx, VMMX_OP_COPY),
 		"back to host memory: one copy, for the cut chunk");
 	ok(intact(ctx, buf, 6 * MiB, 6), "data intact");
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_uint(6 * MiB, test_stats(ctx).shadow_bytes,
 		"promoted again: chunk 0 and the cut chunk, still marked, keep copies");
 	is_err(0, vmmx_ctx_trim(ctx, 64 * MiB), "vmmx_ctx_trim keeping 64 MiB");
 	is_uint(6 * MiB, test_stats(ctx).shadow_bytes, "keeps the copies");
 	is_err(0, vmmx_ctx_trim(ctx, 0), "vmmx_ctx_trim(0)");
 	is_uint(0, test_stats(ctx).shadow_bytes, "releases it");
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	ok(intact(ctx, buf, 6 * MiB, 6), "data intact, copied back");
 	vmmx_buf_destroy(buf);
 	ok(test_no_leaks(ctx), "nothing leaked");
@@ -247,9 +227,9 @@ static void release(void)
 
 	/* 16 of 24 MiB of host memory kept as copies; another buffer wants 16. */
 	ctx = test_ctx(lim);
-	buf = host_buf(ctx, 16 * MiB, 7);
+	buf = test_host_buf(ctx, 16 * MiB, 7);
 	vmmx_buf_advise(buf, 0, 16 * MiB, VMMX_ADVISE_READ_MOSTLY);
-	move_all(buf, DEV);
+	test_migrate_all(buf, DEV);
 	is_uint(16 * MiB, test_stats(ctx).shadow_bytes, "16 MiB kept as copies, at a 24 MiB limit");
 	if (vmmx_buf_create(ctx, 64 * MiB, "host", &b2))
 		bail("vmmx_buf_create: %s", vmmx_last_error());
@@ -259,7 +239,7 @@ static void release(void)
 	is_uint(16 * MiB, st.host_bytes, "the grow is in host memory");
 	ok(intact(ctx, buf, 16 * MiB, 7), "the first buffer is intact on the device");
 	vmmx_buf_destroy(b2);
-	move_all(buf, HOST);
+	test_migrate_all(buf, HOST);
 	is_uint(2, test_stats(ctx).copies_saved,
 		"and comes back: two chunks mapped back, two copied where their copies went");
 	ok(intact(ctx, buf, 16 * MiB, 7), "intact");
@@ -341,6 +321,11 @@ static int scenario(struct vmmx_ctx *ctx, int *errors)
 	return bad;
 }
 
+static int sweep_run(struct vmmx_ctx *ctx, void *errors)
+{
+	return scenario(ctx, errors);
+}
+
 static const enum vmmx_op sweep_ops[] = {
 	VMMX_OP_CREATE, VMMX_OP_MAP, VMMX_OP_UNMAP, VMMX_OP_SET_ACCESS, VMMX_OP_COPY,
 	VMMX_OP_RELEASE,
@@ -358,32 +343,9 @@ static void fault_sweep(void)
 	ok(test_stats(ctx).copies_saved >= 3, "and saves copies");
 	vmm_counts(vmmx__ctx_vmm(ctx), &base);
 	vmmx_ctx_destroy(ctx);
-	for (size_t i = 0; i < NSWEEP; i++) {
-		uint64_t n = base.calls[sweep_ops[i]], hit = 0, bad = 0, leaks = 0;
-		const char *name = vmm_op_name(sweep_ops[i]);
-
-		for (uint64_t k = 1; k <= n; k++) {
-			struct vmm_counts c;
-
-			ctx = test_ctx(vars);
-			vmm_fault_arm(vmmx__ctx_vmm(ctx), sweep_ops[i], k, 0);
-			if (scenario(ctx, &errors)) {
-				diag("%s #%llu: a chunk lost or misplaced", name, (unsigned long long)k);
-				bad++;
-			}
-			vmm_counts(vmmx__ctx_vmm(ctx), &c);
-			hit += c.injected;
-			if (!test_no_leaks(ctx)) {
-				diag("%s #%llu leaked", name, (unsigned long long)k);
-				leaks++;
-			}
-			vmmx_ctx_destroy(ctx);
-		}
-		is_uint(n, hit, "every one of the %llu %s calls was failed once",
-			(unsigned long long)n, name);
-		ok(!bad && !leaks, "failing a %s: chunks where they were or moved, intact, no leak",
-		   name);
-	}
+	for (size_t i = 0; i < NSWEEP; i++)
+		test_fault_sweep(vars, sweep_ops[i], base.calls[sweep_ops[i]], sweep_run, &errors,
+				 "chunks where they were or moved, intact");
 }
 
 int main(void)

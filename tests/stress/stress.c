@@ -715,10 +715,13 @@ static struct vmmx_ctx *open_ctx(const char *const *vars)
 	return c;
 }
 
-static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
+static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm, bool verified)
 {
-	static const char *const vars[] = { "VMMX_DEVICE_LIMIT=96MiB", "VMMX_CHUNK_MAX=4MiB",
-					    "VMMX_CACHE_LIMIT=32MiB", NULL };
+	/* -V: promoted chunks keep verified host copies, taken and dropped
+	 * while other threads copy into the same buffers. */
+	const char *const vars[] = { "VMMX_DEVICE_LIMIT=96MiB", "VMMX_CHUNK_MAX=4MiB",
+				     "VMMX_CACHE_LIMIT=32MiB",
+				     verified ? "VMMX_HOST_COPIES=verified" : NULL, NULL };
 	static struct worker w[MAX_THREADS];
 	uint64_t total[NOPS] = { 0 }, failed[NOPS] = { 0 }, perr = 0, unexp = 0, all = 0;
 	struct fork_stats fs = { 0 };
@@ -815,6 +818,13 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm)
 	}
 	diag("%-10s %12llu %10s %12.0f", "all", (unsigned long long)all, "", (double)all / el);
 	diag("driver calls failed by the fault layer: %llu", (unsigned long long)vc.injected);
+	if (verified) {
+		struct vmmx_stats st = test_stats(ctx);
+
+		diag("verified host copies: %llu checksums, %llu copies saved, %llu found written",
+		     (unsigned long long)st.checksums, (unsigned long long)st.verified_saved,
+		     (unsigned long long)st.verified_changed);
+	}
 	diag("%u forks; operations in progress at the forks (per kind, summed over threads):",
 	     fs.forks);
 	for (int k = 0; k < OP_CHECK; k++) {
@@ -962,11 +972,12 @@ static void usage(void)
 {
 	fprintf(
 	    stderr,
-	    "usage: stress [-m torture|lookup] [-t THREADS] [-d SECONDS] [-s SEED] [-f PPM] [-T "
-	    "MAXTHREADS]\n"
+	    "usage: stress [-m torture|lookup] [-t THREADS] [-d SECONDS] [-s SEED] [-f PPM] [-V] "
+	    "[-T MAXTHREADS]\n"
 	    "  torture: THREADS (default: the cores, at least 8) run random operations for\n"
 	    "           SECONDS (default $STRESS_DURATION or 60) with PPM millionths of driver\n"
-	    "           calls failed (default 10000 = 1%%), seeded by SEED (default 1)\n"
+	    "           calls failed (default 10000 = 1%%), seeded by SEED (default 1); -V:\n"
+	    "           with VMMX_HOST_COPIES=verified\n"
 	    "  lookup:  vmmx_lookup per thread for 1, 2, 4 ... MAXTHREADS (default 16) threads,\n"
 	    "           SECONDS each (default 2)\n");
 	exit(2);
@@ -980,8 +991,9 @@ int main(int argc, char **argv)
 	double seconds = -1;
 	uint64_t seed = 1;
 	uint32_t ppm = 10000;
+	bool verified = false;
 
-	while ((opt = getopt(argc, argv, "m:t:d:s:f:T:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:t:d:s:f:T:Vh")) != -1) {
 		switch (opt) {
 		case 'm':
 			mode = optarg;
@@ -1001,6 +1013,9 @@ int main(int argc, char **argv)
 		case 'T':
 			maxthreads = atoi(optarg);
 			break;
+		case 'V':
+			verified = true;
+			break;
 		default:
 			usage();
 		}
@@ -1013,5 +1028,5 @@ int main(int argc, char **argv)
 		usage();
 	if (seconds < 0)
 		seconds = env ? atof(env) : 60;
-	return torture(threads, seconds, seed, ppm);
+	return torture(threads, seconds, seed, ppm, verified);
 }

@@ -28,3 +28,31 @@ bool test_no_leaks(struct vmmx_ctx *ctx)
 		     (long long)c.reservations, (long long)c.handles, (long long)c.mapped_bytes);
 	return clean && ctx->held[0] == 0 && ctx->held[VMMX__HOST_SLOT] == 0;
 }
+
+void test_fault_sweep(const char *const *vars, int op, uint64_t n, test_scenario_fn *scenario,
+		      void *arg, const char *promise)
+{
+	const char *name = vmm_op_name((enum vmmx_op)op);
+	uint64_t hit = 0, bad = 0, leaks = 0;
+
+	for (uint64_t k = 1; k <= n; k++) {
+		struct vmmx_ctx *ctx = test_ctx(vars);
+		struct vmm_counts c;
+
+		vmm_fault_arm(vmmx__ctx_vmm(ctx), (enum vmmx_op)op, k, 0);
+		if (scenario(ctx, arg)) {
+			diag("%s #%llu: broke the promise (%s)", name, (unsigned long long)k, promise);
+			bad++;
+		}
+		vmm_counts(vmmx__ctx_vmm(ctx), &c);
+		hit += c.injected;
+		if (!test_no_leaks(ctx)) {
+			diag("%s #%llu leaked", name, (unsigned long long)k);
+			leaks++;
+		}
+		vmmx_ctx_destroy(ctx);
+	}
+	is_uint(n, hit, "every one of the %llu %s calls was failed once", (unsigned long long)n,
+		name);
+	ok(!bad && !leaks, "failing a %s: %s, no leak", name, promise);
+}

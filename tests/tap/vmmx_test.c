@@ -286,3 +286,19 @@ int test_wait_child(pid_t pid, int seconds)
 	waitpid(pid, &status, 0);
 	return -1;
 }
+
+struct vmmx_buf *test_host_buf(struct vmmx_ctx *ctx, size_t size, uint32_t seed)
+{
+	struct vmmx_buf *buf;
+
+	if (vmmx_buf_create(ctx, 64 * MiB, "host", &buf) || vmmx_buf_resize(buf, size) ||
+	    test_fill(ctx, vmmx_buf_ptr(buf), 0, size, seed))
+		bail("test_host_buf: %s", vmmx_last_error());
+	return buf;
+}
+
+void test_migrate_all(struct vmmx_buf *buf, struct vmmx_loc to)
+{
+	if (vmmx_buf_migrate(buf, 0, vmmx_buf_size(buf), to, NULL))
+		bail("vmmx_buf_migrate: %s", vmmx_last_error());
+}

@@ -100,4 +100,10 @@ int test_fill(struct vmmx_ctx *ctx, void *dst, size_t off, size_t len, uint32_t 
  * SIZE_MAX - 1 if the copy itself failed. */
 size_t test_check(struct vmmx_ctx *ctx, const void *src, size_t off, size_t len, uint32_t seed);
 
+/* A buffer of @size (64 MiB reserved) placed in host memory (the "host"
+ * policy) holding the pattern @seed; bails out on failure. */
+struct vmmx_buf *test_host_buf(struct vmmx_ctx *ctx, size_t size, uint32_t seed);
+/* vmmx_buf_migrate() of the whole of @buf to @to; bails out on failure. */
+void test_migrate_all(struct vmmx_buf *buf, struct vmmx_loc to);
+
 #endif

@@ -381,7 +381,7 @@ static void test_names(void)
 	char buf[32];
 	int i;
 
-	for (i = 0; i < VMMX_OP_COUNT; i++) {
+	for (i = 0; i < VMM_OP_COUNT; i++) {
 		const char *name = vmm_op_name((enum vmmx_op)i);
 
 		is_int(i, name ? vmm_op_parse(name, strlen(name)) : -2,
@@ -390,6 +390,8 @@ static void test_names(void)
 	is_string("set_access", vmm_op_name(VMMX_OP_SET_ACCESS), "vmm_op_name(SET_ACCESS)");
 	is_string("event", vmm_op_name((enum vmmx_op)VMM_OP_EVENT),
 		  "vmm_op_name(VMM_OP_EVENT), the layer's own op past the public ones");
+	is_string("checksum", vmm_op_name((enum vmmx_op)VMM_OP_CHECKSUM),
+		  "vmm_op_name(VMM_OP_CHECKSUM)");
 	ok(vmm_op_name((enum vmmx_op)VMM_OP_COUNT) == NULL, "vmm_op_name(VMM_OP_COUNT) is NULL");
 	ok(vmm_op_name((enum vmmx_op)-1) == NULL, "vmm_op_name(-1) is NULL");
 	is_int(-1, vmm_op_parse("bogus", 5), "vmm_op_parse refuses an unknown name");
@@ -448,7 +450,7 @@ int main(void)
 
 	if (pipe(pipefd))
 		bail("pipe failed");
-	plan(124);
+	plan(127);
 	test_names();
 	if (!is_err(0, vmm_open(&p, &v), "vmm_open(sim)"))
 		bail("cannot open the sim backend: %s", last.msg);
