@@ -81,7 +81,8 @@ static void usage(FILE *f)
 	      "                           counted in --report (VMMX_RUN_LAUNCHES=1)\n"
 	      "      --placement MODE     alloc (default): chunks stay where allocation put\n"
 	      "                           them; launch: bring the spilled segments a launch\n"
-	      "                           names to the device first (implies --launches)\n"
+	      "                           names to the device first (implies --launches;\n"
+	      "                           sets VMMX_HOST_COPIES=verified unless it is set)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "      --control[=PATH]     listen for sleep and wake requests on a Unix socket,\n"
 	      "                           PATH or vmmx-run-PID.sock in $XDG_RUNTIME_DIR (else\n"
@@ -776,6 +777,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	report_opt(report, report_file);
+	{
+		const char *pl = getenv("VMMX_RUN_PLACEMENT");
+
+		/* Launch placement sends segments back and forth: unchanged ones go back uncopied. */
+		if (pl && !strcmp(pl, "launch") && !getenv("VMMX_HOST_COPIES"))
+			set("VMMX_HOST_COPIES", "verified");
+	}
 	check_config();
 	preload();
 	execvp(argv[optind], argv + optind);
