@@ -477,9 +477,9 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 	pthread_once(&trace_once, trace_open);
 	if (trace_fd >= 0)
 		trace_launch(api, kernel, nparams, stream, nm, at);
-	if (!vmmxp_place_on() || capturing(stream))
+	if (!vmmxp_place_on())
 		return 0;
-	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream);
+	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream, capturing);
 }
 
 int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_t key,

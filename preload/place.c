@@ -104,6 +104,8 @@
 #define PLAN_SEGS 8
 /* Launches looked ahead for segments to bring in (each a few hash lookups). */
 #define AHEAD 32
+/* Launches between two looks at whether the context holds host memory, until it does. */
+#define SPILL_CHECK 64
 /* Moves ahead queued for the mover thread at most. */
 #define JOBS 64
 /* Moves ahead queued or under way at once (see bring_in_ahead()). */
@@ -151,6 +153,8 @@ static void *events[EVENTS];              /* lock: CUevent, made on first use */
 static int event_ok[EVENTS];              /* lock: the slot's last record succeeded */
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
 static struct vmmxp_place_stats st;       /* lock */
+static int spilled;                       /* lock: memory was seen in host memory (sticky) */
+static uint64_t unspilled_launches;       /* lock: launches placed before that */
 
 /* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
 struct job {
@@ -695,6 +699,14 @@ static int in_host(struct vmmx_buf *buf, size_t size, struct vmmx_loc loc)
 	return r.host != 0;
 }
 
+/* Whether @ctx holds any host memory (a walk of its buffers' chunks: not every launch). */
+static int in_host_memory(struct vmmx_ctx *ctx)
+{
+	struct vmmx_stats sts = { .size = sizeof(sts) };
+
+	return vmmx_stats_get(ctx, &sts) || sts.host_bytes > 0;
+}
+
 /* The buffer (allocator segment) of each named chunk, once each: the unit that moves. */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 			  size_t n, struct seg *seg)
@@ -726,7 +738,7 @@ static int read_once(size_t size, size_t total, size_t nseg)
 }
 
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n, long at, CUstream stream)
+		       size_t n, long at, CUstream stream, int (*capturing)(CUstream))
 {
 	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
 	struct tracked *t[VMMXP_PLACE_MAX];
@@ -747,8 +759,12 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		pl = &plan[at];
 		*pl = (struct plan){ .generation = cur.generation };
 	}
-	for (size_t i = 0; i < nseg; i++)
+	for (size_t i = 0; i < nseg; i++) {
 		total += seg[i].size;
+		spilled |= seg[i].host;
+	}
+	if (!spilled && nseg && !(unspilled_launches++ % SPILL_CHECK))
+		spilled = in_host_memory(seg[0].ctx);
 	/* First mark them all named now, so that none is a victim for another. */
 	for (size_t i = 0; i < nseg; i++) {
 		t[i] = find(seg[i].base, 1);
@@ -766,6 +782,24 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
 		}
+	}
+	/*
+	 * Until some of the program's memory lies in host memory (a launch
+	 * names it, or the context holds any, looked at every SPILL_CHECK
+	 * launches), nothing moves: no last-use event is recorded (a driver
+	 * call a launch), nothing is looked ahead for, and a segment named
+	 * meanwhile that moves later waits for the whole device (its use
+	 * unknown).  A program that fits pays the watch and little more.
+	 */
+	if (!spilled || (capturing && capturing(stream))) {
+		for (size_t i = 0; i < nseg; i++)
+			if (t[i]) {
+				t[i]->use = 0;
+				t[i]->on_device = !seg[i].host;
+			}
+		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&gate);
+		return 0;
 	}
 	/*
 	 * One the mover is bringing in, or sending back for room, is waited

@@ -663,13 +663,15 @@ int vmmxp_place_on(void);
 /*
  * vmmxp_place_launch() - place the segments of the @n chunks one launch
  * names (@chunk, each of context @ctx[i]) before it is passed on.
+ * @capturing, asked only when something may move, says whether @stream
+ * is capturing into a graph (nothing is placed then).
  * Return: 1: the placement lock is held; the caller passes the launch on,
- * then calls vmmxp_place_done().
+ * then calls vmmxp_place_done(); 0: nothing to do after it.
  * Context: the thread inside libvmmx (vmmxp_depth()); may block (waits for
  * the device, copies); calls the driver.
  */
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n, long at, CUstream stream);
+		       size_t n, long at, CUstream stream, int (*capturing)(CUstream));
 void vmmxp_place_done(void);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
