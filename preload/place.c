@@ -31,9 +31,10 @@
  * one segment only is not judged): a copy crosses the link with the same
  * bytes the kernel would read in place, and sending a victim back crosses
  * it again.
- * With a cycle known, such a segment is brought in only into free room or
- * in place of a segment needed later than it; when the device is full of
- * segments needed sooner it is read in place (counted).
+ * Such a segment is brought in only into free room or, a cycle known, in
+ * place of a segment needed later than it; when the device is full of
+ * segments needed sooner, or no cycle is known yet, it is read in place
+ * (counted).
  *
  * Ordering: last uses, not the whole device.  After each launch is passed
  * on, an event is recorded on its stream (a ring of EVENTS events, one per
@@ -507,11 +508,12 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			return -VMMX_ENOMEM;
 		/*
 		 * Read once: never sent for ahead at the cost of another, and on
-		 * demand only in place of one needed after it is needed again.
+		 * demand only in place of one needed after it is needed again
+		 * (so, without a cycle, never: nothing says so).
 		 */
 		if (once && ahead)
 			return -VMMX_ENOMEM;
-		if (once && cycle_len && next_use(v, cycle_len) < next_use(t, cycle_len)) {
+		if (once && (!cycle_len || next_use(v, cycle_len) < next_use(t, cycle_len))) {
 			if (!ahead)
 				st.in_place++;
 			return -VMMX_ENOMEM;
