@@ -445,6 +445,24 @@ static int torture(void)
 }
 
 /*
+ * The placement scenarios' start: NW buffers of 64 MiB, each filled with
+ * its own byte; under the 256 MiB limit w0-w3 land on the device, w4 and
+ * w5 in host memory.
+ */
+static void six_weights(void **w)
+{
+	int ok_fill = 1;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++) {
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+		ok_fill &= pattern(w[i], (unsigned char)(0x10 + i), 0);
+	}
+	ok(ok_fill, "each buffer filled with its own byte");
+	is_int(0x0f, (int)resident(w), "w0-w3 on the device, w4 and w5 in host memory");
+}
+
+/*
  * --placement launch: six 64 MiB buffers, four of which fit under the
  * device limit, each named by one launch, for three steps.  The first step
  * (no cycle yet) makes room by the least recently named; from the second,
@@ -454,15 +472,9 @@ static int place(void)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
 	void *w[NW] = { 0 };
-	int ok_fill = 1, ok_data = 1, bad = 0;
+	int ok_data = 1, bad = 0;
 
-	plan_lazy();
-	for (int i = 0; i < NW; i++) {
-		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
-		ok_fill &= pattern(w[i], (unsigned char)(0x10 + i), 0);
-	}
-	ok(ok_fill, "each buffer filled with its own byte");
-	is_int(0x0f, (int)resident(w), "w0-w3 on the device, w4 and w5 in host memory");
+	six_weights(w);
 	for (int step = 0; step < 3; step++) {
 		for (int i = 0; i < NW; i++) {
 			void *params[] = { &w[i] };
@@ -999,15 +1011,9 @@ static int graph_place(void)
 {
 	static struct fake_graph ga, gac, gb;
 	void *w[NW] = { 0 }, *ea = NULL, *eb = NULL;
-	int ok_fill = 1, ok_data = 1;
+	int ok_data = 1;
 
-	plan_lazy();
-	for (int i = 0; i < NW; i++) {
-		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
-		ok_fill &= pattern(w[i], (unsigned char)(0x10 + i), 0);
-	}
-	ok(ok_fill, "each buffer filled with its own byte");
-	is_int(0x0f, (int)resident(w), "w0-w3 on the device, w4 and w5 in host memory");
+	six_weights(w);
 	fake_graph_kernel(&ga, &k3, (void *[]){ &w[4] });
 	fake_graph_node(&ga, 4, &gac);
 	fake_graph_kernel(&gac, &k3, (void *[]){ &w[5] });
