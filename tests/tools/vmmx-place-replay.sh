@@ -134,7 +134,8 @@ pycheck "a buffer starts where its placement record put it (host), not where its
 # launch names a buffer's first chunk and the placement records make it whole.
 (
 	. "$top_srcdir/tests/preload/env.sh"
-	VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB VMMX_CHUNK_MAX=16MiB \
+	# The scenario's moves as launchclient checks them: ahead on the launching thread.
+	VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB VMMX_CHUNK_MAX=16MiB VMMX_RUN_PLACE_MOVER=0 \
 		"$run" --policy device-first --device-limit 256MiB --headroom 0 --placement launch \
 		--report-file "$tmp/rep" --trace "$tmp/rec.jsonl" -- \
 		"$top_builddir/tests/preload/launchclient" place >"$tmp/rec.tap" 2>&1
