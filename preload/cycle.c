@@ -2,32 +2,34 @@
 /*
  * cycle.c - the launch cycle: a training or inference step launches the
  * same kernels on much the same memory in the same order, step after step.
- * The watch (launch.c) gives each launch its kernel and the segments it
- * named, with their sizes; this file learns the cycle they repeat and says
- * where in it each launch falls, so that placement can know the next use
- * of every segment (the furthest one is the best victim) and what the next
- * launches will name (to bring it in ahead).
+ * The watch (launch.c) gives each launch its kernel, the segments it
+ * named with their sizes, and which of them is its key segment (the
+ * largest its kernel's last launch did not name: a layer's weights); this
+ * file learns the cycle they repeat and says where in it each launch
+ * falls, so that placement can know the next use of every segment (the
+ * furthest one is the best victim) and what the next launches will name
+ * (to bring it in ahead).
  *
  * Matching: a launch is "the same" as a recorded one when it runs the same
- * kernel and names the largest segment that one named (a layer's weights).
+ * kernel and names the key segment that one had (a layer's weights).
  * Everything else may vary between steps without breaking the cycle: a
  * workspace or an activation at another address, a segment more or less.
  * Two launches of one kernel on different weights never match.  One of
- * the same kernel whose largest segment is another of the same size is a
+ * the same kernel whose key segment is another of the same size is a
  * rotation: a caching allocator hands a kernel's activations out again in
- * another order, and a kernel whose largest segments are activations (a
+ * another order, and a kernel whose key segments are activations (a
  * ReLU on two equal buffers) then names other memory from step to step.
  *
- * Learning: every launch is recorded in a ring (its kernel, its largest
- * segment and the first SEGS - 1 others it named), and the last position of each (kernel, largest
- * segment) key is kept in a hash table.  A launch whose key was seen P
+ * Learning: every launch is recorded in a ring (its kernel, its key
+ * segment and the first SEGS - 1 others it named), and the last position
+ * of each (kernel, key segment) key is kept in a hash table.  A launch whose key was seen P
  * launches ago would propose a cycle of P launches; the proposal is first
  * verified: each of the last W = min(P, VERIFY) launches is compared with
  * the one P launches before it, and at most W / 8 may differ (7/8 the
  * same: a few launches that vary, a workspace moved, an extra launch
  * near the end of the window, still pass).  A pair counts as the same when the later launch
  * matches the earlier one, or when it is a rotation of an earlier launch
- * whose largest segment more than one launch of the earlier window named
+ * whose key segment more than one launch of the earlier window named
  * (an activation passed from kernel to kernel: a layer's weights are named
  * once a step, so the same kernel on another layer's weights is no
  * rotation).  A key that comes round inside a step (an activation named
@@ -116,11 +118,11 @@
 /* What a launch is known by in the cycle. */
 struct entry {
 	uint64_t kernel;
-	uint64_t big;           /* the largest segment named, 0 if none */
+	uint64_t big;           /* the key segment named, 0 if none */
 	uint64_t size;          /* its size */
 };
 
-/* A launch recorded: its entry and the next largest segments it named. */
+/* A launch recorded: its entry and the first other segments it named. */
 struct rec {
 	struct entry e;
 	uint64_t more[SEGS - 1]; /* 0 past the last */
@@ -195,7 +197,7 @@ static int matches(const struct entry *e, uint64_t kernel, const uint64_t *segs,
 
 /*
  * Whether the launch known by @e is a rotation of the recorded @want: the
- * same kernel, its largest segment another of the same size.
+ * same kernel, its key segment another of the same size.
  */
 static int rotation(const struct entry *want, const struct entry *e)
 {
@@ -351,7 +353,7 @@ static void mismatch(uint64_t k, int rotated)
 }
 
 /*
- * lock held: position @p matched (@exact: by kernel and largest segment,
+ * lock held: position @p matched (@exact: by kernel and key segment,
  * or a rotation of it); the cycle moves on.
  */
 static void advance(uint64_t p, int exact)
