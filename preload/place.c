@@ -107,9 +107,7 @@
 #define AHEAD 32
 /* Launches between two looks at whether the context holds host memory, until it does. */
 #define SPILL_CHECK 64
-/* Moves ahead queued for the mover thread at most. */
-#define JOBS 64
-/* Moves ahead queued or under way at once (see bring_in_ahead()). */
+/* Moves ahead queued or under way at once (see bring_in_ahead()): the mover's ring. */
 #define DEPTH 3
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
 #define EVENT_DISABLE_TIMING 0x2
@@ -165,10 +163,10 @@ struct job {
 };
 
 /*
- * The mover (see the top): jobs[head % JOBS .. tail % JOBS) queued, the one
+ * The mover (see the top): jobs[head % DEPTH .. tail % DEPTH) queued, the one
  * at head in flight while busy; all under lock.
  */
-static struct job jobs[JOBS];
+static struct job jobs[DEPTH];
 static uint64_t head, tail;
 static int busy;
 static enum { MOVER_NONE, MOVER_RUNNING, MOVER_OFF, MOVER_QUIT } mover_state;
@@ -497,6 +495,9 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			st.failed++;
 			return err;
 		}
+		/* Read once: never brought in ahead at the cost of another (see below). */
+		if (once && ahead)
+			return -VMMX_ENOMEM;
 		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len) : NULL;
 		if (!v) {
 			if (!ahead)
@@ -507,12 +508,9 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		if (ahead && next_use(v, cycle_len) <= bound)
 			return -VMMX_ENOMEM;
 		/*
-		 * Read once: never sent for ahead at the cost of another, and on
-		 * demand only in place of one needed after it is needed again
-		 * (so, without a cycle, never: nothing says so).
+		 * Read once, on demand: only in place of one needed after it is
+		 * needed again (so, without a cycle, never: nothing says so).
 		 */
-		if (once && ahead)
-			return -VMMX_ENOMEM;
 		if (once && (!cycle_len || next_use(v, cycle_len) < next_use(t, cycle_len))) {
 			if (!ahead)
 				st.in_place++;
@@ -555,8 +553,8 @@ static void drop_queue(void)
 	uint64_t from = head + (uint64_t)busy;
 
 	for (uint64_t i = from; i < tail; i++)
-		if (jobs[i % JOBS].t)
-			jobs[i % JOBS].t->moving = 0;
+		if (jobs[i % DEPTH].t)
+			jobs[i % DEPTH].t->moving = 0;
 	tail = from;
 	pthread_cond_broadcast(&done_cv);
 }
@@ -582,7 +580,7 @@ static void *mover(void *arg)
 			pthread_cond_wait(&work_cv, &lock);
 		if (mover_state != MOVER_RUNNING)
 			break;
-		j = jobs[head % JOBS];
+		j = jobs[head % DEPTH];
 		if (!j.t) {
 			head++; /* cancelled: its launch came first */
 			continue;
@@ -648,17 +646,14 @@ static int mover_on(void)
 	return 1;
 }
 
-/* lock held: queue @t to be brought in ahead; 0, or -1 when the queue is full. */
-static int enqueue(struct tracked *t, int once, uint64_t cycle_len, uint64_t bound)
+/* lock held: queue @t to be brought in ahead; the caller saw room in the ring (DEPTH). */
+static void enqueue(struct tracked *t, int once, uint64_t cycle_len, uint64_t bound)
 {
-	if (tail - head >= JOBS)
-		return -1;
-	jobs[tail % JOBS] = (struct job){ t, cur.generation, cycle_len, bound, once };
+	jobs[tail % DEPTH] = (struct job){ t, cur.generation, cycle_len, bound, once };
 	tail++;
 	t->moving = 1;
 	st.queued++;
 	pthread_cond_signal(&work_cv);
-	return 0;
 }
 
 /*
@@ -674,8 +669,8 @@ static void wait_mover(struct tracked *t)
 	if (!t->moving)
 		return;
 	for (uint64_t i = head + (uint64_t)busy; i < tail; i++)
-		if (jobs[i % JOBS].t == t) {
-			jobs[i % JOBS].t = NULL;
+		if (jobs[i % DEPTH].t == t) {
+			jobs[i % DEPTH].t = NULL;
 			t->moving = 0;
 			st.cancelled++;
 			return;
@@ -899,11 +894,13 @@ static void bring_in_ahead(void)
 			/* As last seen here: one that libvmmx moved meanwhile is left to its launch. */
 			if (!(live >> i & 1) || t->on_device || t->moving)
 				continue;
-			if (queue && tail - head >= DEPTH)
+			if (queue) {
+				if (tail - head >= DEPTH)
+					return;
+				enqueue(t, once, len, seq + d);
+			} else if (promote(t, AHEAD_OF, once, len, bound)) {
 				return;
-			if (queue ? enqueue(t, once, len, seq + d) :
-				    promote(t, AHEAD_OF, once, len, bound))
-				return;
+			}
 			moved = 1;
 		}
 		if (moved && !queue)
