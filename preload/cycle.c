@@ -3,8 +3,11 @@
  * cycle.c - the launch cycle: a training or inference step launches the
  * same kernels on much the same memory in the same order, step after step.
  * The watch (launch.c) gives each launch its kernel, the segments it
- * named with their sizes, and which of them is its key segment (the
- * largest its kernel's last launch did not name: a layer's weights); this
+ * named, each known by the address that named it (its base, or a place
+ * inside it when one segment holds many tensors, a model's weights carved
+ * out of one allocation), with their sizes, and which of them is its key
+ * segment (the largest its kernel's last launch did not name: a layer's
+ * weights); below, a segment is a place so named.  This
  * file learns the cycle they repeat and says where in it each launch
  * falls, so that placement can know the next use of every segment (the
  * furthest one is the best victim) and what the next launches will name

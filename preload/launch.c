@@ -75,8 +75,8 @@
  */
 #define MAX_NAMED VMMXP_PLACE_MAX
 #define TRACE_CHUNKS 64
-/* Segments of a kernel's last launch kept for the cycle learner's key (note_cycle()). */
-#define LAST_SEGS 8
+/* Places of a kernel's last launch kept for the cycle learner's key (note_cycle()). */
+#define LAST_PLACES 8
 /* Values below a page are never addresses: sizes, flags, counts. */
 #define MIN_ADDR 4096
 /* extra's keys (cuda.h) */
@@ -96,7 +96,7 @@ struct layout {
 	enum key_kind kind;
 	int nparams;            /* -1: the driver gave none */
 	uint32_t *off, *size;   /* nparams each */
-	uint64_t last_segs[LAST_SEGS]; /* note_cycle(): its last launch's segments; relaxed */
+	uint64_t last_places[LAST_PLACES]; /* note_cycle(): its last launch's places; relaxed */
 	char name[];            /* the kernel's name, "" if unknown */
 };
 
@@ -210,7 +210,7 @@ static struct layout *layout_of(const void *key, enum key_kind kind)
 		goto out;
 	l->key = key;
 	l->kind = kind;
-	memset(l->last_segs, 0, sizeof(l->last_segs));
+	memset(l->last_places, 0, sizeof(l->last_places));
 	l->nparams = n;
 	l->off = (uint32_t *)(((uintptr_t)(l->name + nlen + 1) + 3) & ~(uintptr_t)3);
 	l->size = l->off + (n > 0 ? n : 0);
@@ -248,6 +248,7 @@ void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 			nm->host++;
 		if (nm->n < MAX_NAMED) {
 			nm->chunk_ctx[nm->n] = nm->ctx[c];
+			nm->word[nm->n] = w;
 			nm->chunk[nm->n++] = ci;
 		}
 		return;
@@ -381,48 +382,50 @@ static void atfork_init(void)
 }
 
 
-/* Whether the last launch of @l's kernel named the segment at @base. */
-static int named_last(const struct layout *l, uint64_t base)
+/* Whether the last launch of @l's kernel named the place @at. */
+static int named_last(const struct layout *l, uint64_t at)
 {
-	for (int j = 0; j < LAST_SEGS; j++)
-		if (__atomic_load_n(&l->last_segs[j], __ATOMIC_RELAXED) == base)
+	for (int j = 0; j < LAST_PLACES; j++)
+		if (__atomic_load_n(&l->last_places[j], __ATOMIC_RELAXED) == at)
 			return 1;
 	return 0;
 }
 
 /*
  * What the cycle learner (cycle.c) knows a launch by: its kernel, the
- * segments (libvmmx buffers) of the chunks it named with their sizes, and
- * the one of them that identifies it best, its key segment: the largest of
- * those the kernel's last launch did not name (the first of equal sizes:
- * parameter order is the same at every step); the largest of all when it
- * named them all.  A layer's weights differ from one launch of a GEMM to
- * the next; a workspace, a pool segment of activations or a constant input
- * is named launch after launch, and when it is the largest (a PyTorch GEMM
- * names its 128 MiB weight beside a larger pool segment) it would make
- * every launch of the kernel look alike.  @l, the kernel's cached layout,
- * keeps the segments of its last launch (the first LAST_SEGS; relaxed: two
- * threads launching one kernel at once may mix them, which costs a
- * mismatch, no more); without one, the largest.  Returns the launch's
- * place in the cycle, -1 if none.
+ * places it named (the address that named each chunk: a segment's base
+ * for a tensor with a segment of its own, an address inside the segment
+ * for one of the tensors a caching allocator carved out of one, as
+ * PyTorch carves a model's weights out of transformers' warm-up segment)
+ * with their segments' sizes, and the one of them that identifies it
+ * best, its key: the place in the largest segment among those the
+ * kernel's last launch did not name (the first of equal sizes: parameter
+ * order is the same at every step); the largest of all when it named them
+ * all.  A layer's weights differ from one launch of a GEMM to the next,
+ * also when they share a segment; a workspace, a pool segment of
+ * activations or a constant input is named launch after launch, and when
+ * it is the largest (a PyTorch GEMM names its 128 MiB weight beside a
+ * larger pool segment) it would make every launch of the kernel look
+ * alike.  @l, the kernel's cached layout, keeps the places of its last
+ * launch (the first LAST_PLACES; relaxed: two threads launching one kernel
+ * at once may mix them, which costs a mismatch, no more); without one, the
+ * largest.  Returns the launch's place in the cycle, -1 if none.
  */
 static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named *nm)
 {
-	uint64_t segs[MAX_NAMED], kernel;
 	size_t sizes[MAX_NAMED], pick = nm->n;
+	uint64_t kernel = key * 0x100000001b3ull;
 
-	kernel = key * 0x100000001b3ull;
 	for (size_t i = 0; i < nm->n; i++) {
 		sizes[i] = vmmx_buf_size(nm->chunk[i].buf);
-		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
-		if ((pick == nm->n || sizes[i] > sizes[pick]) && !(l && named_last(l, segs[i])))
+		if ((pick == nm->n || sizes[i] > sizes[pick]) && !(l && named_last(l, nm->word[i])))
 			pick = i;
 	}
 	if (l)
-		for (size_t j = 0; j < LAST_SEGS; j++)
-			__atomic_store_n(&l->last_segs[j], j < nm->n ? segs[j] : 0,
+		for (size_t j = 0; j < LAST_PLACES; j++)
+			__atomic_store_n(&l->last_places[j], j < nm->n ? nm->word[j] : 0,
 					 __ATOMIC_RELAXED);
-	return vmmxp_cycle_note(kernel, segs, sizes, nm->n, pick);
+	return vmmxp_cycle_note(kernel, nm->word, sizes, nm->n, pick);
 }
 
 /* @params read with the layout @l (may be NULL), or, without @params, @extra's packed buffer. */

@@ -552,14 +552,16 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void);
 
 /*
  * What one launch named (launch.c): the contexts it was looked up on, the
- * first VMMXP_PLACE_MAX distinct chunks (each with its context), all counted
- * (@total), those in host memory apart (@host).
+ * first VMMXP_PLACE_MAX distinct chunks (each with its context and the
+ * address that named it first), all counted (@total), those in host memory
+ * apart (@host).
  */
 struct vmmxp_named {
 	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
 	int nctx;
 	struct vmmx_chunk_info chunk[VMMXP_PLACE_MAX];
 	struct vmmx_ctx *chunk_ctx[VMMXP_PLACE_MAX];
+	uint64_t word[VMMXP_PLACE_MAX];
 	size_t n, total, host;
 };
 
@@ -607,7 +609,7 @@ void vmmxp_graph_after_fork(void);
 
 struct vmmxp_cycle_stats {
 	uint64_t learned;       /* cycles confirmed */
-	uint64_t proposed;      /* cycles proposed (a launch's kernel and largest segment came round,
+	uint64_t proposed;      /* cycles proposed (a launch's kernel and key came round,
 				 * and the launches before it repeat) */
 	uint64_t rejected;      /* ... dropped before they were confirmed */
 	uint64_t refused;       /* proposals refused by verification (the launches before it
@@ -618,10 +620,11 @@ struct vmmxp_cycle_stats {
 };
 
 /*
- * vmmxp_cycle_note() - one launch: its @kernel and the bases of the @n
- * segments it named (@segs), each of @sizes bytes, in parameter order;
- * segs[@key] is the one that identifies it (its key segment), or with
- * @key >= @n the largest does.
+ * vmmxp_cycle_note() - one launch: its @kernel and the @n places it named
+ * (@segs: an address in each segment named, the one the launch named it
+ * by), their segments each of @sizes bytes, in parameter order; segs[@key]
+ * is the one that identifies it (its key), or with @key >= @n the one in
+ * the largest segment does.
  * Return: its position in the known cycle, or -1 when none is known (or
  * the launch is not one the cycle expects).
  * Context: any thread; takes the cycle's mutex.
