@@ -395,44 +395,62 @@ static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 	return at > seq ? at : UINT64_MAX - t->last;
 }
 
-/*
- * The segment of @ctx on the device to send back for room, or NULL.  For a
- * move ahead the caller checks that it is needed after the launches ahead
- * (promote(), @bound).
- */
-static struct tracked *victim(struct vmmx_ctx *ctx, uint64_t cycle_len)
+/* Whether @a is a better victim than @b (see the top): the later next use, or the less recent. */
+static int better(const struct tracked *a, const struct tracked *b, uint64_t cycle_len)
 {
-	struct tracked *best = NULL;
+	return cycle_len ? next_use(a, cycle_len) > next_use(b, cycle_len) : a->last < b->last;
+}
+
+/*
+ * The segments of @ctx on the device that may be sent back for room, best
+ * first, up to MAX_EVICT, in @v; their number.  Never one this launch
+ * named, one being moved, or one of more than @most bytes (see promote()).
+ * For a move ahead the caller checks that each is needed after the
+ * launches ahead (promote(), @bound).
+ */
+static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct tracked **v)
+{
+	int n = 0;
 
 	for (int i = 0; i < ntracked; i++) {
 		struct tracked *t = &track[i];
+		int j;
 
-		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq)
+		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq || t->size > most)
+			continue;
+		if (n == MAX_EVICT && !better(t, v[n - 1], cycle_len))
 			continue;
 		if (!still_on_device(t)) {
 			t->on_device = 0;
 			continue;
 		}
-		/* Next use about a cycle after the last: the furthest is the latest named. */
-		if (!best || (cycle_len ? next_use(t, cycle_len) > next_use(best, cycle_len) :
-					  t->last < best->last))
-			best = t;
+		/* Insert in order; the worst falls off a full list. */
+		for (j = n < MAX_EVICT ? n++ : n - 1; j > 0 && better(t, v[j - 1], cycle_len); j--)
+			v[j] = v[j - 1];
+		v[j] = t;
 	}
-	return best;
+	return n;
 }
 
-/* Whether the device @dev has room for the part of @t's segment in host memory, as far as known. */
-static int room_for(const struct tracked *t, struct vmmx_loc dev)
+/*
+ * The bytes of @t's segment in host memory that the device @dev has no
+ * room for, as far as known (0: it has room, or cannot tell), in *@lack;
+ * its bytes in host memory in *@host.
+ */
+static void room_for(const struct tracked *t, struct vmmx_loc dev, size_t *lack, size_t *host)
 {
 	struct vmmx_residency r = { 0, 0 };
 	struct vmmx_chunk_info ci;
 	size_t room;
 
+	*lack = 0;
+	*host = t->size;
 	if (vmmx_lookup(t->ctx, t->base, &ci) ||
-	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) ||
-	    vmmx_ctx_room(t->ctx, dev, r.host, &room))
-		return 1;
-	return room >= r.host;
+	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r))
+		return;
+	*host = r.host;
+	if (!vmmx_ctx_room(t->ctx, dev, r.host, &room) && room < r.host)
+		*lack = r.host - room;
 }
 
 enum how {
@@ -441,29 +459,110 @@ enum how {
 	MOVER,          /* ... on the mover thread: the lock is let go around waits and moves */
 };
 
+/* Why no room can be made: not for these victims (0), or counted in the report as which. */
+enum refusal { REFUSE_QUIET, REFUSE_NO_ROOM, REFUSE_IN_PLACE };
+
+/*
+ * The victims to send back, in @v, for @lack bytes of room for @t: the
+ * first of victims() up to those whose bytes make the room, each one that
+ * may go for this move (see promote()); their number, or 0 when they
+ * cannot make it, with the reason in *@why.  Nothing moves: a move is
+ * never begun that the victims allowed could not finish (sending back
+ * segments for a move that then fails would cost their copies back in
+ * for nothing).
+ */
+static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycle_len,
+			uint64_t bound, size_t lack, size_t most, struct tracked **v, enum refusal *why)
+{
+	int n = victims(t->ctx, cycle_len, most, v), k;
+	size_t freed = 0;
+
+	*why = how == ON_DEMAND ? REFUSE_NO_ROOM : REFUSE_QUIET;
+	for (k = 0; k < n && freed < lack; k++) {
+		/* Ahead: only a victim Belady would also choose once the launches ahead are done. */
+		if (how != ON_DEMAND && next_use(v[k], cycle_len) <= bound)
+			return 0;
+		/*
+		 * Read once, on demand: only in place of one needed after it is
+		 * needed again (so, without a cycle, never: nothing says so).
+		 */
+		if (once && (!cycle_len || next_use(v[k], cycle_len) < next_use(t, cycle_len))) {
+			if (how == ON_DEMAND)
+				*why = REFUSE_IN_PLACE;
+			return 0;
+		}
+		freed += v[k]->size;
+	}
+	return freed >= lack ? k : 0;
+}
+
+/*
+ * The most a segment of @ctx may hold to be made room for, or sent back:
+ * a quarter of its device (its limit), as first asked (a context's limit
+ * is set when it is made); lock held.  SIZE_MAX when it cannot be told.
+ */
+static size_t most_moved(struct vmmx_ctx *ctx)
+{
+	static struct {
+		struct vmmx_ctx *ctx;
+		size_t most;
+	} known[VMMXP_MAX_DEVICES];
+	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+	int i;
+
+	for (i = 0; i < VMMXP_MAX_DEVICES && known[i].ctx; i++)
+		if (known[i].ctx == ctx)
+			return known[i].most;
+	if (vmmx_ctx_query(ctx, &ci))
+		return SIZE_MAX;
+	if (i < VMMXP_MAX_DEVICES) {
+		known[i].ctx = ctx;
+		known[i].most = (size_t)((ci.device_limit < ci.device_total ? ci.device_limit :
+									     ci.device_total) / 4);
+		return known[i].most;
+	}
+	return SIZE_MAX;
+}
+
 /*
  * Bring @t's segment to its context's device, sending victims back as
  * needed.  @once: the launch reads it once (see the top); @t was named by
  * the current launch (ON_DEMAND) or is held for one ahead (AHEAD_OF,
  * MOVER).  A victim sent back by the mover is marked moving meanwhile, so
- * that a launch naming it waits for it.  lock held.  Return: 0 when it is
- * on the device, -VMMX_ENOMEM when no room was made for it, another code
- * when a move or a wait failed.
+ * that a launch naming it waits for it.
+ *
+ * Too large to make room for: a segment of more than a quarter of the
+ * device (its limit) is brought in only into free room, and never sent
+ * back for another.  Such a segment holds many tensors (transformers'
+ * warm-up segment, which PyTorch carves half a model's weights out of):
+ * sending it back would send back a good part of the device, and the
+ * first launch to name it again would send back everything else to bring
+ * it in, whole, for a kernel that reads one of its tensors.  It stays
+ * where it lies, read in place where that is host memory, as the default
+ * placement does.
+ *
+ * lock held.  Return: 0 when it is on the device, -VMMX_ENOMEM when no
+ * room was made for it, another code when a move or a wait failed.
  */
 static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len, uint64_t bound)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0;
+	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, nv = -1, next = 0;
+	struct tracked *v[MAX_EVICT];
+	size_t most;
 	int err;
 
 	if (vmmx_ctx_query(t->ctx, &ci)) {
 		st.failed++;
 		return -VMMX_EINVAL;
 	}
-	for (int tries = 0;; tries++) {
+	most = most_moved(t->ctx);
+	for (;;) {
 		struct vmmx_loc dev = { VMMX_LOC_DEVICE, ci.device };
-		struct tracked *v;
+		size_t lack, in_host;
+		enum refusal why;
+		struct tracked *vt;
 
 		/*
 		 * A move the device has no room for is not tried: it would fail,
@@ -471,8 +570,9 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		 * top of the file): waited for once a move is to be made, not
 		 * before (a move that will not happen waits for nothing).
 		 */
+		room_for(t, dev, &lack, &in_host);
 		err = -VMMX_ENOMEM;
-		if (room_for(t, dev)) {
+		if (!lack) {
 			err = waited ? 0 : wait_last_use(t, unlocked);
 			waited = 1;
 			if (err) {
@@ -498,40 +598,51 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		/* Read once: never brought in ahead at the cost of another (see below). */
 		if (once && ahead)
 			return -VMMX_ENOMEM;
-		v = tries < MAX_EVICT ? victim(t->ctx, cycle_len) : NULL;
-		if (!v) {
+		if (t->size > most) {
+			if (!ahead)
+				st.too_large++;
+			return -VMMX_ENOMEM;
+		}
+		/*
+		 * The victims are chosen before the first goes: all of those
+		 * needed, or none.  A move that found room and still failed for
+		 * want of it (the device's own memory short of the limit) is
+		 * given the next victim, up to the whole list.
+		 */
+		if (nv < 0) {
+			nv = plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most,
+					  v, &why);
+			if (!nv) {
+				st.no_room += why == REFUSE_NO_ROOM;
+				st.in_place += why == REFUSE_IN_PLACE;
+				return -VMMX_ENOMEM;
+			}
+		}
+		if (next == nv) {
 			if (!ahead)
 				st.no_room++;
 			return -VMMX_ENOMEM;
 		}
-		/* Ahead: only a victim Belady would also choose once the launches ahead are done. */
-		if (ahead && next_use(v, cycle_len) <= bound)
-			return -VMMX_ENOMEM;
-		/*
-		 * Read once, on demand: only in place of one needed after it is
-		 * needed again (so, without a cycle, never: nothing says so).
-		 */
-		if (once && (!cycle_len || next_use(v, cycle_len) < next_use(t, cycle_len))) {
-			if (!ahead)
-				st.in_place++;
-			return -VMMX_ENOMEM;
-		}
-		v->moving = 1;
-		err = wait_last_use(v, unlocked);
+		vt = v[next++];
+		/* Moved or named since it was chosen (the lock let go meanwhile): no longer to send back. */
+		if (!vt->on_device || vt->moving || vt->last == seq)
+			continue;
+		vt->moving = 1;
+		err = wait_last_use(vt, unlocked);
 		if (!err)
-			err = move(v, host, unlocked, &st.out_ns);
-		v->moving = 0;
+			err = move(vt, host, unlocked, &st.out_ns);
+		vt->moving = 0;
 		if (unlocked)
 			pthread_cond_broadcast(&done_cv);
 		if (err) {
 			/* What moved stays moved; what did not is still on the device. */
-			v->on_device = still_on_device(v);
+			vt->on_device = still_on_device(vt);
 			st.failed++;
 			return err;
 		}
-		v->on_device = 0;
+		vt->on_device = 0;
 		st.evicted++;
-		st.evicted_bytes += v->size;
+		st.evicted_bytes += vt->size;
 		if (cycle_len)
 			st.evicted_next_use++;
 		else
@@ -891,8 +1002,11 @@ static void bring_in_ahead(void)
 			struct tracked *t = find(pl->base[i], 0);
 			int once = (pl->once >> i) & 1;
 
-			/* As last seen here: one that libvmmx moved meanwhile is left to its launch. */
-			if (!(live >> i & 1) || t->on_device || t->moving)
+			/*
+			 * As last seen here: one that libvmmx moved meanwhile is left
+			 * to its launch, as is one too large to make room for.
+			 */
+			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx))
 				continue;
 			if (queue) {
 				if (tail - head >= DEPTH)

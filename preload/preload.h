@@ -652,6 +652,7 @@ struct vmmxp_place_stats {
 	uint64_t evicted_lru;               /* ... chosen as the least recently named */
 	uint64_t no_room;                   /* segments left in host memory: no victim */
 	uint64_t in_place;                  /* ... read once, the device full of sooner needs */
+	uint64_t too_large;                 /* ... too large to make room for (see place.c) */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 	uint64_t waits;                     /* moves that waited for a last use still running */
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */

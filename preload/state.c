@@ -619,15 +619,15 @@ static void report_launches(FILE *out)
 		human(b2, sizeof(b2), ps.evicted_bytes);
 		fprintf(out, "  placement        launch: %llu segments brought to the device (%s: ahead %llu, "
 			     "on demand %llu), %llu sent back (%s: by next use %llu, least recently "
-			     "named %llu); left in host memory: no room %llu, read in place %llu, failed "
-			     "moves %llu; waits for last uses %llu, device syncs %llu; time moving in "
+			     "named %llu); left in host memory: no room %llu, read in place %llu, too "
+			     "large %llu, failed moves %llu; waits for last uses %llu, device syncs %llu; time moving in "
 			     "%.1f ms, sending back %.1f ms, waiting %.1f ms; mover: %llu queued, %llu "
 			     "of them cancelled, launches waited for it %llu times, %.1f ms\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
 			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
 			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
 			(unsigned long long)ps.no_room, (unsigned long long)ps.in_place,
-			(unsigned long long)ps.failed, (unsigned long long)ps.waits,
+			(unsigned long long)ps.too_large, (unsigned long long)ps.failed, (unsigned long long)ps.waits,
 			(unsigned long long)ps.device_syncs, (double)ps.in_ns / 1e6,
 			(double)ps.out_ns / 1e6, (double)ps.wait_ns / 1e6,
 			(unsigned long long)ps.queued, (unsigned long long)ps.cancelled,

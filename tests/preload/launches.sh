@@ -121,7 +121,7 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, launches waited for it 0 times, 0.0 ms$' "$tmp/rep5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, launches waited for it 0 times, 0.0 ms$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
@@ -172,11 +172,29 @@ st=$?
 grep -q '^not ok' "$tmp/tap7" && st=1
 check $st "--placement launch with 16 MiB chunks: each 64 MiB buffer (4 chunks) moves whole ($(grep -c '^ok' "$tmp/tap7") checks)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap7"
+# A model as transformers loads it under a 512 MiB limit: half its weights
+# carved out of one 352 MiB warm-up segment, the rest with segments of
+# their own.  The warm-up segment is too large to send back; the others
+# stream through the room left (prefill) or are read in place (decode).
+opts="--policy device-first --device-limit 512MiB --headroom 0"
+placed 16 place-model 'too large 0, failed moves 0;' \
+	"--placement launch on a model with transformers' warm-up segment: it is never sent back; the weights past it are on the device at their launch, at most 12 of 18 brought in a step"
+placed 17 place-decode 'read in place [1-9][0-9]*, too large 0, failed moves 0;' \
+	"--placement launch on the same model, decode: the warm-up segment stays, weights read once are read in place, none brought in after the second step"
+grep -q 'cycle  *learned [1-9][0-9]* times (the last 80 launches long)' "$tmp/rep17"
+check $? "--report: the decode step learned whole, 80 launches, though 22 of its GEMVs name one segment (each known by the address it names there, not by the segment)"
+placed 18 place-model-late 'no room 0, read in place 0, too large 132, failed moves 0;' \
+	"--placement launch, the warm-up segment made last (in host memory): it stays where it lies, each of its 132 launches counted too large, nothing sent back for it"
+opts="--policy device-first --device-limit 256MiB --headroom 0"
 unset VMMX_RUN_PLACE_MOVER
 # The mover thread: moves ahead queued and run beside the launches; every
 # launch still finds its buffer on the device, and the data survives.
 placed 15 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"--placement launch with the mover thread: moves ahead queued and made while the launches go on; each launch finds its buffer on the device at the driver, data intact"
+opts="--policy device-first --device-limit 512MiB --headroom 0"
+placed 19 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
+	"--placement launch with the mover on the model with a warm-up segment: it is never sent back; the weights past it on the device at their launch"
+opts="--policy device-first --device-limit 256MiB --headroom 0"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
 [ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
