@@ -24,6 +24,9 @@
  * last use of what moves (the fake's events held until waited for).
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
+ * Mode "place-model", "place-decode", "place-model-late": a model loaded
+ * as transformers does (see place_model()).  "place-plan": victims that
+ * cannot make the room needed are not sent back.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
  * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
@@ -656,6 +659,47 @@ static int place_model(size_t asize, int late)
 }
 
 /*
+ * --placement launch when the victims cannot make the room: under the
+ * 256 MiB limit, a 128 MiB buffer every launch names, two of 16 MiB named
+ * once each, 96 MiB no launch names, then a 48 MiB one in host memory.
+ * A launch naming it finds 32 MiB of victims for 48 MiB: none is sent
+ * back (they would come back for nothing), and it is read in place.
+ */
+static int place_plan(void)
+{
+	static struct fake_kernel kp = { "kp", 0, 0, 2, { 0, 8 }, { 8, 8 } };
+	void *a = NULL, *s1 = NULL, *s2 = NULL, *f = NULL, *h = NULL;
+	void *p1[] = { &a, &s1 }, *p2[] = { &a, &s2 }, *p3[] = { &a, &h };
+	int bad = 0;
+
+	plan_lazy();
+	bad += cudaMalloc(&a, 128 * MiB) != 0;
+	bad += cudaMalloc(&s1, 16 * MiB) != 0;
+	bad += cudaMalloc(&s2, 16 * MiB) != 0;
+	bad += cudaMalloc(&f, 96 * MiB) != 0;
+	bad += cudaMalloc(&h, 48 * MiB) != 0;
+	bad += !ends(h, 0x5a, 0);
+	is_int(0, bad, "buffers of 128, 16, 16, 96 and 48 MiB made");
+	ok(on_device_range(a, 128 * MiB) && on_device_range(s1, 16 * MiB) &&
+		   on_device_range(s2, 16 * MiB) && !on_device_range(h, 48 * MiB),
+	   "the first four on the device, the last in host memory");
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p1, NULL) != 0;
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p2, NULL) != 0;
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p3, NULL) != 0;
+	is_int(0, bad, "3 launches succeed");
+	ok(on_device_range(s1, 16 * MiB) && on_device_range(s2, 16 * MiB),
+	   "neither 16 MiB buffer sent back: together they make two thirds of the room needed");
+	ok(!on_device_range(h, 48 * MiB) && ends(h, 0x5a, 1),
+	   "the 48 MiB buffer read in place, its data intact");
+	cudaFree(h);
+	cudaFree(f);
+	cudaFree(s2);
+	cudaFree(s1);
+	cudaFree(a);
+	return tap_done();
+}
+
+/*
  * --placement launch with the mover thread (the default): 40 buffers of
  * 16 MiB, 16 of which fit, each named by one launch, for eight steps: a
  * cycle of 40 launches, longer than the 32 looked ahead, so that victims
@@ -1243,6 +1287,8 @@ int main(int argc, char **argv)
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-model"))
 		return place_model(16 * MiB, 0);
+	if (argc > 1 && !strcmp(argv[1], "place-plan"))
+		return place_plan();
 	if (argc > 1 && !strcmp(argv[1], "place-model-late"))
 		return place_model(16 * MiB, 1);
 	if (argc > 1 && !strcmp(argv[1], "place-decode"))

@@ -172,6 +172,9 @@ st=$?
 grep -q '^not ok' "$tmp/tap7" && st=1
 check $st "--placement launch with 16 MiB chunks: each 64 MiB buffer (4 chunks) moves whole ($(grep -c '^ok' "$tmp/tap7") checks)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap7"
+# Victims that cannot make the room a segment needs: none is sent back.
+placed 20 place-plan '0 sent back (0 B: .*no room 1, read in place 0, too large 0, failed moves 0;' \
+	"--placement launch: a segment that the victims allowed cannot make room for is read in place, and none of them is sent back"
 # A model as transformers loads it under a 512 MiB limit: half its weights
 # carved out of one 352 MiB warm-up segment, the rest with segments of
 # their own.  The warm-up segment is too large to send back; the others
