@@ -483,10 +483,10 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 		if (how != ON_DEMAND && next_use(v[k], cycle_len) <= bound)
 			return 0;
 		/*
-		 * Read once, on demand: only in place of one needed after it is
-		 * needed again (so, without a cycle, never: nothing says so).
+		 * Read once, on demand (a cycle known: promote()): only in place
+		 * of one needed after it is needed again.
 		 */
-		if (once && (!cycle_len || next_use(v[k], cycle_len) < next_use(t, cycle_len))) {
+		if (once && next_use(v[k], cycle_len) < next_use(t, cycle_len)) {
 			if (how == ON_DEMAND)
 				*why = REFUSE_IN_PLACE;
 			return 0;
@@ -595,12 +595,17 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			st.failed++;
 			return err;
 		}
-		/* Read once: never brought in ahead at the cost of another (see below). */
-		if (once && ahead)
-			return -VMMX_ENOMEM;
 		if (t->size > most) {
 			if (!ahead)
 				st.too_large++;
+			return -VMMX_ENOMEM;
+		}
+		/* Read once: never brought in ahead at the cost of another (see below). */
+		if (once && ahead)
+			return -VMMX_ENOMEM;
+		/* ... nor on demand without a cycle: nothing says a victim is needed later (no scan). */
+		if (once && !cycle_len) {
+			st.in_place++;
 			return -VMMX_ENOMEM;
 		}
 		/*
