@@ -23,7 +23,12 @@
  * shorter (an activation buffer named by layer after layer), and the one
  * needed furthest in the future goes (Belady); without a cycle, the least
  * recently named.  Only segments some launch named are tracked, so memory
- * no kernel was seen to use is never pushed out by this.
+ * no kernel was seen to use is never pushed out by this.  The victims a
+ * move needs are all chosen before the first goes: when those allowed
+ * cannot make the room, none goes, and the segment is read in place.
+ * A segment of more than a quarter of the device (its limit) is too large
+ * to make room for: never a victim, brought in only into free room (see
+ * promote(): transformers' warm-up segment, which holds half a model).
  *
  * When not to move: a segment that is at least two thirds of the bytes its
  * launch names, beside other segments, is taken to be read once by it (a
