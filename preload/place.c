@@ -347,9 +347,11 @@ static int move(const struct tracked *t, struct vmmx_loc to, int unlocked, uint6
 	if (unlocked)
 		pthread_mutex_unlock(&lock);
 	err = vmmx_prefetch(t->ctx, t->base, t->size, to, NULL);
+	t0 = now_ns() - t0;
+	vmmxp_trace_move(t->base, t->size, to.kind == VMMX_LOC_DEVICE, t0, err);
 	if (unlocked)
 		pthread_mutex_lock(&lock);
-	*ns += now_ns() - t0;
+	*ns += t0;
 	return err;
 }
 

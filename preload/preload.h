@@ -662,6 +662,15 @@ struct vmmxp_place_stats {
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 };
 
+/*
+ * vmmxp_trace_move() - one move of --placement launch in the launch trace,
+ * when one is kept: {"time":..,"pid":..,"event":"move","to":"device" or
+ * "host","base":"0x..","size":N,"ns":N,"ok":true or false}, the segment at
+ * @base of @size bytes, moved in @ns nanoseconds (@err: it failed).
+ * Context: any thread (one write() a record).
+ */
+void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err);
+
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
 int vmmxp_place_on(void);
 /*

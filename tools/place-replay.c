@@ -67,6 +67,9 @@ static const char *const rp_names[RP_COUNT] = {
 
 enum compute { COMPUTE_AUTO, COMPUTE_GAPS, COMPUTE_NONE };
 
+/* --move-rates: what a move costs. */
+enum move_rates { MR_AUTO, MR_TRACE, MR_PCIE };
+
 struct ropts {
 	const char *trace;
 	int policy[RP_COUNT];
@@ -74,6 +77,7 @@ struct ropts {
 	uint64_t device_bytes; /* 0: from the trace */
 	double hbm, pcie;      /* GB/s */
 	enum compute compute;
+	enum move_rates moves;
 	int json;
 	const char *plot;
 };
@@ -141,6 +145,9 @@ struct trace {
 	struct umap buf_id;    /* buffer id -> buffer */
 	struct umap chunk_seg; /* chunk base -> segment (chunks no record knows) */
 	size_t placements, other_launches, other_events, truncated, moves_seen;
+	/* The recorded run's own moves ("event":"move"), [0] back to host memory, [1] in. */
+	uint64_t move_bytes[2], move_ns[2];
+	size_t move_n[2], move_failed;
 	uint64_t devices; /* device ordinals seen, as bits (0-63) */
 	int have_times;
 	/* The cycle: the step reported, if any. */
@@ -456,6 +463,32 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 	return 0;
 }
 
+/*
+ * A move the recorded run made (--placement launch): its bytes and time,
+ * by direction, to price the replay's moves with (--move-rates).
+ */
+static int take_move(struct trace *T, const struct where *w, const struct json *o)
+{
+	const char *to = json_str(json_get(o, "to"));
+	uint64_t size = json_u64(json_get(o, "size")), ns = json_u64(json_get(o, "ns"));
+	const struct json *okv = json_get(o, "ok");
+	int in;
+
+	if (!to || (strcmp(to, "device") && strcmp(to, "host")) || size == UINT64_MAX ||
+	    ns == UINT64_MAX || json_type(okv) != JSON_BOOL)
+		return bad(w, "move record: expected \"to\":\"device\" or \"host\", \"size\":N, "
+			      "\"ns\":N and \"ok\":true or false");
+	if (!json_bool(okv)) {
+		T->move_failed++;
+		return 0;
+	}
+	in = !strcmp(to, "device");
+	T->move_bytes[in] += size;
+	T->move_ns[in] += ns;
+	T->move_n[in]++;
+	return 0;
+}
+
 /* One line: 0 taken or skipped, -1 after a message. */
 static int take_line(struct trace *T, const struct where *w, const char *line, int pass)
 {
@@ -486,6 +519,8 @@ static int take_line(struct trace *T, const struct where *w, const char *line, i
 		T->other_launches += (size_t)launch;
 	} else if (launch) {
 		rc = take_launch(T, w, o);
+	} else if (json_str(ev) && !strcmp(json_str(ev), "move")) {
+		rc = take_move(T, w, o);
 	} else if (ev) {
 		T->other_events++; /* another kind of event: not this replay's */
 	} else if (json_get(o, "buf") && json_get(o, "chosen")) {
@@ -692,7 +727,31 @@ static uint64_t trace_device_bytes(const struct trace *T)
 struct model {
 	uint64_t device;  /* bytes of device room */
 	double hbm, pcie; /* bytes per second */
+	double rate[2];   /* a move's bytes per second: [0] back to host memory, [1] in */
+	int measured[2];  /* ... from the recorded run's moves (else pcie) */
 };
+
+/*
+ * @M's move rates under --move-rates @mr: the recorded run's own, where it
+ * made moves that way and @mr is not MR_PCIE, else the link's.  -1 when
+ * MR_TRACE asks for them and the trace has none (after a message).
+ */
+static int move_rates(const struct trace *T, enum move_rates mr, struct model *M)
+{
+	for (int in = 0; in < 2; in++) {
+		M->measured[in] = mr != MR_PCIE && T->move_n[in] && T->move_ns[in];
+		M->rate[in] = M->measured[in] ? (double)T->move_bytes[in] * 1e9 / (double)T->move_ns[in]
+					      : M->pcie;
+	}
+	if (mr == MR_TRACE && !M->measured[0] && !M->measured[1]) {
+		fprintf(stderr,
+			PROG ": --move-rates trace: %s holds no move record (record one under "
+			     "vmmx-run --placement launch --trace)\n",
+			T->path);
+		return -1;
+	}
+	return 0;
+}
 
 /* One policy's figures over a span of launches. */
 struct rfig {
@@ -893,7 +952,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			else
 				d.read_host += T->segs[r[k].seg].size;
 		}
-		d.move_s = (double)(d.moved_in + d.moved_out) / M->pcie;
+		d.move_s = (double)d.moved_in / M->rate[1] + (double)d.moved_out / M->rate[0];
 		read_s = (double)d.read_device / M->hbm + (double)d.read_host / M->pcie;
 		d.time_s = d.move_s + (L->compute > read_s ? L->compute : read_s);
 		fig_add(total, &d);
@@ -1001,6 +1060,9 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	rep_int(o, "other_process_launches", (long long)T->other_launches);
 	rep_int(o, "launches_past_64_chunks", (long long)T->truncated);
 	rep_int(o, "moves_seen", (long long)T->moves_seen);
+	rep_int(o, "move_records_in", (long long)T->move_n[1]);
+	rep_int(o, "move_records_out", (long long)T->move_n[0]);
+	rep_int(o, "move_records_failed", (long long)T->move_failed);
 	rep_int(o, "devices", ndev);
 	if (T->cycle_len) {
 		o = rep_label(rep_obj(doc, "cycle"), "cycle",
@@ -1017,14 +1079,22 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 			  "none complete in the trace: figures for the whole trace");
 	}
 	o = rep_label(rep_obj(doc, "model"), "model",
-		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; compute per launch: %s",
+		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; moves in %.1f GB/s, back "
+		      "%.1f GB/s (%s); compute per launch: %s",
 		      rep_fmt_size(M->device, b, sizeof(b)),
 		      dev_given ? "--device-bytes" : "the most the trace shows on the device",
-		      M->hbm / 1e9, M->pcie / 1e9, cc->why);
+		      M->hbm / 1e9, M->pcie / 1e9, M->rate[1] / 1e9, M->rate[0] / 1e9,
+		      M->measured[0] || M->measured[1] ? "the recorded run's moves, the link's where it made none"
+						     : "the link's",
+		      cc->why);
 	rep_bytes(o, "device_bytes", M->device);
 	rep_str(o, "device_bytes_from", dev_given ? "option" : "trace");
 	rep_num(o, "hbm_gbps", M->hbm / 1e9);
 	rep_num(o, "pcie_gbps", M->pcie / 1e9);
+	rep_num(o, "move_in_gbps", M->rate[1] / 1e9);
+	rep_num(o, "move_out_gbps", M->rate[0] / 1e9);
+	rep_str(o, "move_in_from", M->measured[1] ? "trace" : "pcie");
+	rep_str(o, "move_out_from", M->measured[0] ? "trace" : "pcie");
 	rep_str(o, "compute", cc->gaps ? "gaps" : "none");
 	rep_str(o, "compute_why", cc->why);
 	if (T->truncated)
@@ -1113,6 +1183,9 @@ static void replay_usage(FILE *f)
 	    "                         on the device, or the most one launch names)\n"
 	    "      --hbm GBPS         device memory rate (default %.1f)\n"
 	    "      --pcie GBPS        host memory and copy rate over the link (default %.1f)\n"
+	    "      --move-rates R     auto, trace or pcie: a move costs its bytes at the rate\n"
+	    "                         the recorded run's own moves took that way (trace), or\n"
+	    "                         at --pcie; auto: trace where it recorded moves\n"
 	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
 	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
 	    "                         auto: gaps unless the trace has no times or shows moves\n"
@@ -1160,6 +1233,19 @@ static int opt_compute(void *dest, const char *s)
 	return 2;
 }
 
+static int opt_moves(void *dest, const char *s)
+{
+	static const char *const words[] = {"auto", "trace", "pcie"};
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, words[i])) {
+			*(enum move_rates *)dest = (enum move_rates)i;
+			return 0;
+		}
+	fprintf(stderr, PROG ": --move-rates %s: expected auto, trace or pcie\n", s);
+	return 2;
+}
+
 static int replay_opts(int argc, char **argv, struct ropts *o)
 {
 	const struct tool_opt tab[] = {
@@ -1175,6 +1261,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	    tool_opt_fn("hbm", 0, opt_hbm, &o->hbm, NULL),
 	    tool_opt_fn("pcie", 0, opt_pcie, &o->pcie, NULL),
 	    tool_opt_fn("compute", 0, opt_compute, &o->compute, NULL),
+	    tool_opt_fn("move-rates", 0, opt_moves, &o->moves, NULL),
 	    tool_opt_json(&o->json),
 	    tool_opt_plot(&o->plot),
 	    {0},
@@ -1259,6 +1346,10 @@ int replay_main(int argc, char **argv)
 	M = (struct model){.device = o.device_bytes ? o.device_bytes : trace_device_bytes(&T),
 			   .hbm = o.hbm * 1e9,
 			   .pcie = o.pcie * 1e9};
+	if (move_rates(&T, o.moves, &M)) {
+		trace_free(&T);
+		return 1;
+	}
 	doc = rep_new();
 	if (M.device == UINT64_MAX)
 		rc = oom();

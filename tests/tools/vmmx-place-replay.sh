@@ -90,6 +90,31 @@ FIGS
 pycheck "--policy LIST: only those policies; the default rates (4427 and 51.4 GB/s)" "$tmp/two.json" \
 	'[x["policy"] for x in d["total"]] == ["in-place", "launch-belady"] and d["model"]["hbm_gbps"] == 4427 and d["model"]["pcie_gbps"] == 51.4'
 
+# The recorded run's own moves price the replay's: 100 MB in took 20 ms (5
+# GB/s), 100 MB back 5 ms (20 GB/s); a failed one is counted, not used.
+# launch-belady's step then misses A and C at 20 + 5 + 1 ms each: 53 ms.
+{ cat "$abc"
+  echo '{"pid":4242,"event":"move","to":"device","base":"0x20000000","size":100000000,"ns":20000000,"ok":true}'
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":5000000,"ok":true}'
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":1,"ok":false}'
+} >"$tmp/moves.jsonl"
+"$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/moves.json" 2>"$tmp/err"
+check $? "--replay of a trace with move records exits 0"
+pycheck "move records: 1 in, 1 back, 1 failed; moves priced at the run's own rates (5 GB/s in, 20 GB/s back)" \
+	"$tmp/moves.json" 'd["trace"]["move_records_in"] == 1 and d["trace"]["move_records_out"] == 1 and d["trace"]["move_records_failed"] == 1 and d["model"]["move_in_gbps"] == 5 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_in_from"] == "trace" and d["model"]["move_out_from"] == "trace"'
+is_figs "$tmp/moves.json" step launch-belady "53.000 200000000 200000000 0 300000000 2 2 0" \
+	"launch-belady at the recorded rates: 2 x (20 in + 5 back + 1) + 1 = 53 ms (43 at --pcie's 10 GB/s both ways)"
+"$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --move-rates pcie --json >"$tmp/mpcie.json" 2>"$tmp/err"
+is_figs "$tmp/mpcie.json" step launch-belady "43.000 200000000 200000000 0 300000000 2 2 0" \
+	"--move-rates pcie: the moves at --pcie again, 43 ms"
+"$place" --replay "$abc" --move-rates trace >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q -- '--move-rates trace: .*holds no move record' "$tmp/err"
+check $? "--move-rates trace on a trace without move records: exit 1, said so"
+{ cat "$abc"; echo '{"pid":4242,"event":"move","to":"sideways","size":1,"ns":1,"ok":true}'; } >"$tmp/badmove.jsonl"
+"$place" --replay "$tmp/badmove.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'badmove.jsonl:13: move record: expected "to":"device" or "host"' "$tmp/err"
+check $? "a malformed move record: exit 1, its line named"
+
 # A freed buffer: a second buffer placed over the first one's addresses takes
 # its room; the first is gone (100 MB of room is enough for both in turn).
 cat >"$tmp/free.jsonl" <<'EOF'
@@ -146,6 +171,7 @@ if grep -q '^1\.\.0 # SKIP' "$tmp/rec.out"; then
 	skip "recorded trace: $why"
 	skip "recorded trace: $why"
 	skip "recorded trace: $why"
+	skip "recorded trace: $why"
 else
 	grep -q '^status 0$' "$tmp/rec.out" &&
 		grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB[:)].*, 8 sent back (512.0 MiB' "$tmp/rep"
@@ -155,6 +181,8 @@ else
 	"$place" --replay "$tmp/rec.jsonl" --json >"$tmp/rec.json" 2>"$tmp/err"
 	pycheck "recorded: 18 launches, 6 segments of 64 MiB from 24 chunk records, room for 4 (256 MiB), a cycle of 6; the moves seen turn the gaps off" \
 		"$tmp/rec.json" 'd["trace"]["launches"] == 18 and d["trace"]["segments"] == 6 and d["trace"]["segment_bytes"] == 6 * 64 << 20 and d["trace"]["placement_records"] == 24 and d["model"]["device_bytes"] == 256 << 20 and d["cycle"]["length"] == 6 and d["model"]["compute"] == "none" and d["trace"]["moves_seen"] > 0'
+	pycheck "recorded: the run's 8 moves each way in the trace, which prices the replay's moves" \
+		"$tmp/rec.json" 'd["trace"]["move_records_in"] == 8 and d["trace"]["move_records_out"] == 8 and d["trace"]["move_records_failed"] == 0 and d["model"]["move_in_from"] == "trace" and d["model"]["move_out_from"] == "trace" and d["model"]["move_in_gbps"] > 0'
 	M=67108864
 	pycheck "recorded: launch-cycle predicts what the run did (8 moves in, 8 out, 512 MiB each); launch-belady 6, launch-lru 14, in-place none" \
 		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M')]'
@@ -227,6 +255,7 @@ refused "an unknown policy" '--policy bogus: unknown "bogus"' --replay "$abc" --
 refused "a policy of the measuring mode" 'unknown "device-first"' --replay "$abc" -p device-first
 refused "--pcie 0" '--pcie 0: expected a rate in GB/s' --replay "$abc" --pcie 0
 refused "--compute maybe" '--compute maybe: expected auto, gaps or none' --replay "$abc" --compute maybe
+refused "--move-rates maybe" '--move-rates maybe: expected auto, trace or pcie' --replay "$abc" --move-rates maybe
 refused "an option of the measuring mode" 'unknown option --size' --replay "$abc" --size 4MiB
 refused "--replay without a file" '--replay needs an argument' --replay
 "$place" --replay "$abc" --help >"$tmp/out" 2>&1
