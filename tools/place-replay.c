@@ -853,11 +853,15 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    overlaps both.  compute is 0, or the gap the recorded run left
  *    between this launch and the next (find_gaps(), and the manual page on
  *    what that gap holds).
- *  - A move is synchronous, before the launch, and overlaps nothing (as
- *    --placement launch does it today): bringing a segment in costs size /
- *    pcie, sending one back size / pcie too, since every segment is taken
- *    as written (the trace does not say what a kernel writes: no eviction
- *    is clean).
+ *  - A move is synchronous, before the launch, and overlaps nothing (the
+ *    mover thread of --placement launch is not modelled): bringing a
+ *    segment in costs size / the rate the recorded run's own moves in took
+ *    (its "move" records, move_rates()), sending one back size / the rate
+ *    of its moves back; where the trace has no such record, or with
+ *    --move-rates pcie, size / pcie either way, every segment taken as
+ *    written (the trace does not say what a kernel writes).  A run's moves
+ *    back hold what its sends back cost, clean or not: under verified host
+ *    copies, mostly the remapping.
  *  - in-place: nothing moves; named segments in host memory are read in
  *    place.  The launch-* policies: before each launch, each segment it
  *    names that lies in host memory is brought in, in the order named,
