@@ -879,7 +879,8 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    uses is shorter, and the furthest goes; without a cycle, the least
  *    recently named.  Ties: the segment first named first.  Only that
  *    choice of victims is modelled: not moves made ahead of a launch, nor
- *    segments left in host memory by choice.
+ *    segments left in host memory by choice (read once, or too large to
+ *    make room for: preload/place.c).
  *
  * Return: 0, or -1 when out of memory.
  */
