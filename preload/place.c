@@ -112,6 +112,8 @@
 #define AHEAD 32
 /* Launches between two looks at whether the context holds host memory, until it does. */
 #define SPILL_CHECK 64
+/* Launches a move ahead of a segment read once waits after finding no free room. */
+#define ONCE_RECHECK 64
 /* Moves ahead queued or under way at once (see bring_in_ahead()): the mover's ring. */
 #define DEPTH 3
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
@@ -158,6 +160,7 @@ static int event_ok[EVENTS];              /* lock: the slot's last record succee
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
 static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* lock: memory was seen in host memory (sticky) */
+static uint64_t once_wait_until;          /* lock: no move ahead of a segment read once before */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
 
 /* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
@@ -956,6 +959,26 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 }
 
 /*
+ * lock held: whether the device has free room for @t, read once, to be
+ * brought in ahead (never at the cost of another: promote()).  Asked at
+ * most once every ONCE_RECHECK launches while the answer is no: decode
+ * reads every weight once, and each launch would otherwise queue moves
+ * that the mover then finds no room for.
+ */
+static int once_room(const struct tracked *t)
+{
+	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+	size_t lack, in_host;
+
+	if (seq < once_wait_until || vmmx_ctx_query(t->ctx, &ci))
+		return 0;
+	room_for(t, (struct vmmx_loc){ VMMX_LOC_DEVICE, ci.device }, &lack, &in_host);
+	if (lack)
+		once_wait_until = seq + ONCE_RECHECK;
+	return !lack;
+}
+
+/*
  * Bring in what the launches after the current one name, the cycle being
  * known: the segments of the launches ahead (up to AHEAD) in host memory
  * are queued for the mover in the order they are needed, so that their
@@ -1019,6 +1042,8 @@ static void bring_in_ahead(void)
 			 * to its launch, as is one too large to make room for.
 			 */
 			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx))
+				continue;
+			if (once && !once_room(t))
 				continue;
 			if (queue) {
 				if (tail - head >= DEPTH)

@@ -197,6 +197,8 @@ placed 15 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* mover: [1-9][0-9]*
 opts="--policy device-first --device-limit 512MiB --headroom 0"
 placed 19 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"--placement launch with the mover on the model with a warm-up segment: it is never sent back; the weights past it on the device at their launch"
+placed 21 place-decode 'read in place [1-9][0-9]*, .* mover: [0-9] queued' \
+	"--placement launch with the mover, decode: weights read once queue no moves ahead while the device has no free room (242 queued, each refused by the mover, before)"
 opts="--policy device-first --device-limit 256MiB --headroom 0"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
