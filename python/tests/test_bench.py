@@ -148,3 +148,55 @@ def test_plot_is_written():
                "native,capped,offload,floor", "--plot", path], _fake(calls))
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+_FAKE_RUN = r'''#!/bin/sh
+# A stand-in for vmmx-run: records its arguments, writes a report, answers as a child.
+printf '%s\n' "$@" >"$(dirname "$0")/args"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--report-file) rep=$2; shift 2 ;;
+	--) shift; break ;;
+	*) shift ;;
+	esac
+done
+{ echo 'vmmx-run: report'; echo '    cycle          learned 1 times'
+  echo '  placement        launch: 3 segments'; } >"$rep"
+if [ "$FAKE_RUN_FAIL" = 1 ]; then echo "OutOfMemoryError: CUDA out of memory" >&2; exit 1; fi
+echo '{"column": "native", "prefill_ms": 5.0, "decode_ms": 2.0, "tokens": [1, 2]}'
+'''
+
+
+def test_vmmx_run_columns(monkeypatch):
+    """vmmx-run and vmmx-run-launch run the native child under vmmx-run, the second with
+    --placement launch; the report's launch lines come back with the result, also on a
+    failure, and the table prints the placement line."""
+    from vmmx_tools import bench_hf
+    with tempfile.TemporaryDirectory() as d:
+        fake = os.path.join(d, "vmmx-run")
+        with open(fake, "w") as f:
+            f.write(_FAKE_RUN)
+        os.chmod(fake, 0o755)
+        spec = dict(column="vmmx-run-launch", workload="hf-infer", cap=3 * GiB, ratio=1.5)
+        r = bench_hf.run_column(spec, 60, None, fake)
+        with open(os.path.join(d, "args")) as f:
+            args = f.read().split("\n")
+        assert args[:5] == ["--device-limit", str(3 * GiB), "--placement", "launch",
+                            "--report-file"]
+        assert r["column"] == "vmmx-run-launch" and r["prefill_ms"] == 5.0
+        assert r["report"] == ["cycle          learned 1 times",
+                               "placement        launch: 3 segments"]
+        bench_hf.run_column(dict(spec, column="vmmx-run"), 60, None, fake)
+        with open(os.path.join(d, "args")) as f:
+            assert "--placement" not in f.read().split("\n")
+        monkeypatch.setenv("FAKE_RUN_FAIL", "1")
+        bad = bench_hf.run_column(spec, 60, None, fake)
+        assert bad["error"] == "OOM" and len(bad["report"]) == 2
+    row = {"native": dict(prefill_ms=4.0, decode_ms=2.0, tokens=[1, 2], peak_bytes=0),
+           "vmmx-run-launch": r}
+    lines = bench_hf.table("hf-infer", 1.5, row, 50.0)
+    assert any(ln.startswith("  vmmx-run-launch prefill 5.0 ms 1.25x native") and
+               "tokens=native" in ln for ln in lines), lines
+    assert "    placement        launch: 3 segments" in lines
+    assert bench_hf.run_column(dict(spec, column="vmmx-run"), 60, None, None)["error"].startswith(
+        "no vmmx-run")

@@ -17,6 +17,8 @@ Columns (each a process of its own):
   vmmx         vmmx.torch.enable(device_limit=cap)
   offload      the same plus vmmx.torch.offload(model) (optimizer=opt in training)
   vmmx-run     the native script, unmodified, under vmmx-run --device-limit cap
+  vmmx-run-launch  the same with --placement launch (placement driven by the
+               kernel launches); its report's cycle and placement lines are kept
   accelerate   from_pretrained(device_map="auto", max_memory={0: 7/8 cap, "cpu": ...}),
                the process capped as "capped" is (max_memory bounds the weights only)
   floor        max(native time, the bytes past the cap at the pinned copy rate
@@ -32,10 +34,14 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 GiB = 1 << 30
-COLUMNS = ["native", "capped", "vmmx", "offload", "vmmx-run", "accelerate", "floor"]
+COLUMNS = ["native", "capped", "vmmx", "offload", "vmmx-run", "vmmx-run-launch", "accelerate",
+           "floor"]
+# The columns run under vmmx-run, and its options for each.
+RUN_COLUMNS = {"vmmx-run": [], "vmmx-run-launch": ["--placement", "launch"]}
 # hidden, intermediate, layers, heads: the Llama-2-7B shape and a 0.95 B one for training
 PRESETS = {"7b": (4096, 11008, 32, 32), "3b": (3200, 8640, 26, 32),
            "1b": (2048, 5632, 16, 16), "tiny": (1024, 2816, 8, 16)}
@@ -209,29 +215,43 @@ def _train(spec, torch, model, out):
     return _finish(spec, torch, model, off, out)
 
 
+def _report_lines(path):
+    """The launch lines of a vmmx-run report (cycle, placement), stripped; [] if none."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return [ln.strip() for ln in f if ln.strip().startswith(("cycle ", "placement "))]
+    except OSError:
+        return []
+
+
 def run_column(spec, timeout, run_child, vmmx_run):
     """One column in a process of its own (vmmx-run: the native column under it)."""
-    if spec["column"] == "floor":
+    col = spec["column"]
+    if col == "floor":
         return None
-    if spec["column"] != "vmmx-run":
+    if col not in RUN_COLUMNS:
         return run_child(spec, timeout)
     if not vmmx_run:
         return dict(spec, error="no vmmx-run (--vmmx-run PATH)")
     inner = dict(spec, column="native")
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [vmmx_run, "--device-limit", str(spec["cap"]), "--", sys.executable, "-m",
-           "vmmx_tools.bench", "--child", json.dumps(inner)]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return dict(spec, error=f"timeout after {timeout} s")
+    with tempfile.TemporaryDirectory(prefix="vmmx-bench-run-") as td:
+        rep = os.path.join(td, "report")
+        cmd = [vmmx_run, "--device-limit", str(spec["cap"]), *RUN_COLUMNS[col],
+               "--report-file", rep, "--", sys.executable, "-m", "vmmx_tools.bench",
+               "--child", json.dumps(inner)]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return dict(spec, error=f"timeout after {timeout} s", report=_report_lines(rep))
+        report = _report_lines(rep)
     for line in reversed(r.stdout.splitlines()):
         if line.startswith("{"):
-            return dict(json.loads(line), column="vmmx-run", peak_bytes=None)
+            return dict(json.loads(line), column=col, peak_bytes=None, report=report)
     tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
     return dict(spec, error="OOM" if "OutOfMemoryError" in r.stderr else "failed",
-                detail=" | ".join(tail)[:300])
+                detail=" | ".join(tail)[:300], report=report)
 
 
 def table(wl, ratio, row, h2d_gbs):
@@ -257,6 +277,7 @@ def table(wl, ratio, row, h2d_gbs):
         r = r or {}
         if r.get("error"):
             lines.append(f"  {col:11s} {r['error']} {r.get('detail', '')[:120]}")
+            lines.extend(f"    {ln}" for ln in r.get("report") or [])
             continue
         cells = []
         for k in keys:
@@ -278,4 +299,5 @@ def table(wl, ratio, row, h2d_gbs):
             where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
                     f"{r['host_bytes'] / GiB:.2f} GiB host]"
         lines.append(f"  {col:11s} " + " | ".join(cells) + check + where)
+        lines.extend(f"    {ln}" for ln in r.get("report") or [] if ln.startswith("placement "))
     return lines
