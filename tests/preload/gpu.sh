@@ -143,6 +143,15 @@ if want placement; then
 # Targets: batch 4096 within 1.5x the floor (about 64 ms); batches 1 and 16
 # not slower than the default placement; checksums equal to native.
 echo "== PyTorch chain, 6 GiB limit: --placement launch against the default"
+# The floor: the larger of native's time and the weights past the limit
+# crossing the link once a step at the pinned copy rate measured here.
+rate=$("$py" -c 'import torch, time
+h = torch.empty(1 << 32, dtype=torch.uint8, pin_memory=True); d = torch.empty_like(h, device="cuda")
+d.copy_(h); torch.cuda.synchronize(); t = time.perf_counter()
+for _ in range(3): d.copy_(h, non_blocking=True)
+torch.cuda.synchronize(); print("%.2f" % (3 * h.numel() / (time.perf_counter() - t) / 1e9))')
+echo "pinned host-to-device copies: $rate GB/s"
+ms_of() { sed -n 's/.*ms\/step \([0-9.]*\).*/\1/p' "$1"; }
 for batch in ${BATCHES:-1 16 256 4096}; do
 	"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.native.$batch" 2>&1
 	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch >"$out/pl.alloc.$batch" 2>&1
@@ -151,10 +160,16 @@ for batch in ${BATCHES:-1 16 256 4096}; do
 	echo "batch $batch native : $(tail -1 "$out/pl.native.$batch")"
 	echo "batch $batch alloc  : $(tail -1 "$out/pl.alloc.$batch")"
 	echo "batch $batch launch : $(tail -1 "$out/pl.launch.$batch")"
+	awk -v n="$(ms_of "$out/pl.native.$batch")" -v a="$(ms_of "$out/pl.alloc.$batch")" \
+		-v l="$(ms_of "$out/pl.launch.$batch")" -v r="$rate" -v b=$batch 'BEGIN {
+		x = (72 * 8192 * 8192 * 2 - 6 * 2^30) / (r * 1e9) * 1e3; f = n > x ? n : x
+		if (n > 0 && a > 0 && l > 0 && f > 0)
+			printf "batch %d floor %.1f ms: alloc %.2fx native %.2fx floor; launch %.2fx native %.2fx floor\n",
+				b, f, a / n, a / f, l / n, l / f }'
 	a=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.native.$batch")
 	b=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.launch.$batch")
 	[ -n "$a" ] && [ "$a" = "$b" ] && echo "batch $batch: checksums equal" || echo "batch $batch: CHECKSUMS DIFFER ($a vs $b)"
-	grep -A3 '^  launches' "$out/pl.report.$batch"
+	grep -A4 '^  launches' "$out/pl.report.$batch"
 done
 
 fi
