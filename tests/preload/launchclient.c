@@ -24,7 +24,7 @@
  * last use of what moves (the fake's events held until waited for).
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
- * Mode "place-model", "place-decode", "place-model-late": a model loaded
+ * Mode "place-model", "place-decode", "place-model-late", "torture-model": a model loaded
  * as transformers does (see place_model()).  "place-plan": victims that
  * cannot make the room needed are not sent back.
  * Mode "place": --placement launch over six buffers, four of which fit;
@@ -542,6 +542,39 @@ static int ends(void *p, unsigned char v, int check)
 	return 1;
 }
 
+/* The model scenario (see place_model()). */
+#define MODEL_W 40
+#define MODEL_IN 22
+#define MODEL_WSIZE (16 * MiB)
+#define MODEL_STEPS 6
+
+/*
+ * The model scenario's torture (VMMX_FAULT set by launches.sh): its steps,
+ * prefill, with driver calls failed; where they land in a move (a copy, a
+ * checksum of a verified host copy, a map), that move fails and the
+ * segment stays where it was.  Prints "data intact" or "DATA LOST", as
+ * torture() does; exits 1 when a launch failed too.
+ */
+static int model_torture(void **w, void **act)
+{
+	static struct fake_kernel kg = { "kg", 0, 0, 3, { 0, 8, 16 }, { 8, 8, 8 } };
+	int bad = 0;
+
+	for (int step = 0; step < 4; step++)
+		for (int i = 0; i < MODEL_W; i++) {
+			void *pg[] = { &act[i % 2], &w[i], &act[(i + 1) % 2] };
+
+			bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
+		}
+	for (int i = 0; i < MODEL_W; i++)
+		if (!ends(w[i], (unsigned char)(0x40 + i), 1) && !ends(w[i], (unsigned char)(0x40 + i), 1)) {
+			printf("DATA LOST in w%d\n", i);
+			return 1;
+		}
+	printf("data intact, %d launches failed\n", bad);
+	return bad != 0;
+}
+
 /*
  * The model scenario: a model loaded as transformers' from_pretrained does
  * under a device limit.  Its warm-up tensor (most of the limit) is one
@@ -570,12 +603,8 @@ static int ends(void *p, unsigned char v, int check)
  * a launch naming it, finding too little free room, leaves it where it
  * lies (counted: too large), and sends nothing back for it.
  */
-#define MODEL_W 40
-#define MODEL_IN 22
-#define MODEL_WSIZE (16 * MiB)
-#define MODEL_STEPS 6
 
-static int place_model(size_t asize, int late)
+static int place_model(size_t asize, int late, int torture_run)
 {
 	static struct fake_kernel kg = { "kg", 0, 0, 3, { 0, 8, 16 }, { 8, 8, 8 } },
 				  kr = { "kr", 0, 0, 1, { 0 }, { 8 } };
@@ -585,7 +614,8 @@ static int place_model(size_t asize, int late)
 	struct vmmx_residency r0 = { 0, 0 }, r = { 0, 0 };
 	struct vmmx_chunk_info ci;
 
-	plan_lazy();
+	if (!torture_run)
+		plan_lazy();
 	if (!late)
 		bad += cudaMalloc(&warm, MODEL_IN * MODEL_WSIZE) != 0;
 	for (int i = MODEL_IN; i < MODEL_W; i++)
@@ -594,11 +624,17 @@ static int place_model(size_t asize, int late)
 		bad += cudaMalloc(&act[i], asize) != 0;
 	if (late)
 		bad += cudaMalloc(&warm, MODEL_IN * MODEL_WSIZE) != 0;
-	for (int i = 0; i < MODEL_W; i++) {
+	for (int i = 0; !bad && i < MODEL_W; i++) {
 		if (i < MODEL_IN)
 			w[i] = (char *)warm + (size_t)i * MODEL_WSIZE;
 		bad += !ends(w[i], (unsigned char)(0x40 + i), 0);
 	}
+	if (torture_run && bad) {
+		printf("skip: the fault hit the setup\n");
+		return 0;
+	}
+	if (torture_run)
+		return model_torture(w, act);
 	is_int(0, bad, "a %d MiB warm-up segment, 18 weights with segments of their own and two activations made, each weight filled",
 	       (int)(MODEL_IN * MODEL_WSIZE / MiB));
 	if (!late)
@@ -1286,13 +1322,15 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-model"))
-		return place_model(16 * MiB, 0);
+		return place_model(16 * MiB, 0, 0);
+	if (argc > 1 && !strcmp(argv[1], "torture-model"))
+		return place_model(16 * MiB, 0, 1);
 	if (argc > 1 && !strcmp(argv[1], "place-plan"))
 		return place_plan();
 	if (argc > 1 && !strcmp(argv[1], "place-model-late"))
-		return place_model(16 * MiB, 1);
+		return place_model(16 * MiB, 1, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-decode"))
-		return place_model(64 << 10, 0);
+		return place_model(64 << 10, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-act"))
 		return place_act();
 	if (argc > 1 && !strcmp(argv[1], "torture"))
