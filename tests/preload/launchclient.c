@@ -24,9 +24,10 @@
  * last use of what moves (the fake's events held until waited for).
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
- * Mode "place-model", "place-decode", "place-model-late", "torture-model": a model loaded
- * as transformers does (see place_model()).  "place-plan": victims that
- * cannot make the room needed are not sent back.
+ * Mode "place-model", "place-decode", "place-model-late": a model loaded
+ * as transformers does (see place_model()); "torture-model", its steps
+ * under injected driver failures.  "place-plan": victims that cannot make
+ * the room needed are not sent back.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
  * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
