@@ -205,38 +205,39 @@ st=$?
 [ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
 check $? "vmmx-run --placement bogus is refused by name with exit 2"
 
+# tortured MODE LIMIT FAULTS...: launchclient MODE under --placement launch
+# and a LIMIT device limit once per VMMX_FAULT in FAULTS; sets runs, lost
+# (runs that lost data or failed a launch) and landed (runs whose report
+# counts a failed move).
+tortured() {
+	mode=$1 limit=$2
+	shift 2
+	lost=0 landed=0 runs=0
+	for f in "$@"; do
+		VMMX_FAULT=$f "$run" --policy device-first --device-limit "$limit" --headroom 0 \
+			--placement launch --report-file "$tmp/rep6" -- "$lc" "$mode" >"$tmp/out6" 2>&1
+		st=$?
+		runs=$((runs + 1))
+		grep -q 'DATA LOST' "$tmp/out6" && { lost=$((lost + 1)); echo "# $f: $(cat "$tmp/out6")"; }
+		[ $st -eq 0 ] || { lost=$((lost + 1)); echo "# $f: exit $st: $(cat "$tmp/out6")"; }
+		grep -q 'failed moves [1-9]' "$tmp/rep6" && landed=$((landed + 1))
+		rm -f "$tmp/rep6"
+	done
+}
 # The torture: one driver call failed in turn through the steps' moves
 # (copies, maps, handles, access, unmaps, syncs); the data survives every one.
 # The mover thread runs the moves ahead, so where a fault lands varies.
-lost=0 landed=0 runs=0
-for f in copy:385 copy:388 copy:391 copy:394 create:7 create:9 create:12 map:7 map:9 map:12 \
-	set_access:8 set_access:11 unmap:1 unmap:3 unmap:6 sync:2 sync:5; do
-	VMMX_FAULT=$f "$run" $opts --placement launch --report-file "$tmp/rep6" -- "$lc" torture >"$tmp/out6" 2>&1
-	st=$?
-	runs=$((runs + 1))
-	grep -q 'DATA LOST' "$tmp/out6" && { lost=$((lost + 1)); echo "# $f: $(cat "$tmp/out6")"; }
-	[ $st -eq 0 ] || { lost=$((lost + 1)); echo "# $f: exit $st: $(cat "$tmp/out6")"; }
-	grep -q 'failed moves [1-9]' "$tmp/rep6" && landed=$((landed + 1))
-	rm -f "$tmp/rep6"
-done
+tortured torture 256MiB copy:385 copy:388 copy:391 copy:394 create:7 create:9 create:12 map:7 \
+	map:9 map:12 set_access:8 set_access:11 unmap:1 unmap:3 unmap:6 sync:2 sync:5
 check $lost "the torture: $runs runs, each with one driver call failed; no data lost, every launch passed on"
 [ $landed -gt 0 ]
 check $? "the torture: the failure fell in a move in $landed of the runs"
 # The same on the model scenario (a warm-up segment, weights streaming
 # through the rest, verified host copies), one call failed or two: a
 # checksum that fails makes the send back copy instead.
-lost=0 landed=0 runs=0
-for f in copy:100 copy:120 map:60 map:70 set_access:60 set_access:70 checksum:10 checksum:30 \
-	unmap:10 unmap:40 event:5 copy:120,map:70 map:60,set_access:70 checksum:12,copy:100; do
-	VMMX_FAULT=$f "$run" --policy device-first --device-limit 512MiB --headroom 0 --placement launch \
-		--report-file "$tmp/rep6" -- "$lc" torture-model >"$tmp/out6" 2>&1
-	st=$?
-	runs=$((runs + 1))
-	grep -q 'DATA LOST' "$tmp/out6" && { lost=$((lost + 1)); echo "# $f: $(cat "$tmp/out6")"; }
-	[ $st -eq 0 ] || { lost=$((lost + 1)); echo "# $f: exit $st: $(cat "$tmp/out6")"; }
-	grep -q 'failed moves [1-9]' "$tmp/rep6" && landed=$((landed + 1))
-	rm -f "$tmp/rep6"
-done
+tortured torture-model 512MiB copy:100 copy:120 map:60 map:70 set_access:60 set_access:70 \
+	checksum:10 checksum:30 unmap:10 unmap:40 event:5 copy:120,map:70 map:60,set_access:70 \
+	checksum:12,copy:100
 check $lost "the model's torture: $runs runs, one or two driver calls failed in each; no data lost, every launch passed on"
 [ $landed -ge 4 ]
 check $? "the model's torture: the failures fell in a move in $landed of the runs (4 or more: the mover's timing moves them)"
