@@ -1225,30 +1225,37 @@ static int opt_pcie(void *dest, const char *s)
 	return parse_gbps("--pcie", s, dest);
 }
 
+/* @s, one of the three @words of option @opt: its index in *@out; 2 after a message if none. */
+static int opt_word3(const char *opt, const char *s, const char *const words[3], int *out)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(s, words[i])) {
+			*out = i;
+			return 0;
+		}
+	fprintf(stderr, PROG ": %s %s: expected %s, %s or %s\n", opt, s, words[0], words[1],
+		words[2]);
+	return 2;
+}
+
 static int opt_compute(void *dest, const char *s)
 {
 	static const char *const words[] = {"auto", "gaps", "none"};
+	int i, rc = opt_word3("--compute", s, words, &i);
 
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(s, words[i])) {
-			*(enum compute *)dest = (enum compute)i;
-			return 0;
-		}
-	fprintf(stderr, PROG ": --compute %s: expected auto, gaps or none\n", s);
-	return 2;
+	if (!rc)
+		*(enum compute *)dest = (enum compute)i;
+	return rc;
 }
 
 static int opt_moves(void *dest, const char *s)
 {
 	static const char *const words[] = {"auto", "trace", "pcie"};
+	int i, rc = opt_word3("--move-rates", s, words, &i);
 
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(s, words[i])) {
-			*(enum move_rates *)dest = (enum move_rates)i;
-			return 0;
-		}
-	fprintf(stderr, PROG ": --move-rates %s: expected auto, trace or pcie\n", s);
-	return 2;
+	if (!rc)
+		*(enum move_rates *)dest = (enum move_rates)i;
+	return rc;
 }
 
 static int replay_opts(int argc, char **argv, struct ropts *o)
