@@ -758,7 +758,7 @@ struct rfig {
 	const char *policy;
 	double time_s, move_s;
 	uint64_t moved_in, moved_out, read_host, read_device;
-	uint64_t moves_in, moves_out, no_room;
+	uint64_t moves_in, moves_out, no_room, read_once;
 };
 
 /* The rows of the residency chart: the segments the reported step names, in order named. */
@@ -774,6 +774,23 @@ struct rstate {
 	size_t last, prev; /* launches (from 1) that last named it and the one before; 0: none */
 	size_t next;	   /* the next launch naming it (NONE: never) */
 };
+
+/*
+ * launch-cycle's prediction at launch @i (from 1) of @v's next use, as
+ * --placement launch makes it (preload/place.c, next_use()): a cycle of
+ * @cycle_len after its last use, or sooner by the gap between its last two
+ * uses; a use so expected that did not come means nothing is known to need
+ * it: past every expected use, the longest unused first.
+ */
+static size_t cycle_next(const struct rstate *v, size_t cycle_len, size_t i)
+{
+	size_t gap = v->prev ? v->last - v->prev : cycle_len;
+	size_t at = v->last + (gap < cycle_len ? gap : cycle_len);
+
+	if (at <= i)
+		at = v->last + cycle_len;
+	return at > i ? at : SIZE_MAX - v->last;
+}
 
 /*
  * The victim for launch @i (from 1) under @p: a segment on the device that
@@ -800,17 +817,41 @@ static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy
 				best = s;
 		} else if (p == RP_CYCLE && cycle_len) {
 			/* preload/place.c: a step after the last use, or sooner by the last gap. */
-			size_t gv = v->prev ? v->last - v->prev : cycle_len;
-			size_t gb = b->prev ? b->last - b->prev : cycle_len;
-
-			if (v->last + (gv < cycle_len ? gv : cycle_len) >
-			    b->last + (gb < cycle_len ? gb : cycle_len))
+			if (cycle_next(v, cycle_len, i) > cycle_next(b, cycle_len, i))
 				best = s;
 		} else if (v->last < b->last) {
 			best = s; /* least recently named; ties: the first named */
 		}
 	}
 	return best;
+}
+
+/*
+ * launch-cycle, a segment @seg read once by launch @i (from 1), @need bytes
+ * short of room: whether --placement launch would bring it in, in place of
+ * victims each needed after it is needed again (preload/place.c); never
+ * without a cycle.  @S is left as it was.
+ */
+static int once_worth(const struct trace *T, struct rstate *S, size_t seg, size_t i,
+		      size_t cycle_len, uint64_t need)
+{
+	size_t chosen[64], n = 0;
+	int worth = cycle_len != 0;
+
+	while (worth && need > 0 && n < 64) {
+		size_t v = victim(T, S, RP_CYCLE, i, cycle_len);
+
+		if (v == NONE || cycle_next(&S[v], cycle_len, i) < cycle_next(&S[seg], cycle_len, i)) {
+			worth = 0;
+			break;
+		}
+		S[v].st = S_NONE; /* out of the next victim() until restored below */
+		chosen[n++] = v;
+		need = need > T->segs[v].size ? need - T->segs[v].size : 0;
+	}
+	while (n > 0)
+		S[chosen[--n]].st = S_DEVICE;
+	return worth && need == 0;
 }
 
 static void fig_add(struct rfig *f, const struct rfig *d)
@@ -824,6 +865,7 @@ static void fig_add(struct rfig *f, const struct rfig *d)
 	f->moves_in += d->moves_in;
 	f->moves_out += d->moves_out;
 	f->no_room += d->no_room;
+	f->read_once += d->read_once;
 }
 
 /*
@@ -876,11 +918,14 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    (preload/place.c): while the recorded run knew a cycle of L launches
  *    (the launch's cycle_pos >= 0), a segment last named at launch s is
  *    next needed at s + L, or at s + g when the gap g between its last two
- *    uses is shorter, and the furthest goes; without a cycle, the least
- *    recently named.  Ties: the segment first named first.  Only that
- *    choice of victims is modelled: not moves made ahead of a launch, nor
- *    segments left in host memory by choice (read once, or too large to
- *    make room for: preload/place.c).
+ *    uses is shorter, and the furthest goes (one whose expected use passed
+ *    first: cycle_next()); without a cycle, the least recently named.  Ties: the segment first named first.  A segment
+ *    read once (at least two thirds of the bytes its launch names, beside
+ *    others) is brought in only into free room or, a cycle known, in place
+ *    of victims each predicted to be needed after it is needed again; else
+ *    it is read in place (counted as "read once"), as --placement launch
+ *    does.  Not modelled: moves made ahead of a launch, and segments too
+ *    large to make room for (over a quarter of the device: preload/place.c).
  *
  * Return: 0, or -1 when out of memory.
  */
@@ -923,10 +968,20 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		}
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
-			uint64_t pinned = 0;
+			uint64_t pinned = 0, named = 0;
 
 			if (S[r[k].seg].st != S_HOST)
 				continue;
+			for (size_t j = 0; j < L->nref; j++)
+				named += T->segs[r[j].seg].size;
+			/* launch-cycle: read once, left in place unless worth it (see the top). */
+			if (p == RP_CYCLE && L->nref > 1 && g->size >= named - named / 3 &&
+			    used + g->size > M->device &&
+			    !once_worth(T, S, r[k].seg, i + 1, L->pos >= 0 ? L->cycle_len : 0,
+					used + g->size - M->device)) {
+				d.read_once++;
+				continue;
+			}
 			/* What this launch names already on the device cannot make room. */
 			for (size_t j = 0; j < L->nref; j++)
 				if (S[r[j].seg].st == S_DEVICE)
@@ -1002,6 +1057,8 @@ static const struct rep_field replay_fields[] = {
      .right = 1},
     {"no_room", REP_S_COUNT, FIG(no_room), .col = 10, .head = "no room", .fmt = REP_F_INT,
      .right = 1},
+    {"read_once", REP_S_COUNT, FIG(read_once), .col = 11, .head = "read once",
+     .fmt = REP_F_INT, .right = 1},
 };
 
 /* What the compute floor is, and why: the gaps, or 0. */

@@ -115,6 +115,32 @@ check $? "--move-rates trace on a trace without move records: exit 1, said so"
 [ $? -eq 1 ] && grep -q 'badmove.jsonl:13: move record: expected "to":"device" or "host"' "$tmp/err"
 check $? "a malformed move record: exit 1, its line named"
 
+# Read once: each launch names a 100 MB weight beside a 1 MB activation X
+# (the weight is 99% of its bytes); W0, W1 and X fit, W2 lies in host
+# memory.  launch-cycle leaves W2 in place at each of its 3 launches: the
+# victim it would take (W1, next needed at 8 by the cycle's reckoning at
+# launch 6) is needed before W2 is again (9); launch-lru brings it in.
+i=0
+for p in 0 1 2 0 1 2 0 1 2; do
+	w=$((i % 3))
+	loc=device:0
+	[ $w -eq 2 ] && loc=host
+	echo "{\"pid\":5,\"time\":$i.0,\"event\":\"launch\",\"cycle_pos\":$p,\"chunks\":[{\"base\":\"0x80000000\",\"size\":1000000,\"loc\":\"device:0\"},{\"base\":\"0x9${w}000000\",\"size\":100000000,\"loc\":\"$loc\"}]}"
+	i=$((i + 1))
+done >"$tmp/once.jsonl"
+"$place" --replay "$tmp/once.jsonl" --device-bytes 201MB --json >"$tmp/once.json" 2>"$tmp/err"
+pycheck "read once: launch-cycle reads W2 in place at its 3 launches, moves nothing; launch-lru brings it in" \
+	"$tmp/once.json" '[(x["policy"], x["read_once"], x["moves_in"], x["read_in_place"]) for x in d["total"]] == [("in-place", 0, 0, 300000000), ("launch-lru", 0, 7, 0), ("launch-belady", 0, 4, 0), ("launch-cycle", 3, 0, 300000000)]'
+
+# The same after a launch that named Z (100 MB on the device) and nothing
+# names again: Z's expected use passes, nothing is known to need it, and
+# W2 comes in in its place (once), then stays.
+{ echo '{"pid":5,"time":0.5,"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x80000000","size":1000000,"loc":"device:0"},{"base":"0xa0000000","size":100000000,"loc":"device:0"}]}'
+  cat "$tmp/once.jsonl"; } >"$tmp/once2.jsonl"
+"$place" --replay "$tmp/once2.jsonl" --device-bytes 301MB -p launch-cycle --json >"$tmp/once2.json" 2>"$tmp/err"
+pycheck "read once: brought in once in place of a segment whose expected use passed (Z), then read on the device" \
+	"$tmp/once2.json" '[(x["read_once"], x["moves_in"], x["moves_out"], x["read_in_place"]) for x in d["total"]] == [(0, 1, 1, 0)]'
+
 # A freed buffer: a second buffer placed over the first one's addresses takes
 # its room; the first is gone (100 MB of room is enough for both in turn).
 cat >"$tmp/free.jsonl" <<'EOF'
