@@ -75,8 +75,13 @@
  */
 #define MAX_NAMED VMMXP_PLACE_MAX
 #define TRACE_CHUNKS 64
-/* Places of a kernel's last launch kept for the cycle learner's key (note_cycle()). */
-#define LAST_PLACES 8
+/*
+ * Places of a kernel's recent launches kept for the cycle learner's key
+ * (note_cycle()): the first PLACES_PER of each of its last RECENT_LAUNCHES.
+ */
+#define PLACES_PER 8
+#define RECENT_LAUNCHES 4
+#define RECENT_PLACES (PLACES_PER * RECENT_LAUNCHES)
 /* Values below a page are never addresses: sizes, flags, counts. */
 #define MIN_ADDR 4096
 /* extra's keys (cuda.h) */
@@ -96,7 +101,9 @@ struct layout {
 	enum key_kind kind;
 	int nparams;            /* -1: the driver gave none */
 	uint32_t *off, *size;   /* nparams each */
-	uint64_t last_places[LAST_PLACES]; /* note_cycle(): its last launch's places; relaxed */
+	uint64_t recent[RECENT_PLACES]; /* note_cycle(): its recent launches' places; relaxed */
+	uint64_t recent_seg[RECENT_PLACES]; /* ... and the bases of their segments */
+	uint32_t recent_at;             /* ... the next launch's row; relaxed */
 	char name[];            /* the kernel's name, "" if unknown */
 };
 
@@ -210,7 +217,9 @@ static struct layout *layout_of(const void *key, enum key_kind kind)
 		goto out;
 	l->key = key;
 	l->kind = kind;
-	memset(l->last_places, 0, sizeof(l->last_places));
+	memset(l->recent, 0, sizeof(l->recent));
+	memset(l->recent_seg, 0, sizeof(l->recent_seg));
+	l->recent_at = 0;
 	l->nparams = n;
 	l->off = (uint32_t *)(((uintptr_t)(l->name + nlen + 1) + 3) & ~(uintptr_t)3);
 	l->size = l->off + (n > 0 ? n : 0);
@@ -402,13 +411,22 @@ static void atfork_init(void)
 }
 
 
-/* Whether the last launch of @l's kernel named the place @at. */
-static int named_last(const struct layout *l, uint64_t at)
+/*
+ * How many launches of a kernel ago @at was named, in @ring (its recent
+ * places or their segments' bases), the current launch being @row: 1 for
+ * the last launch, up to RECENT_LAUNCHES; RECENT_LAUNCHES + 1 when none of
+ * those named it.
+ */
+static uint32_t age_of(const uint64_t *ring, uint32_t row, uint64_t at)
 {
-	for (int j = 0; j < LAST_PLACES; j++)
-		if (__atomic_load_n(&l->last_places[j], __ATOMIC_RELAXED) == at)
-			return 1;
-	return 0;
+	for (uint32_t k = 1; k <= RECENT_LAUNCHES; k++) {
+		const uint64_t *p = &ring[((row + RECENT_LAUNCHES - k) % RECENT_LAUNCHES) * PLACES_PER];
+
+		for (int j = 0; j < PLACES_PER; j++)
+			if (__atomic_load_n(&p[j], __ATOMIC_RELAXED) == at)
+				return k;
+	}
+	return RECENT_LAUNCHES + 1;
 }
 
 /*
@@ -418,33 +436,55 @@ static int named_last(const struct layout *l, uint64_t at)
  * for one of the tensors a caching allocator carved out of one, as
  * PyTorch carves a model's weights out of transformers' warm-up segment)
  * with their segments' sizes, and the one of them that identifies it
- * best, its key: the place in the largest segment among those the
- * kernel's last launch did not name (the first of equal sizes: parameter
- * order is the same at every step); the largest of all when it named them
- * all.  A layer's weights differ from one launch of a GEMM to the next,
- * also when they share a segment; a workspace, a pool segment of
- * activations or a constant input is named launch after launch, and when
- * it is the largest (a PyTorch GEMM names its 128 MiB weight beside a
- * larger pool segment) it would make every launch of the kernel look
- * alike.  @l, the kernel's cached layout, keeps the places of its last
- * launch (the first LAST_PLACES; relaxed: two threads launching one kernel
- * at once may mix them, which costs a mismatch, no more); without one, the
+ * best, its key: the place the kernel named longest ago (not within its
+ * last RECENT_LAUNCHES launches counting as longest); of those, the place
+ * in the segment it named longest ago (a tensor new to it before a
+ * segment it names every time, at a new place or not: the first step);
+ * of those, the place in the largest segment (the first of equal sizes:
+ * parameter order is the same at every step).  A layer's weights differ from one launch of a
+ * GEMM to the next, also when they share a segment; a workspace, a pool
+ * segment of activations or a constant input is named launch after
+ * launch, at one place or at a few in turn, and when it is the largest (a
+ * PyTorch GEMM names its 128 MiB weight beside a larger pool segment) it
+ * would make every launch of the kernel look alike.  @l, the kernel's
+ * cached layout, keeps the places of its recent launches (the first
+ * PLACES_PER of each; relaxed: two threads launching one kernel at once
+ * may mix them, which costs a mismatch, no more); without one, the
  * largest.  Returns the launch's place in the cycle, -1 if none.
  */
 static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named *nm)
 {
 	size_t sizes[MAX_NAMED], pick = nm->n;
 	uint64_t kernel = key * 0x100000001b3ull;
+	uint64_t segs[MAX_NAMED];
+	uint32_t row = 0, best = 0, best_seg = 0;
 
+	if (l)
+		row = __atomic_fetch_add(&l->recent_at, 1, __ATOMIC_RELAXED) % RECENT_LAUNCHES;
 	for (size_t i = 0; i < nm->n; i++) {
+		uint32_t age = 0, age_seg = 0;
+
 		sizes[i] = vmmx_buf_size(nm->chunk[i].buf);
-		if ((pick == nm->n || sizes[i] > sizes[pick]) && !(l && named_last(l, nm->word[i])))
+		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
+		if (l) {
+			age = age_of(l->recent, row, nm->word[i]);
+			age_seg = age_of(l->recent_seg, row, segs[i]);
+		}
+		if (pick == nm->n || age > best ||
+		    (age == best && (age_seg > best_seg ||
+				     (age_seg == best_seg && sizes[i] > sizes[pick])))) {
 			pick = i;
+			best = age;
+			best_seg = age_seg;
+		}
 	}
 	if (l)
-		for (size_t j = 0; j < LAST_PLACES; j++)
-			__atomic_store_n(&l->last_places[j], j < nm->n ? nm->word[j] : 0,
-					 __ATOMIC_RELAXED);
+		for (size_t j = 0; j < PLACES_PER; j++) {
+			__atomic_store_n(&l->recent[row * PLACES_PER + j],
+					 j < nm->n ? nm->word[j] : 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&l->recent_seg[row * PLACES_PER + j],
+					 j < nm->n ? segs[j] : 0, __ATOMIC_RELAXED);
+		}
 	return vmmxp_cycle_note(kernel, nm->word, sizes, nm->n, pick);
 }
 

@@ -259,9 +259,11 @@ static int cycle(void)
  * pool segment) and two activations, which alternate; a ReLU (kr) names
  * one activation.  The step is 12 launches; keyed by its largest segment,
  * every GEMM would look alike and a cycle of 2 be learned.  launches.sh
- * reads the report.
+ * reads the report.  @m: the GEMMs name the shared segment at @m places in
+ * turn, 8 MiB apart (a workspace carved out of a pool segment at another
+ * offset from one launch to the next).
  */
-static int cycle_shared(void)
+static int cycle_shared(int m)
 {
 	static struct fake_kernel kg = { "kg", 0, 0, 4, { 0, 8, 16, 24 }, { 8, 8, 8, 8 } },
 				  kr = { "kr", 0, 0, 1, { 0 }, { 8 } };
@@ -277,7 +279,8 @@ static int cycle_shared(void)
 	is_int(0, bad, "6 weights, a shared segment larger than each, 2 activations");
 	for (int step = 0; step < 4; step++)
 		for (int i = 0; i < 6; i++) {
-			void *pg[] = { &w[i], &shared, &act[i % 2], &act[(i + 1) % 2] };
+			void *ws = (char *)shared + (size_t)((step * 6 + i) % m) * 8 * MiB;
+			void *pg[] = { &w[i], &ws, &act[i % 2], &act[(i + 1) % 2] };
 			void *pr[] = { &act[(i + 1) % 2] };
 
 			bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, pg, NULL) != 0;
@@ -1301,7 +1304,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "threads"))
 		return threads();
 	if (argc > 1 && !strcmp(argv[1], "cycle-shared"))
-		return cycle_shared();
+		return cycle_shared(argc > 2 ? atoi(argv[2]) : 1);
 	if (argc > 1 && !strcmp(argv[1], "cycle"))
 		return cycle();
 	if (argc > 1 && !strcmp(argv[1], "place-mover"))

@@ -80,6 +80,16 @@ grep -q '^not ok' "$tmp/tap17" && st=1
 grep -q 'cycle  *learned 1 times (the last 12 launches long), dropped 0 times' "$tmp/rep17" || st=1
 check $st "--launches: GEMMs beside a larger shared segment are told apart by their weights; the step's cycle of 12 launches is learned"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap17" "$tmp/rep17"
+# The same with the shared segment named at 2, then 3 places in turn (a
+# workspace carved out of a pool segment at another offset each launch).
+for m in 2 3; do
+	"$run" $opts --launches --report-file "$tmp/rep17" -- "$lc" cycle-shared $m >"$tmp/tap17" 2>&1
+	st=$?
+	grep -q '^not ok' "$tmp/tap17" && st=1
+	grep -q 'cycle  *learned 1 times (the last 12 launches long), dropped 0 times' "$tmp/rep17" || st=1
+	check $st "--launches: the shared segment named at $m places in turn; the GEMMs still known by their weights, the cycle of 12 learned"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap17" "$tmp/rep17"
+done
 # A chain whose activations rotate among three buffers: the relus' largest
 # segments come round inside a step and name other memory from step to
 # step; the step's real cycle, 22 launches, is learned all the same and held.
