@@ -26,6 +26,9 @@
  * no kernel was seen to use is never pushed out by this.  The victims a
  * move needs are all chosen before the first goes: when those allowed
  * cannot make the room, none goes, and the segment is read in place.
+ * They are chosen again before each next one goes, from where things are
+ * then (on the mover, which lets the lock go around each move, what was
+ * chosen may have been named or moved meanwhile).
  * A segment of more than a quarter of the device (its limit) is too large
  * to make room for: never a victim, brought in only into free room (see
  * promote(): transformers' warm-up segment, which holds half a model).
@@ -244,14 +247,21 @@ static struct tracked *find(void *base, int make)
 	return &track[ntracked - 1];
 }
 
-/* Whether @t's segment is still a buffer of its context, at its base, with device memory. */
-static int still_on_device(const struct tracked *t)
+/*
+ * The bytes of @t's segment on the device, 0 unless it is still a buffer
+ * of its context at its base; its size is updated (a segment freed and
+ * made again at the same base may have another).
+ */
+static size_t on_device_bytes(struct tracked *t)
 {
 	struct vmmx_residency r = { 0, 0 };
 	struct vmmx_chunk_info ci;
 
-	return !vmmx_lookup(t->ctx, t->base, &ci) && vmmx_buf_ptr(ci.buf) == t->base &&
-	       !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r) && r.device;
+	if (vmmx_lookup(t->ctx, t->base, &ci) || vmmx_buf_ptr(ci.buf) != t->base ||
+	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r))
+		return 0;
+	t->size = vmmx_buf_size(ci.buf);
+	return (size_t)r.device;
 }
 
 /* Monotonic nanoseconds, for the report's time spent moving and waiting. */
@@ -341,17 +351,28 @@ static int wait_last_use(const struct tracked *t, int unlocked)
 	return err;
 }
 
-/* vmmx_prefetch() of @t's segment to @to, its time added to *@ns; lock let go with @unlocked. */
+/*
+ * vmmx_prefetch() of @t's segment to @to, its time added to *@ns and
+ * recorded in the launch trace with the bytes that had to move (those
+ * away from @to); lock let go with @unlocked.
+ */
 static int move(const struct tracked *t, struct vmmx_loc to, int unlocked, uint64_t *ns)
 {
-	uint64_t t0 = now_ns();
+	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_chunk_info ci;
+	size_t bytes = t->size;
+	uint64_t t0;
 	int err;
 
+	if (!vmmx_lookup(t->ctx, t->base, &ci) &&
+	    !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r))
+		bytes = (size_t)(to.kind == VMMX_LOC_DEVICE ? r.host : r.device);
 	if (unlocked)
 		pthread_mutex_unlock(&lock);
+	t0 = now_ns();
 	err = vmmx_prefetch(t->ctx, t->base, t->size, to, NULL);
 	t0 = now_ns() - t0;
-	vmmxp_trace_move(t->base, t->size, to.kind == VMMX_LOC_DEVICE, t0, err);
+	vmmxp_trace_move(t->base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err);
 	if (unlocked)
 		pthread_mutex_lock(&lock);
 	*ns += t0;
@@ -413,31 +434,37 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 
 /*
  * The segments of @ctx on the device that may be sent back for room, best
- * first, up to MAX_EVICT, in @v; their number.  Never one this launch
- * named, one being moved, or one of more than @most bytes (see promote()).
- * For a move ahead the caller checks that each is needed after the
- * launches ahead (promote(), @bound).
+ * first, up to MAX_EVICT, in @v, with their bytes on the device in @dev;
+ * their number.  Never one this launch named, one being moved, or one of
+ * more than @most bytes (see promote()).  For a move ahead the caller
+ * checks that each is needed after the launches ahead (promote(), @bound).
  */
-static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct tracked **v)
+static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct tracked **v,
+		   size_t *dev)
 {
 	int n = 0;
 
 	for (int i = 0; i < ntracked; i++) {
 		struct tracked *t = &track[i];
+		size_t bytes;
 		int j;
 
 		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq || t->size > most)
 			continue;
 		if (n == MAX_EVICT && !better(t, v[n - 1], cycle_len))
 			continue;
-		if (!still_on_device(t)) {
-			t->on_device = 0;
+		bytes = on_device_bytes(t);
+		if (!bytes || t->size > most) {
+			t->on_device = bytes != 0;
 			continue;
 		}
 		/* Insert in order; the worst falls off a full list. */
-		for (j = n < MAX_EVICT ? n++ : n - 1; j > 0 && better(t, v[j - 1], cycle_len); j--)
+		for (j = n < MAX_EVICT ? n++ : n - 1; j > 0 && better(t, v[j - 1], cycle_len); j--) {
 			v[j] = v[j - 1];
+			dev[j] = dev[j - 1];
+		}
 		v[j] = t;
+		dev[j] = bytes;
 	}
 	return n;
 }
@@ -474,18 +501,19 @@ enum refusal { REFUSE_QUIET, REFUSE_NO_ROOM, REFUSE_IN_PLACE };
 
 /*
  * The victims to send back, in @v, for @lack bytes of room for @t: the
- * first of victims() up to those whose bytes make the room, each one that
- * may go for this move (see promote()); their number, or 0 when they
- * cannot make it, with the reason in *@why.  Nothing moves: a move is
- * never begun that the victims allowed could not finish (sending back
- * segments for a move that then fails would cost their copies back in
- * for nothing).
+ * first of victims() up to those whose bytes on the device make the room,
+ * each one that may go for this move (see promote()); their number, or 0
+ * when they cannot make it, with the reason in *@why.  Nothing moves: a
+ * move is never begun that the victims allowed could not finish (sending
+ * back segments for a move that then fails would cost their copies back
+ * in for nothing).
  */
 static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycle_len,
 			uint64_t bound, size_t lack, size_t most, struct tracked **v, enum refusal *why)
 {
-	int n = victims(t->ctx, cycle_len, most, v), k;
-	size_t freed = 0;
+	size_t dev[MAX_EVICT], freed = 0;
+	int n = victims(t->ctx, cycle_len, most, v, dev), k;
+
 
 	*why = how == ON_DEMAND ? REFUSE_NO_ROOM : REFUSE_QUIET;
 	for (k = 0; k < n && freed < lack; k++) {
@@ -501,7 +529,7 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 				*why = REFUSE_IN_PLACE;
 			return 0;
 		}
-		freed += v[k]->size;
+		freed += dev[k];
 	}
 	return freed >= lack ? k : 0;
 }
@@ -558,7 +586,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, nv = -1, next = 0;
+	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, sent = 0;
 	struct tracked *v[MAX_EVICT];
 	size_t most;
 	int err;
@@ -620,28 +648,25 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		}
 		/*
 		 * The victims are chosen before the first goes: all of those
-		 * needed, or none.  A move that found room and still failed for
-		 * want of it (the device's own memory short of the limit) is
-		 * given the next victim, up to the whole list.
+		 * needed, or none; and chosen again before each of the next, from
+		 * where things are then (the mover lets the lock go around each
+		 * move: a victim may have been named, moved or freed meanwhile).
+		 * A move that found room and still failed for want of it (the
+		 * device's own memory short of the limit) asks for its segment's
+		 * bytes in host memory again.  At most MAX_EVICT go for one move.
 		 */
-		if (nv < 0) {
-			nv = plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most,
-					  v, &why);
-			if (!nv) {
-				st.no_room += why == REFUSE_NO_ROOM;
-				st.in_place += why == REFUSE_IN_PLACE;
-				return -VMMX_ENOMEM;
-			}
-		}
-		if (next == nv) {
-			if (!ahead)
-				st.no_room++;
+		if (sent == MAX_EVICT) {
+			st.no_room += !ahead;
 			return -VMMX_ENOMEM;
 		}
-		vt = v[next++];
-		/* Moved or named since it was chosen (the lock let go meanwhile): no longer to send back. */
-		if (!vt->on_device || vt->moving || vt->last == seq)
-			continue;
+		if (!plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most, v,
+				  &why)) {
+			st.no_room += why == REFUSE_NO_ROOM;
+			st.in_place += why == REFUSE_IN_PLACE;
+			return -VMMX_ENOMEM;
+		}
+		vt = v[0];
+		sent++;
 		vt->moving = 1;
 		err = wait_last_use(vt, unlocked);
 		if (!err)
@@ -651,7 +676,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			pthread_cond_broadcast(&done_cv);
 		if (err) {
 			/* What moved stays moved; what did not is still on the device. */
-			vt->on_device = still_on_device(vt);
+			vt->on_device = on_device_bytes(vt) != 0;
 			st.failed++;
 			return err;
 		}

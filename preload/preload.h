@@ -665,8 +665,8 @@ struct vmmxp_place_stats {
 /*
  * vmmxp_trace_move() - one move of --placement launch in the launch trace,
  * when one is kept: {"time":..,"pid":..,"event":"move","to":"device" or
- * "host","base":"0x..","size":N,"ns":N,"ok":true or false}, the segment at
- * @base of @size bytes, moved in @ns nanoseconds (@err: it failed).
+ * "host","base":"0x..","size":N,"ns":N,"ok":true or false}: the segment at
+ * @base, @size of its bytes moved in @ns nanoseconds (@err: it failed).
  * Context: any thread (one write() a record).
  */
 void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err);

@@ -739,7 +739,7 @@ struct model {
 static int move_rates(const struct trace *T, enum move_rates mr, struct model *M)
 {
 	for (int in = 0; in < 2; in++) {
-		M->measured[in] = mr != MR_PCIE && T->move_n[in] && T->move_ns[in];
+		M->measured[in] = mr != MR_PCIE && T->move_bytes[in] && T->move_ns[in];
 		M->rate[in] = M->measured[in] ? (double)T->move_bytes[in] * 1e9 / (double)T->move_ns[in]
 					      : M->pcie;
 	}
