@@ -594,10 +594,10 @@ static int model_torture(void **w, void **act)
  * @asize 16 MiB, prefill: each weight is half of what its kernel names.
  * The warm-up segment, 352 MiB, is too large to send back: it stays on
  * the device throughout, and the weights past it stream through the room
- * left, each on the device at its launch once the first step is done, 10
- * or so brought in a step (Belady's least for 18 through eight places;
- * checked with the moves ahead inline, VMMX_RUN_PLACE_MOVER=0, as the
- * mover's timing varies).
+ * left, each on the device at its launch once the first step is done, at
+ * most 12 brought in a step (Belady's least for 18 through eight places is
+ * 10 or 11; checked with the moves ahead inline, VMMX_RUN_PLACE_MOVER=0,
+ * as the mover's timing varies).
  *
  * @asize 64 KiB, decode: each weight is read once.  None is brought in;
  * the weights in host memory are read in place, and nothing is sent back.
@@ -664,14 +664,16 @@ static int place_model(size_t asize, int late, int torture_run)
 			for (int j = MODEL_IN; j < MODEL_W; j++)
 				in[step] += !was[j] && on_device_range(w[j], MODEL_WSIZE);
 			bad += vmmx_buf_residency(ci.buf, 0, MODEL_IN * MODEL_WSIZE, &r) != 0;
-			warm_gone += r.device < r0.device;
+			/* Made last, it is in host memory: it must not move at all. */
+			warm_gone += late ? r.device != r0.device || r.host != r0.host : r.device < r0.device;
 		}
 		diag("step %d: %d weights brought in", step, in[step]);
 		if (step >= 2 && in[step] > most)
 			most = in[step];
 	}
 	is_int(0, bad, "%d launches succeed", 2 * MODEL_W * MODEL_STEPS);
-	is_int(0, warm_gone, "the warm-up segment (too large to send back) keeps its device part at every launch");
+	is_int(0, warm_gone, late ? "the warm-up segment (too large to make room for) stays where it lies at every launch" :
+				    "the warm-up segment (too large to send back) keeps its device part at every launch");
 	if (late) {
 		ok(r.host == r0.host, "it stays where it lies (%zu MiB on the device, %zu MiB in host memory)",
 		   r.device / MiB, r.host / MiB);
@@ -680,7 +682,7 @@ static int place_model(size_t asize, int late, int torture_run)
 		/* The mover's timing varies: the count is checked with moves ahead made inline. */
 		if (getenv("VMMX_RUN_PLACE_MOVER") && !strcmp(getenv("VMMX_RUN_PLACE_MOVER"), "0"))
 			ok(most >= 8 && most <= 12,
-			   "from the third step, %d weights brought in a step at most (18 through 8 places: 10 or 11 for Belady)",
+			   "from the third step, %d weights brought in a step at most (12 allowed; 18 through 8 places: 10 or 11 for Belady)",
 			   most);
 	} else {
 		ok(in[2] + in[3] + in[4] + in[5] == 0,
