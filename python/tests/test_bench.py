@@ -163,6 +163,12 @@ done
 { echo 'vmmx-run: report'; echo '    cycle          learned 1 times'
   echo '  placement        launch: 3 segments'; } >"$rep"
 if [ "$FAKE_RUN_FAIL" = 1 ]; then echo "OutOfMemoryError: CUDA out of memory" >&2; exit 1; fi
+if [ "$FAKE_RUN_HANG" = 1 ]; then
+	: >"$rep"
+	trap 'kill $! 2>/dev/null; echo "  placement        launch: cut short" >"$rep"; exit 130' INT
+	sleep 60 >/dev/null 2>&1 &
+	wait
+fi
 echo '{"column": "native", "prefill_ms": 5.0, "decode_ms": 2.0, "tokens": [1, 2]}'
 '''
 
@@ -192,6 +198,11 @@ def test_vmmx_run_columns(monkeypatch):
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
         assert bad["error"] == "OOM" and len(bad["report"]) == 2
+        monkeypatch.delenv("FAKE_RUN_FAIL")
+        monkeypatch.setenv("FAKE_RUN_HANG", "1")
+        hung = bench_hf.run_column(spec, 1, None, fake)
+        assert hung["error"] == "timeout after 1 s"
+        assert hung["report"] == ["placement        launch: cut short"]
     row = {"native": dict(prefill_ms=4.0, decode_ms=2.0, tokens=[1, 2], peak_bytes=0),
            "vmmx-run-launch": r}
     lines = bench_hf.table("hf-infer", 1.5, row, 50.0)

@@ -224,6 +224,31 @@ def _report_lines(path):
         return []
 
 
+def _run_interruptible(cmd, timeout, env, grace=30):
+    """subprocess.run(cmd) with output captured, in a process group of its own; past
+    timeout, SIGINT to the group first (Python's KeyboardInterrupt: vmmx-run's report is
+    written at the program's exit), SIGKILL after grace seconds more.  None on a
+    timeout."""
+    import signal
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, None)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                p.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        return None
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
 def run_column(spec, timeout, run_child, vmmx_run):
     """One column in a process of its own (vmmx-run: the native column under it)."""
     col = spec["column"]
@@ -241,11 +266,10 @@ def run_column(spec, timeout, run_child, vmmx_run):
         cmd = [vmmx_run, "--device-limit", str(spec["cap"]), *RUN_COLUMNS[col],
                "--report-file", rep, "--", sys.executable, "-m", "vmmx_tools.bench",
                "--child", json.dumps(inner)]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            return dict(spec, error=f"timeout after {timeout} s", report=_report_lines(rep))
+        r = _run_interruptible(cmd, timeout, env)
         report = _report_lines(rep)
+        if r is None:
+            return dict(spec, error=f"timeout after {timeout} s", report=report)
     for line in reversed(r.stdout.splitlines()):
         if line.startswith("{"):
             return dict(json.loads(line), column=col, peak_bytes=None, report=report)
@@ -276,7 +300,7 @@ def table(wl, ratio, row, h2d_gbs):
     for col, r in row.items():
         r = r or {}
         if r.get("error"):
-            lines.append(f"  {col:11s} {r['error']} {r.get('detail', '')[:120]}")
+            lines.append(f"  {col:15s} {r['error']} {r.get('detail', '')[:120]}")
             lines.extend(f"    {ln}" for ln in r.get("report") or [])
             continue
         cells = []
@@ -298,6 +322,6 @@ def table(wl, ratio, row, h2d_gbs):
         if r.get("device_bytes") is not None:
             where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
                     f"{r['host_bytes'] / GiB:.2f} GiB host]"
-        lines.append(f"  {col:11s} " + " | ".join(cells) + check + where)
+        lines.append(f"  {col:15s} " + " | ".join(cells) + check + where)
         lines.extend(f"    {ln}" for ln in r.get("report") or [] if ln.startswith("placement "))
     return lines
