@@ -163,7 +163,6 @@ static int event_ok[EVENTS];              /* lock: the slot's last record succee
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
 static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* lock: memory was seen in host memory (sticky) */
-static uint64_t once_wait_until;          /* lock: no move ahead of a segment read once before */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
 
 /* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
@@ -534,32 +533,44 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 	return freed >= lack ? k : 0;
 }
 
+/* What is kept of a context (one per device used): lock. */
+struct ctx_state {
+	struct vmmx_ctx *ctx;
+	size_t most;            /* most_moved() */
+	uint64_t once_wait;     /* once_room(): no move ahead of a segment read once before */
+};
+
 /*
- * The most a segment of @ctx may hold to be made room for, or sent back:
- * a quarter of its device (its limit), as first asked (a context's limit
- * is set when it is made); lock held.  SIZE_MAX when it cannot be told.
+ * The state of @ctx, made at first use; NULL past VMMXP_MAX_DEVICES
+ * contexts or when it cannot be asked.  The most a segment of @ctx may hold
+ * to be made room for, or sent back, is a quarter of its device (its
+ * limit), as first asked (a context's limit is set when it is made).
  */
-static size_t most_moved(struct vmmx_ctx *ctx)
+static struct ctx_state *state_of(struct vmmx_ctx *ctx)
 {
-	static struct {
-		struct vmmx_ctx *ctx;
-		size_t most;
-	} known[VMMXP_MAX_DEVICES];
+	static struct ctx_state known[VMMXP_MAX_DEVICES];
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	int i;
 
 	for (i = 0; i < VMMXP_MAX_DEVICES && known[i].ctx; i++)
 		if (known[i].ctx == ctx)
-			return known[i].most;
-	if (vmmx_ctx_query(ctx, &ci))
-		return SIZE_MAX;
-	if (i < VMMXP_MAX_DEVICES) {
-		known[i].ctx = ctx;
-		known[i].most = (size_t)((ci.device_limit < ci.device_total ? ci.device_limit :
-									     ci.device_total) / 4);
-		return known[i].most;
-	}
-	return SIZE_MAX;
+			return &known[i];
+	if (i == VMMXP_MAX_DEVICES || vmmx_ctx_query(ctx, &ci))
+		return NULL;
+	known[i] = (struct ctx_state){
+		.ctx = ctx,
+		.most = (size_t)((ci.device_limit < ci.device_total ? ci.device_limit :
+								      ci.device_total) / 4),
+	};
+	return &known[i];
+}
+
+/* lock held: see state_of(); SIZE_MAX when it cannot be told. */
+static size_t most_moved(struct vmmx_ctx *ctx)
+{
+	struct ctx_state *cs = state_of(ctx);
+
+	return cs ? cs->most : SIZE_MAX;
 }
 
 /*
@@ -986,20 +997,22 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 /*
  * lock held: whether the device has free room for @t, read once, to be
  * brought in ahead (never at the cost of another: promote()).  Asked at
- * most once every ONCE_RECHECK launches while the answer is no: decode
+ * most once every ONCE_RECHECK launches on a device while the answer there
+ * is no (a smaller segment that would fit waits as well): decode
  * reads every weight once, and each launch would otherwise queue moves
  * that the mover then finds no room for.
  */
 static int once_room(const struct tracked *t)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+	struct ctx_state *cs = state_of(t->ctx);
 	size_t lack, in_host;
 
-	if (seq < once_wait_until || vmmx_ctx_query(t->ctx, &ci))
+	if (!cs || seq < cs->once_wait || vmmx_ctx_query(t->ctx, &ci))
 		return 0;
 	room_for(t, (struct vmmx_loc){ VMMX_LOC_DEVICE, ci.device }, &lack, &in_host);
 	if (lack)
-		once_wait_until = seq + ONCE_RECHECK;
+		cs->once_wait = seq + ONCE_RECHECK;
 	return !lack;
 }
 
