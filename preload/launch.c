@@ -437,11 +437,17 @@ static uint32_t age_of(const uint64_t *ring, uint32_t row, uint64_t at)
  * PyTorch carves a model's weights out of transformers' warm-up segment)
  * with their segments' sizes, and the one of them that identifies it
  * best, its key: the place the kernel named longest ago (not within its
- * last RECENT_LAUNCHES launches counting as longest); of those, the place
- * in the segment it named longest ago (a tensor new to it before a
- * segment it names every time, at a new place or not: the first step);
- * of those, the place in the largest segment (the first of equal sizes:
- * parameter order is the same at every step).  A layer's weights differ from one launch of a
+ * last RECENT_LAUNCHES launches counting as longest; a place past the
+ * first PLACES_PER a launch names is not kept, and counts as named last);
+ * of those, the place in the segment it named longest ago (a tensor new
+ * to it before a segment it names every time, at a new place or not: the
+ * first step); of those, the place in the largest segment, the first of
+ * equal sizes (parameter order is the same at every step).  Where each
+ * tensor has a segment of its own, this is the largest segment the
+ * kernel's recent launches did not name.  Known limit: a launch naming a
+ * weight carved out of a segment the kernel names every time (the
+ * warm-up segment) and an output that is both a new place and a new
+ * segment is known by the output.  A layer's weights differ from one launch of a
  * GEMM to the next, also when they share a segment; a workspace, a pool
  * segment of activations or a constant input is named launch after
  * launch, at one place or at a few in turn, and when it is the largest (a
@@ -466,7 +472,8 @@ static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named 
 
 		sizes[i] = vmmx_buf_size(nm->chunk[i].buf);
 		segs[i] = (uint64_t)(uintptr_t)vmmx_buf_ptr(nm->chunk[i].buf);
-		if (l) {
+		/* Past the first PLACES_PER, not kept: age 0, below any kept place. */
+		if (l && i < PLACES_PER) {
 			age = age_of(l->recent, row, nm->word[i]);
 			age_seg = age_of(l->recent_seg, row, segs[i]);
 		}

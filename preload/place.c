@@ -505,7 +505,9 @@ enum refusal { REFUSE_QUIET, REFUSE_NO_ROOM, REFUSE_IN_PLACE };
  * when they cannot make it, with the reason in *@why.  Nothing moves: a
  * move is never begun that the victims allowed could not finish (sending
  * back segments for a move that then fails would cost their copies back
- * in for nothing).
+ * in for nothing).  promote() asks again before each victim goes; on the
+ * mover, things may have changed meanwhile, and a later answer may be no
+ * after some went.
  */
 static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycle_len,
 			uint64_t bound, size_t lack, size_t most, struct tracked **v, enum refusal *why)

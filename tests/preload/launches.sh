@@ -83,6 +83,7 @@ check $st "--launches: GEMMs beside a larger shared segment are told apart by th
 # The same with the shared segment named at 2, then 3 places in turn (a
 # workspace carved out of a pool segment at another offset each launch).
 for m in 2 3; do
+	rm -f "$tmp/rep17" # the report is appended to
 	"$run" $opts --launches --report-file "$tmp/rep17" -- "$lc" cycle-shared $m >"$tmp/tap17" 2>&1
 	st=$?
 	grep -q '^not ok' "$tmp/tap17" && st=1
@@ -155,6 +156,7 @@ check $st "--report: the varying step learned as a cycle of 12 launches; segment
 # placed N MODE PATTERN TEXT: launchclient MODE under --placement launch; its
 # checks and a report matching PATTERN make one check.
 placed() {
+	rm -f "$tmp/rep$1" # the report is appended to: only this run's
 	"$run" $opts --placement launch --report-file "$tmp/rep$1" -- "$lc" "$2" >"$tmp/tap$1" 2>&1
 	st=$?
 	grep -q '^not ok' "$tmp/tap$1" && st=1
