@@ -152,6 +152,10 @@ def test_plot_is_written():
 
 _FAKE_RUN = r'''#!/bin/sh
 # A stand-in for vmmx-run: records its arguments, writes a report, answers as a child.
+# FAKE_RUN_HANG: it hangs until SIGINT, then writes its report (the trap is set
+# first thing, so that a signal soon after the start finds it).
+[ "$FAKE_RUN_HANG" = 1 ] &&
+	trap 'kill $! 2>/dev/null; echo "  placement        launch: cut short" >"$rep"; exit 130' INT
 printf '%s\n' "$@" >"$(dirname "$0")/args"
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -164,8 +168,6 @@ done
   echo '  placement        launch: 3 segments'; } >"$rep"
 if [ "$FAKE_RUN_FAIL" = 1 ]; then echo "OutOfMemoryError: CUDA out of memory" >&2; exit 1; fi
 if [ "$FAKE_RUN_HANG" = 1 ]; then
-	: >"$rep"
-	trap 'kill $! 2>/dev/null; echo "  placement        launch: cut short" >"$rep"; exit 130' INT
 	sleep 60 >/dev/null 2>&1 &
 	wait
 fi
@@ -200,8 +202,8 @@ def test_vmmx_run_columns(monkeypatch):
         assert bad["error"] == "OOM" and len(bad["report"]) == 2
         monkeypatch.delenv("FAKE_RUN_FAIL")
         monkeypatch.setenv("FAKE_RUN_HANG", "1")
-        hung = bench_hf.run_column(spec, 1, None, fake)
-        assert hung["error"] == "timeout after 1 s"
+        hung = bench_hf.run_column(spec, 3, None, fake)
+        assert hung["error"] == "timeout after 3 s"
         assert hung["report"] == ["placement        launch: cut short"]
     row = {"native": dict(prefill_ms=4.0, decode_ms=2.0, tokens=[1, 2], peak_bytes=0),
            "vmmx-run-launch": r}

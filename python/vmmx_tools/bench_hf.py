@@ -228,10 +228,16 @@ def _run_interruptible(cmd, timeout, env, grace=30):
     """subprocess.run(cmd) with output captured, in a process group of its own; past
     timeout, SIGINT to the group first (Python's KeyboardInterrupt: vmmx-run's report is
     written at the program's exit), SIGKILL after grace seconds more.  None on a
-    timeout."""
+    timeout.  The child gets SIGINT's default action back: a bench started in the
+    background (nohup, &) has it ignored, and a signal ignored at a program's start
+    stays ignored (Python then installs no KeyboardInterrupt)."""
     import signal
+
+    def sigint_default():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env, start_new_session=True)
+                         env=env, start_new_session=True, preexec_fn=sigint_default)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
