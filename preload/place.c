@@ -246,6 +246,17 @@ static struct tracked *find(void *base, int make)
 	return &track[ntracked - 1];
 }
 
+/* The buffer that maps @t's base, its whole residency in *@r; NULL when none answers. */
+static struct vmmx_buf *seg_residency(const struct tracked *t, struct vmmx_residency *r)
+{
+	struct vmmx_chunk_info ci;
+
+	if (vmmx_lookup(t->ctx, t->base, &ci) ||
+	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), r))
+		return NULL;
+	return ci.buf;
+}
+
 /*
  * The bytes of @t's segment on the device, 0 unless it is still a buffer
  * of its context at its base; its size is updated (a segment freed and
@@ -254,12 +265,11 @@ static struct tracked *find(void *base, int make)
 static size_t on_device_bytes(struct tracked *t)
 {
 	struct vmmx_residency r = { 0, 0 };
-	struct vmmx_chunk_info ci;
+	struct vmmx_buf *buf = seg_residency(t, &r);
 
-	if (vmmx_lookup(t->ctx, t->base, &ci) || vmmx_buf_ptr(ci.buf) != t->base ||
-	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r))
+	if (!buf || vmmx_buf_ptr(buf) != t->base)
 		return 0;
-	t->size = vmmx_buf_size(ci.buf);
+	t->size = vmmx_buf_size(buf);
 	return (size_t)r.device;
 }
 
@@ -352,20 +362,15 @@ static int wait_last_use(const struct tracked *t, int unlocked)
 
 /*
  * vmmx_prefetch() of @t's segment to @to, its time added to *@ns and
- * recorded in the launch trace with the bytes that had to move (those
- * away from @to); lock let go with @unlocked.
+ * recorded in the launch trace with @bytes, those that had to move (the
+ * caller's count of them away from @to); lock let go with @unlocked.
  */
-static int move(const struct tracked *t, struct vmmx_loc to, int unlocked, uint64_t *ns)
+static int move(const struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocked,
+		uint64_t *ns)
 {
-	struct vmmx_residency r = { 0, 0 };
-	struct vmmx_chunk_info ci;
-	size_t bytes = t->size;
 	uint64_t t0;
 	int err;
 
-	if (!vmmx_lookup(t->ctx, t->base, &ci) &&
-	    !vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r))
-		bytes = (size_t)(to.kind == VMMX_LOC_DEVICE ? r.host : r.device);
 	if (unlocked)
 		pthread_mutex_unlock(&lock);
 	t0 = now_ns();
@@ -476,13 +481,11 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 static void room_for(const struct tracked *t, struct vmmx_loc dev, size_t *lack, size_t *host)
 {
 	struct vmmx_residency r = { 0, 0 };
-	struct vmmx_chunk_info ci;
 	size_t room;
 
 	*lack = 0;
 	*host = t->size;
-	if (vmmx_lookup(t->ctx, t->base, &ci) ||
-	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), &r))
+	if (!seg_residency(t, &r))
 		return;
 	*host = r.host;
 	if (!vmmx_ctx_room(t->ctx, dev, r.host, &room) && room < r.host)
@@ -499,9 +502,10 @@ enum how {
 enum refusal { REFUSE_QUIET, REFUSE_NO_ROOM, REFUSE_IN_PLACE };
 
 /*
- * The victims to send back, in @v, for @lack bytes of room for @t: the
- * first of victims() up to those whose bytes on the device make the room,
- * each one that may go for this move (see promote()); their number, or 0
+ * The victims to send back, in @v (their bytes on the device in @dev),
+ * for @lack bytes of room for @t: the first of victims() up to those whose
+ * bytes make the room, each one that may go for this move (see promote());
+ * their number, or 0
  * when they cannot make it, with the reason in *@why.  Nothing moves: a
  * move is never begun that the victims allowed could not finish (sending
  * back segments for a move that then fails would cost their copies back
@@ -510,11 +514,11 @@ enum refusal { REFUSE_QUIET, REFUSE_NO_ROOM, REFUSE_IN_PLACE };
  * after some went.
  */
 static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycle_len,
-			uint64_t bound, size_t lack, size_t most, struct tracked **v, enum refusal *why)
+			uint64_t bound, size_t lack, size_t most, struct tracked **v, size_t *dev,
+			enum refusal *why)
 {
-	size_t dev[MAX_EVICT], freed = 0;
 	int n = victims(t->ctx, cycle_len, most, v, dev), k;
-
+	size_t freed = 0;
 
 	*why = how == ON_DEMAND ? REFUSE_NO_ROOM : REFUSE_QUIET;
 	for (k = 0; k < n && freed < lack; k++) {
@@ -538,6 +542,7 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 /* What is kept of a context (one per device used): lock. */
 struct ctx_state {
 	struct vmmx_ctx *ctx;
+	int device;             /* its device's ordinal */
 	size_t most;            /* most_moved() */
 	uint64_t once_wait;     /* once_room(): no move ahead of a segment read once before */
 };
@@ -561,6 +566,7 @@ static struct ctx_state *state_of(struct vmmx_ctx *ctx)
 		return NULL;
 	known[i] = (struct ctx_state){
 		.ctx = ctx,
+		.device = ci.device,
 		.most = (size_t)((ci.device_limit < ci.device_total ? ci.device_limit :
 								      ci.device_total) / 4),
 	};
@@ -601,7 +607,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
 	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, sent = 0;
 	struct tracked *v[MAX_EVICT];
-	size_t most;
+	size_t dev_bytes[MAX_EVICT], most;
 	int err;
 
 	if (vmmx_ctx_query(t->ctx, &ci)) {
@@ -630,7 +636,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 				st.failed++;
 				return err;
 			}
-			err = move(t, dev, unlocked, &st.in_ns);
+			err = move(t, dev, in_host, unlocked, &st.in_ns);
 		}
 		if (!err) {
 			st.promoted++;
@@ -673,7 +679,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			return -VMMX_ENOMEM;
 		}
 		if (!plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most, v,
-				  &why)) {
+				  dev_bytes, &why)) {
 			st.no_room += why == REFUSE_NO_ROOM;
 			st.in_place += why == REFUSE_IN_PLACE;
 			return -VMMX_ENOMEM;
@@ -683,7 +689,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		vt->moving = 1;
 		err = wait_last_use(vt, unlocked);
 		if (!err)
-			err = move(vt, host, unlocked, &st.out_ns);
+			err = move(vt, host, dev_bytes[0], unlocked, &st.out_ns);
 		vt->moving = 0;
 		if (unlocked)
 			pthread_cond_broadcast(&done_cv);
@@ -1006,13 +1012,12 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
  */
 static int once_room(const struct tracked *t)
 {
-	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct ctx_state *cs = state_of(t->ctx);
 	size_t lack, in_host;
 
-	if (!cs || seq < cs->once_wait || vmmx_ctx_query(t->ctx, &ci))
+	if (!cs || seq < cs->once_wait)
 		return 0;
-	room_for(t, (struct vmmx_loc){ VMMX_LOC_DEVICE, ci.device }, &lack, &in_host);
+	room_for(t, (struct vmmx_loc){ VMMX_LOC_DEVICE, cs->device }, &lack, &in_host);
 	if (lack)
 		cs->once_wait = seq + ONCE_RECHECK;
 	return !lack;
