@@ -444,18 +444,18 @@ static uint32_t age_of(const uint64_t *ring, uint32_t row, uint64_t at)
  * first step); of those, the place in the largest segment, the first of
  * equal sizes (parameter order is the same at every step).  Where each
  * tensor has a segment of its own, this is the largest segment the
- * kernel's recent launches did not name.  Known limit: a launch naming a
- * weight carved out of a segment the kernel names every time (the
- * warm-up segment) and an output that is both a new place and a new
- * segment is known by the output.  A layer's weights differ from one launch of a
- * GEMM to the next, also when they share a segment; a workspace, a pool
- * segment of activations or a constant input is named launch after
- * launch, at one place or at a few in turn, and when it is the largest (a
- * PyTorch GEMM names its 128 MiB weight beside a larger pool segment) it
- * would make every launch of the kernel look alike.  @l, the kernel's
- * cached layout, keeps the places of its recent launches (the first
- * PLACES_PER of each; relaxed: two threads launching one kernel at once
- * may mix them, which costs a mismatch, no more); without one, the
+ * kernel's recent launches did not name.  A layer's weights differ from
+ * one launch of a GEMM to the next, also when they share a segment; a
+ * workspace, a pool segment of activations or a constant input is named
+ * launch after launch, at one place or at a few in turn, and when it is
+ * the largest (a PyTorch GEMM names its 128 MiB weight beside a larger
+ * pool segment) it would make every launch of the kernel look alike.
+ * Known limit: a launch naming a weight carved out of a segment the
+ * kernel names every time (the warm-up segment) and an output that is
+ * both a new place and a new segment is known by the output.  @l, the
+ * kernel's cached layout, keeps the places of its recent launches (the
+ * first PLACES_PER of each; relaxed: two threads launching one kernel at
+ * once may mix them, which costs a mismatch, no more); without one, the
  * largest.  Returns the launch's place in the cycle, -1 if none.
  */
 static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named *nm)
