@@ -838,7 +838,7 @@ static int once_worth(const struct trace *T, struct rstate *S, size_t seg, size_
 	size_t chosen[64], n = 0;
 	int worth = cycle_len != 0;
 
-	while (worth && need > 0 && n < 64) {
+	while (worth && need > 0 && n < sizeof(chosen) / sizeof(chosen[0])) {
 		size_t v = victim(T, S, RP_CYCLE, i, cycle_len);
 
 		if (v == NONE || cycle_next(&S[v], cycle_len, i) < cycle_next(&S[seg], cycle_len, i)) {
@@ -919,8 +919,8 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    (the launch's cycle_pos >= 0), a segment last named at launch s is
  *    next needed at s + L, or at s + g when the gap g between its last two
  *    uses is shorter, and the furthest goes (one whose expected use passed
- *    first: cycle_next()); without a cycle, the least recently named.  Ties: the segment first named first.  A segment
- *    read once (at least two thirds of the bytes its launch names, beside
+ *    first: cycle_next()); without a cycle, the least recently named.
+ *    Ties: the segment first named first.  A segment read once (at least two thirds of the bytes its launch names, beside
  *    others) is brought in only into free room or, a cycle known, in place
  *    of victims each predicted to be needed after it is needed again; else
  *    it is read in place (counted as "read once"), as --placement launch
@@ -943,6 +943,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		const struct rlaunch *L = &T->l[i];
 		const struct rref *r = &T->refs[L->ref];
 		struct rfig d = {0};
+		uint64_t named = 0; /* the bytes this launch names */
 		double read_s;
 
 		/* Gone before this launch: room freed, nothing moved. */
@@ -966,14 +967,14 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			v->last = i + 1;
 			v->next = r[k].next;
 		}
+		for (size_t k = 0; k < L->nref; k++)
+			named += T->segs[r[k].seg].size;
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
-			uint64_t pinned = 0, named = 0;
+			uint64_t pinned = 0;
 
 			if (S[r[k].seg].st != S_HOST)
 				continue;
-			for (size_t j = 0; j < L->nref; j++)
-				named += T->segs[r[j].seg].size;
 			/* launch-cycle: read once, left in place unless worth it (see the top). */
 			if (p == RP_CYCLE && L->nref > 1 && g->size >= named - named / 3 &&
 			    used + g->size > M->device &&
