@@ -607,14 +607,12 @@ static int model_torture(void **w, void **act)
  * a launch naming it, finding too little free room, leaves it where it
  * lies (counted: too large), and sends nothing back for it.
  */
-
 static int place_model(size_t asize, int late, int torture_run)
 {
 	static struct fake_kernel kg = { "kg", 0, 0, 3, { 0, 8, 16 }, { 8, 8, 8 } },
 				  kr = { "kr", 0, 0, 1, { 0 }, { 8 } };
 	void *warm = NULL, *w[MODEL_W] = { 0 }, *act[2] = { 0 };
 	int bad = 0, warm_gone = 0, missing = 0, in[MODEL_STEPS] = { 0 }, most = 0, ok_data = 1;
-
 	struct vmmx_residency r0 = { 0, 0 }, r = { 0, 0 };
 	struct vmmx_chunk_info ci;
 
