@@ -194,9 +194,13 @@ def test_vmmx_run_columns(monkeypatch):
         assert r["column"] == "vmmx-run-launch" and r["prefill_ms"] == 5.0
         assert r["report"] == ["cycle          learned 1 times",
                                "placement        launch: 3 segments"]
-        bench_hf.run_column(dict(spec, column="vmmx-run"), 60, None, fake)
+        assert "--trace" not in args
+        bench_hf.run_column(dict(spec, column="vmmx-run", run_trace=d), 60, None, fake)
         with open(os.path.join(d, "args")) as f:
-            assert "--placement" not in f.read().split("\n")
+            args = f.read().split("\n")
+        assert "--placement" not in args
+        assert args[args.index("--trace") + 1] == os.path.join(d, "hf-infer-x1.5.vmmx-run.trace")
+        assert args.index("--trace") < args.index("--")
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
         assert bad["error"] == "OOM" and len(bad["report"]) == 2

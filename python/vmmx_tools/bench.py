@@ -543,6 +543,9 @@ def main(argv=None):
                     help="where the models are saved (default: a temporary directory)")
     ap.add_argument("--vmmx-run", default=None,
                     help="the vmmx-run program for its column (default: from PATH)")
+    ap.add_argument("--run-trace", default=None, metavar="DIR",
+                    help="the vmmx-run columns write their launch trace (vmmx-run --trace) "
+                         "to DIR/WORKLOAD-xRATIO.COLUMN.trace")
     ap.add_argument("--json", help="write every result to this file")
     ap.add_argument("--plot", help="write a bar chart (PNG) to this file")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -607,7 +610,7 @@ def hf_rows(a, wl, base, bw, results):
     top = a.hf_dir or tempfile.mkdtemp(prefix="vmmx-bench-")
     d = os.path.join(top, f"{wl}-{preset}")
     spec = dict(base, workload=wl, preset=preset, dir=d, hf_batch=a.hf_batch, hf_seq=a.hf_seq,
-                new_tokens=a.hf_new_tokens, ratio=0, cap=0)
+                new_tokens=a.hf_new_tokens, ratio=0, cap=0, run_trace=a.run_trace)
     try:
         saved = run_child(dict(spec, column="save"), a.timeout)
         if saved.get("error"):

@@ -269,8 +269,12 @@ def run_column(spec, timeout, run_child, vmmx_run):
     env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory(prefix="vmmx-bench-run-") as td:
         rep = os.path.join(td, "report")
+        trace = []
+        if spec.get("run_trace"):  # a launch trace per column, for vmmx-place --replay
+            trace = ["--trace", os.path.join(
+                spec["run_trace"], f"{spec['workload']}-x{spec['ratio']:g}.{col}.trace")]
         cmd = [vmmx_run, "--device-limit", str(spec["cap"]), *RUN_COLUMNS[col],
-               "--report-file", rep, "--", sys.executable, "-m", "vmmx_tools.bench",
+               "--report-file", rep, *trace, "--", sys.executable, "-m", "vmmx_tools.bench",
                "--child", json.dumps(inner)]
         r = _run_interruptible(cmd, timeout, env)
         report = _report_lines(rep)

@@ -18,7 +18,9 @@
 # The PyTorch chain under --placement launch against the default placement.
 # GPU_SECTIONS picks some of them (default: all): c fork alloc launch torch
 # placement cupy candidates; CANDIDATES replaces the list of policies the last one runs;
-# BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096).
+# BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096); ALLOC_BATCHES
+# those of them that also run under the default placement (default: all); STEPS
+# the placement section's timed steps (default 8).
 set -u
 sections=" ${GPU_SECTIONS:-c fork alloc launch torch placement cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
@@ -37,6 +39,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 $nvcc --version | tail -2
 "$py" -c 'import torch, cupy; print("torch", torch.__version__, "cupy", cupy.__version__)' 2>&1
 
+if want c || want fork || want alloc || want launch; then
 echo "== build"
 $nvcc -O2 $arch -o "$out/gpu_fill_static" "$src/gpu_fill.cu" -lcuda || exit 1
 $nvcc -O2 $arch -cudart shared -o "$out/gpu_fill_shared" "$src/gpu_fill.cu" -lcuda || exit 1
@@ -47,6 +50,7 @@ $nvcc -O2 $arch -cudart shared -o "$out/launch_bench" "$src/launch_bench.cu" -lc
 $nvcc -O2 $arch -o "$out/launch_bench_static" "$src/launch_bench.cu" -lcuda || exit 1
 echo "static runtime: $(ldd "$out/gpu_fill_static" | grep -c cudart) cudart libraries linked (0 expected)"
 echo "shared runtime: $(ldd "$out/gpu_fill_shared" | grep cudart)"
+fi
 
 # 1. A real cap: a helper holds all but 8 GiB; the program wants 12 GiB (1.5x).
 if want c; then
@@ -116,7 +120,8 @@ grep -A1 '^  launches' "$out/torch.launch.report"
 fi
 if want torch; then
 echo "== PyTorch: bf16 chain of 72 8192x8192 layers (9 GiB), unmodified"
-for batch in ${BATCHES:-1 16 256 4096}; do
+BATCHES_=${BATCHES:-1 16 256 4096} steps=${STEPS:-8}
+for batch in $BATCHES_; do
 	"$py" "$src/torch_chain.py" --batch $batch >"$out/torch.native.$batch" 2>&1
 	echo "native    : $(cat "$out/torch.native.$batch")"
 	"$run" --device-limit 6GiB --report-file "$out/torch.report.$batch" -- \
@@ -152,24 +157,35 @@ for _ in range(3): d.copy_(h, non_blocking=True)
 torch.cuda.synchronize(); print("%.2f" % (3 * h.numel() / (time.perf_counter() - t) / 1e9))')
 echo "pinned host-to-device copies: $rate GB/s"
 ms_of() { sed -n 's/.*ms\/step \([0-9.]*\).*/\1/p' "$1"; }
-for batch in ${BATCHES:-1 16 256 4096}; do
-	"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.native.$batch" 2>&1
-	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch >"$out/pl.alloc.$batch" 2>&1
-	"$run" --device-limit 6GiB --placement launch --report-file "$out/pl.report.$batch" -- \
-		"$py" "$src/torch_chain.py" --batch $batch >"$out/pl.launch.$batch" 2>&1
+BATCHES_=${BATCHES:-1 16 256 4096} steps=${STEPS:-8}
+for batch in $BATCHES_; do
+	"$py" "$src/torch_chain.py" --batch $batch --steps "$steps" >"$out/pl.native.$batch" 2>&1
+	case " ${ALLOC_BATCHES-$BATCHES_} " in *" $batch "*)
+	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch --steps "$steps" >"$out/pl.alloc.$batch" 2>&1 ;;
+	*) echo "ms/step 0 (not run: ALLOC_BATCHES)" >"$out/pl.alloc.$batch" ;;
+	esac
+	rm -f "$out/pl.report.$batch" "$out/pl.trace.$batch"
+	"$run" --device-limit 6GiB --placement launch --report-file "$out/pl.report.$batch" \
+		--trace "$out/pl.trace.$batch" -- \
+		"$py" "$src/torch_chain.py" --batch $batch --steps "$steps" >"$out/pl.launch.$batch" 2>&1
 	echo "batch $batch native : $(tail -1 "$out/pl.native.$batch")"
 	echo "batch $batch alloc  : $(tail -1 "$out/pl.alloc.$batch")"
 	echo "batch $batch launch : $(tail -1 "$out/pl.launch.$batch")"
 	awk -v n="$(ms_of "$out/pl.native.$batch")" -v a="$(ms_of "$out/pl.alloc.$batch")" \
 		-v l="$(ms_of "$out/pl.launch.$batch")" -v r="$rate" -v b=$batch 'BEGIN {
 		x = (72 * 8192 * 8192 * 2 - 6 * 2^30) / (r * 1e9) * 1e3; f = n > x ? n : x
-		if (n > 0 && a > 0 && l > 0 && f > 0)
-			printf "batch %d floor %.1f ms: alloc %.2fx native %.2fx floor; launch %.2fx native %.2fx floor\n",
-				b, f, a / n, a / f, l / n, l / f }'
+		if (n > 0 && l > 0 && f > 0) {
+			printf "batch %d floor %.1f ms: launch %.2fx native %.2fx floor", b, f, l / n, l / f
+			if (a > 0) printf "; alloc %.2fx native %.2fx floor", a / n, a / f
+			printf "\n" } }'
 	a=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.native.$batch")
 	b=$(sed -n 's/.*checksum \([^ ]*\).*/\1/p' "$out/pl.launch.$batch")
 	[ -n "$a" ] && [ "$a" = "$b" ] && echo "batch $batch: checksums equal" || echo "batch $batch: CHECKSUMS DIFFER ($a vs $b)"
 	grep -A4 '^  launches' "$out/pl.report.$batch"
+	# the replay's prediction against the step time just measured
+	"$prefix/bin/vmmx-place" --replay "$out/pl.trace.$batch" --pcie "$rate" \
+		>"$out/pl.replay.$batch" 2>&1 || echo "batch $batch: replay failed: $(tail -1 "$out/pl.replay.$batch")"
+	sed 's/^/  replay: /' "$out/pl.replay.$batch" | head -${REPLAY_LINES:-30}
 done
 
 fi
