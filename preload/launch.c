@@ -350,6 +350,23 @@ void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns,
 		vmm_write_quiet(trace_fd, line, (size_t)n);
 }
 
+void vmmxp_trace_check(int err)
+{
+	char line[128];
+	struct timespec ts;
+	int n;
+
+	pthread_once(&trace_once, trace_open);
+	if (trace_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(line, sizeof(line),
+		     "{\"time\":%lld.%06ld,\"pid\":%d,\"event\":\"check\",\"err\":%d}\n",
+		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), err);
+	if (n > 0 && (size_t)n < sizeof(line))
+		vmm_write_quiet(trace_fd, line, (size_t)n);
+}
+
 /*
  * One JSON line: {"time":..,"pid":..,"event":"launch","seq":N,"api":"...",
  * "kernel":"...","stream":"0x..","params":N,"chunks_named":N,

@@ -94,6 +94,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1104,8 +1105,48 @@ static void bring_in_ahead(void)
 	}
 }
 
+/*
+ * VMMX_RUN_PLACE_CHECK=1, a diagnosis (slow): each launch placed is waited
+ * for, on its stream, once it is passed on, and the launch trace records the
+ * wait's outcome after it ("event":"check"); the first failure is also
+ * printed.  The mover goes on meanwhile, so a launch that fails names what
+ * the moves around it broke.
+ */
+static int check_wanted(void)
+{
+	static int wanted = -1;
+
+	if (wanted < 0) {
+		const char *s = getenv("VMMX_RUN_PLACE_CHECK");
+
+		wanted = s && *s && strcmp(s, "0");
+	}
+	return wanted;
+}
+
+/* Gate held, lock not: wait for the launch just passed on, on @stream (see check_wanted()). */
+static void check_launch(CUstream stream, uint64_t at)
+{
+	__typeof__(&cuStreamSynchronize) sync = VMMXP_REAL(cuStreamSynchronize);
+	static int said;
+	int err;
+
+	if (!sync)
+		return;
+	err = (int)sync(stream);
+	vmmxp_trace_check(err);
+	if (err && !said++)
+		fprintf(stderr, "vmmx-run: placement check: launch %llu (placed) failed on the GPU "
+			"with CUDA error %d; the launch trace (--trace) shows what it named and "
+			"what moved before it\n", (unsigned long long)at, err);
+}
+
 void vmmxp_place_done(void)
 {
+	CUstream stream;
+	uint64_t at;
+	int check;
+
 	pthread_mutex_lock(&lock);
 	if (cur.nt) {
 		uint64_t u = record_use(cur.stream);
@@ -1116,7 +1157,12 @@ void vmmxp_place_done(void)
 	}
 	if (cur.cycle_len && cur.at >= 0)
 		bring_in_ahead();
+	check = check_wanted();
+	stream = cur.stream;
+	at = seq;
 	pthread_mutex_unlock(&lock);
+	if (check)
+		check_launch(stream, at);
 	pthread_mutex_unlock(&gate);
 }
 

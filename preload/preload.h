@@ -150,7 +150,8 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuEventRecord)                                                                   \
 	X(cuEventQuery)                                                                    \
 	X(cuEventSynchronize)                                                              \
-	X(cuStreamIsCapturing)
+	X(cuStreamIsCapturing)                                                             \
+	X(cuStreamSynchronize)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
 enum vmmxp_fn { VMMXP_HOOKS(VMMXP_ENUM) VMMXP_FN_NHOOKS, VMMXP_HELPERS(VMMXP_ENUM) VMMXP_FN_COUNT };
@@ -383,6 +384,8 @@ VMMXP_EXPORT CUresult cuEventQuery(void *event);
 VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
 /* A launch on a stream being captured into a graph is not placed (nothing runs yet). */
 VMMXP_EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status);
+/* VMMX_RUN_PLACE_CHECK: each placed launch waited for, its error reported. */
+VMMXP_EXPORT CUresult cuStreamSynchronize(CUstream stream);
 
 /* resolve.c */
 
@@ -670,6 +673,12 @@ struct vmmxp_place_stats {
  * Context: any thread (one write() a record).
  */
 void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err);
+/*
+ * vmmxp_trace_check() - VMMX_RUN_PLACE_CHECK's record, after the launch it
+ * waited for: {"time":..,"pid":..,"event":"check","err":N} (@err: the
+ * driver's code for the wait, 0 when the launch ran).
+ */
+void vmmxp_trace_check(int err);
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
 int vmmxp_place_on(void);
