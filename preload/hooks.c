@@ -48,6 +48,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "preload/preload.h"
 
 /* cudaMallocPitch rows are aligned like the runtime's (cudaDevAttrTexturePitchAlignment is 32 or 128; 512 is safe). */
@@ -272,15 +274,27 @@ static int mset_piece(void *arg, uintptr_t p, size_t len)
 	return mset_call(m, p, len / m->elem);
 }
 
+/*
+ * A memset: in pieces the driver takes (vmmxp_split()), and under
+ * --placement launch a use of the segment it writes (copy.c).  A _ptsz or
+ * _ptds call's stream 0 is the per-thread default stream.
+ */
 static int mset(enum vmmxp_fn fn, unsigned int elem, int async, uintptr_t p, unsigned int value,
 		size_t n, void *stream)
 {
 	struct mset m = { fn, elem, async, value, stream };
+	struct vmmxp_use u;
+	int r;
 
 	/* A count whose bytes overflow is the real call's to refuse. */
 	if (n > SIZE_MAX / elem)
 		return mset_call(&m, p, n);
-	return vmmxp_split((const void *)p, n * elem, elem, mset_piece, &m);
+	u = vmmxp_use_begin(p, n * elem, 0, 0,
+			    !stream && strstr(vmmxp_fn_name(fn), "_pt") ? CU_STREAM_PER_THREAD_ :
+									  stream);
+	r = vmmxp_split((const void *)p, n * elem, elem, mset_piece, &m);
+	vmmxp_use_end(u);
+	return r;
 }
 
 VMMXP_EXPORT cudaError_t cudaMemset(void *ptr, int value, size_t count)

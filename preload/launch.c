@@ -538,12 +538,18 @@ int vmmxp_name_params(struct vmmxp_named *nm, CUfunction f, void **params, void 
  * synchronous call during one invalidates it).  A driver without the call
  * (or refusing it) is taken for no capture.
  */
-static int capturing(CUstream stream)
+int vmmxp_capturing(CUstream stream)
 {
 	__typeof__(&cuStreamIsCapturing) is_capturing = VMMXP_REAL(cuStreamIsCapturing);
 	int status = 0;
 
-	if (!is_capturing || is_capturing(stream, &status) != CUDA_OK || !status)
+	return is_capturing && is_capturing(stream, &status) == CUDA_OK && status;
+}
+
+/* vmmxp_capturing(), a launch captured counted. */
+static int capturing(CUstream stream)
+{
+	if (!vmmxp_capturing(stream))
 		return 0;
 	count(&n_captured, 1);
 	return 1;

@@ -6,6 +6,7 @@ lib_LTLIBRARIES += %D%/libvmmx-preload.la
 %C%_libvmmx_preload_la_SOURCES = \
 	%D%/preload.h \
 	%D%/hooks.c \
+	%D%/copy.c \
 	%D%/launch.c \
 	%D%/graph.c \
 	%D%/cycle.c \

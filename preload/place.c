@@ -57,11 +57,14 @@
  * ring is known complete.  When an event cannot be made or recorded (a
  * launch on another device's context, a driver without events) the moves
  * of a segment it covered wait for the whole device (vmmx_sync()), as
- * before, counted.  Work the watch cannot see (a copy by the runtime, a
- * pointer inside a kernel's own data structure) is not waited for: such
- * memory must be named by the launches that use it, or
- * VMMX_RUN_PLACE_WAIT=device set, which makes every wait one for the whole
- * device, as the first version did.
+ * before, counted.  Copies and memsets are uses too (copy.c,
+ * vmmxp_place_use()): the segments one reads or writes are held while it is
+ * passed on (never a victim, never moved by the mover or a launch), then
+ * the event recorded after it is their last use.  Work the watch cannot
+ * see (a pointer inside a kernel's own data structure, a 3D or batched
+ * copy) is not waited for: such memory must be named by the launches that
+ * use it, or VMMX_RUN_PLACE_WAIT=device set, which makes every wait one
+ * for the whole device, as the first version did.
  *
  * The mover: moves ahead run on a thread of their own (started at the
  * first one), so that the program goes on launching while a segment it
@@ -133,6 +136,7 @@ struct tracked {
 	uint64_t use;           /* its last use: the event ring's number, 0 if none */
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
+	int held;               /* copies and memsets being passed on that use it (never moved) */
 };
 
 /* A segment one launch names. */
@@ -454,7 +458,8 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		size_t bytes;
 		int j;
 
-		if (t->ctx != ctx || !t->on_device || t->moving || t->last == seq || t->size > most)
+		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
+		    t->size > most)
 			continue;
 		if (n == MAX_EVICT && !better(t, v[n - 1], cycle_len))
 			continue;
@@ -611,6 +616,8 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 	size_t dev_bytes[MAX_EVICT], most;
 	int err;
 
+	if (t->held)
+		return -VMMX_ENOMEM; /* a copy on another thread uses it: read in place */
 	if (vmmx_ctx_query(t->ctx, &ci)) {
 		st.failed++;
 		return -VMMX_EINVAL;
@@ -759,7 +766,7 @@ static void *mover(void *arg)
 		busy = 1;
 		err = -VMMX_ENOMEM;
 		(void)vmmxp_cycle_len(&generation);
-		if (j.generation == generation && !j.t->on_device)
+		if (j.generation == generation && !j.t->on_device && !j.t->held)
 			err = promote(j.t, MOVER, j.once, j.cycle_len, j.bound);
 		j.t->moving = 0;
 		head++;
@@ -1164,6 +1171,76 @@ void vmmxp_place_done(void)
 	if (check)
 		check_launch(stream, at);
 	pthread_mutex_unlock(&gate);
+}
+
+/* The segments of the copies being passed on, per thread (lock: their held counts). */
+static __thread struct tracked *use_t[VMMXP_PLACE_MAX];
+static __thread size_t use_n;
+
+int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx, size_t n,
+		    CUstream stream, int (*capturing)(CUstream))
+{
+	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
+	size_t nseg;
+	int again;
+
+	if (n > VMMXP_PLACE_MAX)
+		n = VMMXP_PLACE_MAX;
+	pthread_mutex_lock(&lock);
+	/* Before memory spills nothing moves (and a later move waits for the device). */
+	if (!spilled || (capturing && capturing(stream))) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	nseg = segments_of(chunk, ctx, n, seg);
+	/*
+	 * One the mover is moving is waited for (one queued, dropped): the
+	 * lock is let go meanwhile, so all are looked at again after a wait.
+	 */
+	do {
+		again = 0;
+		for (size_t i = 0; i < nseg && !again; i++) {
+			struct tracked *t = find(seg[i].base, 0);
+
+			if (t && t->moving) {
+				wait_mover(t);
+				again = 1;
+			}
+		}
+	} while (again);
+	use_n = 0;
+	for (size_t i = 0; i < nseg; i++) {
+		struct tracked *t = find(seg[i].base, 1);
+
+		if (!t)
+			continue;
+		if (!t->ctx) { /* first met here: as if named now */
+			t->size = seg[i].size;
+			t->ctx = seg[i].ctx;
+			t->last = seq;
+			t->on_device = !seg[i].host;
+		}
+		t->held++;
+		use_t[use_n++] = t;
+	}
+	if (use_n)
+		st.copies++;
+	pthread_mutex_unlock(&lock);
+	return use_n != 0;
+}
+
+void vmmxp_place_use_done(CUstream stream)
+{
+	uint64_t u;
+
+	pthread_mutex_lock(&lock);
+	u = record_use(stream);
+	for (size_t i = 0; i < use_n; i++) {
+		use_t[i]->use = u;
+		use_t[i]->held--;
+	}
+	use_n = 0;
+	pthread_mutex_unlock(&lock);
 }
 
 struct vmmxp_place_stats vmmxp_place_stats(void)

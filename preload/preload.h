@@ -83,6 +83,42 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuMemsetD8Async_ptsz)                                                            \
 	X(cuMemsetD16Async_ptsz)                                                           \
 	X(cuMemsetD32Async_ptsz)                                                           \
+	X(cuMemcpy)                                                                        \
+	X(cuMemcpy_ptds)                                                                   \
+	X(cuMemcpyAsync)                                                                   \
+	X(cuMemcpyAsync_ptsz)                                                              \
+	X(cuMemcpyHtoD_v2)                                                                 \
+	X(cuMemcpyHtoD_v2_ptds)                                                            \
+	X(cuMemcpyDtoH_v2)                                                                 \
+	X(cuMemcpyDtoH_v2_ptds)                                                            \
+	X(cuMemcpyDtoD_v2)                                                                 \
+	X(cuMemcpyDtoD_v2_ptds)                                                            \
+	X(cuMemcpyHtoDAsync_v2)                                                            \
+	X(cuMemcpyHtoDAsync_v2_ptsz)                                                       \
+	X(cuMemcpyDtoHAsync_v2)                                                            \
+	X(cuMemcpyDtoHAsync_v2_ptsz)                                                       \
+	X(cuMemcpyDtoDAsync_v2)                                                            \
+	X(cuMemcpyDtoDAsync_v2_ptsz)                                                       \
+	X(cuMemcpyPeer)                                                                    \
+	X(cuMemcpyPeer_ptds)                                                               \
+	X(cuMemcpyPeerAsync)                                                               \
+	X(cuMemcpyPeerAsync_ptsz)                                                          \
+	X(cuMemcpy2D_v2)                                                                   \
+	X(cuMemcpy2D_v2_ptds)                                                              \
+	X(cuMemcpy2DUnaligned_v2)                                                          \
+	X(cuMemcpy2DUnaligned_v2_ptds)                                                     \
+	X(cuMemcpy2DAsync_v2)                                                              \
+	X(cuMemcpy2DAsync_v2_ptsz)                                                         \
+	X(cudaMemcpy)                                                                      \
+	X(cudaMemcpy_ptds)                                                                 \
+	X(cudaMemcpyAsync)                                                                 \
+	X(cudaMemcpyAsync_ptsz)                                                            \
+	X(cudaMemcpyPeer)                                                                  \
+	X(cudaMemcpyPeerAsync)                                                             \
+	X(cudaMemcpy2D)                                                                    \
+	X(cudaMemcpy2D_ptds)                                                               \
+	X(cudaMemcpy2DAsync)                                                               \
+	X(cudaMemcpy2DAsync_ptsz)                                                          \
 	X(cuMemAllocFromPoolAsync)                                                         \
 	X(cuMemAllocFromPoolAsync_ptsz)                                                    \
 	X(cuDeviceGetDefaultMemPool)                                                       \
@@ -210,6 +246,95 @@ VMMXP_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr dptr, unsigned short val
 					    void *stream);
 VMMXP_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dptr, unsigned int value, size_t n,
 					    void *stream);
+/* copy.c: the copies, watched under --placement launch (types of cuda.h, by their ABI) */
+struct vmmxp_memcpy2d {         /* CUDA_MEMCPY2D */
+	size_t src_x, src_y;
+	int src_type;           /* CUmemorytype: 1 host, 2 device, 3 array, 4 unified */
+	const void *src_host;
+	CUdeviceptr src_device;
+	void *src_array;
+	size_t src_pitch;
+	size_t dst_x, dst_y;
+	int dst_type;
+	void *dst_host;
+	CUdeviceptr dst_device;
+	void *dst_array;
+	size_t dst_pitch;
+	size_t width, height;
+};
+
+VMMXP_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n,
+						void *stream);
+VMMXP_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n,
+						void *stream);
+VMMXP_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n);
+VMMXP_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx,
+					size_t n);
+VMMXP_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx,
+					size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, void *dctx, CUdeviceptr src,
+					     void *sctx, size_t n, void *stream);
+VMMXP_EXPORT CUresult cuMemcpy2D_v2(const struct vmmxp_memcpy2d *p);
+VMMXP_EXPORT CUresult cuMemcpy2D_v2_ptds(const struct vmmxp_memcpy2d *p);
+VMMXP_EXPORT CUresult cuMemcpy2DUnaligned_v2(const struct vmmxp_memcpy2d *p);
+VMMXP_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const struct vmmxp_memcpy2d *p);
+VMMXP_EXPORT CUresult cuMemcpy2DAsync_v2(const struct vmmxp_memcpy2d *p, void *stream);
+VMMXP_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const struct vmmxp_memcpy2d *p, void *stream);
+VMMXP_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+VMMXP_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, int kind);
+VMMXP_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind,
+					 void *stream);
+VMMXP_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n, int kind,
+					      void *stream);
+VMMXP_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int ddev, const void *src, int sdev, size_t n);
+VMMXP_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int ddev, const void *src, int sdev,
+					     size_t n, void *stream);
+VMMXP_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+				      size_t width, size_t height, int kind);
+VMMXP_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src,
+					   size_t spitch, size_t width, size_t height, int kind);
+VMMXP_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+					   size_t spitch, size_t width, size_t height, int kind,
+					   void *stream);
+VMMXP_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
+						size_t spitch, size_t width, size_t height,
+						int kind, void *stream);
+
+/*
+ * vmmxp_use_begin() / vmmxp_use_end() - around the real call of a copy or
+ * memset on @stream that reads or writes [@a, @a + @alen) and [@b, @b +
+ * @blen) (a length 0: no such range): under --placement launch the
+ * segments they lie in are not moved while the call is passed on, and the
+ * call becomes their last use (copy.c).  vmmxp_use_begin() returns what
+ * vmmxp_use_end() takes.
+ * Context: a program thread, in a hook; may wait for the mover.
+ */
+struct vmmxp_use {
+	int entered;            /* the thread's copy depth was raised */
+	int held;               /* placement holds segments for the call */
+	void *stream;           /* CUstream */
+};
+struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t blen, void *stream);
+void vmmxp_use_end(struct vmmxp_use u);
+/* VMMX_RUN_PLACEMENT=launch: the copy hooks are handed out (resolve.c); read once. */
+int vmmxp_copy_on(void);
+/* Whether @fn is one of the copy hooks. */
+int vmmxp_fn_is_copy(int fn);
+
 VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 					      void *stream);
 VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size,
@@ -592,6 +717,12 @@ int vmmxp_name_params(struct vmmxp_named *nm, CUfunction f, void **params, void 
  */
 int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_t key,
 		       CUstream stream, const struct vmmxp_named *nm);
+/*
+ * vmmxp_capturing() - whether @stream is capturing into a graph: its work
+ * is recorded, not run, and placement's moves, waits and events have no
+ * place in a capture.  A driver without the call, or refusing it: no.
+ */
+int vmmxp_capturing(CUstream stream);
 
 /* ---- executable graphs (graph.c) ---- */
 
@@ -663,6 +794,7 @@ struct vmmxp_place_stats {
 	uint64_t queued;                    /* moves ahead queued for the mover thread */
 	uint64_t cancelled;                 /* ... of them not begun when their launch came */
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
+	uint64_t copies;                    /* copies and memsets held as uses of segments */
 };
 
 /*
@@ -695,6 +827,18 @@ int vmmxp_place_on(void);
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 		       size_t n, long at, CUstream stream, int (*capturing)(CUstream));
 void vmmxp_place_done(void);
+/*
+ * vmmxp_place_use() - a copy or memset naming the @n chunks (@chunk, each
+ * of context @ctx[i]) is about to be passed on to @stream: their segments
+ * are held (never moved, by the mover or a launch) until
+ * vmmxp_place_use_done() has recorded the call as their last use.
+ * @capturing as for vmmxp_place_launch().  Return: 1 when held (call
+ * vmmxp_place_use_done() after the real call), 0 when nothing needs doing.
+ * Context: the thread inside libvmmx (vmmxp_depth()); may wait for the mover.
+ */
+int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx, size_t n,
+		    CUstream stream, int (*capturing)(CUstream));
+void vmmxp_place_use_done(CUstream stream);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
 const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);

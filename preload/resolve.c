@@ -265,6 +265,27 @@ int vmmxp_launch_on(void)
 	return v;
 }
 
+int vmmxp_copy_on(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *p = getenv("VMMX_RUN_PLACEMENT");
+
+		v = p && !strcmp(p, "launch");
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* Whether the hook @fn is handed out by lookups now: launches and copies only when watched. */
+static int handed_out(int fn)
+{
+	return !(vmmxp_fn_is_launch(fn) && !vmmxp_launch_on()) &&
+	       !(vmmxp_fn_is_copy(fn) && !vmmxp_copy_on());
+}
+
 int vmmxp_fn_is_launch(int fn)
 {
 	return fn >= VMMXP_FN_cuLaunchKernel && fn <= VMMXP_FN_cuLibraryUnload;
@@ -405,7 +426,7 @@ static void *answer(void *handle, const char *name, void *p, enum vmmxp_path pat
 		__atomic_store_n(name[2] == 'd' ? &cudart_handle : &cuda_handle, handle,
 				 __ATOMIC_RELEASE);
 	offer_real(fn, p);
-	if (fn >= VMMXP_FN_NHOOKS || (vmmxp_fn_is_launch(fn) && !vmmxp_launch_on()))
+	if (fn >= VMMXP_FN_NHOOKS || !handed_out(fn))
 		return p;
 	__atomic_fetch_add(&n_answered[path], 1, __ATOMIC_RELAXED);
 	debug(path == VMMXP_PATH_DLSYM ? "dlsym" : "dlvsym", name, fn);
@@ -458,6 +479,20 @@ static const struct proc_entry proc_table[] = {
 	{ "cuMemsetD8Async", 0, FN(cuMemsetD8Async), FN(cuMemsetD8Async_ptsz), -1 },
 	{ "cuMemsetD16Async", 0, FN(cuMemsetD16Async), FN(cuMemsetD16Async_ptsz), -1 },
 	{ "cuMemsetD32Async", 0, FN(cuMemsetD32Async), FN(cuMemsetD32Async_ptsz), -1 },
+	{ "cuMemcpy", 0, FN(cuMemcpy), FN(cuMemcpy_ptds), -1 },
+	{ "cuMemcpyAsync", 0, FN(cuMemcpyAsync), FN(cuMemcpyAsync_ptsz), -1 },
+	{ "cuMemcpyHtoD", 3020, FN(cuMemcpyHtoD_v2), FN(cuMemcpyHtoD_v2_ptds), -1 },
+	{ "cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds), -1 },
+	{ "cuMemcpyDtoD", 3020, FN(cuMemcpyDtoD_v2), FN(cuMemcpyDtoD_v2_ptds), -1 },
+	{ "cuMemcpyHtoDAsync", 3020, FN(cuMemcpyHtoDAsync_v2), FN(cuMemcpyHtoDAsync_v2_ptsz), -1 },
+	{ "cuMemcpyDtoHAsync", 3020, FN(cuMemcpyDtoHAsync_v2), FN(cuMemcpyDtoHAsync_v2_ptsz), -1 },
+	{ "cuMemcpyDtoDAsync", 3020, FN(cuMemcpyDtoDAsync_v2), FN(cuMemcpyDtoDAsync_v2_ptsz), -1 },
+	{ "cuMemcpyPeer", 0, FN(cuMemcpyPeer), FN(cuMemcpyPeer_ptds), -1 },
+	{ "cuMemcpyPeerAsync", 0, FN(cuMemcpyPeerAsync), FN(cuMemcpyPeerAsync_ptsz), -1 },
+	{ "cuMemcpy2D", 3020, FN(cuMemcpy2D_v2), FN(cuMemcpy2D_v2_ptds), -1 },
+	{ "cuMemcpy2DUnaligned", 3020, FN(cuMemcpy2DUnaligned_v2), FN(cuMemcpy2DUnaligned_v2_ptds),
+	  -1 },
+	{ "cuMemcpy2DAsync", 3020, FN(cuMemcpy2DAsync_v2), FN(cuMemcpy2DAsync_v2_ptsz), -1 },
 	{ "cuIpcGetMemHandle", 0, FN(cuIpcGetMemHandle), -1, -1 },
 	{ "cuGetProcAddress", 12000, FN(cuGetProcAddress_v2), -1, FN(cuGetProcAddress) },
 	{ "cuCtxGetDevice", 0, FN(cuCtxGetDevice), -1, -1 },
@@ -525,7 +560,7 @@ static void proc_swap(const char *symbol, int version, unsigned long long flags,
 	if (fn < 0 || !*pfn || vmmxp_busy())
 		return;
 	offer_real(fn, *pfn);
-	if (vmmxp_fn_is_launch(fn) && !vmmxp_launch_on())
+	if (!handed_out(fn))
 		return;
 	debug("cuGetProcAddress", symbol, fn);
 	if (fn < VMMXP_FN_NHOOKS) {

@@ -148,6 +148,40 @@ int cuMemsetD16Async_ptsz(unsigned long long p, unsigned short v, size_t n, void
 int cuMemsetD32Async_ptsz(unsigned long long p, unsigned int v, size_t n, void *s) { return fake_set(__func__, PTR(p), v, 4, n, s); }
 #undef PTR
 
+static pthread_mutex_t copy_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_copy copy_log[FAKE_COPY_LOG]; /* copy_lock */
+static size_t copy_n;                            /* copy_lock */
+
+size_t fake_copy_log(const struct fake_copy **log)
+{
+	*log = copy_log;
+	return copy_n < FAKE_COPY_LOG ? copy_n : FAKE_COPY_LOG;
+}
+
+static int fake_copy(const char *call, uintptr_t dst, uintptr_t src, size_t n, void *s)
+{
+	struct fake_copy e = { call, dst, src, n, s };
+
+	CALL(FAKE_copy);
+	pthread_mutex_lock(&copy_lock);
+	if (copy_n < FAKE_COPY_LOG)
+		copy_log[copy_n++] = e;
+	pthread_mutex_unlock(&copy_lock);
+	return 0;
+}
+
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) { (void)kind; return fake_copy(__func__, (uintptr_t)dst, (uintptr_t)src, n, NULL); }
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s) { (void)kind; return fake_copy(__func__, (uintptr_t)dst, (uintptr_t)src, n, s); }
+int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n, void *s) { return fake_copy(__func__, dst, src, n, s); }
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s) { return fake_copy(__func__, dst, (uintptr_t)src, n, s); }
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s) { return fake_copy(__func__, (uintptr_t)dst, src, n, s); }
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s) { return fake_copy(__func__, dst, src, n, s); }
+int cuMemcpy2DAsync_v2(const struct fake_memcpy2d *p, void *s)
+{
+	return fake_copy(__func__, p->dst_device + p->dst_y * p->dst_pitch + p->dst_x,
+			 (uintptr_t)p->src_host, p->width * p->height, s);
+}
+
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fake_launch launch_log[FAKE_LAUNCH_LOG]; /* launch_lock */
 static size_t launch_n;                                /* launch_lock */
@@ -337,8 +371,8 @@ int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exe
  * Events: a pool of FAKE_EVENTS.  A recorded event is complete at once,
  * unless fake_event_hold(1) is in force: then it stays not ready
  * (CUDA_ERROR_NOT_READY, 600) until cuEventSynchronize(), which first calls
- * the test's function with the number of launches the fake had seen when
- * the event was recorded (the work it waits for).  fake_event_fail(1)
+ * the test's function with the work the fake had seen when the event was
+ * recorded (launches, copies and memsets: the work it waits for).  fake_event_fail(1)
  * makes every cuEventRecord fail, as one on another context's stream does.
  */
 #define FAKE_EVENTS 4096
@@ -376,7 +410,7 @@ int cuEventRecord(void *e, void *s)
 	if (!ev || __atomic_load_n(&event_fail, __ATOMIC_RELAXED))
 		return 400; /* CUDA_ERROR_INVALID_HANDLE (a stream of another context) */
 	ev->stream = s;
-	ev->launches = fake_calls(FAKE_launch);
+	ev->launches = fake_calls(FAKE_launch) + fake_calls(FAKE_copy) + fake_calls(FAKE_memset);
 	ev->done = !__atomic_load_n(&event_hold, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -460,6 +494,11 @@ static const struct proc procs[] = {
 	{ "cuMemsetD8", 3020, NULL, (void *)cuMemsetD8_v2, (void *)cuMemsetD8_v2_ptds },
 	{ "cuMemsetD16", 3020, NULL, (void *)cuMemsetD16_v2, (void *)cuMemsetD16_v2_ptds },
 	{ "cuMemsetD32", 3020, NULL, (void *)cuMemsetD32_v2, (void *)cuMemsetD32_v2_ptds },
+	{ "cuMemcpyAsync", 0, (void *)cuMemcpyAsync, NULL, NULL },
+	{ "cuMemcpyHtoDAsync", 3020, NULL, (void *)cuMemcpyHtoDAsync_v2, NULL },
+	{ "cuMemcpyDtoHAsync", 3020, NULL, (void *)cuMemcpyDtoHAsync_v2, NULL },
+	{ "cuMemcpyDtoDAsync", 3020, NULL, (void *)cuMemcpyDtoDAsync_v2, NULL },
+	{ "cuMemcpy2DAsync", 3020, NULL, (void *)cuMemcpy2DAsync_v2, NULL },
 	{ "cuMemsetD8Async", 0, (void *)cuMemsetD8Async, NULL, (void *)cuMemsetD8Async_ptsz },
 	{ "cuMemsetD16Async", 0, (void *)cuMemsetD16Async, NULL, (void *)cuMemsetD16Async_ptsz },
 	{ "cuMemsetD32Async", 0, (void *)cuMemsetD32Async, NULL, (void *)cuMemsetD32Async_ptsz },
@@ -513,6 +552,8 @@ void *fake_own(const char *name)
 		{ "cuGraphExecDestroy", (void *)cuGraphExecDestroy },
 		{ "cuGraphExecUpdate_v2", (void *)cuGraphExecUpdate_v2 },
 		{ "cuGraphExecKernelNodeSetParams_v2", (void *)cuGraphExecKernelNodeSetParams_v2 },
+		{ "cuMemcpyAsync", (void *)cuMemcpyAsync },
+		{ "cuMemcpyDtoHAsync_v2", (void *)cuMemcpyDtoHAsync_v2 },
 	};
 
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)

@@ -16,7 +16,7 @@ enum fake_call {
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
 	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
 	FAKE_event_record, FAKE_event_query, FAKE_event_sync,
-	FAKE_graph_get_nodes, FAKE_graph_instantiate, FAKE_graph_exec_destroy,
+	FAKE_graph_get_nodes, FAKE_graph_instantiate, FAKE_graph_exec_destroy, FAKE_copy,
 	FAKE_NCALLS
 };
 
@@ -39,6 +39,47 @@ struct fake_set {
 void fake_set_impl(int (*fn)(const struct fake_set *));
 size_t fake_set_log(const struct fake_set **log);
 void fake_set_log_clear(void);
+
+/*
+ * One copy that reached the fake (FAKE_copy counts them all): its ends as
+ * addresses, its bytes (a 2D copy: width x height) and stream (NULL for the
+ * synchronous calls).  The fake copies nothing.  fake_copy_log() gives the
+ * last FAKE_COPY_LOG, oldest first.
+ */
+struct fake_copy {
+	const char *call;
+	uintptr_t dst, src;
+	size_t n;
+	void *stream;
+};
+
+#define FAKE_COPY_LOG 1024
+size_t fake_copy_log(const struct fake_copy **log);
+
+/* CUDA_MEMCPY2D */
+struct fake_memcpy2d {
+	size_t src_x, src_y;
+	int src_type;
+	const void *src_host;
+	unsigned long long src_device;
+	void *src_array;
+	size_t src_pitch;
+	size_t dst_x, dst_y;
+	int dst_type;
+	void *dst_host;
+	unsigned long long dst_device;
+	void *dst_array;
+	size_t dst_pitch;
+	size_t width, height;
+};
+
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s);
+int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n, void *s);
+int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s);
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s);
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s);
+int cuMemcpy2DAsync_v2(const struct fake_memcpy2d *p, void *s);
 
 struct fake_extent {
 	size_t width, height, depth;
@@ -149,7 +190,7 @@ void fake_launch_log_clear(void);
  */
 void fake_launch_check(int (*fn)(const void *f, void **params));
 unsigned long fake_launch_bad(void);
-/* The fake's own address of a launch entry point @name, or NULL. */
+/* The fake's own address of a launch or copy entry point @name, or NULL. */
 void *fake_own(const char *name);
 
 struct fake_dim3 {
@@ -201,7 +242,8 @@ int cudaGraphLaunch_ptsz(void *exec, void *s);
  * Events (cuEventCreate, cuEventRecord, cuEventQuery, cuEventSynchronize):
  * complete once recorded, unless fake_event_hold(1): then not ready until
  * synchronised, which first calls the function given to
- * fake_event_sync_impl() with the launches seen when the event was recorded.
+ * fake_event_sync_impl() with the work seen when the event was recorded
+ * (launches, copies and memsets).
  */
 void fake_event_hold(int on);
 /* While on, cuEventRecord fails (CUDA_ERROR_INVALID_HANDLE). */

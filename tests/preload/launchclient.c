@@ -21,7 +21,8 @@
  * Mode "place-jitter": a step whose workspace moves and whose first steps
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
- * last use of what moves (the fake's events held until waited for).
+ * last use of what moves (the fake's events held until waited for);
+ * "place-copy": copies and memsets between the kernels are last uses too.
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place-model", "place-decode", "place-model-late": a model loaded
@@ -983,6 +984,115 @@ static int place_wait(void)
 	return tap_done();
 }
 
+/*
+ * --placement launch with copies and memsets between the kernels, as
+ * PyTorch makes them: after its kernel, each weight is read by a copy to
+ * the host (even ones) or written by a memset (odd ones).  The fake's
+ * events are held until waited for, and work completes in order: all of
+ * it up to the last event waited for (copy_done()).  No weight may move
+ * before the work that last used it, its copy or memset included, is
+ * complete.  The first step is not checked: its first moves wait for the
+ * device (nothing was named before memory spilled).
+ */
+static unsigned long complete;          /* the fake's work done, as far as waited for */
+static unsigned long used_at[NW];       /* the fake's work when each weight was last used */
+
+static void copy_done(unsigned long work)
+{
+	if (work > complete)
+		complete = work;
+}
+
+static unsigned long work_seen(void)
+{
+	return fake_calls(FAKE_launch) + fake_calls(FAKE_copy) + fake_calls(FAKE_memset);
+}
+
+/* The last copy reached the fake as @call from @src to @dst, @n bytes, on @stream. */
+static int copied(const char *call, uintptr_t dst, uintptr_t src, size_t n, void *stream)
+{
+	const struct fake_copy *log;
+	size_t k = fake_copy_log(&log);
+
+	return k && !strcmp(log[k - 1].call, call) && log[k - 1].dst == dst &&
+	       log[k - 1].src == src && log[k - 1].n == n && log[k - 1].stream == stream;
+}
+
+/* Each copy entry point reaches the driver as given (@w: two buffers of libvmmx). */
+static void copies_pass(void *const *w, unsigned char *host)
+{
+	struct fake_memcpy2d p2 = { .src_type = 1, .src_host = host, .dst_type = 2,
+				    .dst_device = (uintptr_t)w[1], .dst_x = 128, .dst_y = 2,
+				    .dst_pitch = 1024, .width = 64, .height = 3 };
+	uintptr_t w0 = (uintptr_t)w[0], w1 = (uintptr_t)w[1], h = (uintptr_t)host;
+
+	ok(!cudaMemcpyAsync(w[0], w[1], 512, 3, STREAM) &&
+	   copied("cudaMemcpyAsync", w0, w1, 512, STREAM), "cudaMemcpyAsync passed on");
+	ok(!cudaMemcpy(host, w[0], 256, 2) && copied("cudaMemcpy", h, w0, 256, NULL),
+	   "cudaMemcpy passed on");
+	ok(!cuMemcpyAsync(w0, w1, 512, NULL) && copied("cuMemcpyAsync", w0, w1, 512, NULL),
+	   "cuMemcpyAsync passed on");
+	ok(!cuMemcpyHtoDAsync_v2(w1, host, 128, STREAM) &&
+	   copied("cuMemcpyHtoDAsync_v2", w1, h, 128, STREAM), "cuMemcpyHtoDAsync_v2 passed on");
+	ok(!cuMemcpyDtoDAsync_v2(w1, w0, 128, STREAM) &&
+	   copied("cuMemcpyDtoDAsync_v2", w1, w0, 128, STREAM), "cuMemcpyDtoDAsync_v2 passed on");
+	ok(!cuMemcpy2DAsync_v2(&p2, STREAM) &&
+	   copied("cuMemcpy2DAsync_v2", w1 + 2 * 1024 + 128, h, 192, STREAM),
+	   "cuMemcpy2DAsync_v2 passed on");
+	/* Host to host: libvmmx maps neither end, so nothing is held for it. */
+	ok(!cudaMemcpyAsync(host, host + 128, 64, 0, STREAM) &&
+	   copied("cudaMemcpyAsync", h, h + 128, 64, STREAM), "a host-to-host copy passed on");
+}
+
+static int place_copy(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	static unsigned char host[256];
+	void *w[NW] = { 0 };
+	int bad = 0, moves = 0, late = 0, passed = 1;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	fake_event_hold(1);
+	fake_event_sync_impl(copy_done);
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+			uintptr_t at = (uintptr_t)w[i] + 4096;
+			unsigned before = resident(w), moved;
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			moved = (resident(w) ^ before) & ~(1u << i);
+			if (!(before & (1u << i)))
+				moved |= 1u << i; /* brought in: its last use was a step ago */
+			for (int j = 0; j < NW && step > 0; j++)
+				if ((moved >> j & 1) && used_at[j] > complete) {
+					diag("step %d launch %d: w%d moved with the work done to %lu of %lu",
+					     step, i, j, complete, used_at[j]);
+					late++;
+				}
+			moves += step > 0 ? __builtin_popcount(moved) : 0;
+			if (i % 2 == 0) {
+				bad += cuMemcpyDtoHAsync_v2(host, at, sizeof(host), STREAM) != 0;
+				passed &= copied("cuMemcpyDtoHAsync_v2", (uintptr_t)host, at,
+						 sizeof(host), STREAM);
+			} else {
+				bad += cuMemsetD8Async(at, 0x5a, 64, STREAM) != 0;
+			}
+			used_at[i] = work_seen();
+		}
+	fake_event_hold(0);
+	is_int(0, bad, "18 launches and 18 copies or memsets passed on");
+	ok(passed, "each copy reached the driver with its arguments unchanged");
+	is_int(0, late, "from the second step, no weight moved before its last copy or memset was done");
+	ok(moves > 0, "%d moves in steps 2 and 3", moves);
+	copies_pass(w, host);
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
 #define THREADS 4
 #define THREAD_LAUNCHES 2000
 #define THREAD_KERNELS 32
@@ -1054,7 +1164,8 @@ static int lookups(void)
 {
 	const char *const names[] = { "cuLaunchKernel", "cuLaunchKernelEx",
 				      "cuLaunchCooperativeKernel" };
-	int on = getenv("VMMX_RUN_LAUNCHES") != NULL;
+	const char *pl = getenv("VMMX_RUN_PLACEMENT");
+	int placed = pl && !strcmp(pl, "launch"), on = getenv("VMMX_RUN_LAUNCHES") || placed;
 	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 
 	plan_lazy();
@@ -1078,6 +1189,23 @@ static int lookups(void)
 		       "cuGetProcAddress_v2(cuLaunchKernel, per-thread stream)");
 		ok(on ? p && p != fake_own("cuLaunchKernel_ptsz") : p == fake_own("cuLaunchKernel_ptsz"),
 		   "... is %s _ptsz form", on ? "the interposer's" : "the driver's own");
+	}
+	/* The copies: the interposer's only under --placement launch (its copies are uses). */
+	{
+		const char *const copies[][2] = { { "cuMemcpyAsync", "cuMemcpyAsync" },
+						  { "cuMemcpyDtoHAsync", "cuMemcpyDtoHAsync_v2" } };
+
+		for (size_t i = 0; i < sizeof(copies) / sizeof(copies[0]); i++) {
+			void *p = NULL, *own = fake_own(copies[i][1]);
+
+			is_int(0, cuGetProcAddress_v2(copies[i][0], &p, 12000, 0, NULL),
+			       "cuGetProcAddress_v2(%s)", copies[i][0]);
+			ok(placed ? p && p != own : p == own, "... is %s", placed ?
+			   "the interposer's (--placement launch)" : "the driver's own");
+			p = drv ? dlsym(drv, copies[i][1]) : NULL;
+			ok(placed ? p && p != own : p == own, "dlsym(libcuda, %s) is %s", copies[i][1],
+			   placed ? "the interposer's" : "the driver's own");
+		}
 	}
 	if (drv)
 		dlclose(drv);
@@ -1325,6 +1453,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
+	if (argc > 1 && !strcmp(argv[1], "place-copy"))
+		return place_copy();
 	if (argc > 1 && !strcmp(argv[1], "place-model"))
 		return place_model(16 * MiB, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "torture-model"))

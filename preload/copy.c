@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/*
+ * copy.c - the program's copies under --placement launch: the runtime's
+ * cudaMemcpy, cudaMemcpyAsync, cudaMemcpyPeer(Async) and cudaMemcpy2D(Async),
+ * the driver's cuMemcpy, cuMemcpyAsync, cuMemcpy{HtoD,DtoH,DtoD}(Async),
+ * cuMemcpyPeer(Async) and cuMemcpy2D(Unaligned,Async), with their _ptds
+ * and _ptsz forms; and, through hooks.c, the memsets.
+ *
+ * A copy reads or writes memory that no kernel launch names, and it runs
+ * in its stream's order, maybe long after the call returned.  Placement
+ * must know of it as of a launch, or a segment sent back while a copy
+ * queued behind a kernel still uses it is unmapped under the copy for a
+ * moment (the GPU faults: CUDA_ERROR_ILLEGAL_ADDRESS, and the context is
+ * lost) or has the copy's write land in device memory already copied out
+ * (the write is lost).  Measured on the GPU: a Hugging Face Llama's prefill
+ * makes 97 memsets a forward, its decode 144 copies and 32 memsets a token
+ * (PyTorch's profiler), and --placement launch failed that way before this.
+ *
+ * So the segments a copy or memset uses are held while the call is passed
+ * on (the mover is waited for first; a held segment is never a victim nor
+ * moved), and the event recorded after the call on its stream becomes
+ * their last use (place.c: vmmxp_place_use()), which a later move waits
+ * for.  A copy reads or writes each of its two ranges in one allocation:
+ * the segment under each end of each range is named (a range over several
+ * allocations holds those at its ends only).
+ *
+ * Cost: without --placement launch, nothing: the hooks are not handed out
+ * by dlsym() or cuGetProcAddress(), and when bound by name they pass the
+ * call on at once; with it, until memory spills, the lookups; then a lock
+ * and an event a copy.
+ *
+ * Not watched (the copy is passed on as it is, and a segment it uses may
+ * move under it: such a program needs VMMX_RUN_PLACE_WAIT=device): 3D
+ * copies, batched copies (cuMemcpyBatchAsync), copies to and from CUDA
+ * arrays, and copies a CUDA graph holds (memcpy and memset nodes, counted
+ * by graph.c).
+ *
+ * Recursion: the runtime's copy calls the driver's, which may be our hook
+ * too (the runtime finds the driver through cuGetProcAddress): a thread
+ * inside a watched copy passes nested copies on (in_copy).
+ */
+#include "config.h"
+
+#include "preload/preload.h"
+
+static __thread int in_copy;
+
+int vmmxp_fn_is_copy(int fn)
+{
+	return fn >= VMMXP_FN_cuMemcpy && fn <= VMMXP_FN_cudaMemcpy2DAsync_ptsz;
+}
+
+/* The chunks under the two ends of [@p, @p + @len), if libvmmx maps them, added to @nm. */
+static void name_range(struct vmmxp_named *nm, uintptr_t p, size_t len)
+{
+	if (!len)
+		return;
+	vmmxp_name_word(nm, p);
+	if (len > 1)
+		vmmxp_name_word(nm, p + len - 1);
+}
+
+struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t blen, void *stream)
+{
+	struct vmmxp_use u = { 0, 0, stream };
+	struct vmmxp_named nm;
+
+	if (in_copy || !vmmxp_copy_on() || vmmxp_busy())
+		return u;
+	u.entered = 1;
+	in_copy++;
+	vmmxp_depth(1);
+	vmmxp_named_start(&nm);
+	name_range(&nm, a, alen);
+	name_range(&nm, b, blen);
+	if (nm.n)
+		u.held = vmmxp_place_use(nm.chunk, nm.chunk_ctx, nm.n, stream, vmmxp_capturing);
+	vmmxp_depth(-1);
+	return u;
+}
+
+void vmmxp_use_end(struct vmmxp_use u)
+{
+	if (!u.entered)
+		return;
+	if (u.held) {
+		vmmxp_depth(1);
+		vmmxp_place_use_done(u.stream);
+		vmmxp_depth(-1);
+	}
+	in_copy--;
+}
+
+/* A _ptsz call's stream 0 is the per-thread default stream; a _ptds call runs on it. */
+static CUstream on(CUstream s, int pt)
+{
+	return !s && pt ? CU_STREAM_PER_THREAD_ : s;
+}
+
+/*
+ * COPY: the hook @name(@params), whose real call is @name@args, reading
+ * [@src, + @slen) and writing [@dst, + @dlen) on @stream; code @missing
+ * when the real entry point cannot be found.
+ */
+#define COPY(type, missing, name, params, args, dst, dlen, src, slen, stream)                   \
+	VMMXP_EXPORT type name params                                                           \
+	{                                                                                       \
+		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+		struct vmmxp_use u;                                                             \
+		type r;                                                                         \
+                                                                                                \
+		if (!real)                                                                      \
+			return missing;                                                         \
+		u = vmmxp_use_begin((uintptr_t)(dst), (dlen), (uintptr_t)(src), (slen),          \
+				    (stream));                                                  \
+		r = real args;                                                                  \
+		vmmxp_use_end(u);                                                               \
+		return r;                                                                       \
+	}
+
+/* The driver's 1D copies: (dst, src, n) and (dst, src, n, stream), each pair with its twin. */
+#define DRV_COPY(name, dtype, stype, pt)                                                        \
+	COPY(CUresult, CUDA_ENOTFOUND, name, (dtype dst, stype src, size_t n), (dst, src, n),   \
+	     dst, n, src, n, on(NULL, pt))
+#define DRV_COPY_ASYNC(name, dtype, stype, pt)                                                  \
+	COPY(CUresult, CUDA_ENOTFOUND, name, (dtype dst, stype src, size_t n, void *stream),    \
+	     (dst, src, n, stream), dst, n, src, n, on(stream, pt))
+DRV_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr, 0)
+DRV_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, 1)
+DRV_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, 0)
+DRV_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, 1)
+DRV_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *, 0)
+DRV_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, 1)
+DRV_COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr, 0)
+DRV_COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, 1)
+DRV_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, 0)
+DRV_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, 1)
+DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, 0)
+DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, 1)
+DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, 0)
+DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, 1)
+DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, 0)
+DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1)
+#undef DRV_COPY
+#undef DRV_COPY_ASYNC
+
+#define PEER_PARAMS (CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n)
+#define PEER_ASYNC_PARAMS                                                                       \
+	(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n, void *stream)
+COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeer, PEER_PARAMS, (dst, dctx, src, sctx, n), dst, n, src,
+     n, on(NULL, 0))
+COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeer_ptds, PEER_PARAMS, (dst, dctx, src, sctx, n), dst, n,
+     src, n, on(NULL, 1))
+COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync, PEER_ASYNC_PARAMS,
+     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 0))
+COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync_ptsz, PEER_ASYNC_PARAMS,
+     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 1))
+#undef PEER_PARAMS
+#undef PEER_ASYNC_PARAMS
+
+/*
+ * A 2D copy's range on one side: from its first byte to its last (@x, @y
+ * the start, @pitch between rows); 0 bytes for a host pointer or an array
+ * (CUmemorytype 1 and 3), which libvmmx never maps.
+ */
+static size_t span2d(int type, size_t x, size_t y, size_t pitch, size_t width, size_t height,
+		     CUdeviceptr dev, uintptr_t *start)
+{
+	*start = (uintptr_t)dev + y * pitch + x;
+	if ((type != 2 && type != 4) || !width || !height)
+		return 0;
+	return (height - 1) * pitch + width;
+}
+
+/* The driver's 2D copies: the ranges come from the descriptor (NULL: the driver's to refuse). */
+#define DRV_COPY2D(name, params, args, stream)                                                  \
+	VMMXP_EXPORT CUresult name params                                                       \
+	{                                                                                       \
+		__typeof__(&name) real = VMMXP_REAL(name);                                      \
+		struct vmmxp_use u = { 0, 0, NULL };                                            \
+		uintptr_t d = 0, s = 0;                                                         \
+		size_t dlen = 0, slen = 0;                                                      \
+		CUresult r;                                                                     \
+                                                                                                \
+		if (!real)                                                                      \
+			return CUDA_ENOTFOUND;                                                  \
+		if (p) {                                                                        \
+			dlen = span2d(p->dst_type, p->dst_x, p->dst_y, p->dst_pitch, p->width,  \
+				      p->height, p->dst_device, &d);                            \
+			slen = span2d(p->src_type, p->src_x, p->src_y, p->src_pitch, p->width,  \
+				      p->height, p->src_device, &s);                            \
+			u = vmmxp_use_begin(d, dlen, s, slen, (stream));                        \
+		}                                                                               \
+		r = real args;                                                                  \
+		vmmxp_use_end(u);                                                               \
+		return r;                                                                       \
+	}
+DRV_COPY2D(cuMemcpy2D_v2, (const struct vmmxp_memcpy2d *p), (p), on(NULL, 0))
+DRV_COPY2D(cuMemcpy2D_v2_ptds, (const struct vmmxp_memcpy2d *p), (p), on(NULL, 1))
+DRV_COPY2D(cuMemcpy2DUnaligned_v2, (const struct vmmxp_memcpy2d *p), (p), on(NULL, 0))
+DRV_COPY2D(cuMemcpy2DUnaligned_v2_ptds, (const struct vmmxp_memcpy2d *p), (p), on(NULL, 1))
+DRV_COPY2D(cuMemcpy2DAsync_v2, (const struct vmmxp_memcpy2d *p, void *stream), (p, stream),
+	   on(stream, 0))
+DRV_COPY2D(cuMemcpy2DAsync_v2_ptsz, (const struct vmmxp_memcpy2d *p, void *stream), (p, stream),
+	   on(stream, 1))
+#undef DRV_COPY2D
+
+/* The runtime's: the kind does not matter (a pointer libvmmx does not map is not named). */
+#define RT_PARAMS (void *dst, const void *src, size_t n, int kind)
+#define RT_ASYNC_PARAMS (void *dst, const void *src, size_t n, int kind, void *stream)
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
+     on(NULL, 0))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy_ptds, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
+     on(NULL, 1))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync, RT_ASYNC_PARAMS, (dst, src, n, kind, stream),
+     dst, n, src, n, on(stream, 0))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync_ptsz, RT_ASYNC_PARAMS,
+     (dst, src, n, kind, stream), dst, n, src, n, on(stream, 1))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeer,
+     (void *dst, int ddev, const void *src, int sdev, size_t n), (dst, ddev, src, sdev, n), dst,
+     n, src, n, on(NULL, 0))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeerAsync,
+     (void *dst, int ddev, const void *src, int sdev, size_t n, void *stream),
+     (dst, ddev, src, sdev, n, stream), dst, n, src, n, on(stream, 0))
+#undef RT_PARAMS
+#undef RT_ASYNC_PARAMS
+
+/* The runtime's 2D copies: rows of @w bytes, @h of them, @dp and @sp apart. */
+#define RT2D_PARAMS (void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, int kind)
+#define RT2D_ASYNC_PARAMS                                                                       \
+	(void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, int kind,        \
+	 void *stream)
+#define SPAN(pitch) (w && h ? (h - 1) * (pitch) + w : 0)
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2D, RT2D_PARAMS, (dst, dp, src, sp, w, h, kind), dst,
+     SPAN(dp), src, SPAN(sp), on(NULL, 0))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2D_ptds, RT2D_PARAMS, (dst, dp, src, sp, w, h, kind),
+     dst, SPAN(dp), src, SPAN(sp), on(NULL, 1))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2DAsync, RT2D_ASYNC_PARAMS,
+     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 0))
+COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2DAsync_ptsz, RT2D_ASYNC_PARAMS,
+     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 1))
+#undef SPAN
+#undef RT2D_PARAMS
+#undef RT2D_ASYNC_PARAMS
+#undef COPY
