@@ -36,7 +36,8 @@
  * When not to move: a segment that is at least two thirds of the bytes its
  * launch names, beside other segments, is taken to be read once by it (a
  * matrix-vector product: batch 1 to a few dozen, decode; a launch naming
- * one segment only is not judged): a copy crosses the link with the same
+ * one segment only is not judged; segments too large to move do not
+ * count, see below): a copy crosses the link with the same
  * bytes the kernel would read in place, and sending a victim back crosses
  * it again.
  * Such a segment is brought in only into free room or, a cycle known, in
@@ -420,19 +421,25 @@ static uint64_t record_use(CUstream stream)
  * When @t is next needed, a cycle of @cycle_len launches being known: a
  * step after its last use, or sooner by the gap between its last two uses
  * when that is shorter (an activation named by every layer is needed again
- * at once, a layer's weights a step later).  A use so expected that did not
- * come (a step has passed since the last: memory freed, a phase over)
- * means nothing is known to need it: it ranks past every expected use,
- * the longest unused first.
+ * at once, a layer's weights a step later).  A use expected by its gap
+ * that has not come yet, within a step of the last, is expected a gap from
+ * now: an activation or the allocator's small segment is named in bursts,
+ * a few launches apart, and between two bursts it is needed soon, not a
+ * step later (ranking it a step ahead made it the first victim and sent it
+ * back and forth dozens of times a forward of a Hugging Face Llama).  A
+ * use expected that did not come within a step (memory freed, a phase
+ * over) means nothing is known to need it: it ranks past every expected
+ * use, the longest unused first.
  */
 static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 {
-	uint64_t gap = t->prev ? t->last - t->prev : cycle_len;
-	uint64_t at = t->last + (gap < cycle_len ? gap : cycle_len);
+	uint64_t gap = t->prev && t->last - t->prev < cycle_len ? t->last - t->prev : cycle_len;
 
-	if (at <= seq)
-		at = t->last + cycle_len;
-	return at > seq ? at : UINT64_MAX - t->last;
+	if (t->last + gap > seq)
+		return t->last + gap;
+	if (t->last + cycle_len > seq)
+		return seq + gap;
+	return UINT64_MAX - t->last;
 }
 
 /* Whether @a is a better victim than @b (see the top): the later next use, or the less recent. */
@@ -917,7 +924,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 {
 	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
 	struct tracked *t[VMMXP_PLACE_MAX];
-	size_t nseg, total = 0;
+	size_t nseg, total = 0, judged = 0;
 	struct plan *pl = NULL;
 
 	if (n > VMMXP_PLACE_MAX)
@@ -934,8 +941,16 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		pl = &plan[at];
 		*pl = (struct plan){ .generation = cur.generation };
 	}
+	/*
+	 * Read once is judged among the segments that may move: one too large
+	 * to (transformers' warm-up segment, named beside each weight a
+	 * decode GEMV reads) would make every weight beside it look small.
+	 */
 	for (size_t i = 0; i < nseg; i++) {
-		total += seg[i].size;
+		if (seg[i].size <= most_moved(seg[i].ctx)) {
+			total += seg[i].size;
+			judged++;
+		}
 		spilled |= seg[i].host;
 	}
 	if (!spilled && nseg && !(unspilled_launches++ % SPILL_CHECK))
@@ -944,7 +959,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	for (size_t i = 0; i < nseg; i++) {
 		t[i] = find(seg[i].base, 1);
 		if (pl && pl->n < PLAN_SEGS) {
-			if (read_once(seg[i].size, total, nseg))
+			if (read_once(seg[i].size, total, judged))
 				pl->once |= 1u << pl->n;
 			pl->base[pl->n++] = seg[i].base;
 		}
@@ -992,7 +1007,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		t[i]->on_device = !seg[i].host;
 	}
 	for (size_t i = 0; i < nseg; i++) {
-		int once = read_once(seg[i].size, total, nseg);
+		int once = read_once(seg[i].size, total, judged);
 
 		if (!seg[i].host)
 			continue;

@@ -779,17 +779,19 @@ struct rstate {
  * launch-cycle's prediction at launch @i (from 1) of @v's next use, as
  * --placement launch makes it (preload/place.c, next_use()): a cycle of
  * @cycle_len after its last use, or sooner by the gap between its last two
- * uses; a use so expected that did not come means nothing is known to need
- * it: past every expected use, the longest unused first.
+ * uses; a use so expected that has not come, within a cycle of the last, a
+ * gap from now; one that did not come within a cycle means nothing is
+ * known to need it: past every expected use, the longest unused first.
  */
 static size_t cycle_next(const struct rstate *v, size_t cycle_len, size_t i)
 {
-	size_t gap = v->prev ? v->last - v->prev : cycle_len;
-	size_t at = v->last + (gap < cycle_len ? gap : cycle_len);
+	size_t gap = v->prev && v->last - v->prev < cycle_len ? v->last - v->prev : cycle_len;
 
-	if (at <= i)
-		at = v->last + cycle_len;
-	return at > i ? at : SIZE_MAX - v->last;
+	if (v->last + gap > i)
+		return v->last + gap;
+	if (v->last + cycle_len > i)
+		return i + gap;
+	return SIZE_MAX - v->last;
 }
 
 /*

@@ -17,7 +17,8 @@
  * Mode "cycle": a step of three launches repeated, then in another order.
  * Mode "cycle-rotate": a chain of layers whose activations rotate among
  * three buffers, so that some kernels name other memory at every step.
- * Mode "place-act": the same with an activation named every other launch.
+ * Mode "place-act": the same with an activation named every other launch;
+ * "place-burst", named in bursts.
  * Mode "place-jitter": a step whose workspace moves and whose first steps
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
@@ -786,10 +787,19 @@ static int place_mover(void)
  * --placement launch with an activation: x is named by every other launch,
  * five weights once per step each; four buffers fit.  Once the cycle is
  * known, x, needed again two launches later, is never the one sent back.
+ * @burst: x named twice in a row after every other weight (PyTorch's
+ * activations and small-allocation segment are named in bursts): between
+ * two bursts, its use expected by its gap of 1 has passed, and it is still
+ * needed sooner than any weight.
  */
-static int place_act(void)
+static int place_act(int burst)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	/* A step: each weight, x after each (-1); with @burst, x twice after every other weight. */
+	static const int plain[] = { 0, -1, 1, -1, 2, -1, 3, -1, 4, -1 },
+			 bursts[] = { 0, -1, -1, 1, 2, -1, -1, 3, 4, -1, -1 };
+	const int *order = burst ? bursts : plain;
+	int len = burst ? 11 : 10;
 	void *x = NULL, *w[5] = { 0 };
 	int gone = 0, bad = 0;
 
@@ -800,19 +810,21 @@ static int place_act(void)
 	ok(all_on_device(x) && all_on_device(w[2]) && !all_on_device(w[3]),
 	   "x, w0-w2 on the device, w3 and w4 in host memory");
 	for (int step = 0; step < 3; step++)
-		for (int i = 0; i < 10; i++) {
-			void *params[] = { i % 2 ? &x : &w[i / 2] };
+		for (int i = 0; i < len; i++) {
+			void *const *b = order[i] < 0 ? &x : &w[order[i]];
+			void *params[] = { (void *)b };
 
 			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
-			if (!all_on_device(i % 2 ? x : w[i / 2]))
+			if (!all_on_device(*b))
 				bad++;
 			if (step > 0 && !all_on_device(x)) {
 				diag("step %d launch %d: x sent back", step, i);
 				gone++;
 			}
 		}
-	is_int(0, bad, "30 launches succeed, each with its buffer on the device");
-	is_int(0, gone, "with the cycle known, x (named every other launch) is never sent back");
+	is_int(0, bad, "%d launches succeed, each with its buffer on the device", 3 * len);
+	is_int(0, gone, "with the cycle known, x (named %s) is never sent back",
+	       burst ? "twice in a row after every other weight" : "every other launch");
 	cudaFree(x);
 	for (int i = 0; i < 5; i++)
 		cudaFree(w[i]);
@@ -1466,7 +1478,9 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "place-decode"))
 		return place_model(64 << 10, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-act"))
-		return place_act();
+		return place_act(0);
+	if (argc > 1 && !strcmp(argv[1], "place-burst"))
+		return place_act(1);
 	if (argc > 1 && !strcmp(argv[1], "torture"))
 		return torture();
 	return launches();

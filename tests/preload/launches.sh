@@ -133,6 +133,12 @@ st=$?
 grep -q '^not ok' "$tmp/tap9" && st=1
 check $st "--placement launch: a buffer named every other launch is never the victim once the cycle is known ($(grep -c '^ok' "$tmp/tap9") checks)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap9" "$tmp/rep9"
+# The same activation named in bursts (twice in a row, then not for two launches): still kept.
+"$run" $opts --placement launch -- "$lc" place-burst >"$tmp/tap25" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap25" && st=1
+check $st "--placement launch: a buffer named in bursts is never the victim once the cycle is known, though its use expected from its gap of 1 passed between bursts ($(grep -c '^ok' "$tmp/tap25") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap25"
 # A step that varies (a workspace at a new address each step, extra launches
 # in the first two): the cycle is learned all the same, and room is made by
 # next use.  320 MiB: four of the six weights fit beside the activations.
