@@ -16,7 +16,8 @@
 # default 8), TGIB (the Triton and numba arrays, default 6), HOSTCAP (GiB
 # of host memory --meminfo device+host:SIZE lets a pool plan for, default
 # 16), CLIENTS (default "jax triton numba"), OUT (logs, default
-# /tmp/vmmx-frameworks), TIMEOUT (seconds per run, default 150).
+# /tmp/vmmx-frameworks), TIMEOUT (seconds per run, default 150), RUN_OPTS
+# (more vmmx-run options for every mode, e.g. "--placement launch").
 # Exit status: 0 when every client that ran is ok, 1 otherwise.
 set -u
 build=$(pwd)
@@ -102,7 +103,8 @@ client() {
 		echo "== $name $mode: vmmx-run --device-limit ${limit}GiB $mopts ($menv)"
 		local rep="$out/$name-$mode.rep"
 		# shellcheck disable=SC2086
-		env $menv timeout "$tmo" "$run" --device-limit "${limit}GiB" $mopts --report-file "$rep" -- \
+		env $menv timeout "$tmo" "$run" --device-limit "${limit}GiB" $mopts ${RUN_OPTS:-} \
+			--report-file "$rep" -- \
 			"$py" "$src/$script" "${args[@]}" >"$out/$name-$mode.vmmx" 2>&1
 		local rc2=$? cmp verdict
 		tail -3 "$out/$name-$mode.vmmx"
