@@ -330,9 +330,10 @@ static void put_escaped(char *line, size_t room, size_t *n, const char *s)
 	line[*n] = '\0';
 }
 
-void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err)
+/* One record: @body (the fields after "pid", braces left out) with the time and the pid. */
+static void trace_record(const char *body)
 {
-	char line[256];
+	char line[320];
 	struct timespec ts;
 	int n;
 
@@ -340,31 +341,29 @@ void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns,
 	if (trace_fd < 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(line, sizeof(line),
-		     "{\"time\":%lld.%06ld,\"pid\":%d,\"event\":\"move\",\"to\":\"%s\","
-		     "\"base\":\"%p\",\"size\":%zu,\"ns\":%llu,\"ok\":%s}\n",
-		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(),
-		     to_device ? "device" : "host", base, size, (unsigned long long)ns,
-		     err ? "false" : "true");
+	n = snprintf(line, sizeof(line), "{\"time\":%lld.%06ld,\"pid\":%d,%s}\n",
+		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), body);
 	if (n > 0 && (size_t)n < sizeof(line))
 		vmm_write_quiet(trace_fd, line, (size_t)n);
 }
 
+void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err)
+{
+	char body[224];
+
+	snprintf(body, sizeof(body),
+		 "\"event\":\"move\",\"to\":\"%s\",\"base\":\"%p\",\"size\":%zu,\"ns\":%llu,"
+		 "\"ok\":%s", to_device ? "device" : "host", base, size, (unsigned long long)ns,
+		 err ? "false" : "true");
+	trace_record(body);
+}
+
 void vmmxp_trace_check(int err)
 {
-	char line[128];
-	struct timespec ts;
-	int n;
+	char body[64];
 
-	pthread_once(&trace_once, trace_open);
-	if (trace_fd < 0)
-		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(line, sizeof(line),
-		     "{\"time\":%lld.%06ld,\"pid\":%d,\"event\":\"check\",\"err\":%d}\n",
-		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), err);
-	if (n > 0 && (size_t)n < sizeof(line))
-		vmm_write_quiet(trace_fd, line, (size_t)n);
+	snprintf(body, sizeof(body), "\"event\":\"check\",\"err\":%d", err);
+	trace_record(body);
 }
 
 /*
