@@ -284,14 +284,15 @@ static int mset(enum vmmxp_fn fn, unsigned int elem, int async, uintptr_t p, uns
 {
 	struct mset m = { fn, elem, async, value, stream };
 	struct vmmxp_use u;
+	void *on = stream;
 	int r;
 
 	/* A count whose bytes overflow is the real call's to refuse. */
 	if (n > SIZE_MAX / elem)
 		return mset_call(&m, p, n);
-	u = vmmxp_use_begin(p, n * elem, 0, 0,
-			    !stream && strstr(vmmxp_fn_name(fn), "_pt") ? CU_STREAM_PER_THREAD_ :
-									  stream);
+	if (!on && vmmxp_copy_on() && strstr(vmmxp_fn_name(fn), "_pt"))
+		on = CU_STREAM_PER_THREAD_;
+	u = vmmxp_use_begin(p, n * elem, 0, 0, on);
 	r = vmmxp_split((const void *)p, n * elem, elem, mset_piece, &m);
 	vmmxp_use_end(u);
 	return r;

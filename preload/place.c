@@ -138,6 +138,9 @@ struct tracked {
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 	int held;               /* copies and memsets being passed on that use it (never moved) */
+	int streams;            /* uses on two streams overlapped: its next move waits for the device */
+	int used;               /* a use was set (set_use()) */
+	CUstream use_stream;    /* the stream of its last use */
 };
 
 /* A segment one launch names. */
@@ -206,8 +209,10 @@ void vmmxp_place_after_fork(void)
 	pthread_cond_init(&work_cv, NULL);
 	pthread_cond_init(&done_cv, NULL);
 	/* The mover is not copied into the child: its queue goes, a new one starts on demand. */
-	for (int i = 0; i < ntracked; i++)
+	for (int i = 0; i < ntracked; i++) {
 		track[i].moving = 0;
+		track[i].held = 0; /* the copies of the parent's other threads are not here */
+	}
 	head = tail = 0;
 	busy = 0;
 	if (mover_state != MOVER_OFF)
@@ -333,6 +338,9 @@ static int wait_for_use(const struct tracked *t, int unlocked)
 	void *ev;
 	CUresult r;
 
+	/* Uses on two streams at once: one event cannot stand for both. */
+	if (t->streams)
+		return sync_device(t->ctx, unlocked);
 	/* A use older than the ring is complete: its slot was recorded again only after it. */
 	if (t->use && t->use + EVENTS <= uses && !wait_device())
 		return 0;
@@ -356,14 +364,49 @@ static int wait_for_use(const struct tracked *t, int unlocked)
 	return sync_device(t->ctx, unlocked);
 }
 
-/* wait_for_use(), its time counted. */
-static int wait_last_use(const struct tracked *t, int unlocked)
+/*
+ * wait_for_use(), its time counted.  A device sync made for uses on two
+ * streams covers both: unless a use came meanwhile, the next wait is for
+ * an event again.
+ */
+static int wait_last_use(struct tracked *t, int unlocked)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), use = t->use;
+	CUstream stream = t->use_stream;
 	int err = wait_for_use(t, unlocked);
 
 	st.wait_ns += now_ns() - t0;
+	if (!err && t->use == use && t->use_stream == stream)
+		t->streams = 0;
 	return err;
+}
+
+/* lock held: whether @t's last use is known complete (an event recorded and done). */
+static int use_complete(const struct tracked *t)
+{
+	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
+	size_t slot = t->use % EVENTS;
+
+	if (!t->use)
+		return 0;
+	if (t->use + EVENTS <= uses)
+		return 1;
+	return query && event_ok[slot] && query(events[slot]) == CUDA_OK;
+}
+
+/*
+ * lock held: @t's last use is now @u (an event's number, 0: none) on
+ * @stream.  A use on another stream while the last is not known complete
+ * overlaps it: one event cannot stand for both, so its next move waits for
+ * the whole device (a copy on a side stream, a kernel on the main one).
+ */
+static void set_use(struct tracked *t, uint64_t u, CUstream stream)
+{
+	if (t->used && t->use_stream != stream && !use_complete(t))
+		t->streams = 1;
+	t->use = u;
+	t->use_stream = stream;
+	t->used = 1;
 }
 
 /*
@@ -984,7 +1027,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	if (!spilled || (capturing && capturing(stream))) {
 		for (size_t i = 0; i < nseg; i++)
 			if (t[i]) {
-				t[i]->use = 0;
+				set_use(t[i], 0, stream);
 				t[i]->on_device = !seg[i].host;
 			}
 		pthread_mutex_unlock(&lock);
@@ -1146,7 +1189,10 @@ static int check_wanted(void)
 	return wanted;
 }
 
-/* Gate held, lock not: wait for the launch just passed on, on @stream (see check_wanted()). */
+/*
+ * No lock held (a kernel may wait for another thread's launch): wait for
+ * the launch just passed on, on @stream (see check_wanted()).
+ */
 static void check_launch(CUstream stream, uint64_t at)
 {
 	__typeof__(&cuStreamSynchronize) sync = VMMXP_REAL(cuStreamSynchronize);
@@ -1157,7 +1203,7 @@ static void check_launch(CUstream stream, uint64_t at)
 		return;
 	err = (int)sync(stream);
 	vmmxp_trace_check(err);
-	if (err && !said++)
+	if (err && !__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED))
 		fprintf(stderr, "vmmx-run: placement check: launch %llu (placed) failed on the GPU "
 			"with CUDA error %d; the launch trace (--trace) shows what it named and "
 			"what moved before it\n", (unsigned long long)at, err);
@@ -1175,7 +1221,7 @@ void vmmxp_place_done(void)
 
 		/* Each segment the launch named has this launch as its last use. */
 		for (size_t i = 0; i < cur.nt; i++)
-			cur.t[i]->use = u;
+			set_use(cur.t[i], u, cur.stream);
 	}
 	if (cur.cycle_len && cur.at >= 0)
 		bring_in_ahead();
@@ -1183,9 +1229,9 @@ void vmmxp_place_done(void)
 	stream = cur.stream;
 	at = seq;
 	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&gate);
 	if (check)
 		check_launch(stream, at);
-	pthread_mutex_unlock(&gate);
 }
 
 /* The segments of the copies being passed on, per thread (lock: their held counts). */
@@ -1195,7 +1241,8 @@ static __thread size_t use_n;
 int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx, size_t n,
 		    CUstream stream, int (*capturing)(CUstream))
 {
-	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
+	/* Per thread: another thread's copy runs while this one waits for the mover. */
+	static __thread struct seg seg[VMMXP_PLACE_MAX];
 	size_t nseg;
 	int again;
 
@@ -1251,7 +1298,7 @@ void vmmxp_place_use_done(CUstream stream)
 	pthread_mutex_lock(&lock);
 	u = record_use(stream);
 	for (size_t i = 0; i < use_n; i++) {
-		use_t[i]->use = u;
+		set_use(use_t[i], u, stream);
 		use_t[i]->held--;
 	}
 	use_n = 0;

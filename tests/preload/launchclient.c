@@ -23,7 +23,8 @@
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
  * last use of what moves (the fake's events held until waited for);
- * "place-copy": copies and memsets between the kernels are last uses too.
+ * "place-copy": copies and memsets between the kernels are last uses too;
+ * "place-copy2", on another stream than the kernels: moves wait for the device.
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place-model", "place-decode", "place-model-late": a model loaded
@@ -56,6 +57,7 @@
 
 #define MiB ((size_t)1 << 20)
 #define STREAM ((void *)0x5eed)
+#define STREAM2 ((void *)0x5eee)
 
 static struct vmmx_ctx *ctx_of(int dev)
 {
@@ -1005,6 +1007,12 @@ static int place_wait(void)
  * before the work that last used it, its copy or memset included, is
  * complete.  The first step is not checked: its first moves wait for the
  * device (nothing was named before memory spilled).
+ *
+ * @two_streams: the copies and memsets on another stream than the kernels.
+ * One event cannot stand for uses on two streams, so a move of a segment
+ * whose uses overlapped waits for the whole device (launches.sh checks the
+ * report's device syncs; the fake cannot see a device sync, so the order is
+ * not checked here).
  */
 static unsigned long complete;          /* the fake's work done, as far as waited for */
 static unsigned long used_at[NW];       /* the fake's work when each weight was last used */
@@ -1056,8 +1064,9 @@ static void copies_pass(void *const *w, unsigned char *host)
 	   copied("cudaMemcpyAsync", h, h + 128, 64, STREAM), "a host-to-host copy passed on");
 }
 
-static int place_copy(void)
+static int place_copy(int two_streams)
 {
+	void *cs = two_streams ? STREAM2 : STREAM;
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
 	static unsigned char host[256];
 	void *w[NW] = { 0 };
@@ -1074,11 +1083,11 @@ static int place_copy(void)
 			uintptr_t at = (uintptr_t)w[i] + 4096;
 			unsigned before = resident(w), moved;
 
-			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, STREAM, params, NULL) != 0;
 			moved = (resident(w) ^ before) & ~(1u << i);
 			if (!(before & (1u << i)))
 				moved |= 1u << i; /* brought in: its last use was a step ago */
-			for (int j = 0; j < NW && step > 0; j++)
+			for (int j = 0; j < NW && step > 0 && !two_streams; j++)
 				if ((moved >> j & 1) && used_at[j] > complete) {
 					diag("step %d launch %d: w%d moved with the work done to %lu of %lu",
 					     step, i, j, complete, used_at[j]);
@@ -1086,11 +1095,11 @@ static int place_copy(void)
 				}
 			moves += step > 0 ? __builtin_popcount(moved) : 0;
 			if (i % 2 == 0) {
-				bad += cuMemcpyDtoHAsync_v2(host, at, sizeof(host), STREAM) != 0;
+				bad += cuMemcpyDtoHAsync_v2(host, at, sizeof(host), cs) != 0;
 				passed &= copied("cuMemcpyDtoHAsync_v2", (uintptr_t)host, at,
-						 sizeof(host), STREAM);
+						 sizeof(host), cs);
 			} else {
-				bad += cuMemsetD8Async(at, 0x5a, 64, STREAM) != 0;
+				bad += cuMemsetD8Async(at, 0x5a, 64, cs) != 0;
 			}
 			used_at[i] = work_seen();
 		}
@@ -1466,7 +1475,9 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))
-		return place_copy();
+		return place_copy(0);
+	if (argc > 1 && !strcmp(argv[1], "place-copy2"))
+		return place_copy(1);
 	if (argc > 1 && !strcmp(argv[1], "place-model"))
 		return place_model(16 * MiB, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "torture-model"))
