@@ -61,7 +61,12 @@
  * before, counted.  Copies and memsets are uses too (copy.c,
  * vmmxp_place_use()): the segments one reads or writes are held while it is
  * passed on (never a victim, never moved by the mover or a launch), then
- * the event recorded after it is their last use.  Work the watch cannot
+ * the event recorded after it is their last use.  One event a segment:
+ * its last use on any stream stands for all, so a program that uses one
+ * segment on two streams at once (a copy on a side stream beside a kernel)
+ * needs VMMX_RUN_PLACE_WAIT=device (a device sync instead broke XLA's graph
+ * captures on the GPU; two events, waited for in turn, are the way).  Work
+ * the watch cannot
  * see (a pointer inside a kernel's own data structure, a 3D or batched
  * copy) is not waited for: such memory must be named by the launches that
  * use it, or VMMX_RUN_PLACE_WAIT=device set, which makes every wait one
@@ -138,9 +143,6 @@ struct tracked {
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 	int held;               /* copies and memsets being passed on that use it (never moved) */
-	int streams;            /* uses on two streams overlapped: its next move waits for the device */
-	int used;               /* a use was set (set_use()) */
-	CUstream use_stream;    /* the stream of its last use */
 };
 
 /* A segment one launch names. */
@@ -338,9 +340,6 @@ static int wait_for_use(const struct tracked *t, int unlocked)
 	void *ev;
 	CUresult r;
 
-	/* Uses on two streams at once: one event cannot stand for both. */
-	if (t->streams)
-		return sync_device(t->ctx, unlocked);
 	/* A use older than the ring is complete: its slot was recorded again only after it. */
 	if (t->use && t->use + EVENTS <= uses && !wait_device())
 		return 0;
@@ -364,49 +363,14 @@ static int wait_for_use(const struct tracked *t, int unlocked)
 	return sync_device(t->ctx, unlocked);
 }
 
-/*
- * wait_for_use(), its time counted.  A device sync made for uses on two
- * streams covers both: unless a use came meanwhile, the next wait is for
- * an event again.
- */
-static int wait_last_use(struct tracked *t, int unlocked)
+/* wait_for_use(), its time counted. */
+static int wait_last_use(const struct tracked *t, int unlocked)
 {
-	uint64_t t0 = now_ns(), use = t->use;
-	CUstream stream = t->use_stream;
+	uint64_t t0 = now_ns();
 	int err = wait_for_use(t, unlocked);
 
 	st.wait_ns += now_ns() - t0;
-	if (!err && t->use == use && t->use_stream == stream)
-		t->streams = 0;
 	return err;
-}
-
-/* lock held: whether @t's last use is known complete (an event recorded and done). */
-static int use_complete(const struct tracked *t)
-{
-	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
-	size_t slot = t->use % EVENTS;
-
-	if (!t->use)
-		return 0;
-	if (t->use + EVENTS <= uses)
-		return 1;
-	return query && event_ok[slot] && query(events[slot]) == CUDA_OK;
-}
-
-/*
- * lock held: @t's last use is now @u (an event's number, 0: none) on
- * @stream.  A use on another stream while the last is not known complete
- * overlaps it: one event cannot stand for both, so its next move waits for
- * the whole device (a copy on a side stream, a kernel on the main one).
- */
-static void set_use(struct tracked *t, uint64_t u, CUstream stream)
-{
-	if (t->used && t->use_stream != stream && !use_complete(t))
-		t->streams = 1;
-	t->use = u;
-	t->use_stream = stream;
-	t->used = 1;
 }
 
 /*
@@ -1027,7 +991,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	if (!spilled || (capturing && capturing(stream))) {
 		for (size_t i = 0; i < nseg; i++)
 			if (t[i]) {
-				set_use(t[i], 0, stream);
+				t[i]->use = 0;
 				t[i]->on_device = !seg[i].host;
 			}
 		pthread_mutex_unlock(&lock);
@@ -1221,7 +1185,7 @@ void vmmxp_place_done(void)
 
 		/* Each segment the launch named has this launch as its last use. */
 		for (size_t i = 0; i < cur.nt; i++)
-			set_use(cur.t[i], u, cur.stream);
+			cur.t[i]->use = u;
 	}
 	if (cur.cycle_len && cur.at >= 0)
 		bring_in_ahead();
@@ -1298,7 +1262,7 @@ void vmmxp_place_use_done(CUstream stream)
 	pthread_mutex_lock(&lock);
 	u = record_use(stream);
 	for (size_t i = 0; i < use_n; i++) {
-		set_use(use_t[i], u, stream);
+		use_t[i]->use = u;
 		use_t[i]->held--;
 	}
 	use_n = 0;

@@ -23,8 +23,7 @@
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
  * last use of what moves (the fake's events held until waited for);
- * "place-copy": copies and memsets between the kernels are last uses too;
- * "place-copy2", on another stream than the kernels: moves wait for the device.
+ * "place-copy": copies and memsets between the kernels are last uses too.
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place-model", "place-decode", "place-model-late": a model loaded
@@ -57,7 +56,6 @@
 
 #define MiB ((size_t)1 << 20)
 #define STREAM ((void *)0x5eed)
-#define STREAM2 ((void *)0x5eee)
 
 static struct vmmx_ctx *ctx_of(int dev)
 {
@@ -1007,12 +1005,6 @@ static int place_wait(void)
  * before the work that last used it, its copy or memset included, is
  * complete.  The first step is not checked: its first moves wait for the
  * device (nothing was named before memory spilled).
- *
- * @two_streams: the copies and memsets on another stream than the kernels.
- * One event cannot stand for uses on two streams, so a move of a segment
- * whose uses overlapped waits for the whole device (launches.sh checks the
- * report's device syncs; the fake cannot see a device sync, so the order is
- * not checked here).
  */
 static unsigned long complete;          /* the fake's work done, as far as waited for */
 static unsigned long used_at[NW];       /* the fake's work when each weight was last used */
@@ -1064,9 +1056,9 @@ static void copies_pass(void *const *w, unsigned char *host)
 	   copied("cudaMemcpyAsync", h, h + 128, 64, STREAM), "a host-to-host copy passed on");
 }
 
-static int place_copy(int two_streams)
+static int place_copy(void)
 {
-	void *cs = two_streams ? STREAM2 : STREAM;
+	void *cs = STREAM;
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
 	static unsigned char host[256];
 	void *w[NW] = { 0 };
@@ -1087,7 +1079,7 @@ static int place_copy(int two_streams)
 			moved = (resident(w) ^ before) & ~(1u << i);
 			if (!(before & (1u << i)))
 				moved |= 1u << i; /* brought in: its last use was a step ago */
-			for (int j = 0; j < NW && step > 0 && !two_streams; j++)
+			for (int j = 0; j < NW && step > 0; j++)
 				if ((moved >> j & 1) && used_at[j] > complete) {
 					diag("step %d launch %d: w%d moved with the work done to %lu of %lu",
 					     step, i, j, complete, used_at[j]);
@@ -1475,9 +1467,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))
-		return place_copy(0);
-	if (argc > 1 && !strcmp(argv[1], "place-copy2"))
-		return place_copy(1);
+		return place_copy();
 	if (argc > 1 && !strcmp(argv[1], "place-model"))
 		return place_model(16 * MiB, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "torture-model"))

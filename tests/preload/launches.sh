@@ -172,9 +172,6 @@ placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2;' \
 # Copies and memsets between the kernels (PyTorch's): each is its segment's last use, held while passed on.
 placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 24$' \
 	"--placement launch with a copy or memset after each kernel: no weight moved before its copy or memset was done; each copy passed on unchanged; 24 held"
-# The copies on another stream than the kernels: one event cannot stand for both, each move waits for the device.
-placed 26 place-copy2 'waits for last uses [0-9]*, device syncs 10;.* copies and memsets held 24$' \
-	"--placement launch with the copies and memsets on another stream than the kernels: a move of a segment whose uses overlapped on the two streams waits for the whole device (10 device syncs where one stream makes 2)"
 # No event can be recorded (a launch on another context's stream): each move waits for the device.
 placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*;' \
 	"--placement launch without last-use events: the same moves, each after a device sync"
