@@ -65,12 +65,12 @@
  * its last use on any stream stands for all, so a program that uses one
  * segment on two streams at once (a copy on a side stream beside a kernel)
  * needs VMMX_RUN_PLACE_WAIT=device (a device sync instead broke XLA's graph
- * captures on the GPU; two events, waited for in turn, are the way).  Work
- * the watch cannot
- * see (a pointer inside a kernel's own data structure, a 3D or batched
- * copy) is not waited for: such memory must be named by the launches that
- * use it, or VMMX_RUN_PLACE_WAIT=device set, which makes every wait one
- * for the whole device, as the first version did.
+ * captures on the GPU; two events, waited for in turn, are the way).
+ * Work the watch cannot see (a pointer inside a kernel's own data
+ * structure, a 3D or batched copy) is not waited for: such memory must be
+ * named by the launches that use it, or VMMX_RUN_PLACE_WAIT=device set,
+ * which makes every wait one for the whole device, as the first version
+ * did.
  *
  * The mover: moves ahead run on a thread of their own (started at the
  * first one), so that the program goes on launching while a segment it
