@@ -221,18 +221,10 @@ void vmmxp_place_after_fork(void)
 		mover_state = MOVER_NONE;
 }
 
+/* One reading of VMMX_RUN_PLACEMENT: resolve.c's, which hands the copy hooks out by it. */
 int vmmxp_place_on(void)
 {
-	static int on = -1;
-	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-
-	if (v < 0) {
-		const char *s = getenv("VMMX_RUN_PLACEMENT");
-
-		v = s && !strcmp(s, "launch");
-		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
-	}
-	return v;
+	return vmmxp_copy_on();
 }
 
 /*
