@@ -257,9 +257,9 @@ int vmmxp_launch_on(void)
 
 	if (v < 0) {
 		const char *l = getenv("VMMX_RUN_LAUNCHES"), *t = getenv("VMMX_RUN_LAUNCH_TRACE");
-		const char *p = getenv("VMMX_RUN_PLACEMENT");
 
-		v = (l && *l && strcmp(l, "0")) || (t && *t) || (p && !strcmp(p, "launch"));
+		/* --placement launch (vmmxp_copy_on(): the one reading of VMMX_RUN_PLACEMENT) */
+		v = (l && *l && strcmp(l, "0")) || (t && *t) || vmmxp_copy_on();
 		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
 	}
 	return v;
