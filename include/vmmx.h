@@ -624,6 +624,8 @@ enum vmmx_advice {
 				          its host copy, so moving it back needs no copy */
 	VMMX_ADVISE_WILL_NEED = 4,   /**< about to be used: bring it close now if there is room */
 	VMMX_ADVISE_NOT_READ_MOSTLY = 5, /**< about to be written: drop the host copies */
+	VMMX_ADVISE_CPU = 6,         /**< the CPU, or a driver copy to or from pageable memory,
+				          will use it: grant the CPU its host chunks */
 };
 
 /**
@@ -654,14 +656,24 @@ enum vmmx_advice {
  * host copy before they write (the chunk stays marked, and the next move
  * back copies the new bytes).  %VMMX_ADVISE_NOT_READ_MOSTLY
  * unmarks every chunk the range touches and drops their copies; give it
- * before writing with kernels.  The copies are host memory held, charged against
+ * before writing with kernels.
+ *
+ * CPU access: %VMMX_ADVISE_CPU grants the CPU every host chunk the range
+ * touches that is granted to the GPU only (VMMX_HOST_CPU_ACCESS=placed or
+ * none), so that the CPU may use it through the buffer's pointer and the
+ * driver may copy it to or from pageable memory (such a copy of a GPU-only
+ * chunk kills the process in the driver).  The grant lasts until the chunk
+ * moves; it costs about 20 ms per GiB (H200), once.  It is not passed to
+ * the policy.  Chunks on a device are left as they are (the CPU cannot be
+ * granted device memory).  The copies are host memory held, charged against
  * VMMX_HOST_LIMIT (&vmmx_stats.shadow_bytes); libvmmx releases them when a
  * new host chunk needs the room, on vmmx_ctx_trim(), and with their chunks.
  *
  * Return: 0; -VMMX_ERANGE past the size; -VMMX_EINVAL for a bad advice;
- * -VMMX_ENOMEM when the read-mostly mark could not be changed (nothing
- * changed); errors of a move that failed (the data stays intact where it
- * was).
+ * -VMMX_ENOMEM when the read-mostly mark or the CPU grant could not be
+ * recorded (nothing changed); the driver's error of a CPU grant that failed
+ * (the chunks granted before it stay granted); errors of a move that failed
+ * (the data stays intact where it was).
  *
  * Context: any thread; takes the buffer's mutex; may block and call the
  * driver when moves are made.

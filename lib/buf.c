@@ -951,6 +951,58 @@ void vmmx__buf_abandon(struct vmmx_buf *buf)
 	free(buf);
 }
 
+/*
+ * VMMX_ADVISE_CPU: grant the CPU the host chunks of [off, off + len) that
+ * are granted to the GPU only, and mark them in a new table.  A grant adds
+ * the CPU to a mapping in place: nothing is unmapped, so kernels and copies
+ * using the chunk meanwhile are not disturbed.  buf->lock held.  0;
+ * -VMMX_ENOMEM (nothing changed); or the driver's error of the grant that
+ * failed, those made before it kept and marked.
+ */
+static int grant_cpu(struct vmmx_buf *buf, size_t off, size_t len)
+{
+	const struct vmmx__table *t = buf->table;
+	struct vmmx__table *nt;
+	size_t first, last, end, i;
+	int err = 0, granted = 0;
+
+	if (!len || off >= t->mapped)
+		return 0;
+	end = len >= t->size - off ? t->mapped : off + len;
+	first = vmmx__table_find(t, off);
+	last = vmmx__table_find(t, end - 1) + 1;
+	for (i = first; i < last && (t->c[i].cpu || !vmm_loc_is_host(t->c[i].loc)); i++)
+		;
+	if (i == last)
+		return 0;
+	nt = vmmx__table_dup(t);
+	if (!nt)
+		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ENOMEM,
+				  "vmmx_buf_advise: no memory for a new chunk table");
+	for (; i < last && !err; i++) {
+		struct vmmx__chunk *c = &nt->c[i];
+
+		if (c->cpu || !vmm_loc_is_host(c->loc))
+			continue;
+		err = vmmx__chunk_set_access(buf->ctx, (void *)(buf->base + c->off), c->size,
+					     c->loc, true);
+		if (!err) {
+			c->cpu = true;
+			granted++;
+		} else {
+			err = vmmx__fail(&buf->ctx->conf.log, err,
+					 "vmmx_buf_advise: granting the CPU the host chunk at %p "
+					 "(%zu bytes) failed: %s", (void *)(buf->base + c->off),
+					 c->size, vmmx_strerror(err));
+		}
+	}
+	if (granted)
+		vmmx__table_publish(buf, nt);
+	else
+		free(nt);
+	return err;
+}
+
 VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int advice)
 {
 	struct vmmx__policy *pol;
@@ -961,7 +1013,7 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
 		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_advise: buf is NULL");
 	if (vmmx__inherited(buf->ctx))
 		return vmmx__fail_inherited(buf->ctx, "vmmx_buf_advise");
-	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_NOT_READ_MOSTLY)
+	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_CPU)
 		return vmmx__fail(&buf->ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_buf_advise: advice %d is none of enum vmmx_advice", advice);
 	pol = buf->policy;
@@ -972,6 +1024,13 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
 		return vmmx__fail(&buf->ctx->conf.log, -VMMX_ERANGE,
 				  "vmmx_buf_advise: range [%zu, +%zu) goes past the size %zu", off, len,
 				  size);
+	}
+	if (advice == VMMX_ADVISE_CPU) {
+		/* Where memory may be used, not when: nothing for the policy. */
+		int err = grant_cpu(buf, off, len);
+
+		pthread_mutex_unlock(&buf->lock);
+		return err;
 	}
 	if (advice == VMMX_ADVISE_READ_MOSTLY || advice == VMMX_ADVISE_NOT_READ_MOSTLY) {
 		int err = vmmx__read_mostly_advise(buf, off, len, advice == VMMX_ADVISE_READ_MOSTLY);

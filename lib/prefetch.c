@@ -134,7 +134,7 @@ VMMX_API int vmmx_advise(struct vmmx_ctx *ctx, const void *ptr, size_t len, int 
 	if (!ctx || !ptr)
 		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_advise: %s is NULL",
 				  ctx ? "ptr" : "ctx");
-	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_NOT_READ_MOSTLY)
+	if (advice < VMMX_ADVISE_HOT || advice > VMMX_ADVISE_CPU)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_advise: advice %d is none of enum vmmx_advice", advice);
 	return walk(ctx, "vmmx_advise", ptr, len, advise_part, &advice);

@@ -57,7 +57,8 @@ import threading
 
 from . import _args
 from ._lib import (  # noqa: F401 (re-exported: vmmx.EINVAL, vmmx.library()...)
-    ADVISE_COLD, ADVISE_HOT, ADVISE_NOT_READ_MOSTLY, ADVISE_READ_MOSTLY, ADVISE_WILL_NEED,
+    ADVISE_COLD, ADVISE_CPU, ADVISE_HOT, ADVISE_NOT_READ_MOSTLY, ADVISE_READ_MOSTLY,
+    ADVISE_WILL_NEED,
     ALLOC_STATS_VERSION, EBUSY, ECONFIG, EDRIVER, EEXIST, EFAULT, EINVAL, ENOBACKEND, ENODEV,
     ENODRIVER, ENOENT, ENOMEM, ENOTSUP, EPERM, EPOLICY, ERANGE, LOC_DEVICE, LOC_HOST,
     LOC_HOST_NUMA, LOC_NONE, SLEEP_DISCARD, SLEEP_OFFLOAD, TAG_MAX, AllocStats, ChunkInfo, Loc,
@@ -70,7 +71,7 @@ __all__ = [
     "configure", "allocator", "alloc_stats", "context_stats", "empty_cache",
     "prefetch", "advise", "lookup", "residency", "owns_segment", "parse_size", "ADVISE_HOT",
     "ADVISE_COLD", "ADVISE_READ_MOSTLY", "ADVISE_WILL_NEED", "ADVISE_NOT_READ_MOSTLY",
-    "tag_scope", "sleep", "wake", "sleep_release", "sleep_stats", "SLEEP_OFFLOAD", "SLEEP_DISCARD",
+    "ADVISE_CPU", "tag_scope", "sleep", "wake", "sleep_release", "sleep_stats", "SLEEP_OFFLOAD", "SLEEP_DISCARD",
 ]
 
 # The package's version: the libvmmx release it came with (configure.ac's

@@ -258,8 +258,9 @@ int main(void)
 
 	is_int(5, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 5");
 	ok(VMMX_ADVISE_HOT == 1 && VMMX_ADVISE_COLD == 2 && VMMX_ADVISE_READ_MOSTLY == 3 &&
-		   VMMX_ADVISE_WILL_NEED == 4 && VMMX_ADVISE_NOT_READ_MOSTLY == 5,
-	   "enum vmmx_advice: HOT 1 to NOT_READ_MOSTLY 5");
+		   VMMX_ADVISE_WILL_NEED == 4 && VMMX_ADVISE_NOT_READ_MOSTLY == 5 &&
+		   VMMX_ADVISE_CPU == 6,
+	   "enum vmmx_advice: HOT 1 to CPU 6");
 	ok(VMMX_OP_MAP == 4 && VMMX_OP_UNMAP == 5 && VMMX_OP_SET_ACCESS == 6 && VMMX_OP_COPY == 7 &&
 		   VMMX_OP_MEMSET == 8 && VMMX_OP_SYNC == 9 && VMMX_OP_REGISTER == 10 &&
 		   VMMX_OP_UNREGISTER == 11,

@@ -6,7 +6,8 @@
  * chunk by a handle of the kept part (on the same location, or through host
  * memory and back at a limit), the device keeps
  * a headroom free for the CUDA runtime, a grow is one handle, and chunks
- * moved to host are granted to the GPU only unless asked.
+ * moved to host are granted to the GPU only unless asked, and
+ * VMMX_ADVISE_CPU grants them the CPU.
  *
  * The sim parts fill the sim's device; on a GPU the same behaviour is
  * checked under limits, with small buffers.
@@ -19,6 +20,7 @@
 
 #include "vmmx.h"
 #include "tests/tap/basic.h"
+#include "tests/tap/leaks.h"
 #include "tests/tap/vmmx_test.h"
 
 static const struct vmmx_loc DEV = { VMMX_LOC_DEVICE, 0 };
@@ -302,14 +304,83 @@ static void cpu_access_modes(void)
 	}
 }
 
+/*
+ * A chunk moved to host granted to the GPU only, then VMMX_ADVISE_CPU; in
+ * @ctx (VMMX_HOST_CPU_ACCESS=placed).  *@calls: the set_access calls made
+ * before the advice.  Return: the advice's result.
+ */
+static int grant_after_move(struct vmmx_ctx *ctx, struct vmmx_buf **d, uint64_t *calls)
+{
+	struct vmmx_stats st;
+
+	if (vmmx_buf_create(ctx, 4 * MiB, "device", d) || vmmx_buf_resize(*d, 4 * MiB) ||
+	    test_fill(ctx, vmmx_buf_ptr(*d), 0, 4 * MiB, 9) ||
+	    vmmx_buf_migrate(*d, 0, 4 * MiB, HOST, NULL) || vmmx_stats_get(ctx, &st))
+		bail("grant: setup: %s", vmmx_last_error());
+	*calls = st.driver_calls[VMMX_OP_SET_ACCESS];
+	return vmmx_buf_advise(*d, 4096, 1, VMMX_ADVISE_CPU);
+}
+
+/* VMMX_ADVISE_CPU grants the CPU a GPU-only host chunk, until it moves; a failed grant. */
+static void cpu_advice(void)
+{
+	static const char *const placed[] = { "VMMX_HOST_CPU_ACCESS=placed", NULL };
+	struct vmmx_ctx *ctx = test_ctx(placed);
+	struct vmmx_buf *d = NULL;
+	char *tmp = malloc(4 * MiB), fault[64];
+	const char *faulty[] = { "VMMX_HOST_CPU_ACCESS=placed", fault, NULL };
+	uint64_t calls, after;
+	struct vmmx_stats st;
+
+	is_err(0, grant_after_move(ctx, &d, &calls), "VMMX_ADVISE_CPU on a GPU-only host chunk");
+	is_int(1, cpu_can_write(vmmx_buf_ptr(d)), "... the chunk is now CPU-writable");
+	is_err(0, vmmx_memcpy(ctx, tmp, vmmx_buf_ptr(d), 4 * MiB),
+	       "... vmmx_memcpy to host memory is no longer refused");
+	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(d), 0, 4 * MiB, 9), "... the data is intact");
+	vmmx_stats_get(ctx, &st);
+	after = st.driver_calls[VMMX_OP_SET_ACCESS];
+	is_err(0, vmmx_buf_advise(d, 0, 4 * MiB, VMMX_ADVISE_CPU), "the same advice again");
+	vmmx_stats_get(ctx, &st);
+	is_uint(after, st.driver_calls[VMMX_OP_SET_ACCESS], "... grants nothing twice");
+	is_err(0, vmmx_buf_migrate(d, 0, 4 * MiB, DEV, NULL), "to the device");
+	is_err(0, vmmx_buf_advise(d, 0, 4 * MiB, VMMX_ADVISE_CPU),
+	       "VMMX_ADVISE_CPU on device memory: nothing to grant, no error");
+	is_err(0, vmmx_buf_migrate(d, 0, 4 * MiB, HOST, NULL), "and to host memory again");
+	is_int(0, cpu_can_write(vmmx_buf_ptr(d)), "... the grant went with the move: GPU only again");
+	is_err(-VMMX_EINVAL, vmmx_buf_advise(d, 0, 4 * MiB, VMMX_ADVISE_CPU + 1), "advice 7 refused");
+	like(vmmx_last_error(), "advice 7 is none of enum vmmx_advice", "... and named");
+	is_err(-VMMX_ERANGE, vmmx_buf_advise(d, 4 * MiB, 1, VMMX_ADVISE_CPU),
+	       "VMMX_ADVISE_CPU past the size refused");
+	vmmx_buf_destroy(d);
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+
+	/* The same steps again, the grant's set_access failing. */
+	snprintf(fault, sizeof(fault), "VMMX_FAULT=set_access:%llu", (unsigned long long)calls + 1);
+	ctx = test_ctx(faulty);
+	is_err(-VMMX_EFAULTINJ, grant_after_move(ctx, &d, &calls), "a grant that fails (%s)", fault);
+	like(vmmx_last_error(), "granting the CPU the host chunk at 0x", "... says what failed");
+	is_int(0, cpu_can_write(vmmx_buf_ptr(d)), "... the chunk stays GPU only");
+	is_err(-VMMX_EFAULT, vmmx_memcpy(ctx, tmp, vmmx_buf_ptr(d), 4 * MiB),
+	       "... and vmmx_memcpy to host memory is still refused");
+	is_err(0, vmmx_buf_advise(d, 0, 4 * MiB, VMMX_ADVISE_CPU), "the advice again succeeds");
+	is_uint(SIZE_MAX, test_check(ctx, vmmx_buf_ptr(d), 0, 4 * MiB, 9),
+		"... and the data reads back intact");
+	vmmx_buf_destroy(d);
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+	free(tmp);
+}
+
 int main(void)
 {
 	if (test_on_sim()) {
-		plan(125);
+		plan(146);
 		fill_then_shrink();
 		headroom_defaults();
 		one_handle_per_grow();
 		cpu_access_modes();
+		cpu_advice();
 	} else {
 		plan(55);
 	}
