@@ -371,24 +371,49 @@ int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exe
  * Events: a pool of FAKE_EVENTS.  A recorded event is complete at once,
  * unless fake_event_hold(1) is in force: then it stays not ready
  * (CUDA_ERROR_NOT_READY, 600) until cuEventSynchronize(), which first calls
- * the test's function with the work the fake had seen when the event was
- * recorded (launches, copies and memsets: the work it waits for).  fake_event_fail(1)
- * makes every cuEventRecord fail, as one on another context's stream does.
+ * the test's functions with the work the fake had seen when the event was
+ * recorded (launches, copies and memsets: the work it waits for), and its
+ * stream.  fake_event_fail(1) makes every cuEventRecord fail, as one on
+ * another context's stream does.
+ *
+ * Joins: cuStreamWaitEvent(s, e) with e not complete keeps (s, e's stream
+ * and work); an event recorded on s after it completes only after e, so
+ * its synchronisation first tells the stream function of e's work (and of
+ * e's own joins before it, in turn), and marks e complete if it was not
+ * recorded again since.  Order between records and joins is the fake's
+ * own count of them (seq), not the work: a join and a record can see the
+ * same work.
  */
 #define FAKE_EVENTS 4096
 struct fake_event {
 	int used, done;
 	void *stream;
 	unsigned long launches;
+	unsigned long seq;      /* when it was recorded, among records and joins */
+};
+
+struct fake_join {
+	void *stream;           /* the stream made to wait */
+	unsigned long seq;      /* when, among records and joins */
+	struct fake_event *ev;  /* the event it waits for ... */
+	void *ev_stream;        /* ... its stream, work and seq at the time */
+	unsigned long ev_launches, ev_seq;
+	int told;               /* already told to the stream function */
 };
 
 static struct fake_event events[FAKE_EVENTS];
+static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_join joins[FAKE_JOINS]; /* join_lock */
+static size_t njoins;                      /* join_lock */
+static unsigned long seq;
 static int event_hold, event_fail;
 static void (*event_sync_fn)(unsigned long launches);
+static void (*event_sync_stream_fn)(void *stream, unsigned long work);
 
 void fake_event_hold(int on) { __atomic_store_n(&event_hold, on, __ATOMIC_RELAXED); }
 void fake_event_fail(int on) { __atomic_store_n(&event_fail, on, __ATOMIC_RELAXED); }
 void fake_event_sync_impl(void (*fn)(unsigned long launches)) { event_sync_fn = fn; }
+void fake_event_sync_stream_impl(void (*fn)(void *stream, unsigned long work)) { event_sync_stream_fn = fn; }
 
 int cuEventCreate(void **e, unsigned int flags)
 {
@@ -411,6 +436,7 @@ int cuEventRecord(void *e, void *s)
 		return 400; /* CUDA_ERROR_INVALID_HANDLE (a stream of another context) */
 	ev->stream = s;
 	ev->launches = fake_calls(FAKE_launch) + fake_calls(FAKE_copy) + fake_calls(FAKE_memset);
+	ev->seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
 	ev->done = !__atomic_load_n(&event_hold, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -421,6 +447,46 @@ int cuEventQuery(void *e)
 	return !e ? 400 : ((struct fake_event *)e)->done ? 0 : 600;
 }
 
+int cuStreamWaitEvent(void *s, void *e, unsigned int flags)
+{
+	struct fake_event *ev = e;
+	int r = 2; /* CUDA_ERROR_OUT_OF_MEMORY: the table is full */
+
+	CALL(FAKE_stream_wait);
+	if (!ev || flags)
+		return 400;
+	if (ev->done)
+		return 0;
+	pthread_mutex_lock(&join_lock);
+	if (njoins < FAKE_JOINS) {
+		joins[njoins++] = (struct fake_join){ s, __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED),
+						      ev, ev->stream, ev->launches, ev->seq, 0 };
+		r = 0;
+	}
+	pthread_mutex_unlock(&join_lock);
+	return r;
+}
+
+/*
+ * The work of @stream up to its point @at (a seq) is done: the joins it
+ * waited for before, told.  join_lock held.
+ */
+static void joins_done(void *stream, unsigned long at)
+{
+	for (size_t i = 0; i < njoins; i++) {
+		struct fake_join *j = &joins[i];
+
+		if (j->told || j->stream != stream || j->seq > at)
+			continue;
+		j->told = 1;
+		joins_done(j->ev_stream, j->ev_seq);
+		if (event_sync_stream_fn)
+			event_sync_stream_fn(j->ev_stream, j->ev_launches);
+		if (j->ev->seq == j->ev_seq)
+			j->ev->done = 1;
+	}
+}
+
 int cuEventSynchronize(void *e)
 {
 	struct fake_event *ev = e;
@@ -428,8 +494,15 @@ int cuEventSynchronize(void *e)
 	CALL(FAKE_event_sync);
 	if (!ev)
 		return 400;
-	if (!ev->done && event_sync_fn)
-		event_sync_fn(ev->launches);
+	if (!ev->done) {
+		pthread_mutex_lock(&join_lock);
+		joins_done(ev->stream, ev->seq);
+		pthread_mutex_unlock(&join_lock);
+		if (event_sync_fn)
+			event_sync_fn(ev->launches);
+		if (event_sync_stream_fn)
+			event_sync_stream_fn(ev->stream, ev->launches);
+	}
 	ev->done = 1;
 	return 0;
 }

@@ -15,7 +15,7 @@ enum fake_call {
 	FAKE_cuMemAllocFromPoolAsync, FAKE_cuDeviceGetDefaultMemPool, FAKE_cuMemPoolCreate,
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
 	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
-	FAKE_event_record, FAKE_event_query, FAKE_event_sync,
+	FAKE_event_record, FAKE_event_query, FAKE_event_sync, FAKE_stream_wait,
 	FAKE_graph_get_nodes, FAKE_graph_instantiate, FAKE_graph_exec_destroy, FAKE_copy,
 	FAKE_NCALLS
 };
@@ -243,16 +243,25 @@ int cudaGraphLaunch_ptsz(void *exec, void *s);
  * complete once recorded, unless fake_event_hold(1): then not ready until
  * synchronised, which first calls the function given to
  * fake_event_sync_impl() with the work seen when the event was recorded
- * (launches, copies and memsets).
+ * (launches, copies and memsets), and the one given to
+ * fake_event_sync_stream_impl() with that and the event's stream.
+ * cuStreamWaitEvent (FAKE_stream_wait) on an event not complete keeps a
+ * join (at most FAKE_JOINS; past them it fails): an event recorded on the
+ * waiting stream after it, when synchronised, first has the stream
+ * function told of the joined event (and of that one's joins, in turn),
+ * which is then complete.
  */
+#define FAKE_JOINS 1024
 void fake_event_hold(int on);
 /* While on, cuEventRecord fails (CUDA_ERROR_INVALID_HANDLE). */
 void fake_event_fail(int on);
 void fake_event_sync_impl(void (*fn)(unsigned long launches));
+void fake_event_sync_stream_impl(void (*fn)(void *stream, unsigned long work));
 int cuEventCreate(void **e, unsigned int flags);
 int cuEventRecord(void *e, void *s);
 int cuEventQuery(void *e);
 int cuEventSynchronize(void *e);
+int cuStreamWaitEvent(void *s, void *e, unsigned int flags);
 /*
  * Graphs: a CUgraph of the fake is a struct fake_graph the test fills
  * (fake_graph_kernel() copies each parameter's bytes, as the driver does
