@@ -53,19 +53,29 @@
  * was still running).  The moves themselves complete before
  * vmmx_prefetch() returns (libvmmx has no move that returns before its
  * copy is done), so the launch that needs them is passed on after them in
- * program order and no stream wait is needed.  A ring slot is recorded
- * again only after its previous event completed, so a use older than the
- * ring is known complete.  When an event cannot be made or recorded (a
+ * program order and no stream wait is needed for them.  A ring slot is
+ * recorded again only after its previous event completed, so a use older
+ * than the ring is known complete.  When an event cannot be made or recorded (a
  * launch on another device's context, a driver without events) the moves
  * of a segment it covered wait for the whole device (vmmx_sync()), as
  * before, counted.  Copies and memsets are uses too (copy.c,
  * vmmxp_place_use()): the segments one reads or writes are held while it is
  * passed on (never a victim, never moved by the mover or a launch), then
- * the event recorded after it is their last use.  One event a segment:
- * its last use on any stream stands for all, so a program that uses one
- * segment on two streams at once (a copy on a side stream beside a kernel)
- * needs VMMX_RUN_PLACE_WAIT=device (a device sync instead broke XLA's graph
- * captures on the GPU; two events, waited for in turn, are the way).
+ * the event recorded after it is their last use.  Two streams a segment:
+ * it keeps its last use on up to two streams, the latest and the last one
+ * on another stream (a copy on a side stream beside a kernel that still
+ * runs, as JAX and PyTorch make), and a move waits for both, the older
+ * first.  A use on the stream of one replaces that one: a stream runs its
+ * work in order.  A use on a third stream would drop the older: unless it
+ * is complete, that stream is first made to wait for it on the GPU
+ * (cuStreamWaitEvent, before the new event is recorded), so the new event
+ * completes after it (counted, "streams joined"); when that call fails,
+ * the segment's use is unknown and its moves wait for the whole device.
+ * No device sync is made for this: one instead broke XLA's graph
+ * captures on the GPU.  A launch or copy on a capturing stream is
+ * not placed, so no stream is joined inside a capture.  Streams are told
+ * apart by their handle only: the legacy default stream, which also waits
+ * for the others, counts as one more (more waits, never fewer).
  * Work the watch cannot see (a pointer inside a kernel's own data
  * structure, a 3D or batched copy) is not waited for: such memory must be
  * named by the launches that use it, or VMMX_RUN_PLACE_WAIT=device set,
@@ -139,7 +149,8 @@ struct tracked {
 	struct vmmx_ctx *ctx;
 	uint64_t last;          /* the launch (seq) that last named it */
 	uint64_t prev;          /* ... the one before, 0 if none */
-	uint64_t use;           /* its last use: the event ring's number, 0 if none */
+	uint64_t use;           /* its last use: the event ring's number, 0 if unknown */
+	uint64_t use2;          /* its last use on another stream than use's, 0 if none */
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 	int held;               /* copies and memsets being passed on that use it (never moved) */
@@ -171,6 +182,7 @@ static uint64_t seq;                      /* lock: launches placed */
 static struct plan plan[PLAN_SLOTS];      /* lock */
 static void *events[EVENTS];              /* lock: CUevent, made on first use */
 static int event_ok[EVENTS];              /* lock: the slot's last record succeeded */
+static CUstream ev_stream[EVENTS];        /* lock: the stream it was recorded on */
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
 static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* lock: memory was seen in host memory (sticky) */
@@ -317,15 +329,19 @@ static int sync_device(struct vmmx_ctx *ctx, int unlocked)
 	return err;
 }
 
+/* Whether the use @u is known complete without asking: none, or older than the ring. */
+static int use_done(uint64_t u)
+{
+	return !u || u + EVENTS <= uses;
+}
+
 /*
- * Wait until the work that last used @t's segment is done: its last-use
- * event, or the whole device when that event could not be recorded.
- * lock held (let go around the wait with @unlocked: an event recorded
- * again meanwhile is one recorded after the use, so waiting for it waits
- * for more, never less).
- * Return: 0, or -VMMX_E* when the wait failed (nothing may move then).
+ * Wait for the use @u's event: a query first, then cuEventSynchronize with
+ * the lock let go when @unlocked; *@waited set when it was not complete at
+ * the query.  Return: 0 when it is complete, -1 when it cannot be waited
+ * for (the caller waits for the device instead).
  */
-static int wait_for_use(const struct tracked *t, int unlocked)
+static int wait_event(uint64_t u, int unlocked, int *waited)
 {
 	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
 	CUresult (*sync)(void *) = VMMXP_REAL(cuEventSynchronize);
@@ -333,26 +349,48 @@ static int wait_for_use(const struct tracked *t, int unlocked)
 	CUresult r;
 
 	/* A use older than the ring is complete: its slot was recorded again only after it. */
-	if (t->use && t->use + EVENTS <= uses && !wait_device())
+	if (use_done(u))
 		return 0;
-	if (!t->use || !query || !sync || wait_device())
-		return sync_device(t->ctx, unlocked);
-	ev = events[t->use % EVENTS];
+	if (!query || !sync)
+		return -1;
+	ev = events[u % EVENTS];
 	r = query(ev);
 	if (r == CUDA_OK)
 		return 0;
-	st.waits++;
+	*waited = 1;
 	if (r == CU_NOT_READY) {
 		if (unlocked)
 			pthread_mutex_unlock(&lock);
 		r = sync(ev);
 		if (unlocked)
 			pthread_mutex_lock(&lock);
-		if (r == CUDA_OK)
-			return 0;
 	}
-	/* The event failed: the device is waited for instead. */
-	return sync_device(t->ctx, unlocked);
+	return r == CUDA_OK ? 0 : -1;
+}
+
+/*
+ * Wait until the work that last used @t's segment is done: its last use on
+ * another stream, then its last use (see the top), or the whole device
+ * when an event could not be recorded or failed.  A move that waited is
+ * one wait counted, for one event or two.
+ * lock held (let go around the waits with @unlocked: an event recorded
+ * again meanwhile is one recorded after the use, so waiting for it waits
+ * for more, never less).
+ * Return: 0, or -VMMX_E* when the wait failed (nothing may move then).
+ */
+static int wait_for_use(const struct tracked *t, int unlocked)
+{
+	/* Read before the lock is let go; the older first. */
+	uint64_t u[2] = { t->use2, t->use };
+	int waited = 0, err = 0;
+
+	if (wait_device() || !t->use)
+		return sync_device(t->ctx, unlocked);
+	for (int i = 0; i < 2 && !err; i++)
+		err = wait_event(u[i], unlocked, &waited);
+	st.waits += waited;
+	/* An event failed: the device is waited for instead. */
+	return err ? sync_device(t->ctx, unlocked) : 0;
 }
 
 /* wait_for_use(), its time counted. */
@@ -411,9 +449,82 @@ static uint64_t record_use(CUstream stream)
 	event_ok[slot] = 0;
 	if (!events[slot] && (!create || create(&events[slot], EVENT_DISABLE_TIMING) != CUDA_OK))
 		events[slot] = NULL;
-	if (events[slot] && record && record(events[slot], stream) == CUDA_OK)
+	if (events[slot] && record && record(events[slot], stream) == CUDA_OK) {
 		event_ok[slot] = 1;
+		ev_stream[slot] = stream;
+	}
 	return event_ok[slot] ? uses : 0;
+}
+
+/* The stream the use @u was recorded on; asked only of a use not known complete. */
+static CUstream use_stream(uint64_t u)
+{
+	return ev_stream[u % EVENTS];
+}
+
+/*
+ * Before work passed on to @stream becomes @t's last use: when @t's last
+ * uses lie on two other streams, the older one would be forgotten (see
+ * used()), so @stream is made to wait for it on the GPU first, unless it
+ * is complete; the event recorded next on @stream then completes after it.
+ * Each event is joined once per call (@joined, *@nj of them so far, @ok:
+ * whether that join was made).  Return: 0, or -1 when the join could not
+ * be made (@t's use is then unknown: its moves wait for the device).
+ */
+static int join(const struct tracked *t, CUstream stream, uint64_t *joined, int *ok, size_t *nj)
+{
+	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
+	CUresult (*wait)(CUstream, void *, unsigned int) = VMMXP_REAL(cuStreamWaitEvent);
+	size_t i;
+
+	if (use_done(t->use) || use_stream(t->use) == stream || use_done(t->use2) ||
+	    use_stream(t->use2) == stream)
+		return 0;
+	for (i = 0; i < *nj; i++)
+		if (joined[i] == t->use2)
+			return ok[i] ? 0 : -1;
+	if (query && query(events[t->use2 % EVENTS]) == CUDA_OK)
+		return 0;
+	joined[*nj] = t->use2;
+	ok[*nj] = wait && wait(stream, events[t->use2 % EVENTS], 0) == CUDA_OK;
+	st.joins += ok[*nj];
+	return ok[(*nj)++] ? 0 : -1;
+}
+
+/*
+ * The work just passed on to @stream used the @n segments @t (a launch's,
+ * or a copy's or memset's): its event is recorded and becomes their last
+ * use.  Each keeps its last use on up to two streams (see the top): a use
+ * on the stream of neither replaces the older, joined to @stream first
+ * (join()); a use on the stream of one replaces that one.  When the event
+ * cannot be recorded, or a join made, their use is unknown (0): their
+ * moves wait for the device.  lock held.
+ */
+static void used(struct tracked *const *t, size_t n, CUstream stream)
+{
+	uint64_t joined[VMMXP_PLACE_MAX], u;
+	int ok[VMMXP_PLACE_MAX], lost[VMMXP_PLACE_MAX];
+	size_t nj = 0;
+
+	/* VMMX_RUN_PLACE_WAIT=device: every move waits for the device, nothing to join. */
+	for (size_t i = 0; i < n; i++)
+		lost[i] = !wait_device() && join(t[i], stream, joined, ok, &nj);
+	u = record_use(stream);
+	for (size_t i = 0; i < n; i++) {
+		struct tracked *s = t[i];
+
+		if (!u || lost[i]) {
+			s->use = s->use2 = 0;
+			continue;
+		}
+		if (!use_done(s->use) && use_stream(s->use) != stream) {
+			s->use2 = s->use;
+		} else if (use_done(s->use2) || use_stream(s->use2) == stream) {
+			/* Complete, or before this use in its stream's order. */
+			s->use2 = 0;
+		}
+		s->use = u;
+	}
 }
 
 /*
@@ -983,7 +1094,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	if (!spilled || (capturing && capturing(stream))) {
 		for (size_t i = 0; i < nseg; i++)
 			if (t[i]) {
-				t[i]->use = 0;
+				t[i]->use = t[i]->use2 = 0;
 				t[i]->on_device = !seg[i].host;
 			}
 		pthread_mutex_unlock(&lock);
@@ -1172,13 +1283,9 @@ void vmmxp_place_done(void)
 	int check;
 
 	pthread_mutex_lock(&lock);
-	if (cur.nt) {
-		uint64_t u = record_use(cur.stream);
-
-		/* Each segment the launch named has this launch as its last use. */
-		for (size_t i = 0; i < cur.nt; i++)
-			cur.t[i]->use = u;
-	}
+	/* Each segment the launch named has this launch as its last use. */
+	if (cur.nt)
+		used(cur.t, cur.nt, cur.stream);
 	if (cur.cycle_len && cur.at >= 0)
 		bring_in_ahead();
 	check = check_wanted();
@@ -1249,14 +1356,10 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 
 void vmmxp_place_use_done(CUstream stream)
 {
-	uint64_t u;
-
 	pthread_mutex_lock(&lock);
-	u = record_use(stream);
-	for (size_t i = 0; i < use_n; i++) {
-		use_t[i]->use = u;
+	used(use_t, use_n, stream);
+	for (size_t i = 0; i < use_n; i++)
 		use_t[i]->held--;
-	}
 	use_n = 0;
 	pthread_mutex_unlock(&lock);
 }

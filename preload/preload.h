@@ -186,6 +186,7 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuEventRecord)                                                                   \
 	X(cuEventQuery)                                                                    \
 	X(cuEventSynchronize)                                                              \
+	X(cuStreamWaitEvent)                                                               \
 	X(cuStreamIsCapturing)                                                             \
 	X(cuStreamSynchronize)
 
@@ -507,6 +508,8 @@ VMMXP_EXPORT CUresult cuEventCreate(void **event, unsigned int flags);
 VMMXP_EXPORT CUresult cuEventRecord(void *event, CUstream stream);
 VMMXP_EXPORT CUresult cuEventQuery(void *event);
 VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
+/* A third stream's last use of a segment joined to the stream that uses it next. */
+VMMXP_EXPORT CUresult cuStreamWaitEvent(CUstream stream, void *event, unsigned int flags);
 /* A launch on a stream being captured into a graph is not placed (nothing runs yet). */
 VMMXP_EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status);
 /* VMMX_RUN_PLACE_CHECK: each placed launch waited for, its error reported. */
@@ -795,6 +798,7 @@ struct vmmxp_place_stats {
 	uint64_t cancelled;                 /* ... of them not begun when their launch came */
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 	uint64_t copies;                    /* copies and memsets held as uses of segments */
+	uint64_t joins;                     /* last uses on a third stream joined (cuStreamWaitEvent) */
 };
 
 /*

@@ -125,7 +125,7 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, launches waited for it 0 times, 0.0 ms; copies and memsets held 0$' "$tmp/rep5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, launches waited for it 0 times, 0.0 ms; copies and memsets held 0; streams joined 0$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
@@ -170,7 +170,7 @@ placed 11 place-once 'read in place [1-9]' \
 placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2;' \
 	"--placement launch with kernels running: every move after the first step waited for its buffer's last-use event, before the move; only the first 2 moves synced the device"
 # Copies and memsets between the kernels (PyTorch's): each is its segment's last use, held while passed on.
-placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 24$' \
+placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 24; streams joined 0$' \
 	"--placement launch with a copy or memset after each kernel: no weight moved before its copy or memset was done; each copy passed on unchanged; 24 held"
 # No event can be recorded (a launch on another context's stream): each move waits for the device.
 placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*;' \
@@ -208,7 +208,7 @@ unset VMMX_RUN_PLACE_MOVER
 # launch still finds its buffer on the device, and the data survives.
 placed 15 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"--placement launch with the mover thread: moves ahead queued and made while the launches go on; each launch finds its buffer on the device at the driver, data intact"
-placed 23 place-copy 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and memsets held 24$' \
+placed 23 place-copy 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and memsets held 24; streams joined 0$' \
 	"--placement launch with the mover and a copy or memset after each kernel: no weight moved before its copy or memset was done"
 opts="--policy device-first --device-limit 512MiB --headroom 0"
 placed 19 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
