@@ -23,7 +23,9 @@
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
  * last use of what moves (the fake's events held until waited for);
- * "place-copy": copies and memsets between the kernels are last uses too.
+ * "place-copy": copies and memsets between the kernels are last uses too;
+ * "place-streams" and "place-streams2": each weight used on three streams
+ * or two, each stream's work done in its own order only.
  * "place-noevent": "place" with every event record failing.
  * Mode "unload": a function's layout asked again after cuModuleUnload.
  * Mode "place-model", "place-decode", "place-model-late": a model loaded
@@ -1106,6 +1108,133 @@ static int place_copy(void)
 	return tap_done();
 }
 
+/*
+ * --placement launch with each weight used on two streams at once, as
+ * JAX's and PyTorch's side-stream copies are: its kernel on stream SA,
+ * then a copy of it to the host on SB; with @nstreams 3, every third
+ * weight also a memset on SC, so that its last uses lie on three streams.
+ * The fake's events are held until waited for, and each stream's work
+ * completes in its own order only: the fake tells stream_done() how far
+ * each stream is known done (a join, cuStreamWaitEvent, too: see
+ * fakecuda.h).  No weight may move before its last use on every stream is
+ * done.  The first step is not checked: its first moves wait for the
+ * device, which this model does not see.
+ */
+#define SA ((void *)0x5a)
+#define SB ((void *)0x5b)
+#define SC ((void *)0x5c)
+#define NSTREAMS 3
+#define WORK_MAX 4096
+static void *const stream_id[NSTREAMS] = { SA, SB, SC };
+static unsigned long stream_upto[NSTREAMS]; /* per stream, the work known done (atomic) */
+static unsigned long last_on[NW][NSTREAMS];  /* per weight and stream, the work of its last use */
+static void *ran_on[WORK_MAX];               /* per work, the stream it ran on */
+static int stream_wrong;
+
+/* The fake's word: @stream is done up to the fake's work @work (maybe from the mover). */
+static void stream_done(void *stream, unsigned long work)
+{
+	int s = 0;
+
+	while (s < NSTREAMS && stream_id[s] != stream)
+		s++;
+	if (s == NSTREAMS || work >= WORK_MAX || ran_on[work] != stream) {
+		diag("the fake said stream %p done to work %lu, which ran on %p", stream, work,
+		     work < WORK_MAX ? ran_on[work] : NULL);
+		__atomic_add_fetch(&stream_wrong, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	for (unsigned long was = __atomic_load_n(&stream_upto[s], __ATOMIC_ACQUIRE);
+	     work > was && !__atomic_compare_exchange_n(&stream_upto[s], &was, work, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);)
+		;
+}
+
+/*
+ * The weights at @w that moved since *@seen (which is updated); from the
+ * second step (@check), each one's last use on every stream must be done.
+ * Their number is added to *@moves; returns the uses found not done.
+ */
+static int moved_early(void *const *w, unsigned *seen, int check, int *moves)
+{
+	unsigned now = resident(w), moved = now ^ *seen;
+	int late = 0;
+
+	*seen = now;
+	if (!check)
+		return 0;
+	*moves += __builtin_popcount(moved);
+	for (int j = 0; j < NW; j++)
+		for (int s = 0; s < NSTREAMS && (moved >> j & 1); s++) {
+			unsigned long upto = __atomic_load_n(&stream_upto[s], __ATOMIC_ACQUIRE);
+
+			if (last_on[j][s] > upto) {
+				diag("w%d moved to the %s with its use on stream %p (work %lu) not done: "
+				     "that stream done to %lu", j, now >> j & 1 ? "device" : "host",
+				     stream_id[s], last_on[j][s], upto);
+				late++;
+			}
+		}
+	return late;
+}
+
+static int place_streams(int nstreams)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	static unsigned char host[256];
+	void *w[NW] = { 0 };
+	int bad = 0, late = 0, moves = 0, calls = 0;
+	unsigned seen;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+	fake_event_hold(1);
+	fake_event_sync_stream_impl(stream_done);
+	seen = resident(w);
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+			uintptr_t at = (uintptr_t)w[i] + 4096;
+
+			for (int s = 0; s < NSTREAMS; s++) {
+				unsigned long work;
+
+				if (s == 2 && (nstreams < 3 || i % 3))
+					continue;
+				if (s == 0)
+					bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, SA, params,
+							      NULL) != 0;
+				else if (s == 1)
+					bad += cuMemcpyDtoHAsync_v2(host, at, sizeof(host), SB) != 0;
+				else
+					bad += cuMemsetD8Async(at, 0x5a, 64, SC) != 0;
+				calls++;
+				/* Checked before this use counts: what moved for it came first. */
+				late += moved_early(w, &seen, step > 0, &moves);
+				work = work_seen();
+				if (work < WORK_MAX)
+					ran_on[work] = stream_id[s];
+				last_on[i][s] = work;
+			}
+		}
+	fake_event_hold(0);
+	fake_event_sync_stream_impl(NULL);
+	is_int(0, bad, "%d launches, copies and memsets on %d streams passed on", calls, nstreams);
+	is_int(0, late, "from the second step, no weight moved before its last use on every stream was done");
+	is_int(0, stream_wrong, "the fake told each stream's work on that stream");
+	ok(moves > 0, "%d moves in steps 2 and 3", moves);
+	if (nstreams > 2)
+		ok(fake_calls(FAKE_stream_wait) > 0,
+		   "a use on a third stream made its stream wait for the oldest (%lu stream waits)",
+		   fake_calls(FAKE_stream_wait));
+	else
+		is_int(0, (int)fake_calls(FAKE_stream_wait), "two streams: no stream wait");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
 #define THREADS 4
 #define THREAD_LAUNCHES 2000
 #define THREAD_KERNELS 32
@@ -1468,6 +1597,10 @@ int main(int argc, char **argv)
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))
 		return place_copy();
+	if (argc > 1 && !strcmp(argv[1], "place-streams"))
+		return place_streams(3);
+	if (argc > 1 && !strcmp(argv[1], "place-streams2"))
+		return place_streams(2);
 	if (argc > 1 && !strcmp(argv[1], "place-model"))
 		return place_model(16 * MiB, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "torture-model"))

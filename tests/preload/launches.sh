@@ -172,6 +172,14 @@ placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2;' \
 # Copies and memsets between the kernels (PyTorch's): each is its segment's last use, held while passed on.
 placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 24; streams joined 0$' \
 	"--placement launch with a copy or memset after each kernel: no weight moved before its copy or memset was done; each copy passed on unchanged; 24 held"
+# Each weight used on two streams at once (a kernel, then a copy on a side
+# stream), each stream's work done in its own order: a move waits for the
+# last use on both; a third stream's use (a memset) makes its stream wait
+# for the oldest on the GPU (streams joined), which two never need.
+placed 26 place-streams 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 24; streams joined [1-9][0-9]*$' \
+	"--placement launch with each weight used on three streams: no weight moved before its last use on every stream was done; the oldest stream joined"
+placed 27 place-streams2 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 18; streams joined 0$' \
+	"--placement launch with each weight used on two streams: no weight moved before its last use on both was done; no stream joined"
 # No event can be recorded (a launch on another context's stream): each move waits for the device.
 placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*;' \
 	"--placement launch without last-use events: the same moves, each after a device sync"
@@ -210,6 +218,8 @@ placed 15 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* mover: [1-9][0-9]*
 	"--placement launch with the mover thread: moves ahead queued and made while the launches go on; each launch finds its buffer on the device at the driver, data intact"
 placed 23 place-copy 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and memsets held 24; streams joined 0$' \
 	"--placement launch with the mover and a copy or memset after each kernel: no weight moved before its copy or memset was done"
+placed 28 place-streams 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and memsets held 24; streams joined [1-9][0-9]*$' \
+	"--placement launch with the mover and each weight used on three streams: no weight moved before its last use on every stream was done"
 opts="--policy device-first --device-limit 512MiB --headroom 0"
 placed 19 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"--placement launch with the mover on the model with a warm-up segment: it is never sent back; the weights past it on the device at their launch"
