@@ -230,8 +230,8 @@ static void one_buffer(void)
 	/* Advice refused. */
 	is_err(-VMMX_EINVAL, vmmx_buf_advise(buf, 0, UNIT, 0), "vmmx_buf_advise: advice 0");
 	like(vmmx_last_error(), "advice 0", "the message names the advice");
-	is_err(-VMMX_EINVAL, vmmx_buf_advise(buf, 0, UNIT, VMMX_ADVISE_NOT_READ_MOSTLY + 1),
-	       "vmmx_buf_advise: advice past NOT_READ_MOSTLY");
+	is_err(-VMMX_EINVAL, vmmx_buf_advise(buf, 0, UNIT, VMMX_ADVISE_CPU + 1),
+	       "vmmx_buf_advise: advice past CPU");
 	is_err(-VMMX_EINVAL, vmmx_buf_advise(NULL, 0, UNIT, VMMX_ADVISE_HOT),
 	       "vmmx_buf_advise: NULL buffer");
 	is_err(-VMMX_ERANGE, vmmx_buf_advise(buf, 8 * MiB, 1, VMMX_ADVISE_HOT),
