@@ -41,6 +41,8 @@
  */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "preload/preload.h"
 
 static __thread int in_copy;
@@ -60,10 +62,40 @@ static void name_range(struct vmmxp_named *nm, uintptr_t p, size_t len)
 		vmmxp_name_word(nm, p + len - 1);
 }
 
+/*
+ * The CPU for [@p, + @len) in the buffers of chunks [@from, @to) of @nm:
+ * the libvmmx end of a copy whose other end libvmmx does not map (pageable
+ * memory, most likely), held by placement meanwhile.  vmmx-run sets VMMX_HOST_CPU_ACCESS=placed under
+ * --placement launch: a segment it sends back is granted to the GPU only,
+ * which makes the send back several times cheaper, but the driver's copy of
+ * such memory to or from pageable memory goes through the CPU's mapping and
+ * kills the process.  VMMX_ADVISE_CPU grants the CPU what needs it, once,
+ * until the segment moves again (a no-op on device memory and chunks
+ * granted already).  Return: 0, or the error of a grant that failed.
+ */
+static int grant_cpu(const struct vmmxp_named *nm, size_t from, size_t to, uintptr_t p,
+		     size_t len)
+{
+	int err = 0;
+
+	for (size_t i = from; i < to && !err; i++) {
+		struct vmmx_buf *buf = nm->chunk[i].buf;
+		uintptr_t lo = (uintptr_t)vmmx_buf_ptr(buf), hi = lo + vmmx_buf_size(buf);
+		uintptr_t s = p > lo ? p : lo, e = p + len < hi ? p + len : hi;
+
+		/* The copy's part in this buffer: every chunk of it, not only those at its ends. */
+		if (s < e)
+			err = vmmx_buf_advise(buf, s - lo, e - s, VMMX_ADVISE_CPU);
+	}
+	return err;
+}
+
 struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t blen, void *stream)
 {
-	struct vmmxp_use u = { 0, 0, stream };
+	struct vmmxp_use u = { 0, 0, 0, stream };
 	struct vmmxp_named nm;
+	size_t na;
+	int err = 0;
 
 	if (in_copy || !vmmxp_copy_on() || vmmxp_busy())
 		return u;
@@ -72,9 +104,25 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 	vmmxp_depth(1);
 	vmmxp_named_start(&nm);
 	name_range(&nm, a, alen);
+	na = nm.n;
 	name_range(&nm, b, blen);
 	if (nm.n)
 		u.held = vmmxp_place_use(nm.chunk, nm.chunk_ctx, nm.n, stream, vmmxp_capturing);
+	/* Held, so where each lies stays as the grant finds it until the copy is passed on. */
+	if (u.held && na && na == nm.n && b && blen)
+		err = grant_cpu(&nm, 0, na, a, alen);
+	else if (u.held && !na && a && alen)
+		err = grant_cpu(&nm, 0, nm.n, b, blen);
+	if (err) {
+		static int said;
+
+		u.refused = 1;
+		if (!__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED))
+			fprintf(stderr, "vmmx-run: a copy between pageable memory and memory "
+				"sent back to host memory was refused: granting the CPU that "
+				"memory failed (%s); the driver's copy would have killed the "
+				"process. Way out: VMMX_HOST_CPU_ACCESS=all\n", vmmx_last_error());
+	}
 	vmmxp_depth(-1);
 	return u;
 }
@@ -90,6 +138,9 @@ void vmmxp_use_end(struct vmmxp_use u)
 	}
 	in_copy--;
 }
+
+/* A copy refused (vmmxp_use_begin()): CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidValue. */
+#define COPY_REFUSED 1
 
 /* A _ptsz call's stream 0 is the per-thread default stream; a _ptds call runs on it. */
 static CUstream on(CUstream s, int pt)
@@ -113,7 +164,7 @@ static CUstream on(CUstream s, int pt)
 			return missing;                                                         \
 		u = vmmxp_use_begin((uintptr_t)(dst), (dlen), (uintptr_t)(src), (slen),          \
 				    (stream));                                                  \
-		r = real args;                                                                  \
+		r = u.refused ? (type)COPY_REFUSED : real args;                                \
 		vmmxp_use_end(u);                                                               \
 		return r;                                                                       \
 	}
@@ -177,7 +228,7 @@ static size_t span2d(int type, size_t x, size_t y, size_t pitch, size_t width, s
 	VMMXP_EXPORT CUresult name params                                                       \
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
-		struct vmmxp_use u = { 0, 0, NULL };                                            \
+		struct vmmxp_use u = { 0 };                                                     \
 		uintptr_t d = 0, s = 0;                                                         \
 		size_t dlen = 0, slen = 0;                                                      \
 		CUresult r;                                                                     \
@@ -191,7 +242,7 @@ static size_t span2d(int type, size_t x, size_t y, size_t pitch, size_t width, s
 				      p->height, p->src_device, &s);                            \
 			u = vmmxp_use_begin(d, dlen, s, slen, (stream));                        \
 		}                                                                               \
-		r = real args;                                                                  \
+		r = u.refused ? (CUresult)COPY_REFUSED : real args;                            \
 		vmmxp_use_end(u);                                                               \
 		return r;                                                                       \
 	}

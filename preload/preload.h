@@ -327,6 +327,7 @@ VMMXP_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const 
 struct vmmxp_use {
 	int entered;            /* the thread's copy depth was raised */
 	int held;               /* placement holds segments for the call */
+	int refused;            /* not to be passed on: the CPU grant it needs failed */
 	void *stream;           /* CUstream */
 };
 struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t blen, void *stream);

@@ -24,6 +24,8 @@
  * weights read once, read in place.  "place-wait": moves wait for the
  * last use of what moves (the fake's events held until waited for);
  * "place-copy": copies and memsets between the kernels are last uses too;
+ * "place-grant": a copy between pageable memory and a segment sent back
+ * (granted to the GPU only) has the CPU granted it first;
  * "place-streams" and "place-streams2": each weight used on three streams
  * or two, each stream's work done in its own order only.
  * "place-noevent": "place" with every event record failing.
@@ -405,6 +407,20 @@ static unsigned resident(void *const *w)
  * time, through libvmmx's copies.  A read that fails is tried once more (a
  * fault the torture injected fails one call, not the data).
  */
+/*
+ * vmmx_memcpy of @n bytes between @mem, libvmmx memory, and the test's own
+ * (pageable) memory, @to_mem saying which way.  A segment placement sent
+ * back is granted to the GPU only (VMMX_HOST_CPU_ACCESS=placed, vmmx-run's
+ * default under --placement launch), and vmmx_memcpy refuses such a copy:
+ * the CPU is granted first, as the copy hooks do for a program's copies.
+ */
+static int test_copy(void *mem, void *own, size_t n, int to_mem)
+{
+	if (vmmx_advise(ctx_of(0), mem, n, VMMX_ADVISE_CPU))
+		return -1;
+	return to_mem ? vmmx_memcpy(ctx_of(0), mem, own, n) : vmmx_memcpy(ctx_of(0), own, mem, n);
+}
+
 static int pattern(void *p, unsigned char v, int check)
 {
 	static unsigned char buf[MiB], want[MiB];
@@ -412,10 +428,10 @@ static int pattern(void *p, unsigned char v, int check)
 	memset(want, v, sizeof(want));
 	for (size_t off = 0; off < WSIZE; off += MiB) {
 		if (!check) {
-			if (vmmx_memcpy(ctx_of(0), (char *)p + off, want, MiB))
+			if (test_copy((char *)p + off, want, MiB, 1))
 				return 0;
-		} else if ((vmmx_memcpy(ctx_of(0), buf, (char *)p + off, MiB) &&
-			    vmmx_memcpy(ctx_of(0), buf, (char *)p + off, MiB)) ||
+		} else if ((test_copy((char *)p + off, buf, MiB, 0) &&
+			    test_copy((char *)p + off, buf, MiB, 0)) ||
 			   memcmp(buf, want, MiB)) {
 			return 0;
 		}
@@ -542,8 +558,8 @@ static int ends(void *p, unsigned char v, int check)
 
 	memset(want, v, sizeof(want));
 	for (size_t off = 0; off < MSIZE; off += MSIZE - MiB) {
-		if (!check ? vmmx_memcpy(ctx_of(0), (char *)p + off, want, MiB) != 0 :
-			     vmmx_memcpy(ctx_of(0), buf, (char *)p + off, MiB) != 0 ||
+		if (!check ? test_copy((char *)p + off, want, MiB, 1) != 0 :
+			     test_copy((char *)p + off, buf, MiB, 0) != 0 ||
 				     memcmp(buf, want, MiB) != 0)
 			return 0;
 	}
@@ -1235,6 +1251,79 @@ static int place_streams(int nstreams)
 	return tap_done();
 }
 
+/*
+ * --placement launch sends segments back granted to the GPU only
+ * (VMMX_HOST_CPU_ACCESS=placed, vmmx-run's default there), whose copy by the
+ * driver to or from pageable memory would kill the process: a copy between
+ * such a segment and pageable memory has the CPU granted its part of the
+ * segment first.  A copy of device memory grants nothing.  With
+ * LC_GRANT_FAULT set (and VMMX_FAULT failing that grant's set_access, the
+ * call counted by the run without it), the copy is refused with
+ * cudaErrorInvalidValue, not passed on.
+ */
+static int place_grant(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	static unsigned char host[256], peek[16];
+	const struct fake_copy *log;
+	struct vmmx_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
+	void *w[NW] = { 0 };
+	int bad = 0, fault = getenv("LC_GRANT_FAULT") != NULL, data = 1;
+	size_t logged;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++) {
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+		data &= pattern(w[i], (unsigned char)(0x10 + i), 0);
+	}
+	ok(data, "each buffer filled with its own byte");
+	for (int i = 0; i < NW; i++) {
+		void *params[] = { &w[i] };
+
+		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	is_int(0, bad, "6 launches passed on");
+	is_int(0x3c, (int)resident(w), "w4 and w5 brought in, w0 and w1 sent back");
+	is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[0], sizeof(peek)),
+	       "w0 sent back granted to the GPU only: vmmx_memcpy to pageable memory refuses it");
+	vmmx_stats_get(ctx_of(0), &s0);
+	diag("set_access calls before the grant: %llu",
+	     (unsigned long long)s0.driver_calls[VMMX_OP_SET_ACCESS]);
+	logged = fake_copy_log(&log);
+	if (fault) {
+		is_int(1, cudaMemcpy(host, (char *)w[0] + 4096, sizeof(host), 2),
+		       "the grant failing, cudaMemcpy of w0 to pageable memory is refused: cudaErrorInvalidValue");
+		is_uint(logged, fake_copy_log(&log), "... and not passed on to the driver");
+		is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[0], sizeof(peek)),
+		       "... w0 still granted to the GPU only");
+		ok(pattern(w[0], 0x10, 1), "... its data intact");
+		return tap_done();
+	}
+	ok(!cudaMemcpy(host, (char *)w[0] + 4096, sizeof(host), 2) &&
+	   copied("cudaMemcpy", (uintptr_t)host, (uintptr_t)w[0] + 4096, sizeof(host), NULL),
+	   "cudaMemcpy of w0 to pageable memory passed on unchanged");
+	is_int(0, vmmx_memcpy(ctx_of(0), peek, w[0], sizeof(peek)),
+	       "... after the CPU was granted w0");
+	is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)),
+	       "w1, sent back too but not copied, still granted to the GPU only");
+	ok(!cuMemcpyHtoDAsync_v2((uintptr_t)w[1] + 64, host, 64, STREAM) &&
+	   copied("cuMemcpyHtoDAsync_v2", (uintptr_t)w[1] + 64, (uintptr_t)host, 64, STREAM),
+	   "cuMemcpyHtoDAsync_v2 from pageable memory into w1 passed on unchanged");
+	is_int(0, vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)), "... after the CPU was granted w1");
+	vmmx_stats_get(ctx_of(0), &s0);
+	ok(!cudaMemcpyAsync(host, w[2], sizeof(host), 2, STREAM) &&
+	   !cudaMemcpyAsync(w[3], w[1], sizeof(host), 3, STREAM), "copies of device memory passed on");
+	vmmx_stats_get(ctx_of(0), &s1);
+	is_uint(s0.driver_calls[VMMX_OP_SET_ACCESS], s1.driver_calls[VMMX_OP_SET_ACCESS],
+		"... a copy of w2, on the device, to pageable memory, and one between two libvmmx buffers grant nothing");
+	for (int i = 0; i < NW; i++)
+		data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(data, "every buffer still holds its byte");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
 #define THREADS 4
 #define THREAD_LAUNCHES 2000
 #define THREAD_KERNELS 32
@@ -1597,6 +1686,8 @@ int main(int argc, char **argv)
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))
 		return place_copy();
+	if (argc > 1 && !strcmp(argv[1], "place-grant"))
+		return place_grant();
 	if (argc > 1 && !strcmp(argv[1], "place-streams"))
 		return place_streams(3);
 	if (argc > 1 && !strcmp(argv[1], "place-streams2"))
