@@ -82,7 +82,8 @@ static void usage(FILE *f)
 	      "      --placement MODE     alloc (default): chunks stay where allocation put\n"
 	      "                           them; launch: bring the spilled segments a launch\n"
 	      "                           names to the device first (implies --launches;\n"
-	      "                           sets VMMX_HOST_COPIES=verified unless it is set)\n"
+	      "                           sets VMMX_HOST_COPIES=verified and\n"
+	      "                           VMMX_HOST_CPU_ACCESS=placed unless they are set)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "      --control[=PATH]     listen for sleep and wake requests on a Unix socket,\n"
 	      "                           PATH or vmmx-run-PID.sock in $XDG_RUNTIME_DIR (else\n"
@@ -780,9 +781,16 @@ int main(int argc, char **argv)
 	{
 		const char *pl = getenv("VMMX_RUN_PLACEMENT");
 
-		/* Launch placement sends segments back and forth: unchanged ones go back uncopied. */
+		/*
+		 * Launch placement sends segments back and forth: unchanged ones go
+		 * back uncopied, and granted to the GPU only, a send back several
+		 * times cheaper (the copy hooks grant the CPU what a copy to or
+		 * from pageable memory needs: preload/copy.c).
+		 */
 		if (pl && !strcmp(pl, "launch") && !getenv("VMMX_HOST_COPIES"))
 			set("VMMX_HOST_COPIES", "verified");
+		if (pl && !strcmp(pl, "launch") && !getenv("VMMX_HOST_CPU_ACCESS"))
+			set("VMMX_HOST_CPU_ACCESS", "placed");
 	}
 	check_config();
 	preload();

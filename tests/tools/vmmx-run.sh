@@ -100,6 +100,14 @@ refused "--trace into a missing directory" "--trace '$tmp/no/t.json': cannot ope
 	--trace "$tmp/no/t.json"
 VMMX_POLICY=host ok_run "VMMX_POLICY from the environment is kept" 'VMMX_POLICY=host$'
 ok_run "no policy anywhere: the default" 'VMMX_POLICY=device-first:reserve=64MiB$'
+ok_run "--placement launch: verified host copies" '^VMMX_HOST_COPIES=verified$' --placement launch
+ok_run "--placement launch: sent back to the GPU only" '^VMMX_HOST_CPU_ACCESS=placed$' \
+	--placement launch
+VMMX_HOST_CPU_ACCESS=all ok_run "--placement launch: VMMX_HOST_CPU_ACCESS from the environment is kept" \
+	'^VMMX_HOST_CPU_ACCESS=all$' --placement launch
+ok_run "--placement alloc: the CPU grant left as it is" '^VMMX_RUN_PLACEMENT=alloc$' --placement alloc
+! grep -q '^VMMX_HOST_CPU_ACCESS' "$tmp/out"
+check $? "--placement alloc: VMMX_HOST_CPU_ACCESS not set"
 
 # ---- the cuda backend without a driver: the grammar alone ----
 if VMMX_BACKEND=cuda "$top_builddir/tools/vmmx-info" >/dev/null 2>&1; then
