@@ -59,6 +59,7 @@ vmmx_c_tests = \
 	%D%/gpu/migrate_kernel \
 	%D%/gpu/kept_range_kernel \
 	%D%/gpu/headroom \
+	%D%/gpu/cpu_grant \
 	%D%/lib/foreign \
 	%D%/lib/fork \
 	%D%/lib/undo \
@@ -259,6 +260,9 @@ check_LTLIBRARIES += \
 %C%_gpu_kept_range_kernel_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_fallback_kernel_SOURCES = %D%/gpu/fallback_kernel.c
 %C%_gpu_headroom_SOURCES = %D%/gpu/headroom.c
+%C%_gpu_cpu_grant_SOURCES = %D%/gpu/cpu_grant.c %D%/gpu/check.h
+%C%_gpu_cpu_grant_LDADD = $(TEST_LDADD)
+%C%_gpu_cpu_grant_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
 %C%_gpu_peer_spill_SOURCES = %D%/gpu/peer_spill.c %D%/gpu/check.h
 %C%_gpu_peer_spill_LDADD = $(TEST_LDADD)
 %C%_gpu_peer_spill_CPPFLAGS = $(TEST_CPPFLAGS) -I%D%/gpu
