@@ -311,7 +311,7 @@ static void cpu_access_modes(void)
  */
 static int grant_after_move(struct vmmx_ctx *ctx, struct vmmx_buf **d, uint64_t *calls)
 {
-	struct vmmx_stats st;
+	struct vmmx_stats st = { .size = sizeof(st) };
 
 	if (vmmx_buf_create(ctx, 4 * MiB, "device", d) || vmmx_buf_resize(*d, 4 * MiB) ||
 	    test_fill(ctx, vmmx_buf_ptr(*d), 0, 4 * MiB, 9) ||
@@ -330,7 +330,7 @@ static void cpu_advice(void)
 	char *tmp = malloc(4 * MiB), fault[64];
 	const char *faulty[] = { "VMMX_HOST_CPU_ACCESS=placed", fault, NULL };
 	uint64_t calls, after;
-	struct vmmx_stats st;
+	struct vmmx_stats st = { .size = sizeof(st) };
 
 	is_err(0, grant_after_move(ctx, &d, &calls), "VMMX_ADVISE_CPU on a GPU-only host chunk");
 	is_int(1, cpu_can_write(vmmx_buf_ptr(d)), "... the chunk is now CPU-writable");
