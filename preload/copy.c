@@ -108,10 +108,15 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 	name_range(&nm, b, blen);
 	if (nm.n)
 		u.held = vmmxp_place_use(nm.chunk, nm.chunk_ctx, nm.n, stream, vmmxp_capturing);
-	/* Held, so where each lies stays as the grant finds it until the copy is passed on. */
-	if (u.held && na && na == nm.n && b && blen)
+	/*
+	 * Held, where each lies stays as the grant finds it until the copy is
+	 * passed on.  Not held (nothing spilled yet: placement moves nothing,
+	 * but libvmmx may have moved a chunk to host memory itself), granted
+	 * all the same, outside a capture.
+	 */
+	if (na && na == nm.n && b && blen && (u.held || !vmmxp_capturing(stream)))
 		err = grant_cpu(&nm, 0, na, a, alen);
-	else if (u.held && !na && a && alen)
+	else if (!na && nm.n && a && alen && (u.held || !vmmxp_capturing(stream)))
 		err = grant_cpu(&nm, 0, nm.n, b, blen);
 	if (err) {
 		static int said;

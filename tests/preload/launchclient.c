@@ -1277,6 +1277,16 @@ static int place_grant(void)
 		data &= pattern(w[i], (unsigned char)(0x10 + i), 0);
 	}
 	ok(data, "each buffer filled with its own byte");
+	/* Before any launch (nothing spilled for placement), moved to host by libvmmx itself. */
+	is_int(0, vmmx_prefetch(ctx_of(0), w[0], WSIZE, (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, NULL),
+	       "w0 moved to host memory by vmmx_prefetch, before any launch");
+	is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[0], sizeof(peek)),
+	       "... granted to the GPU only");
+	ok(!cudaMemcpyAsync((char *)w[0] + 512, host, 128, 1, STREAM) &&
+	   !vmmx_memcpy(ctx_of(0), peek, w[0], sizeof(peek)),
+	   "cudaMemcpyAsync from pageable memory into it, before anything spilled: the CPU granted first");
+	is_int(0, vmmx_prefetch(ctx_of(0), w[0], WSIZE, (struct vmmx_loc){ VMMX_LOC_DEVICE, 0 }, NULL),
+	       "w0 back on the device");
 	for (int i = 0; i < NW; i++) {
 		void *params[] = { &w[i] };
 
