@@ -410,7 +410,7 @@ static void sum_unload(struct vmm_cuda *c)
 static int sum_load(struct vmm_cuda *c)
 {
 	const struct vmm_cuda_api *api;
-	int err, sms = 0;
+	int err, sms = 0, least = 0, greatest = 0;
 	CUcontext saved;
 	CUresult r;
 
@@ -452,9 +452,18 @@ static int sum_load(struct vmm_cuda *c)
 		err = cu_fail(c, r, "cuMemAlloc(8 bytes: the checksum's result)");
 		goto err_module;
 	}
-	r = c->api.cuStreamCreate(&c->sum_stream, CU_STREAM_NON_BLOCKING);
+	/*
+	 * The highest priority: a checksum is waited for by a move that the
+	 * program's next launch may wait for in turn, and on a stream of
+	 * default priority its blocks would queue behind the program's kernels
+	 * filling the GPU (the GEMMs of a large batch).
+	 */
+	if (c->api.cuCtxGetStreamPriorityRange(&least, &greatest) != CUDA_SUCCESS)
+		greatest = 0;
+	r = c->api.cuStreamCreateWithPriority(&c->sum_stream, CU_STREAM_NON_BLOCKING, greatest);
 	if (r != CUDA_SUCCESS) {
-		err = cu_fail(c, r, "cuStreamCreate(NON_BLOCKING: the checksum's stream)");
+		err = cu_fail(c, r, "cuStreamCreateWithPriority(NON_BLOCKING, %d: the checksum's stream)",
+			      greatest);
 		goto err_word;
 	}
 	if (c->api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev) !=

@@ -90,6 +90,8 @@
 	X(VMM_CUDA_LAUNCH, cuMemAlloc)                                                             \
 	X(VMM_CUDA_LAUNCH, cuMemFree)                                                              \
 	X(VMM_CUDA_LAUNCH, cuMemsetD32Async)                                                       \
+	X(VMM_CUDA_LAUNCH, cuCtxGetStreamPriorityRange)                                            \
+	X(VMM_CUDA_LAUNCH, cuStreamCreateWithPriority)                                             \
 	X(VMM_CUDA_MANAGED, cuMemHostAlloc)                                                        \
 	X(VMM_CUDA_MANAGED, cuMemFreeHost)                                                         \
 	X(VMM_CUDA_MANAGED, cuMemAllocManaged)                                                     \
