@@ -70,12 +70,17 @@
  * is complete, that stream is first made to wait for it on the GPU
  * (cuStreamWaitEvent, before the new event is recorded), so the new event
  * completes after it (counted, "streams joined"); when that call fails,
- * the segment's use is unknown and its moves wait for the whole device.
+ * the segment's use is unknown, and its next move waits for the whole
+ * device, whatever uses are recorded before it (so does one's after a
+ * launch with no event, before memory spilled).
  * No device sync is made for this: one instead broke XLA's graph
  * captures on the GPU.  A launch or copy on a capturing stream is
- * not placed, so no stream is joined inside a capture.  Streams are told
- * apart by their handle only: the legacy default stream, which also waits
- * for the others, counts as one more (more waits, never fewer).
+ * not placed, and leaves the uses as they were, so no stream is joined
+ * inside a capture.  Streams are told apart by their handle: the legacy
+ * default stream, which also waits for the others, counts as one more
+ * (more waits, never fewer); the per-thread default stream's one handle
+ * stands for a stream of each thread, so its uses are never taken for
+ * one stream's.
  * Work the watch cannot see (a pointer inside a kernel's own data
  * structure, a 3D or batched copy) is not waited for: such memory must be
  * named by the launches that use it, or VMMX_RUN_PLACE_WAIT=device set,
@@ -151,6 +156,8 @@ struct tracked {
 	uint64_t prev;          /* ... the one before, 0 if none */
 	uint64_t use;           /* its last use: the event ring's number, 0 if unknown */
 	uint64_t use2;          /* its last use on another stream than use's, 0 if none */
+	uint64_t unknown;       /* work with no event used it (1 + uses then), 0 if none:
+				 * its next move waits for the device, whatever it used since */
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 	int held;               /* copies and memsets being passed on that use it (never moved) */
@@ -378,14 +385,21 @@ static int wait_event(uint64_t u, int unlocked, int *waited)
  * for more, never less).
  * Return: 0, or -VMMX_E* when the wait failed (nothing may move then).
  */
-static int wait_for_use(const struct tracked *t, int unlocked)
+static int wait_for_use(struct tracked *t, int unlocked)
 {
 	/* Read before the lock is let go; the older first. */
-	uint64_t u[2] = { t->use2, t->use };
+	uint64_t u[2] = { t->use2, t->use }, before = uses;
 	int waited = 0, err = 0;
 
-	if (wait_device() || !t->use)
-		return sync_device(t->ctx, unlocked);
+	if (wait_device() || t->unknown || !t->use) {
+		err = sync_device(t->ctx, unlocked);
+		/* Unknown work marked meanwhile (the lock let go) is not covered. */
+		if (!err && t->unknown <= before + 1) {
+			t->unknown = 0;
+			t->use2 = 0;
+		}
+		return err;
+	}
 	for (int i = 0; i < 2 && !err; i++)
 		err = wait_event(u[i], unlocked, &waited);
 	st.waits += waited;
@@ -394,7 +408,7 @@ static int wait_for_use(const struct tracked *t, int unlocked)
 }
 
 /* wait_for_use(), its time counted. */
-static int wait_last_use(const struct tracked *t, int unlocked)
+static int wait_last_use(struct tracked *t, int unlocked)
 {
 	uint64_t t0 = now_ns();
 	int err = wait_for_use(t, unlocked);
@@ -463,6 +477,17 @@ static CUstream use_stream(uint64_t u)
 }
 
 /*
+ * Whether work on @a and on @b runs in one order: the same handle, except
+ * the per-thread default stream, whose one handle stands for a stream of
+ * each thread (so never the same: its uses are kept or joined as another
+ * stream's are).
+ */
+static int same_stream(CUstream a, CUstream b)
+{
+	return a == b && a != CU_STREAM_PER_THREAD_;
+}
+
+/*
  * Before work passed on to @stream becomes @t's last use: when @t's last
  * uses lie on two other streams, the older one would be forgotten (see
  * used()), so @stream is made to wait for it on the GPU first, unless it
@@ -477,8 +502,8 @@ static int join(const struct tracked *t, CUstream stream, uint64_t *joined, int 
 	CUresult (*wait)(CUstream, void *, unsigned int) = VMMXP_REAL(cuStreamWaitEvent);
 	size_t i;
 
-	if (use_done(t->use) || use_stream(t->use) == stream || use_done(t->use2) ||
-	    use_stream(t->use2) == stream)
+	if (use_done(t->use) || same_stream(use_stream(t->use), stream) || use_done(t->use2) ||
+	    same_stream(use_stream(t->use2), stream))
 		return 0;
 	for (i = 0; i < *nj; i++)
 		if (joined[i] == t->use2)
@@ -497,8 +522,9 @@ static int join(const struct tracked *t, CUstream stream, uint64_t *joined, int 
  * use.  Each keeps its last use on up to two streams (see the top): a use
  * on the stream of neither replaces the older, joined to @stream first
  * (join()); a use on the stream of one replaces that one.  When the event
- * cannot be recorded, or a join made, their use is unknown (0): their
- * moves wait for the device.  lock held.
+ * cannot be recorded, or a join made, their use is unknown (@unknown):
+ * their next move waits for the device, whatever uses are recorded
+ * before it.  lock held.
  */
 static void used(struct tracked *const *t, size_t n, CUstream stream)
 {
@@ -514,12 +540,12 @@ static void used(struct tracked *const *t, size_t n, CUstream stream)
 		struct tracked *s = t[i];
 
 		if (!u || lost[i]) {
-			s->use = s->use2 = 0;
+			s->unknown = uses + 1;
 			continue;
 		}
-		if (!use_done(s->use) && use_stream(s->use) != stream) {
+		if (!use_done(s->use) && !same_stream(use_stream(s->use), stream)) {
 			s->use2 = s->use;
-		} else if (use_done(s->use2) || use_stream(s->use2) == stream) {
+		} else if (use_done(s->use2) || same_stream(use_stream(s->use2), stream)) {
 			/* Complete, or before this use in its stream's order. */
 			s->use2 = 0;
 		}
@@ -1092,9 +1118,15 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	 * unknown).  A program that fits pays the watch and little more.
 	 */
 	if (!spilled || (capturing && capturing(stream))) {
+		/*
+		 * Not spilled: the launch runs with no event, its use unknown.
+		 * Captured (spilled, then): it runs nothing now, and the graph's
+		 * launch is placed as one; the uses stand as they were.
+		 */
 		for (size_t i = 0; i < nseg; i++)
 			if (t[i]) {
-				t[i]->use = t[i]->use2 = 0;
+				if (!spilled)
+					t[i]->unknown = uses + 1;
 				t[i]->on_device = !seg[i].host;
 			}
 		pthread_mutex_unlock(&lock);
