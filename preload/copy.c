@@ -93,7 +93,7 @@ static int grant_cpu(const struct vmmxp_named *nm, size_t from, size_t to, uintp
 struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t blen, void *stream)
 {
 	struct vmmxp_use u = { 0, 0, 0, stream };
-	struct vmmxp_named nm;
+	struct vmmxp_named nm, nb;
 	size_t na;
 	int err = 0;
 
@@ -105,19 +105,23 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 	vmmxp_named_start(&nm);
 	name_range(&nm, a, alen);
 	na = nm.n;
+	/* Each end's own chunks: merged, one named by both ends is kept once. */
+	vmmxp_named_start(&nb);
+	name_range(&nb, b, blen);
 	name_range(&nm, b, blen);
 	if (nm.n)
 		u.held = vmmxp_place_use(nm.chunk, nm.chunk_ctx, nm.n, stream, vmmxp_capturing);
 	/*
+	 * The end libvmmx maps, when the other is memory it does not map.
 	 * Held, where each lies stays as the grant finds it until the copy is
 	 * passed on.  Not held (nothing spilled yet: placement moves nothing,
 	 * but libvmmx may have moved a chunk to host memory itself), granted
 	 * all the same, outside a capture.
 	 */
-	if (na && na == nm.n && b && blen && (u.held || !vmmxp_capturing(stream)))
+	if (na && !nb.n && b && blen && (u.held || !vmmxp_capturing(stream)))
 		err = grant_cpu(&nm, 0, na, a, alen);
-	else if (!na && nm.n && a && alen && (u.held || !vmmxp_capturing(stream)))
-		err = grant_cpu(&nm, 0, nm.n, b, blen);
+	else if (!na && nb.n && a && alen && (u.held || !vmmxp_capturing(stream)))
+		err = grant_cpu(&nb, 0, nb.n, b, blen);
 	if (err) {
 		static int said;
 
@@ -216,14 +220,15 @@ COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync_ptsz, PEER_ASYNC_PARAMS,
 
 /*
  * A 2D copy's range on one side: from its first byte to its last (@x, @y
- * the start, @pitch between rows); 0 bytes for a host pointer or an array
- * (CUmemorytype 1 and 3), which libvmmx never maps.
+ * the start, @pitch between rows), at @dev, or @host for host memory
+ * (CUmemorytype 1); 0 bytes for an array (3), which libvmmx never maps.
  */
 static size_t span2d(int type, size_t x, size_t y, size_t pitch, size_t width, size_t height,
-		     CUdeviceptr dev, uintptr_t *start)
+		     CUdeviceptr dev, const void *host, uintptr_t *start)
 {
-	*start = (uintptr_t)dev + y * pitch + x;
-	if ((type != 2 && type != 4) || !width || !height)
+	/* Host memory (1) is no libvmmx memory, but the other end's grant needs its range. */
+	*start = (type == 1 ? (uintptr_t)host : (uintptr_t)dev) + y * pitch + x;
+	if ((type != 1 && type != 2 && type != 4) || !width || !height)
 		return 0;
 	return (height - 1) * pitch + width;
 }
@@ -242,9 +247,9 @@ static size_t span2d(int type, size_t x, size_t y, size_t pitch, size_t width, s
 			return CUDA_ENOTFOUND;                                                  \
 		if (p) {                                                                        \
 			dlen = span2d(p->dst_type, p->dst_x, p->dst_y, p->dst_pitch, p->width,  \
-				      p->height, p->dst_device, &d);                            \
+				      p->height, p->dst_device, p->dst_host, &d);               \
 			slen = span2d(p->src_type, p->src_x, p->src_y, p->src_pitch, p->width,  \
-				      p->height, p->src_device, &s);                            \
+				      p->height, p->src_device, p->src_host, &s);               \
 			u = vmmxp_use_begin(d, dlen, s, slen, (stream));                        \
 		}                                                                               \
 		r = u.refused ? (CUresult)COPY_REFUSED : real args;                            \

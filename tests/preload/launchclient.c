@@ -1316,6 +1316,25 @@ static int place_grant(void)
 	       "... after the CPU was granted w0");
 	is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)),
 	       "w1, sent back too but not copied, still granted to the GPU only");
+	vmmx_stats_get(ctx_of(0), &s0);
+	ok(!cudaMemcpyAsync((char *)w[1] + 128, w[1], 64, 3, STREAM) &&
+	   !cudaMemcpyAsync(w[3], w[1], sizeof(host), 3, STREAM),
+	   "copies from w1 within itself and to w3, on the device, passed on");
+	vmmx_stats_get(ctx_of(0), &s1);
+	ok(s0.driver_calls[VMMX_OP_SET_ACCESS] == s1.driver_calls[VMMX_OP_SET_ACCESS] &&
+	   vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)) == -VMMX_EFAULT,
+	   "... both ends libvmmx memory: nothing granted, w1 still granted to the GPU only");
+	{
+		struct fake_memcpy2d p2 = { .src_type = 1, .src_host = host, .src_x = 8,
+					    .src_pitch = 64, .dst_type = 2,
+					    .dst_device = (uintptr_t)w[1], .dst_y = 1,
+					    .dst_pitch = 1024, .width = 32, .height = 2 };
+
+		ok(!cuMemcpy2DAsync_v2(&p2, STREAM) &&
+		   copied("cuMemcpy2DAsync_v2", (uintptr_t)w[1] + 1024, (uintptr_t)host, 64, STREAM) &&
+		   !vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)),
+		   "cuMemcpy2DAsync_v2 from pageable memory into w1: the CPU granted w1 first");
+	}
 	ok(!cuMemcpyHtoDAsync_v2((uintptr_t)w[1] + 64, host, 64, STREAM) &&
 	   copied("cuMemcpyHtoDAsync_v2", (uintptr_t)w[1] + 64, (uintptr_t)host, 64, STREAM),
 	   "cuMemcpyHtoDAsync_v2 from pageable memory into w1 passed on unchanged");
