@@ -1147,6 +1147,15 @@ static unsigned long last_on[NW][NSTREAMS];  /* per weight and stream, the work 
 static void *ran_on[WORK_MAX];               /* per work, the stream it ran on */
 static int stream_wrong;
 
+/* Stream @s done up to the fake's work @work at least. */
+static void stream_upto_at_least(int s, unsigned long work)
+{
+	for (unsigned long was = __atomic_load_n(&stream_upto[s], __ATOMIC_ACQUIRE);
+	     work > was && !__atomic_compare_exchange_n(&stream_upto[s], &was, work, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);)
+		;
+}
+
 /* The fake's word: @stream is done up to the fake's work @work (maybe from the mover). */
 static void stream_done(void *stream, unsigned long work)
 {
@@ -1160,10 +1169,15 @@ static void stream_done(void *stream, unsigned long work)
 		__atomic_add_fetch(&stream_wrong, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	for (unsigned long was = __atomic_load_n(&stream_upto[s], __ATOMIC_ACQUIRE);
-	     work > was && !__atomic_compare_exchange_n(&stream_upto[s], &was, work, 0,
-							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);)
-		;
+	stream_upto_at_least(s, work);
+}
+
+/* libvmmx's device syncs so far (vmmx_sync(), which placement's waits for the device make). */
+static uint64_t device_syncs(void)
+{
+	struct vmmx_stats st = { .size = sizeof(st) };
+
+	return vmmx_stats_get(ctx_of(0), &st) ? 0 : st.driver_calls[VMMX_OP_SYNC];
 }
 
 /*
@@ -1200,6 +1214,9 @@ static int place_streams(int nstreams)
 	static unsigned char host[256];
 	void *w[NW] = { 0 };
 	int bad = 0, late = 0, moves = 0, calls = 0;
+	/* LC_NO_EVENT=I: the kernel on w<I> in the second step gets no event (its use unknown). */
+	const char *ne = getenv("LC_NO_EVENT");
+	int no_event = ne ? atoi(ne) : -1;
 	unsigned seen;
 
 	plan_lazy();
@@ -1214,18 +1231,35 @@ static int place_streams(int nstreams)
 			uintptr_t at = (uintptr_t)w[i] + 4096;
 
 			for (int s = 0; s < NSTREAMS; s++) {
-				unsigned long work;
+				unsigned long work, before = work_seen();
+				uint64_t syncs = no_event >= 0 ? device_syncs() : 0;
 
 				if (s == 2 && (nstreams < 3 || i % 3))
 					continue;
-				if (s == 0)
+				if (s == 0) {
+					int fail = step == 1 && i == no_event;
+
+					fake_event_fail(fail);
 					bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, SA, params,
 							      NULL) != 0;
-				else if (s == 1)
+					fake_event_fail(0);
+					/*
+					 * No event: only a device sync completes it, which the
+					 * model sees (device_syncs()).
+					 */
+				} else if (s == 1)
 					bad += cuMemcpyDtoHAsync_v2(host, at, sizeof(host), SB) != 0;
 				else
 					bad += cuMemsetD8Async(at, 0x5a, 64, SC) != 0;
 				calls++;
+				/*
+				 * A device sync made for this call (its moves) completed
+				 * every stream's work before it.  Only with the mover off
+				 * (LC_NO_EVENT runs): the mover's syncs come at any time.
+				 */
+				if (no_event >= 0 && device_syncs() > syncs)
+					for (int k = 0; k < NSTREAMS; k++)
+						stream_upto_at_least(k, before);
 				/* Checked before this use counts: what moved for it came first. */
 				late += moved_early(w, &seen, step > 0, &moves);
 				work = work_seen();

@@ -194,6 +194,13 @@ placed 26 place-streams 'waits for last uses [1-9][0-9]*, device syncs 2;.* copi
 	"--placement launch with each weight used on three streams: no weight moved before its last use on every stream was done; the oldest stream joined"
 placed 27 place-streams2 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 18; streams joined 0$' \
 	"--placement launch with each weight used on two streams: no weight moved before its last use on both was done; no stream joined"
+# The kernel on w2 in the second step gets no event (its record fails): its
+# use is unknown, and its next move waits for the device, though a copy on
+# the other stream records one after it (the model sees the device sync).
+export LC_NO_EVENT=2
+placed 31 place-streams2 'waits for last uses [1-9][0-9]*, device syncs 3;' \
+	"--placement launch, a kernel with no event: its segment's next move waits for the device, though a later use on another stream has one"
+unset LC_NO_EVENT
 # No event can be recorded (a launch on another context's stream): each move waits for the device.
 placed 13 place-noevent 'by next use 6, least recently named 2); .*waits for last uses 0, device syncs [1-9][0-9]*;' \
 	"--placement launch without last-use events: the same moves, each after a device sync"
