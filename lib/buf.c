@@ -963,14 +963,11 @@ static int grant_cpu(struct vmmx_buf *buf, size_t off, size_t len)
 {
 	const struct vmmx__table *t = buf->table;
 	struct vmmx__table *nt;
-	size_t first, last, end, i;
+	size_t first, last, i;
 	int err = 0, granted = 0;
 
-	if (!len || off >= t->mapped)
+	if (!vmmx__table_span(t, off, len, &first, &last))
 		return 0;
-	end = len >= t->size - off ? t->mapped : off + len;
-	first = vmmx__table_find(t, off);
-	last = vmmx__table_find(t, end - 1) + 1;
 	for (i = first; i < last && (t->c[i].cpu || !vmm_loc_is_host(t->c[i].loc)); i++)
 		;
 	if (i == last)

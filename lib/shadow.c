@@ -173,12 +173,9 @@ static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op, 
 	size_t first, last, end, i;
 
 	*freed_p = 0;
-	if (!len || off >= t->mapped)
+	end = vmmx__table_span(t, off, len, &first, &last);
+	if (!end)
 		return 0;
-	/* A range to the logical end covers the last chunk's rounding too. */
-	end = len >= t->size - off ? t->mapped : off + len;
-	first = vmmx__table_find(t, off);
-	last = vmmx__table_find(t, end - 1) + 1;
 	for (i = first; i < last && !changes(&t->c[i], off, end, op); i++)
 		;
 	if (i == last)

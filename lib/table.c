@@ -42,6 +42,19 @@ size_t vmmx__table_find(const struct vmmx__table *t, size_t off)
 	return lo;
 }
 
+size_t vmmx__table_span(const struct vmmx__table *t, size_t off, size_t len, size_t *first,
+			size_t *last)
+{
+	size_t end;
+
+	if (!len || off >= t->mapped)
+		return 0;
+	end = len >= t->size - off ? t->mapped : off + len;
+	*first = vmmx__table_find(t, off);
+	*last = vmmx__table_find(t, end - 1) + 1;
+	return end;
+}
+
 void vmmx__retire(struct vmmx_ctx *ctx, struct vmmx__table *old)
 {
 	struct vmmx__table *head = __atomic_load_n(&ctx->retired, __ATOMIC_RELAXED);

@@ -427,6 +427,14 @@ static inline size_t *vmmx__table_offs(const struct vmmx__table *t)
  * search.
  */
 size_t vmmx__table_find(const struct vmmx__table *t, size_t off);
+/*
+ * The chunks [*@first, *@last) that [@off, @off + @len) of @t touches, @len
+ * may run past the size (a range to the logical end covers the last
+ * chunk's rounding too).  Return: the range's end, widened to the mapped
+ * end then; 0 when it touches no chunk.
+ */
+size_t vmmx__table_span(const struct vmmx__table *t, size_t off, size_t len, size_t *first,
+			size_t *last);
 /* A table of @n chunks (header fields unset but n); NULL when out of memory. */
 struct vmmx__table *vmmx__table_alloc(size_t n);
 /* A copy of @t's header and chunks (offsets are filled at publish); NULL when out of memory. */
