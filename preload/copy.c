@@ -63,7 +63,7 @@ static void name_range(struct vmmxp_named *nm, uintptr_t p, size_t len)
 }
 
 /*
- * The CPU for [@p, + @len) in the buffers of chunks [@from, @to) of @nm:
+ * The CPU for [@p, + @len) in the buffers of the first @n chunks of @nm:
  * the libvmmx end of a copy whose other end libvmmx does not map (pageable
  * memory, most likely), held by placement meanwhile.  vmmx-run sets VMMX_HOST_CPU_ACCESS=placed under
  * --placement launch: a segment it sends back is granted to the GPU only,
@@ -73,12 +73,11 @@ static void name_range(struct vmmxp_named *nm, uintptr_t p, size_t len)
  * until the segment moves again (a no-op on device memory and chunks
  * granted already).  Return: 0, or the error of a grant that failed.
  */
-static int grant_cpu(const struct vmmxp_named *nm, size_t from, size_t to, uintptr_t p,
-		     size_t len)
+static int grant_cpu(const struct vmmxp_named *nm, size_t n, uintptr_t p, size_t len)
 {
 	int err = 0;
 
-	for (size_t i = from; i < to && !err; i++) {
+	for (size_t i = 0; i < n && !err; i++) {
 		struct vmmx_buf *buf = nm->chunk[i].buf;
 		uintptr_t lo = (uintptr_t)vmmx_buf_ptr(buf), hi = lo + vmmx_buf_size(buf);
 		uintptr_t s = p > lo ? p : lo, e = p + len < hi ? p + len : hi;
@@ -94,7 +93,9 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 {
 	struct vmmxp_use u = { 0, 0, 0, stream };
 	struct vmmxp_named nm, nb;
-	size_t na;
+	const struct vmmxp_named *own = NULL;
+	uintptr_t p = 0;
+	size_t na, n = 0, len = 0;
 	int err = 0;
 
 	if (in_copy || !vmmxp_copy_on() || vmmxp_busy())
@@ -102,13 +103,13 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 	u.entered = 1;
 	in_copy++;
 	vmmxp_depth(1);
+	/* Each end's own chunks (a's first in @nm), then both, one named by both kept once. */
 	vmmxp_named_start(&nm);
 	name_range(&nm, a, alen);
 	na = nm.n;
-	/* Each end's own chunks: merged, one named by both ends is kept once. */
 	vmmxp_named_start(&nb);
 	name_range(&nb, b, blen);
-	name_range(&nm, b, blen);
+	vmmxp_named_merge(&nm, &nb);
 	if (nm.n)
 		u.held = vmmxp_place_use(nm.chunk, nm.chunk_ctx, nm.n, stream, vmmxp_capturing);
 	/*
@@ -118,10 +119,19 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 	 * but libvmmx may have moved a chunk to host memory itself), granted
 	 * all the same, outside a capture.
 	 */
-	if (na && !nb.n && b && blen && (u.held || !vmmxp_capturing(stream)))
-		err = grant_cpu(&nm, 0, na, a, alen);
-	else if (!na && nb.n && a && alen && (u.held || !vmmxp_capturing(stream)))
-		err = grant_cpu(&nb, 0, nb.n, b, blen);
+	if (na && !nb.n && b && blen) {
+		own = &nm;
+		n = na;
+		p = a;
+		len = alen;
+	} else if (!na && nb.n && a && alen) {
+		own = &nb;
+		n = nb.n;
+		p = b;
+		len = blen;
+	}
+	if (own && (u.held || !vmmxp_capturing(stream)))
+		err = grant_cpu(own, n, p, len);
 	if (err) {
 		static int said;
 

@@ -240,6 +240,23 @@ void vmmxp_named_start(struct vmmxp_named *nm)
 	nm->n = nm->total = nm->host = 0;
 }
 
+/* The chunk @ci of @ctx, named by the word @w, added to @nm unless named already. */
+static void add_named(struct vmmxp_named *nm, const struct vmmx_chunk_info *ci,
+		      struct vmmx_ctx *ctx, uint64_t w)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		if (nm->chunk[i].base == ci->base)
+			return;
+	nm->total++;
+	if (ci->loc.kind != VMMX_LOC_DEVICE)
+		nm->host++;
+	if (nm->n < MAX_NAMED) {
+		nm->chunk_ctx[nm->n] = ctx;
+		nm->word[nm->n] = w;
+		nm->chunk[nm->n++] = *ci;
+	}
+}
+
 void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 {
 	struct vmmx_chunk_info ci;
@@ -249,19 +266,15 @@ void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 	for (int c = 0; c < nm->nctx; c++) {
 		if (vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)w, &ci))
 			continue;
-		for (size_t i = 0; i < nm->n; i++)
-			if (nm->chunk[i].base == ci.base)
-				return;
-		nm->total++;
-		if (ci.loc.kind != VMMX_LOC_DEVICE)
-			nm->host++;
-		if (nm->n < MAX_NAMED) {
-			nm->chunk_ctx[nm->n] = nm->ctx[c];
-			nm->word[nm->n] = w;
-			nm->chunk[nm->n++] = ci;
-		}
+		add_named(nm, &ci, nm->ctx[c], w);
 		return;
 	}
+}
+
+void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from)
+{
+	for (size_t i = 0; i < from->n; i++)
+		add_named(nm, &from->chunk[i], from->chunk_ctx[i], from->word[i]);
 }
 
 /* Each 8-byte-aligned word of [@base_off, @base_off + @len) of the block; its bytes are at @p. */

@@ -701,6 +701,8 @@ struct vmmxp_named {
 void vmmxp_named_start(struct vmmxp_named *nm);
 /* The chunk that maps the address @w, if any, added to @nm (once). */
 void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w);
+/* The chunks of @from added to @nm, each once, with no new lookup. */
+void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from);
 /*
  * vmmxp_name_params() - the chunks the parameters of a launch of @f (a
  * CUfunction or a CUkernel) name, added to @nm: @params (an array of
