@@ -144,6 +144,8 @@
 #define ONCE_RECHECK 64
 /* Moves ahead queued or under way at once (see bring_in_ahead()): the mover's ring. */
 #define DEPTH 3
+/* Cycles the trial may measure each way (VMMX_RUN_PLACE_TRIAL). */
+#define TRIAL_MAX 8
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
 #define EVENT_DISABLE_TIMING 0x2
 #define CU_NOT_READY 600
@@ -221,6 +223,26 @@ static struct {
 	struct tracked *t[VMMXP_PLACE_MAX]; /* the tracked segments it named */
 	size_t nt;
 } cur;
+
+/*
+ * The trial (see the top): moving against reading in place, over the
+ * cycle of @generation (@len launches); lock.  Its boundaries are the
+ * launches at the cycle's first position: the first starts a cycle moving
+ * that settles, the next @cycles are measured (ev[0] to ev[1]), then one
+ * cycle reading in place settles and @cycles more are measured (ev[2] to
+ * ev[3]), timed on the GPU.
+ */
+static struct {
+	int cycles;             /* measured each way; 0: no trial; -1: not read yet */
+	enum { TRIAL_NONE, TRIAL_MOVING, TRIAL_IN_PLACE, TRIAL_PENDING, TRIAL_DONE } state;
+	uint64_t generation;    /* the cycle tried, or decided for */
+	uint64_t len;           /* its length */
+	int boundary;           /* the trial's boundaries passed, after its first */
+	void *ev[4];            /* CUevent, timed: made at first use */
+	unsigned recorded;      /* bit i: ev[i] recorded this trial */
+	int untimed;            /* timed events cannot be had: no trial */
+} trial = { .cycles = -1 };
+static int in_place_mode;   /* lock: no victims, no moves ahead (the trial's, or its choice) */
 
 /* A forked child's lock afresh (launch.c's fork handler). */
 void vmmxp_place_after_fork(void)
@@ -808,6 +830,11 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 				st.too_large++;
 			return -VMMX_ENOMEM;
 		}
+		/* Reading in place (the trial, see the top): brought in only into free room. */
+		if (in_place_mode) {
+			st.in_place += !ahead;
+			return -VMMX_ENOMEM;
+		}
 		/* Read once: never brought in ahead at the cost of another (see below). */
 		if (once && ahead)
 			return -VMMX_ENOMEM;
@@ -1003,6 +1030,132 @@ static void wait_mover(struct tracked *t)
 	st.mover_wait_ns += now_ns() - t0;
 }
 
+/* VMMX_RUN_PLACE_TRIAL, read once: the cycles the trial measures each way, 0 for none. */
+static int trial_cycles(void)
+{
+	const char *s = getenv("VMMX_RUN_PLACE_TRIAL");
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return 1;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > TRIAL_MAX) {
+		fprintf(stderr, "vmmx-run: VMMX_RUN_PLACE_TRIAL=%s: expected the cycles to measure "
+			"each way, 0 (no trial) to %d; using 1\n", s, TRIAL_MAX);
+		return 1;
+	}
+	return (int)v;
+}
+
+/* lock held: record the trial's event @i on @stream; made at first use (timed). */
+static void trial_record(int i, CUstream stream)
+{
+	CUresult (*create)(void **, unsigned int) = VMMXP_REAL(cuEventCreate);
+	CUresult (*record)(void *, CUstream) = VMMXP_REAL(cuEventRecord);
+
+	if (!trial.ev[i] && (!create || !VMMXP_REAL(cuEventElapsedTime) ||
+			     create(&trial.ev[i], 0) != CUDA_OK)) {
+		trial.ev[i] = NULL;
+		trial.untimed = 1;
+		return;
+	}
+	if (record && record(trial.ev[i], stream) == CUDA_OK)
+		trial.recorded |= 1u << i;
+}
+
+/* lock held: the trial's result: reading in place when @in_place, else moving. */
+static void trial_end(int measured, int in_place, float moving_ms, float in_place_ms)
+{
+	trial.state = TRIAL_DONE;
+	in_place_mode = measured && in_place;
+	if (!measured) {
+		st.trial_unmeasured++;
+		return;
+	}
+	st.trials++;
+	st.trial_in_place += (uint64_t)in_place;
+	st.trial_len = trial.len;
+	st.trial_moving_ns = (uint64_t)((double)moving_ms * 1e6 / trial.cycles);
+	st.trial_in_place_ns = (uint64_t)((double)in_place_ms * 1e6 / trial.cycles);
+}
+
+/*
+ * lock held: the trial measured both ways: decide once the GPU has timed
+ * both (a query a launch until then, the last side meanwhile going on).
+ * Reading in place wins only when strictly faster.
+ */
+static void trial_decide(void)
+{
+	CUresult (*query)(void *) = VMMXP_REAL(cuEventQuery);
+	CUresult (*elapsed)(float *, void *, void *) = VMMXP_REAL(cuEventElapsedTime);
+	float moving, still;
+	CUresult r;
+
+	if (trial.recorded != 0xf || !query || !elapsed) {
+		trial_end(0, 0, 0, 0);
+		return;
+	}
+	r = query(trial.ev[3]);
+	if (r == CU_NOT_READY)
+		return;
+	if (r != CUDA_OK || elapsed(&moving, trial.ev[0], trial.ev[1]) != CUDA_OK ||
+	    elapsed(&still, trial.ev[2], trial.ev[3]) != CUDA_OK) {
+		trial_end(0, 0, 0, 0);
+		return;
+	}
+	trial_end(1, still < moving, moving, still);
+}
+
+/*
+ * lock held: the current launch is at the cycle's first position (a
+ * boundary), on @stream, before its moves.  A new cycle starts a trial,
+ * unless it is as long as the one last decided for (the same step learned
+ * again: the choice stands); then each boundary moves the trial on (see
+ * trial's comment).
+ */
+static void trial_boundary(CUstream stream)
+{
+	int k;
+
+	if (trial.cycles < 0)
+		trial.cycles = trial_cycles();
+	k = trial.cycles;
+	if (!k || trial.untimed)
+		return;
+	if (trial.generation != cur.generation) {
+		trial.generation = cur.generation;
+		if (trial.state == TRIAL_DONE && trial.len == cur.cycle_len)
+			return;
+		trial.len = cur.cycle_len;
+		trial.state = TRIAL_MOVING;
+		trial.boundary = 0;
+		trial.recorded = 0;
+		in_place_mode = 0;
+		return;
+	}
+	if (trial.state != TRIAL_MOVING && trial.state != TRIAL_IN_PLACE)
+		return;
+	trial.boundary++;
+	if (trial.boundary == 1) {
+		trial_record(0, stream);
+	} else if (trial.boundary == 1 + k) {
+		trial_record(1, stream);
+		trial.state = TRIAL_IN_PLACE;
+		in_place_mode = 1;
+		drop_queue();
+	} else if (trial.boundary == 2 + k) {
+		trial_record(2, stream);
+	} else if (trial.boundary == 2 + 2 * k) {
+		trial_record(3, stream);
+		trial.state = TRIAL_PENDING;
+	}
+	if (trial.untimed) {
+		in_place_mode = 0;
+		trial_end(0, 0, 0, 0);
+	}
+}
+
 /*
  * Whether any of @buf (@size bytes) lies in host memory: a reason to move
  * it (a segment may straddle); @loc, a named chunk's, when that cannot be
@@ -1133,6 +1286,10 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		pthread_mutex_unlock(&gate);
 		return 0;
 	}
+	if (cur.cycle_len && cur.at == 0)
+		trial_boundary(stream);
+	if (trial.state == TRIAL_PENDING)
+		trial_decide();
 	/*
 	 * One the mover is bringing in, or sending back for room, is waited
 	 * for; then where it lies is looked at again.
@@ -1318,7 +1475,7 @@ void vmmxp_place_done(void)
 	/* Each segment the launch named has this launch as its last use. */
 	if (cur.nt)
 		used(cur.t, cur.nt, cur.stream);
-	if (cur.cycle_len && cur.at >= 0)
+	if (cur.cycle_len && cur.at >= 0 && !in_place_mode)
 		bring_in_ahead();
 	check = check_wanted();
 	stream = cur.stream;

@@ -186,6 +186,7 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuEventRecord)                                                                   \
 	X(cuEventQuery)                                                                    \
 	X(cuEventSynchronize)                                                              \
+	X(cuEventElapsedTime)                                                              \
 	X(cuStreamWaitEvent)                                                               \
 	X(cuStreamIsCapturing)                                                             \
 	X(cuStreamSynchronize)
@@ -509,6 +510,7 @@ VMMXP_EXPORT CUresult cuEventCreate(void **event, unsigned int flags);
 VMMXP_EXPORT CUresult cuEventRecord(void *event, CUstream stream);
 VMMXP_EXPORT CUresult cuEventQuery(void *event);
 VMMXP_EXPORT CUresult cuEventSynchronize(void *event);
+VMMXP_EXPORT CUresult cuEventElapsedTime(float *ms, void *start, void *end);
 /* A third stream's last use of a segment joined to the stream that uses it next. */
 VMMXP_EXPORT CUresult cuStreamWaitEvent(CUstream stream, void *event, unsigned int flags);
 /* A launch on a stream being captured into a graph is not placed (nothing runs yet). */
@@ -802,6 +804,12 @@ struct vmmxp_place_stats {
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 	uint64_t copies;                    /* copies and memsets held as uses of segments */
 	uint64_t joins;                     /* last uses on a third stream joined (cuStreamWaitEvent) */
+	uint64_t trials;                    /* trials of moving against reading in place decided */
+	uint64_t trial_in_place;            /* ... of them for reading in place */
+	uint64_t trial_unmeasured;          /* ... not timed (moving kept) */
+	uint64_t trial_len;                 /* the last decided: its cycle's launches, */
+	uint64_t trial_moving_ns;           /* ... a cycle's time moving, */
+	uint64_t trial_in_place_ns;         /* ... and reading in place */
 };
 
 /*

@@ -216,10 +216,11 @@ def _train(spec, torch, model, out):
 
 
 def _report_lines(path):
-    """The launch lines of a vmmx-run report (cycle, placement), stripped; [] if none."""
+    """The launch lines of a vmmx-run report (cycle, placement, trial), stripped; [] if none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return [ln.strip() for ln in f if ln.strip().startswith(("cycle ", "placement "))]
+            return [ln.strip() for ln in f
+                    if ln.strip().startswith(("cycle ", "placement ", "trial "))]
     except OSError:
         return []
 
@@ -333,5 +334,5 @@ def table(wl, ratio, row, h2d_gbs):
             where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
                     f"{r['host_bytes'] / GiB:.2f} GiB host]"
         lines.append(f"  {col:15s} " + " | ".join(cells) + check + where)
-        lines.extend(f"    {ln}" for ln in r.get("report") or [] if ln.startswith("placement "))
+        lines.extend(f"    {ln}" for ln in r.get("report") or [] if ln.startswith(("placement ", "trial ")))
     return lines

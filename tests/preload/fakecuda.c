@@ -387,6 +387,8 @@ int cudaGraphLaunch_ptsz(void *exec, void *s) { return fake_launch(__func__, exe
 #define FAKE_EVENTS 4096
 struct fake_event {
 	int used, done;
+	int timed;              /* made without CU_EVENT_DISABLE_TIMING */
+	double at;              /* the clock when recorded (timed) */
 	void *stream;
 	unsigned long launches;
 	unsigned long seq;      /* when it was recorded, among records and joins */
@@ -409,18 +411,24 @@ static unsigned long seq;
 static int event_hold, event_fail;
 static void (*event_sync_fn)(unsigned long launches);
 static void (*event_sync_stream_fn)(void *stream, unsigned long work);
+static double (*event_clock_fn)(void);
 
 void fake_event_hold(int on) { __atomic_store_n(&event_hold, on, __ATOMIC_RELAXED); }
 void fake_event_fail(int on) { __atomic_store_n(&event_fail, on, __ATOMIC_RELAXED); }
 void fake_event_sync_impl(void (*fn)(unsigned long launches)) { event_sync_fn = fn; }
 void fake_event_sync_stream_impl(void (*fn)(void *stream, unsigned long work)) { event_sync_stream_fn = fn; }
+void fake_event_clock_impl(double (*now)(void)) { event_clock_fn = now; }
 
 int cuEventCreate(void **e, unsigned int flags)
 {
-	(void)flags;
+	int timed = !(flags & 0x2); /* CU_EVENT_DISABLE_TIMING */
+
+	if (timed && !event_clock_fn)
+		return 1; /* CUDA_ERROR_INVALID_VALUE: no timing here */
 	for (int i = 0; i < FAKE_EVENTS; i++)
 		if (!__atomic_exchange_n(&events[i].used, 1, __ATOMIC_ACQ_REL)) {
 			events[i].done = 1;
+			events[i].timed = timed;
 			*e = &events[i];
 			return 0;
 		}
@@ -437,7 +445,22 @@ int cuEventRecord(void *e, void *s)
 	ev->stream = s;
 	ev->launches = fake_calls(FAKE_launch) + fake_calls(FAKE_copy) + fake_calls(FAKE_memset);
 	ev->seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+	if (ev->timed && event_clock_fn)
+		ev->at = event_clock_fn();
 	ev->done = !__atomic_load_n(&event_hold, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int cuEventElapsedTime(float *ms, void *start, void *end)
+{
+	struct fake_event *a = start, *b = end;
+
+	CALL(FAKE_event_elapsed);
+	if (!ms || !a || !b || !a->timed || !b->timed)
+		return 400; /* CUDA_ERROR_INVALID_HANDLE */
+	if (!a->done || !b->done)
+		return 600; /* CUDA_ERROR_NOT_READY */
+	*ms = (float)(b->at - a->at);
 	return 0;
 }
 

@@ -15,7 +15,7 @@ enum fake_call {
 	FAKE_cuMemAllocFromPoolAsync, FAKE_cuDeviceGetDefaultMemPool, FAKE_cuMemPoolCreate,
 	FAKE_cuMemPoolDestroy, FAKE_cuMemPoolTrimTo, FAKE_cuMemPoolGetAttribute, FAKE_cuMemCreate,
 	FAKE_cuMemRelease, FAKE_cuMemMap, FAKE_cuLaunchKernelEx, FAKE_launch, FAKE_param_info, FAKE_unload,
-	FAKE_event_record, FAKE_event_query, FAKE_event_sync, FAKE_stream_wait,
+	FAKE_event_record, FAKE_event_query, FAKE_event_sync, FAKE_event_elapsed, FAKE_stream_wait,
 	FAKE_graph_get_nodes, FAKE_graph_instantiate, FAKE_graph_exec_destroy, FAKE_copy,
 	FAKE_NCALLS
 };
@@ -252,6 +252,15 @@ int cudaGraphLaunch_ptsz(void *exec, void *s);
  * which is then complete.
  */
 #define FAKE_JOINS 1024
+/*
+ * Timing: an event made without CU_EVENT_DISABLE_TIMING (0x2) keeps the
+ * time @now() gives when it is recorded, and cuEventElapsedTime() gives the
+ * difference in milliseconds (CUDA_ERROR_NOT_READY while either is not
+ * complete, CUDA_ERROR_INVALID_HANDLE for one made without timing).  Until
+ * a clock is given, such an event cannot be made (CUDA_ERROR_INVALID_VALUE):
+ * the fake has no timing by default.
+ */
+void fake_event_clock_impl(double (*now)(void));
 void fake_event_hold(int on);
 /* While on, cuEventRecord fails (CUDA_ERROR_INVALID_HANDLE). */
 void fake_event_fail(int on);
@@ -261,6 +270,7 @@ int cuEventCreate(void **e, unsigned int flags);
 int cuEventRecord(void *e, void *s);
 int cuEventQuery(void *e);
 int cuEventSynchronize(void *e);
+int cuEventElapsedTime(float *ms, void *start, void *end);
 int cuStreamWaitEvent(void *s, void *e, unsigned int flags);
 /*
  * Graphs: a CUgraph of the fake is a struct fake_graph the test fills

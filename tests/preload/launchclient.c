@@ -855,6 +855,80 @@ static int brought_in(unsigned before, unsigned after)
 	return __builtin_popcount(~before & after & ((1u << NW) - 1));
 }
 
+/* The test's clock for the fake's timed events (place-trial): units of simulated work, as ms. */
+static double vclock;
+
+static double trial_clock(void)
+{
+	return vclock;
+}
+
+#define TRIAL_STEPS 12
+
+/*
+ * --placement launch's trial of moving against reading in place: the six
+ * weights of place() (four fit), each named by one launch, for
+ * TRIAL_STEPS steps (the mover off: each move is seen at its launch).  The
+ * test keeps the clock the fake's timed events read: a launch costs 1 with
+ * its weight on the device, @in_place_cost with it in host memory, and
+ * each weight moved either way @move_cost.  After a cycle moving and one
+ * measured, then a cycle reading in place and one measured, the trial
+ * chooses the cheaper for the steps after.  @timed 0: no clock, so no
+ * timed event can be made: no trial, moving all along.
+ */
+static int place_trial(int timed, double in_place_cost, double move_cost)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	int in[TRIAL_STEPS] = { 0 }, out[TRIAL_STEPS] = { 0 }, host[TRIAL_STEPS] = { 0 };
+	int bad = 0, still = -1, ok_data = 1, moving_late = 0, still_late = 0, all_moving = 1;
+	void *w[NW] = { 0 };
+
+	if (timed)
+		fake_event_clock_impl(trial_clock);
+	six_weights(w);
+	for (int step = 0; step < TRIAL_STEPS; step++) {
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+			unsigned before = resident(w), after;
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			after = resident(w);
+			in[step] += brought_in(before, after);
+			out[step] += __builtin_popcount(before & ~after);
+			host[step] += !all_on_device(w[i]);
+			vclock += all_on_device(w[i]) ? 1 : in_place_cost;
+			vclock += (brought_in(before, after) + __builtin_popcount(before & ~after)) * move_cost;
+		}
+		diag("step %d: %d brought in, %d sent back, %d launches read in place", step, in[step],
+		     out[step], host[step]);
+		if (step >= 2 && step < TRIAL_STEPS - 4 && !in[step] && !out[step] && still < 0)
+			still = step;
+		if (step >= 2)
+			all_moving &= in[step] > 0 && !host[step];
+		if (step >= TRIAL_STEPS - 4) {
+			moving_late += in[step] > 0 && out[step] > 0 && !host[step];
+			still_late += !in[step] && !out[step] && host[step] == 2;
+		}
+	}
+	is_int(0, bad, "%d launches succeed", TRIAL_STEPS * NW);
+	if (!timed) {
+		ok(all_moving, "no timed event: no trial; from the third step on, every step brings weights in and reads none in place");
+	} else if (in_place_cost > move_cost) {
+		ok(still >= 0, "the trial's side reading in place: step %d moved nothing", still);
+		is_int(4, moving_late, "moving chosen: each of the last 4 steps brings weights in, sends others back, reads none in place");
+	} else {
+		ok(still >= 0, "the trial's side reading in place: step %d moved nothing", still);
+		is_int(4, still_late, "reading in place chosen: each of the last 4 steps moves nothing and reads the 2 weights that do not fit in place");
+	}
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every buffer still holds its byte");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	fake_event_clock_impl(NULL);
+	return tap_done();
+}
+
 /*
  * --placement launch on a step that varies: six 64 MiB weights (four fit),
  * each with a kernel that also names a 16 MiB input, a 16 MiB output and a
@@ -1745,6 +1819,12 @@ int main(int argc, char **argv)
 		fake_event_fail(1);
 		return place();
 	}
+	if (argc > 1 && !strcmp(argv[1], "place-trial"))
+		return place_trial(1, 100, 1);
+	if (argc > 1 && !strcmp(argv[1], "place-trial-dear"))
+		return place_trial(1, 2, 1000);
+	if (argc > 1 && !strcmp(argv[1], "place-trial-untimed"))
+		return place_trial(0, 2, 1000);
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))

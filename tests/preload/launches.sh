@@ -172,6 +172,23 @@ placed 12 place-wait 'waits for last uses [1-9][0-9]*, device syncs 2;' \
 # Copies and memsets between the kernels (PyTorch's): each is its segment's last use, held while passed on.
 placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies and memsets held 24; streams joined 0$' \
 	"--placement launch with a copy or memset after each kernel: no weight moved before its copy or memset was done; each copy passed on unchanged; 24 held"
+# The trial of moving against reading in place, timed on the test's clock
+# (the fake times events only with one): a cycle each way after one that
+# settles, then the cheaper kept; without timed events, no trial.
+placed 40 place-trial 'trial  *1 decided, reading in place chosen 0 times, 0 not timed; the last: a cycle of 6 launches, 10.0 ms moving, 204.0 ms reading in place$' \
+	"--placement launch, the trial: moving (10 a cycle) beats reading in place (204): moving kept after a cycle of each"
+placed 41 place-trial-dear 'trial  *1 decided, reading in place chosen 1 times, 0 not timed; the last: a cycle of 6 launches, 4006.0 ms moving, 8.0 ms reading in place$' \
+	"--placement launch, the trial: reading in place (8 a cycle) beats moving (4006): nothing moves after the trial, the data intact"
+placed 42 place-trial-untimed 'trial  *0 decided, reading in place chosen 0 times, 1 not timed;' \
+	"--placement launch, no timed event to be had: no trial, moving all along, counted"
+VMMX_RUN_PLACE_TRIAL=0 placed 43 place-trial-untimed 'trial  *0 decided, reading in place chosen 0 times, 0 not timed;' \
+	"VMMX_RUN_PLACE_TRIAL=0: no trial, moving all along, nothing counted"
+VMMX_RUN_PLACE_TRIAL=2 placed 44 place-trial-dear 'trial  *1 decided, reading in place chosen 1 times, 0 not timed; the last: a cycle of 6 launches, 6006.0 ms moving, 8.0 ms reading in place$' \
+	"VMMX_RUN_PLACE_TRIAL=2: two cycles measured each way (moving: 2 and 4 weights each way, 4006 and 8006), their mean given"
+VMMX_RUN_PLACE_TRIAL=many placed 45 place-trial 'trial  *1 decided, reading in place chosen 0 times' \
+	"VMMX_RUN_PLACE_TRIAL=many: the default, one cycle each way, used"
+grep -q '^vmmx-run: VMMX_RUN_PLACE_TRIAL=many: expected the cycles to measure each way, 0 (no trial) to 8; using 1$' "$tmp/tap45"
+check $? "VMMX_RUN_PLACE_TRIAL=many: a message names the variable, what it takes, and what is used"
 # Segments sent back are granted to the GPU only (VMMX_HOST_CPU_ACCESS=placed,
 # vmmx-run's default under --placement launch): a copy between one and
 # pageable memory has the CPU granted first; that grant failing (the
