@@ -140,6 +140,7 @@ def _infer(spec, torch, model, out):
             if i >= spec["warmup"]:
                 times.append((time.perf_counter() - t) * 1e3)
         out["prefill_ms"] = statistics.median(times)
+        out["prefill_times"] = times
         prof = os.environ.get("VMMX_BENCH_PROFILE")  # a file: one prefill's profile
         if prof:
             from torch.profiler import ProfilerActivity, profile
@@ -211,6 +212,7 @@ def _train(spec, torch, model, out):
         if i >= 2:
             times.append((time.perf_counter() - t) * 1e3)
     out["ms"] = statistics.median(times)
+    out["times"] = times
     out["losses"] = losses
     return _finish(spec, torch, model, off, out)
 
