@@ -465,6 +465,16 @@ struct vmmxp_cycle_stats vmmxp_cycle_stats(void)
 	return s;
 }
 
+int vmmxp_cycle_confirmed(uint64_t gen)
+{
+	int yes;
+
+	pthread_mutex_lock(&lock);
+	yes = cycle_len && confirmed && gen == generation;
+	pthread_mutex_unlock(&lock);
+	return yes;
+}
+
 uint64_t vmmxp_cycle_len(uint64_t *generation_p)
 {
 	uint64_t n;

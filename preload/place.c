@@ -160,6 +160,9 @@ struct tracked {
 	uint64_t use2;          /* its last use on another stream than use's, 0 if none */
 	uint64_t unknown;       /* work with no event used it (1 + uses then), 0 if none:
 				 * its next move waits for the device, whatever it used since */
+	uint32_t named;         /* launches, copies and memsets that named it */
+	uint32_t named0;        /* ... as counted at the cycle's last first launch */
+	uint32_t freq;          /* ... over the last whole cycle (reading in place: who stays) */
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 	int held;               /* copies and memsets being passed on that use it (never moved) */
@@ -242,7 +245,13 @@ static struct {
 	unsigned recorded;      /* bit i: ev[i] recorded this trial */
 	int untimed;            /* timed events cannot be had: no trial */
 } trial = { .cycles = -1 };
-static int in_place_mode;   /* lock: no victims, no moves ahead (the trial's, or its choice) */
+/*
+ * lock: reading in place (the trial's side, or its choice): no moves
+ * ahead, and a segment is brought in on demand only in place of ones named
+ * fewer times in the last cycle (freq), so that the device settles on the
+ * segments read most often.
+ */
+static int in_place_mode;
 
 /* A forked child's lock afresh (launch.c's fork handler). */
 void vmmxp_place_after_fork(void)
@@ -600,10 +609,17 @@ static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 	return UINT64_MAX - t->last;
 }
 
-/* Whether @a is a better victim than @b (see the top): the later next use, or the less recent. */
+/*
+ * Whether @a is a better victim than @b (see the top): the later next use,
+ * or the less recent; reading in place, the one named fewer times a cycle,
+ * then the less recent.
+ */
 static int better(const struct tracked *a, const struct tracked *b, uint64_t cycle_len)
 {
-	return cycle_len ? next_use(a, cycle_len) > next_use(b, cycle_len) : a->last < b->last;
+	if (in_place_mode && a->freq != b->freq)
+		return a->freq < b->freq;
+	return cycle_len && !in_place_mode ? next_use(a, cycle_len) > next_use(b, cycle_len) :
+					     a->last < b->last;
 }
 
 /*
@@ -693,6 +709,18 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 
 	*why = how == ON_DEMAND ? REFUSE_NO_ROOM : REFUSE_QUIET;
 	for (k = 0; k < n && freed < lack; k++) {
+		/*
+		 * Reading in place, on demand: only in place of segments named
+		 * fewer times a cycle than @t (never back: no swap repeats).
+		 */
+		if (in_place_mode) {
+			if (v[k]->freq >= t->freq) {
+				*why = REFUSE_IN_PLACE;
+				return 0;
+			}
+			freed += dev[k];
+			continue;
+		}
 		/* Ahead: only a victim Belady would also choose once the launches ahead are done. */
 		if (how != ON_DEMAND && next_use(v[k], cycle_len) <= bound)
 			return 0;
@@ -830,11 +858,12 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 				st.too_large++;
 			return -VMMX_ENOMEM;
 		}
-		/* Reading in place (the trial, see the top): brought in only into free room. */
-		if (in_place_mode) {
-			st.in_place += !ahead;
+		/*
+		 * Reading in place (the trial, see the top): nothing ahead; on
+		 * demand, only in place of segments named less often (below).
+		 */
+		if (in_place_mode && ahead)
 			return -VMMX_ENOMEM;
-		}
 		/* Read once: never brought in ahead at the cost of another (see below). */
 		if (once && ahead)
 			return -VMMX_ENOMEM;
@@ -1124,6 +1153,9 @@ static void trial_boundary(CUstream stream)
 	if (!k || trial.untimed)
 		return;
 	if (trial.generation != cur.generation) {
+		/* A cycle only proposed may be a part of the step: tried once confirmed. */
+		if (!vmmxp_cycle_confirmed(cur.generation))
+			return;
 		trial.generation = cur.generation;
 		if (trial.state == TRIAL_DONE && trial.len == cur.cycle_len)
 			return;
@@ -1260,6 +1292,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		if (t[i]->last != seq) {
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
+			t[i]->named++;
 		}
 	}
 	/*
@@ -1286,8 +1319,14 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		pthread_mutex_unlock(&gate);
 		return 0;
 	}
-	if (cur.cycle_len && cur.at == 0)
+	if (cur.cycle_len && cur.at == 0) {
+		/* A cycle done: each segment's namings in it. */
+		for (int i = 0; i < ntracked; i++) {
+			track[i].freq = track[i].named - track[i].named0;
+			track[i].named0 = track[i].named;
+		}
 		trial_boundary(stream);
+	}
 	if (trial.state == TRIAL_PENDING)
 		trial_decide();
 	/*
@@ -1535,6 +1574,7 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 			t->on_device = !seg[i].host;
 		}
 		t->held++;
+		t->named++;
 		use_t[use_n++] = t;
 	}
 	if (use_n)

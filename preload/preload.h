@@ -779,6 +779,8 @@ long vmmxp_cycle_note(uint64_t kernel, const uint64_t *segs, const size_t *sizes
  * generations are unrelated.
  */
 uint64_t vmmxp_cycle_len(uint64_t *generation_p);
+/* Whether the cycle of generation @gen is the one known now, and confirmed. */
+int vmmxp_cycle_confirmed(uint64_t gen);
 /* A forked child's locks afresh (the threads that held them are not there). */
 void vmmxp_cycle_after_fork(void);
 void vmmxp_place_after_fork(void);

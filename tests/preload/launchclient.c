@@ -876,18 +876,38 @@ static double trial_clock(void)
  * chooses the cheaper for the steps after.  @timed 0: no clock, so no
  * timed event can be made: no trial, moving all along.
  */
-static int place_trial(int timed, double in_place_cost, double move_cost)
+static int place_trial(int timed, double in_place_cost, double move_cost, int hot)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
 	int in[TRIAL_STEPS] = { 0 }, out[TRIAL_STEPS] = { 0 }, host[TRIAL_STEPS] = { 0 };
 	int bad = 0, still = -1, ok_data = 1, moving_late = 0, still_late = 0, all_moving = 1;
+	int hot_late = 0;
 	void *w[NW] = { 0 };
 
 	if (timed)
 		fake_event_clock_impl(trial_clock);
 	six_weights(w);
 	for (int step = 0; step < TRIAL_STEPS; step++) {
-		for (int i = 0; i < NW; i++) {
+		/*
+		 * @hot: reading in place chosen by now, the hot weight is sent to
+		 * host memory and a weight in host memory brought in in its place,
+		 * as another placement might have left them: the next launch of
+		 * the hot one must bring it back in place of one named once.
+		 */
+		if (hot && step == TRIAL_STEPS / 2) {
+			struct vmmx_loc hl = { VMMX_LOC_HOST, 0 }, dl = { VMMX_LOC_DEVICE, 0 };
+			unsigned r = resident(w);
+			int x = 0;
+
+			while (x < NW && (r >> x & 1))
+				x++;
+			ok(x < NW && !vmmx_prefetch(ctx_of(0), w[hot - 1], WSIZE, hl, NULL) &&
+				   !vmmx_prefetch(ctx_of(0), w[x], WSIZE, dl, NULL) &&
+				   !all_on_device(w[hot - 1]) && all_on_device(w[x]),
+			   "step %d: w%d sent to host memory, w%d brought in in its place", step, hot - 1, x);
+		}
+		for (int l = 0; l < NW + 2 * !!hot; l++) {
+			int i = l < NW ? l : hot - 1;
 			void *params[] = { &w[i] };
 			unsigned before = resident(w), after;
 
@@ -908,9 +928,13 @@ static int place_trial(int timed, double in_place_cost, double move_cost)
 		if (step >= TRIAL_STEPS - 4) {
 			moving_late += in[step] > 0 && out[step] > 0 && !host[step];
 			still_late += !in[step] && !out[step] && host[step] == 2;
+			hot_late += hot && !in[step] && !out[step] && host[step] == 2 &&
+				    all_on_device(w[hot - 1]);
 		}
 	}
-	is_int(0, bad, "%d launches succeed", TRIAL_STEPS * NW);
+	is_int(0, bad, "%d launches succeed", TRIAL_STEPS * (NW + 2 * !!hot));
+	if (hot)
+		is_int(4, hot_late, "reading in place: w%d (named 3 times a step) is on the device again in each of the last 4 steps, nothing moves, and the 2 weights read in place are named once", hot - 1);
 	if (!timed) {
 		ok(all_moving, "no timed event: no trial; from the third step on, every step brings weights in and reads none in place");
 	} else if (in_place_cost > move_cost) {
@@ -1820,11 +1844,13 @@ int main(int argc, char **argv)
 		return place();
 	}
 	if (argc > 1 && !strcmp(argv[1], "place-trial"))
-		return place_trial(1, 100, 1);
+		return place_trial(1, 100, 1, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-dear"))
-		return place_trial(1, 2, 1000);
+		return place_trial(1, 2, 1000, 0);
+	if (argc > 1 && !strcmp(argv[1], "place-trial-hot"))
+		return place_trial(1, 2, 1000, 6);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-untimed"))
-		return place_trial(0, 2, 1000);
+		return place_trial(0, 2, 1000, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))

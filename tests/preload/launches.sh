@@ -175,10 +175,12 @@ placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies 
 # The trial of moving against reading in place, timed on the test's clock
 # (the fake times events only with one): a cycle each way after one that
 # settles, then the cheaper kept; without timed events, no trial.
-placed 40 place-trial 'trial  *1 decided, reading in place chosen 0 times, 0 not timed; the last: a cycle of 6 launches, 10.0 ms moving, 204.0 ms reading in place$' \
-	"--placement launch, the trial: moving (10 a cycle) beats reading in place (204): moving kept after a cycle of each"
-placed 41 place-trial-dear 'trial  *1 decided, reading in place chosen 1 times, 0 not timed; the last: a cycle of 6 launches, 4006.0 ms moving, 8.0 ms reading in place$' \
-	"--placement launch, the trial: reading in place (8 a cycle) beats moving (4006): nothing moves after the trial, the data intact"
+placed 40 place-trial 'trial  *1 decided, reading in place chosen 0 times, 0 not timed; the last: a cycle of 6 launches, 14.0 ms moving, 204.0 ms reading in place$' \
+	"--placement launch, the trial: moving (14 a cycle: 6 launches, 4 weights in and 4 back) beats reading in place (204): moving kept after a cycle of each"
+placed 41 place-trial-dear 'trial  *1 decided, reading in place chosen 1 times, 0 not timed; the last: a cycle of 6 launches, 8006.0 ms moving, 8.0 ms reading in place$' \
+	"--placement launch, the trial: reading in place (8 a cycle) beats moving (8006): nothing moves after the trial, the data intact"
+placed 46 place-trial-hot 'trial  *1 decided, reading in place chosen 1 times, 0 not timed; the last: a cycle of 8 launches' \
+	"--placement launch reading in place: a weight named 3 times a cycle, found in host memory, is brought back in place of one named once, then nothing moves"
 placed 42 place-trial-untimed 'trial  *0 decided, reading in place chosen 0 times, 1 not timed;' \
 	"--placement launch, no timed event to be had: no trial, moving all along, counted"
 VMMX_RUN_PLACE_TRIAL=0 placed 43 place-trial-untimed 'trial  *0 decided, reading in place chosen 0 times, 0 not timed;' \
