@@ -20,7 +20,8 @@
 # placement cupy candidates; CANDIDATES replaces the list of policies the last one runs;
 # BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096); ALLOC_BATCHES
 # those of them that also run under the default placement (default: all); STEPS
-# the placement section's timed steps (default 8).
+# the placement section's timed steps (default 8), SETTLE its untimed steps before them
+# (default 8: --placement launch's trial settles).
 set -u
 sections=" ${GPU_SECTIONS:-c fork alloc launch torch placement cupy candidates} "
 want() { case $sections in *" $1 "*) return 0 ;; esac; return 1; }
@@ -157,17 +158,17 @@ for _ in range(3): d.copy_(h, non_blocking=True)
 torch.cuda.synchronize(); print("%.2f" % (3 * h.numel() / (time.perf_counter() - t) / 1e9))')
 echo "pinned host-to-device copies: $rate GB/s"
 ms_of() { sed -n 's/.*ms\/step \([0-9.]*\).*/\1/p' "$1"; }
-BATCHES_=${BATCHES:-1 16 256 4096} steps=${STEPS:-8}
+BATCHES_=${BATCHES:-1 16 256 4096} steps="${STEPS:-8} --settle ${SETTLE:-8}"
 for batch in $BATCHES_; do
-	"$py" "$src/torch_chain.py" --batch $batch --steps "$steps" >"$out/pl.native.$batch" 2>&1
+	"$py" "$src/torch_chain.py" --batch $batch --steps $steps >"$out/pl.native.$batch" 2>&1
 	case " ${ALLOC_BATCHES-$BATCHES_} " in *" $batch "*)
-	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch --steps "$steps" >"$out/pl.alloc.$batch" 2>&1 ;;
+	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch --steps $steps >"$out/pl.alloc.$batch" 2>&1 ;;
 	*) echo "ms/step 0 (not run: ALLOC_BATCHES)" >"$out/pl.alloc.$batch" ;;
 	esac
 	rm -f "$out/pl.report.$batch" "$out/pl.trace.$batch"
 	"$run" --device-limit 6GiB --placement launch --report-file "$out/pl.report.$batch" \
 		--trace "$out/pl.trace.$batch" -- \
-		"$py" "$src/torch_chain.py" --batch $batch --steps "$steps" >"$out/pl.launch.$batch" 2>&1
+		"$py" "$src/torch_chain.py" --batch $batch --steps $steps >"$out/pl.launch.$batch" 2>&1
 	echo "batch $batch native : $(tail -1 "$out/pl.native.$batch")"
 	echo "batch $batch alloc  : $(tail -1 "$out/pl.alloc.$batch")"
 	echo "batch $batch launch : $(tail -1 "$out/pl.launch.$batch")"

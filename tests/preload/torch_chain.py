@@ -3,7 +3,8 @@
 
 A bf16 chain of LAYERS 8192x8192 matmul + ReLU layers (72 layers: 9 GiB of
 weights) with random weights from a fixed seed, BATCH rows, STEPS timed
-steps after one warm-up.  Prints the checksum of the last output and the
+steps after one warm-up and SETTLE more untimed ones (a placement that
+learns, as --placement launch's trial, settles first).  Prints the checksum of the last output and the
 milliseconds per step; run it natively and under vmmx-run and compare the
 checksums (docs/PRELOAD.md has the commands).  With --graph, the step is
 captured once in a CUDA graph (torch.cuda.graph) and the timed steps are
@@ -19,6 +20,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--layers", type=int, default=72)
 ap.add_argument("--batch", type=int, default=16)
 ap.add_argument("--steps", type=int, default=3)
+ap.add_argument("--settle", type=int, default=0)
 ap.add_argument("--dim", type=int, default=8192)
 ap.add_argument("--graph", action="store_true")
 args = ap.parse_args()
@@ -58,6 +60,8 @@ with torch.no_grad():
         def run():
             graph.replay()
             return out
+    for _ in range(args.settle):
+        out = run()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(args.steps):
