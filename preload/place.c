@@ -103,6 +103,17 @@
  * VMMX_RUN_PLACE_MOVER=0 makes moves ahead on the launching thread, one
  * launch's worth after each launch, as the first version did.
  *
+ * The trial: moving against reading in place, timed.  Once a cycle is
+ * confirmed, a timed event is recorded at its first launch each pass: a
+ * cycle moving settles and one is measured, then a cycle reading in place
+ * settles and one is measured, and the side the GPU timed faster is kept
+ * for that cycle (and one as long: the same step learned again; and while
+ * no cycle is known).  Reading in place: no moves ahead, and a segment is
+ * brought in on demand only in place of segments named fewer times in the
+ * last cycle (freq), so that the device settles on those read most.  The
+ * cycle gone mid-trial cuts the trial short, moving again.
+ * VMMX_RUN_PLACE_TRIAL: the cycles measured each way (0: no trial).
+ *
  * Locking: lock over the table, the plan, the events, the mover's queue
  * and the counters; gate, outer, serialises the launching threads: held by
  * vmmxp_place_launch() until vmmxp_place_done(), around the real launch, so
@@ -244,6 +255,7 @@ static struct {
 	void *ev[4];            /* CUevent, timed: made at first use */
 	unsigned recorded;      /* bit i: ev[i] recorded this trial */
 	int untimed;            /* timed events cannot be had: no trial */
+	int chose_in_place;     /* TRIAL_DONE: what was chosen for cycles of @len */
 } trial = { .cycles = -1 };
 /*
  * lock: reading in place (the trial's side, or its choice): no moves
@@ -1097,7 +1109,7 @@ static void trial_record(int i, CUstream stream)
 static void trial_end(int measured, int in_place, float moving_ms, float in_place_ms)
 {
 	trial.state = TRIAL_DONE;
-	in_place_mode = measured && in_place;
+	trial.chose_in_place = in_place_mode = measured && in_place;
 	if (!measured) {
 		st.trial_unmeasured++;
 		return;
@@ -1126,14 +1138,40 @@ static void trial_decide(void)
 		return;
 	}
 	r = query(trial.ev[3]);
+	if (r == CUDA_OK)
+		r = elapsed(&moving, trial.ev[0], trial.ev[1]);
+	if (r == CUDA_OK)
+		r = elapsed(&still, trial.ev[2], trial.ev[3]);
 	if (r == CU_NOT_READY)
-		return;
-	if (r != CUDA_OK || elapsed(&moving, trial.ev[0], trial.ev[1]) != CUDA_OK ||
-	    elapsed(&still, trial.ev[2], trial.ev[3]) != CUDA_OK) {
+		return; /* not yet (the first side on another stream may still run) */
+	if (r != CUDA_OK) {
 		trial_end(0, 0, 0, 0);
 		return;
 	}
 	trial_end(1, still < moving, moving, still);
+}
+
+/*
+ * lock held, at each placed launch: the cycle the trial is under way for
+ * went (dropped, or another proposed): the trial is cut short, and moving
+ * resumes.  Decided: its choice holds for its cycle and any as long (the
+ * same step learned again), and while no cycle is known (between two
+ * learnings); another cycle moves until it is tried.
+ */
+static void trial_follow(void)
+{
+	if (trial.state == TRIAL_MOVING || trial.state == TRIAL_IN_PLACE ||
+	    trial.state == TRIAL_PENDING) {
+		if (cur.cycle_len && cur.generation == trial.generation)
+			return;
+		trial.state = TRIAL_NONE;
+		in_place_mode = 0;
+		st.trial_cut++;
+		return;
+	}
+	if (trial.state == TRIAL_DONE && cur.cycle_len)
+		in_place_mode = trial.chose_in_place &&
+				(cur.generation == trial.generation || cur.cycle_len == trial.len);
 }
 
 /*
@@ -1327,6 +1365,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		}
 		trial_boundary(stream);
 	}
+	trial_follow();
 	if (trial.state == TRIAL_PENDING)
 		trial_decide();
 	/*
@@ -1599,6 +1638,7 @@ struct vmmxp_place_stats vmmxp_place_stats(void)
 
 	pthread_mutex_lock(&lock);
 	s = st;
+	s.trial_in_place_now = (uint64_t)in_place_mode;
 	pthread_mutex_unlock(&lock);
 	return s;
 }

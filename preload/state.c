@@ -635,12 +635,18 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.mover_waits,
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
 			(unsigned long long)ps.joins);
-		fprintf(out, "  trial            %llu decided, reading in place chosen %llu times, %llu not "
-			     "timed; the last: a cycle of %llu launches, %.1f ms moving, %.1f ms reading "
-			     "in place\n",
+		fprintf(out, "  trial            %llu decided (reading in place chosen %llu), %llu cut short "
+			     "by a cycle change, %llu not timed; now %s",
 			(unsigned long long)ps.trials, (unsigned long long)ps.trial_in_place,
-			(unsigned long long)ps.trial_unmeasured, (unsigned long long)ps.trial_len,
-			(double)ps.trial_moving_ns / 1e6, (double)ps.trial_in_place_ns / 1e6);
+			(unsigned long long)ps.trial_cut, (unsigned long long)ps.trial_unmeasured,
+			ps.trial_in_place_now ? "reading in place" : "moving");
+		if (ps.trials)
+			fprintf(out, "; the last decided: a cycle of %llu launches, %.1f ms moving, "
+				     "%.1f ms reading in place\n",
+				(unsigned long long)ps.trial_len, (double)ps.trial_moving_ns / 1e6,
+				(double)ps.trial_in_place_ns / 1e6);
+		else
+			fputc('\n', out);
 	}
 }
 

@@ -954,6 +954,63 @@ static int place_trial(int timed, double in_place_cost, double move_cost, int ho
 }
 
 /*
+ * The trial cut short: the weights of place_trial() under its dear moves,
+ * five steps (the trial's side reading in place under way in the fifth),
+ * then 60 launches of another kernel on them in a scrambled order: the
+ * cycle goes, and the
+ * trial with it; moving resumes (a weight not on the device is brought in
+ * for its launch), rather than reading in place for a cycle no longer run.
+ */
+static int place_trial_drop(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } },
+				  kx = { "kx", 0, 0, 1, { 0 }, { 8 } };
+	void *w[NW] = { 0 };
+	int bad = 0, in4 = 0, out4 = 0, brought = 0, ok_data = 1;
+	unsigned x = 12345;
+
+	fake_event_clock_impl(trial_clock);
+	six_weights(w);
+	for (int step = 0; step < 5; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &w[i] };
+			unsigned before = resident(w), after;
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			after = resident(w);
+			vclock += all_on_device(w[i]) ? 1 : 2;
+			vclock += (brought_in(before, after) + __builtin_popcount(before & ~after)) * 1000;
+			if (step == 4) {
+				in4 += brought_in(before, after);
+				out4 += __builtin_popcount(before & ~after);
+			}
+		}
+	ok(!in4 && !out4, "the fifth step, the trial's side reading in place, moved nothing (%d in, %d back)",
+	   in4, out4);
+	for (int l = 0; l < 60; l++) {
+		int i;
+		void *params[1];
+		unsigned before = resident(w);
+
+		x = x * 1103515245u + 12345u;
+		i = (int)((x >> 16) % NW);
+		params[0] = &w[i];
+		bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		brought += brought_in(before, resident(w));
+	}
+	is_int(0, bad, "90 launches succeed");
+	ok(brought > 0, "the order scrambled, the cycle gone: moving resumed, %d weights brought in for their launches",
+	   brought);
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every buffer still holds its byte");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	fake_event_clock_impl(NULL);
+	return tap_done();
+}
+
+/*
  * --placement launch on a step that varies: six 64 MiB weights (four fit),
  * each with a kernel that also names a 16 MiB input, a 16 MiB output and a
  * 16 MiB workspace (a compute-bound layer: the weight is not read once), a
@@ -1849,6 +1906,8 @@ int main(int argc, char **argv)
 		return place_trial(1, 2, 1000, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-hot"))
 		return place_trial(1, 2, 1000, 6);
+	if (argc > 1 && !strcmp(argv[1], "place-trial-drop"))
+		return place_trial_drop();
 	if (argc > 1 && !strcmp(argv[1], "place-trial-untimed"))
 		return place_trial(0, 2, 1000, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
