@@ -865,6 +865,20 @@ static double trial_clock(void)
 
 #define TRIAL_STEPS 12
 
+/* The end of a trial scenario: each weight still holds its byte; all freed, the clock gone. */
+static int trial_done(void **w)
+{
+	int ok_data = 1;
+
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every buffer still holds its byte");
+	for (int i = 0; i < NW; i++)
+		cudaFree(w[i]);
+	fake_event_clock_impl(NULL);
+	return tap_done();
+}
+
 /*
  * --placement launch's trial of moving against reading in place: the six
  * weights of place() (four fit), each named by one launch, for
@@ -880,7 +894,7 @@ static int place_trial(int timed, double in_place_cost, double move_cost, int ho
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
 	int in[TRIAL_STEPS] = { 0 }, out[TRIAL_STEPS] = { 0 }, host[TRIAL_STEPS] = { 0 };
-	int bad = 0, still = -1, ok_data = 1, moving_late = 0, still_late = 0, all_moving = 1;
+	int bad = 0, still = -1, moving_late = 0, still_late = 0, all_moving = 1;
 	int hot_late = 0;
 	void *w[NW] = { 0 };
 
@@ -944,13 +958,7 @@ static int place_trial(int timed, double in_place_cost, double move_cost, int ho
 		ok(still >= 0, "the trial's side reading in place: step %d moved nothing", still);
 		is_int(4, still_late, "reading in place chosen: each of the last 4 steps moves nothing and reads the 2 weights that do not fit in place");
 	}
-	for (int i = 0; i < NW; i++)
-		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
-	ok(ok_data, "every buffer still holds its byte");
-	for (int i = 0; i < NW; i++)
-		cudaFree(w[i]);
-	fake_event_clock_impl(NULL);
-	return tap_done();
+	return trial_done(w);
 }
 
 /*
@@ -966,7 +974,7 @@ static int place_trial_drop(void)
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } },
 				  kx = { "kx", 0, 0, 1, { 0 }, { 8 } };
 	void *w[NW] = { 0 };
-	int bad = 0, in4 = 0, out4 = 0, brought = 0, ok_data = 1;
+	int bad = 0, in4 = 0, out4 = 0, brought = 0;
 	unsigned x = 12345;
 
 	fake_event_clock_impl(trial_clock);
@@ -1001,13 +1009,7 @@ static int place_trial_drop(void)
 	is_int(0, bad, "90 launches succeed");
 	ok(brought > 0, "the order scrambled, the cycle gone: moving resumed, %d weights brought in for their launches",
 	   brought);
-	for (int i = 0; i < NW; i++)
-		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
-	ok(ok_data, "every buffer still holds its byte");
-	for (int i = 0; i < NW; i++)
-		cudaFree(w[i]);
-	fake_event_clock_impl(NULL);
-	return tap_done();
+	return trial_done(w);
 }
 
 /*
