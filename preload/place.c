@@ -87,21 +87,29 @@
  * which makes every wait one for the whole device, as the first version
  * did.
  *
- * The mover: moves ahead run on a thread of their own (started at the
+ * The movers: moves ahead run on threads of their own (started at the
  * first one), so that the program goes on launching while a segment it
  * needs a few launches later is copied in and its victim sent back.  The
  * launching thread queues them (bring_in_ahead()), in the order they are
- * needed; the mover takes them one at a time and lets the lock go around
- * each wait and move.  A segment queued or being moved by it, to the device
+ * needed; each mover takes the next one and lets the lock go around each
+ * wait and move.  Two movers by default: a send back is driver calls on
+ * the CPU (remapping: about 1.7 ms per 128 MiB on the H200) and a bring-in
+ * mostly a copy over the link (2.4 ms), so one mover's send backs run
+ * while the other's copy does, where one mover did them one after the
+ * other.  Each move is still whole and in order for its own segment; two
+ * movers never choose the same victim (it is marked moving), and a move
+ * that finds its room taken by the other's chooses again.  A segment
+ * queued or being moved by a mover, to the device
  * or back for room, is marked moving: never a victim, and a launch that
  * names it waits for the mover to be done with it, then looks where it lies
  * (on the device, or sent back meanwhile and brought in on demand).  So a
  * launch is still passed on only with its segments where they were placed
  * for it, after the moves, in program order.  A queued move is dropped when
  * the cycle changed since, and a move that finds no room without harm drops
- * the rest of the queue.  At exit the move in flight finishes first.
- * VMMX_RUN_PLACE_MOVER=0 makes moves ahead on the launching thread, one
- * launch's worth after each launch, as the first version did.
+ * the rest of the queue.  At exit the moves in flight finish first.
+ * VMMX_RUN_PLACE_MOVER=N sets the movers (1 to MOVERS_MAX, default 2);
+ * 0 makes moves ahead on the launching thread, one launch's worth after
+ * each launch, as the first version did.
  *
  * The trial: moving against reading in place, timed.  Once a cycle is
  * confirmed, a timed event is recorded at its first launch each pass: a
@@ -153,8 +161,15 @@
 #define SPILL_CHECK 64
 /* Launches a move ahead of a segment read once waits after finding no free room. */
 #define ONCE_RECHECK 64
-/* Moves ahead queued or under way at once (see bring_in_ahead()): the mover's ring. */
-#define DEPTH 3
+/* Mover threads at most (VMMX_RUN_PLACE_MOVER), and by default. */
+#define MOVERS_MAX 4
+#define MOVERS_DEFAULT 2
+/*
+ * Moves ahead queued or under way at once (see bring_in_ahead()): the
+ * movers' ring holds DEPTH_MAX; depth() of them are used, the movers and
+ * two more.
+ */
+#define DEPTH_MAX (MOVERS_MAX + 2)
 /* Cycles the trial may measure each way (VMMX_RUN_PLACE_TRIAL). */
 #define TRIAL_MAX 8
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
@@ -219,12 +234,13 @@ struct job {
 };
 
 /*
- * The mover (see the top): jobs[head % DEPTH .. tail % DEPTH) queued, the one
- * at head in flight while busy; all under lock.
+ * The movers (see the top): jobs[head % DEPTH_MAX .. tail % DEPTH_MAX)
+ * queued; @busy taken by a mover and under way; @running movers alive;
+ * all under lock.
  */
-static struct job jobs[DEPTH];
+static struct job jobs[DEPTH_MAX];
 static uint64_t head, tail;
-static int busy;
+static int busy, running;
 static enum { MOVER_NONE, MOVER_RUNNING, MOVER_OFF, MOVER_QUIT } mover_state;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a job was queued, or quit */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a move finished, or the mover stopped */
@@ -278,7 +294,7 @@ void vmmxp_place_after_fork(void)
 		track[i].held = 0; /* the copies of the parent's other threads are not here */
 	}
 	head = tail = 0;
-	busy = 0;
+	busy = running = 0;
 	if (mover_state != MOVER_OFF)
 		mover_state = MOVER_NONE;
 }
@@ -928,30 +944,54 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 	}
 }
 
-/* VMMX_RUN_PLACE_MOVER=0: moves ahead on the launching thread, as the first version did. */
-static int mover_wanted(void)
+/*
+ * VMMX_RUN_PLACE_MOVER, read once: the mover threads, 0 to MOVERS_MAX
+ * (0: moves ahead on the launching thread, as the first version did); a
+ * bad value is said once and the default used.
+ */
+static int movers_wanted(void)
 {
-	const char *s = getenv("VMMX_RUN_PLACE_MOVER");
+	static int n = -1;
+	const char *s;
+	char *end;
+	long v;
 
-	return !(s && !strcmp(s, "0"));
+	if (n >= 0)
+		return n;
+	n = MOVERS_DEFAULT;
+	s = getenv("VMMX_RUN_PLACE_MOVER");
+	if (!s || !*s)
+		return n;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > MOVERS_MAX)
+		fprintf(stderr, "vmmx-run: VMMX_RUN_PLACE_MOVER=%s: not a number of movers from 0 to %d; %d used\n",
+			s, MOVERS_MAX, MOVERS_DEFAULT);
+	else
+		n = (int)v;
+	return n;
 }
 
-/* lock held: drop the queued jobs (not the one in flight), their segments no longer moving. */
+/* The moves ahead queued or under way at once: the movers', and two more. */
+static uint64_t depth(void)
+{
+	return (uint64_t)movers_wanted() + 2;
+}
+
+/* lock held: drop the queued jobs (not those under way), their segments no longer moving. */
 static void drop_queue(void)
 {
-	uint64_t from = head + (uint64_t)busy;
-
-	for (uint64_t i = from; i < tail; i++)
-		if (jobs[i % DEPTH].t)
-			jobs[i % DEPTH].t->moving = 0;
-	tail = from;
+	for (uint64_t i = head; i < tail; i++)
+		if (jobs[i % DEPTH_MAX].t)
+			jobs[i % DEPTH_MAX].t->moving = 0;
+	tail = head;
 	pthread_cond_broadcast(&done_cv);
 }
 
 /*
- * The mover thread: runs the queued moves ahead, one at a time, in order,
- * with the lock let go around each wait and move, so that the program's
- * launches go on meanwhile.  A move that finds no room without harm (see
+ * A mover thread: takes the next queued move ahead, in the order queued,
+ * and runs it beside the other movers' (see the top), with the lock let go
+ * around each wait and move, so that the program's launches go on
+ * meanwhile.  A move that finds no room without harm (see
  * bring_in_ahead()) drops the rest of the queue: the next launch queues
  * again what is still worth it.
  */
@@ -969,31 +1009,31 @@ static void *mover(void *arg)
 			pthread_cond_wait(&work_cv, &lock);
 		if (mover_state != MOVER_RUNNING)
 			break;
-		j = jobs[head % DEPTH];
-		if (!j.t) {
-			head++; /* cancelled: its launch came first */
-			continue;
-		}
-		busy = 1;
+		j = jobs[head++ % DEPTH_MAX];
+		if (!j.t)
+			continue; /* cancelled: its launch came first */
+		if ((uint64_t)++busy > st.busy_most)
+			st.busy_most = (uint64_t)busy;
 		err = -VMMX_ENOMEM;
 		(void)vmmxp_cycle_len(&generation);
 		if (j.generation == generation && !j.t->on_device && !j.t->held)
 			err = promote(j.t, MOVER, j.once, j.cycle_len, j.bound);
 		j.t->moving = 0;
-		head++;
-		busy = 0;
+		busy--;
 		if (err)
 			drop_queue();
 		pthread_cond_broadcast(&done_cv);
 	}
-	drop_queue();
-	mover_state = MOVER_OFF;
+	if (!--running) {
+		drop_queue();
+		mover_state = MOVER_OFF;
+	}
 	pthread_cond_broadcast(&done_cv);
 	pthread_mutex_unlock(&lock);
 	return NULL;
 }
 
-/* At exit: the move in flight finishes, the rest is dropped, before libvmmx goes. */
+/* At exit: the moves in flight finish, the rest is dropped, before libvmmx goes. */
 static void mover_stop(void)
 {
 	pthread_mutex_lock(&lock);
@@ -1006,26 +1046,35 @@ static void mover_stop(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* lock held: whether the mover runs, started on first use; off when it cannot start. */
+/*
+ * lock held: whether the movers run, started on first use (as many as
+ * could start, of movers_wanted()); off when none can.
+ */
 static int mover_on(void)
 {
 	static int armed;
 	pthread_attr_t attr;
-	pthread_t th;
-	int err;
+	int want = movers_wanted();
 
 	if (mover_state == MOVER_RUNNING)
 		return 1;
 	if (mover_state != MOVER_NONE)
 		return 0;
 	mover_state = MOVER_OFF;
-	if (!mover_wanted() || pthread_attr_init(&attr))
+	if (!want || pthread_attr_init(&attr))
 		return 0;
 	(void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	mover_state = MOVER_RUNNING;
-	err = pthread_create(&th, &attr, mover, NULL);
+	for (int i = 0; i < want; i++) {
+		pthread_t th;
+
+		if (pthread_create(&th, &attr, mover, NULL))
+			break;
+		running++;
+	}
+	st.movers = (uint64_t)running;
 	pthread_attr_destroy(&attr);
-	if (err) {
+	if (!running) {
 		mover_state = MOVER_OFF;
 		return 0;
 	}
@@ -1035,10 +1084,10 @@ static int mover_on(void)
 	return 1;
 }
 
-/* lock held: queue @t to be brought in ahead; the caller saw room in the ring (DEPTH). */
+/* lock held: queue @t to be brought in ahead; the caller saw room in the ring (depth()). */
 static void enqueue(struct tracked *t, int once, uint64_t cycle_len, uint64_t bound)
 {
-	jobs[tail % DEPTH] = (struct job){ t, cur.generation, cycle_len, bound, once };
+	jobs[tail % DEPTH_MAX] = (struct job){ t, cur.generation, cycle_len, bound, once };
 	tail++;
 	t->moving = 1;
 	st.queued++;
@@ -1057,9 +1106,9 @@ static void wait_mover(struct tracked *t)
 
 	if (!t->moving)
 		return;
-	for (uint64_t i = head + (uint64_t)busy; i < tail; i++)
-		if (jobs[i % DEPTH].t == t) {
-			jobs[i % DEPTH].t = NULL;
+	for (uint64_t i = head; i < tail; i++)
+		if (jobs[i % DEPTH_MAX].t == t) {
+			jobs[i % DEPTH_MAX].t = NULL;
 			t->moving = 0;
 			st.cancelled++;
 			return;
@@ -1440,10 +1489,10 @@ static int once_room(const struct tracked *t)
  * waiting would have kept (a cycle of weights would stream through the
  * device, each sent back after its use), and it stops, as it does where no
  * room can be made.  The mover streams instead: a victim must only not be
- * needed before the launch its move is for, and at most DEPTH moves ahead
+ * needed before the launch its move is for, and at most depth() moves ahead
  * are queued or under way.  Each segment brought in early holds a slot
- * that waiting would have left to a resident one, so streaming DEPTH deep
- * costs up to DEPTH - 1 more transfers a step than Belady's, in exchange
+ * that waiting would have left to a resident one, so streaming depth() deep
+ * costs up to depth() - 1 more transfers a step than Belady's, in exchange
  * for copies that run beside the kernels instead of between them.
  */
 static void bring_in_ahead(void)
@@ -1491,7 +1540,7 @@ static void bring_in_ahead(void)
 			if (once && !once_room(t))
 				continue;
 			if (queue) {
-				if (tail - head >= DEPTH)
+				if (tail - head + (uint64_t)busy >= depth())
 					return;
 				enqueue(t, once, len, seq + d);
 			} else if (promote(t, AHEAD_OF, once, len, bound)) {

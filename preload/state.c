@@ -622,7 +622,8 @@ static void report_launches(FILE *out)
 			     "named %llu); left in host memory: no room %llu, read in place %llu, too "
 			     "large %llu, failed moves %llu; waits for last uses %llu, device syncs %llu; time moving in "
 			     "%.1f ms, sending back %.1f ms, waiting %.1f ms; mover: %llu queued, %llu "
-			     "of them cancelled, launches waited for it %llu times, %.1f ms; copies "
+			     "of them cancelled, %llu threads, at most %llu moves under way at once, "
+			     "launches waited for it %llu times, %.1f ms; copies "
 			     "and memsets held %llu; streams joined %llu\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
 			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
@@ -632,6 +633,7 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.device_syncs, (double)ps.in_ns / 1e6,
 			(double)ps.out_ns / 1e6, (double)ps.wait_ns / 1e6,
 			(unsigned long long)ps.queued, (unsigned long long)ps.cancelled,
+			(unsigned long long)ps.movers, (unsigned long long)ps.busy_most,
 			(unsigned long long)ps.mover_waits,
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
 			(unsigned long long)ps.joins);

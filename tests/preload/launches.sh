@@ -125,7 +125,7 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, launches waited for it 0 times, 0.0 ms; copies and memsets held 0; streams joined 0$' "$tmp/rep5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, 0 threads, at most 0 moves under way at once, launches waited for it 0 times, 0.0 ms; copies and memsets held 0; streams joined 0$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
@@ -258,6 +258,18 @@ unset VMMX_RUN_PLACE_MOVER
 # launch still finds its buffer on the device, and the data survives.
 placed 15 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"--placement launch with the mover thread: moves ahead queued and made while the launches go on; each launch finds its buffer on the device at the driver, data intact"
+# Several movers (the default two, and four): moves ahead under way at once,
+# each launch still finds its buffer on the device, the data intact.
+placed 49 place-mover 'failed moves 0;.* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 2 threads, at most 2 moves under way at once,' \
+	"--placement launch with two movers (the default): two moves ahead under way at once; each launch finds its buffer on the device, data intact"
+VMMX_RUN_PLACE_MOVER=4 placed 50 place-mover 'failed moves 0;.* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 4 threads, at most [2-4] moves under way at once,' \
+	"VMMX_RUN_PLACE_MOVER=4: four movers, moves ahead under way at once; each launch finds its buffer on the device, data intact"
+VMMX_RUN_PLACE_MOVER=1 placed 51 place-mover 'failed moves 0;.* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 1 threads, at most 1 moves under way at once,' \
+	"VMMX_RUN_PLACE_MOVER=1: one mover, one move at a time, as before; data intact"
+VMMX_RUN_PLACE_MOVER=9 placed 52 place-mover 'mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 2 threads,' \
+	"VMMX_RUN_PLACE_MOVER=9: two movers used"
+grep -q 'VMMX_RUN_PLACE_MOVER=9: not a number of movers from 0 to 4; 2 used' "$tmp/tap52"
+check $? "VMMX_RUN_PLACE_MOVER=9 is refused by name, with the range and the number used"
 placed 48 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place;' \
 	"--placement launch with the mover, the trial: the moves queued when reading in place starts are dropped; reading in place chosen, nothing moves after it"
 placed 23 place-copy 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and memsets held 24; streams joined 0$' \
