@@ -238,6 +238,7 @@ void vmmxp_named_start(struct vmmxp_named *nm)
 {
 	nm->nctx = vmmxp_ctxs(nm->ctx, VMMXP_MAX_DEVICES);
 	nm->n = nm->total = nm->host = 0;
+	nm->shared = 0;
 }
 
 /* The chunk @ci of @ctx, named by the word @w, added to @nm unless named already. */
@@ -584,7 +585,8 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 		trace_launch(api, kernel, nparams, stream, nm, at);
 	if (!vmmxp_place_on())
 		return 0;
-	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream, capturing);
+	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream, nm->shared,
+				  capturing);
 }
 
 int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_t key,
@@ -600,7 +602,7 @@ int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_
  * caller calls vmmxp_place_done() once the launch is passed on.
  */
 static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind, CUstream stream,
-		  void **params, void **extra)
+		 size_t shared, void **params, void **extra)
 {
 	struct layout *l;
 	struct vmmxp_named nm;
@@ -609,6 +611,7 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 	vmmxp_depth(1);
 	count(&n_launch[api], 1);
 	vmmxp_named_start(&nm);
+	nm.shared = shared;
 	l = layout_of(key, kind);
 	if (!l)
 		count(&n_uncached, 1);
@@ -703,45 +706,45 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 	 void **extra)
 #define LAUNCH_ARGS (f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
 DRV_HOOK(cuLaunchKernel, LAUNCH_PARAMS, LAUNCH_ARGS,
-	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 0), params, extra))
+	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 0), shared, params, extra))
 DRV_HOOK(cuLaunchKernel_ptsz, LAUNCH_PARAMS, LAUNCH_ARGS,
-	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 1), params, extra))
+	 watch(VMMXP_LAUNCH_CU, f, KEY_FUNC, drv_stream(stream, 1), shared, params, extra))
 
 #define EX_PARAMS (const struct vmmxp_cu_config *config, CUfunction f, void **params, void **extra)
 #define EX_ARGS (config, f, params, extra)
 DRV_HOOK(cuLaunchKernelEx, EX_PARAMS, EX_ARGS,
-	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 0), params,
-			extra) : 0)
+	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 0),
+			config->shared, params, extra) : 0)
 DRV_HOOK(cuLaunchKernelEx_ptsz, EX_PARAMS, EX_ARGS,
-	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 1), params,
-			extra) : 0)
+	 config ? watch(VMMXP_LAUNCH_CU_EX, f, KEY_FUNC, drv_stream(config->stream, 1),
+			config->shared, params, extra) : 0)
 
 #define COOP_PARAMS                                                                             \
 	(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,      \
 	 unsigned int by, unsigned int bz, unsigned int shared, CUstream stream, void **params)
 #define COOP_ARGS (f, gx, gy, gz, bx, by, bz, shared, stream, params)
 DRV_HOOK(cuLaunchCooperativeKernel, COOP_PARAMS, COOP_ARGS,
-	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 0), params, NULL))
+	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 0), shared, params, NULL))
 DRV_HOOK(cuLaunchCooperativeKernel_ptsz, COOP_PARAMS, COOP_ARGS,
-	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 1), params, NULL))
+	 watch(VMMXP_LAUNCH_CU_COOP, f, KEY_FUNC, drv_stream(stream, 1), shared, params, NULL))
 
 #define RT_PARAMS                                                                               \
 	(const void *func, struct vmmxp_dim3 grid, struct vmmxp_dim3 block, void **args,        \
 	 size_t shared, CUstream stream)
 #define RT_ARGS (func, grid, block, args, shared, stream)
 RT_HOOK(cudaLaunchKernel, RT_PARAMS, RT_ARGS,
-	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 0), args, NULL))
+	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 0), shared, args, NULL))
 RT_HOOK(cudaLaunchKernel_ptsz, RT_PARAMS, RT_ARGS,
-	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 1), args, NULL))
+	watch(VMMXP_LAUNCH_RT, func, KEY_STUB, drv_stream(stream, 1), shared, args, NULL))
 
 #define RT_EX_PARAMS (const struct vmmxp_rt_config *config, const void *func, void **args)
 #define RT_EX_ARGS (config, func, args)
 RT_HOOK(cudaLaunchKernelExC, RT_EX_PARAMS, RT_EX_ARGS,
-	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 0), args,
-		       NULL) : 0)
+	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 0),
+		       config->shared, args, NULL) : 0)
 RT_HOOK(cudaLaunchKernelExC_ptsz, RT_EX_PARAMS, RT_EX_ARGS,
-	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1), args,
-		       NULL) : 0)
+	config ? watch(VMMXP_LAUNCH_RT_EX, func, KEY_STUB, drv_stream(config->stream, 1),
+		       config->shared, args, NULL) : 0)
 
 /* Graphs: one launch each, naming what graph.c read at instantiation. */
 #define GRAPH_PARAMS (void *exec, CUstream stream)

@@ -121,6 +121,13 @@
  * last cycle (freq), so that the device settles on those read most.  The
  * cycle gone mid-trial cuts the trial short, moving again.
  * VMMX_RUN_PLACE_TRIAL: the cycles measured each way (0: no trial).
+ * A naming by a tiled kernel weighs TILED_WEIGHT: one launched with
+ * TILED_SHARED bytes of dynamic shared memory or more works on tiles it
+ * reads again (a GEMM, an attention), so reading its operands in place
+ * crosses the link many times over, where an elementwise kernel (an
+ * optimizer's, named as often) reads each byte once.  On a Hugging Face
+ * training step, ranked by namings alone, parameters that the GEMMs read
+ * were left in host memory while the optimizer's state held the device.
  *
  * Locking: lock over the table, the plan, the events, the mover's queue
  * and the counters; gate, outer, serialises the launching threads: held by
@@ -172,6 +179,9 @@
 #define DEPTH_MAX (MOVERS_MAX + 2)
 /* Cycles the trial may measure each way (VMMX_RUN_PLACE_TRIAL). */
 #define TRIAL_MAX 8
+/* Dynamic shared memory from which a launch is taken for tiled, and what its namings weigh. */
+#define TILED_SHARED (32u << 10)
+#define TILED_WEIGHT 4
 /* CU_EVENT_DISABLE_TIMING, CUDA_ERROR_NOT_READY (cuda.h) */
 #define EVENT_DISABLE_TIMING 0x2
 #define CU_NOT_READY 600
@@ -186,7 +196,7 @@ struct tracked {
 	uint64_t use2;          /* its last use on another stream than use's, 0 if none */
 	uint64_t unknown;       /* work with no event used it (1 + uses then), 0 if none:
 				 * its next move waits for the device, whatever it used since */
-	uint32_t named;         /* launches, copies and memsets that named it */
+	uint32_t named;         /* launches, copies and memsets that named it (tiled: weighed) */
 	uint32_t named0;        /* ... as counted at the cycle's last first launch */
 	uint32_t freq;          /* ... over the last whole cycle (reading in place: who stays) */
 	int on_device;          /* as last seen or made here; checked before eviction */
@@ -913,6 +923,12 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			st.no_room += !ahead;
 			return -VMMX_ENOMEM;
 		}
+		/*
+		 * Room seen, move refused for want of it: another thread took
+		 * the room meanwhile, or part of the segment moved; ask again.
+		 */
+		if (!lack)
+			room_for(t, dev, &lack, &in_host);
 		if (!plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most, v,
 				  dev_bytes, &why)) {
 			st.no_room += why == REFUSE_NO_ROOM;
@@ -971,10 +987,10 @@ static int movers_wanted(void)
 	return n;
 }
 
-/* The moves ahead queued or under way at once: the movers', and two more. */
+/* lock held: the moves ahead queued or under way at once: one per mover running, and two more. */
 static uint64_t depth(void)
 {
-	return (uint64_t)movers_wanted() + 2;
+	return (uint64_t)running + 2;
 }
 
 /* lock held: drop the queued jobs (not those under way), their segments no longer moving. */
@@ -1328,10 +1344,12 @@ static int read_once(size_t size, size_t total, size_t nseg)
 }
 
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n, long at, CUstream stream, int (*capturing)(CUstream))
+		       size_t n, long at, CUstream stream, size_t shared,
+		       int (*capturing)(CUstream))
 {
 	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
 	struct tracked *t[VMMXP_PLACE_MAX];
+	uint32_t weight = shared >= TILED_SHARED ? TILED_WEIGHT : 1;
 	size_t nseg, total = 0, judged = 0;
 	struct plan *pl = NULL;
 
@@ -1340,6 +1358,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	pthread_mutex_lock(&gate);
 	pthread_mutex_lock(&lock);
 	seq++;
+	st.tiled += weight > 1;
 	cur.stream = stream;
 	cur.at = at;
 	cur.cycle_len = vmmxp_cycle_len(&cur.generation);
@@ -1379,7 +1398,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		if (t[i]->last != seq) {
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
-			t[i]->named++;
+			t[i]->named += weight;
 		}
 	}
 	/*

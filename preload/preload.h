@@ -697,6 +697,7 @@ struct vmmxp_named {
 	struct vmmx_ctx *chunk_ctx[VMMXP_PLACE_MAX];
 	uint64_t word[VMMXP_PLACE_MAX];
 	size_t n, total, host;
+	size_t shared;          /* the launch's dynamic shared memory, bytes (0 for a graph) */
 };
 
 /* Empty @nm, on the contexts of the allocators made so far. */
@@ -801,7 +802,7 @@ struct vmmxp_place_stats {
 	uint64_t waits;                     /* moves that waited for a last use still running */
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
 	uint64_t in_ns, out_ns, wait_ns;    /* time in moves to the device, back, and in waits */
-	uint64_t queued;                    /* moves ahead queued for the mover thread */
+	uint64_t queued;                    /* moves ahead queued for the mover threads */
 	uint64_t cancelled;                 /* ... of them not begun when their launch came */
 	uint64_t movers;                    /* mover threads started */
 	uint64_t busy_most;                 /* most moves ahead under way at once */
@@ -816,6 +817,7 @@ struct vmmxp_place_stats {
 	uint64_t trial_len;                 /* the last decided: its cycle's launches, */
 	uint64_t trial_moving_ns;           /* ... a cycle's time moving, */
 	uint64_t trial_in_place_ns;         /* ... and reading in place */
+	uint64_t tiled;                     /* launches placed taken for tiled (their namings weigh more) */
 };
 
 /*
@@ -838,7 +840,9 @@ int vmmxp_place_on(void);
 /*
  * vmmxp_place_launch() - place the segments of the @n chunks one launch
  * names (@chunk, each of context @ctx[i]) before it is passed on.
- * @capturing, asked only when something may move, says whether @stream
+ * @shared: the launch's dynamic shared memory in bytes (a kernel with
+ * VMMXP_TILED_SHARED or more works on tiles it reads again: its namings
+ * weigh more when reading in place, see place.c).  @capturing, asked only when something may move, says whether @stream
  * is capturing into a graph (nothing is placed then).
  * Return: 1: the placement lock is held; the caller passes the launch on,
  * then calls vmmxp_place_done(); 0: nothing to do after it.
@@ -846,7 +850,8 @@ int vmmxp_place_on(void);
  * the device, copies); calls the driver.
  */
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n, long at, CUstream stream, int (*capturing)(CUstream));
+		       size_t n, long at, CUstream stream, size_t shared,
+		       int (*capturing)(CUstream));
 void vmmxp_place_done(void);
 /*
  * vmmxp_place_use() - a copy or memset naming the @n chunks (@chunk, each

@@ -644,11 +644,10 @@ static void report_launches(FILE *out)
 			ps.trial_in_place_now ? "reading in place" : "moving");
 		if (ps.trials)
 			fprintf(out, "; the last decided: a cycle of %llu launches, %.1f ms moving, "
-				     "%.1f ms reading in place\n",
+				     "%.1f ms reading in place",
 				(unsigned long long)ps.trial_len, (double)ps.trial_moving_ns / 1e6,
 				(double)ps.trial_in_place_ns / 1e6);
-		else
-			fputc('\n', out);
+		fprintf(out, "; launches taken for tiled %llu\n", (unsigned long long)ps.tiled);
 	}
 }
 

@@ -888,11 +888,16 @@ static int trial_done(void **w)
  * each weight moved either way @move_cost.  After a cycle moving and one
  * measured, then a cycle reading in place and one measured, the trial
  * chooses the cheaper for the steps after.  @timed 0: no clock, so no
- * timed event can be made: no trial, moving all along.
+ * timed event can be made: no trial, moving all along.  @hot (1 + its
+ * index): a weight named three times a step, or, @tiled, once by a tiled
+ * launch (48 KiB of dynamic shared memory: its naming weighs more than the
+ * two plain namings of @hot's other weight, which it must win against).
  */
-static int place_trial(int timed, double in_place_cost, double move_cost, int hot)
+static int place_trial(int timed, double in_place_cost, double move_cost, int hot, int tiled)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	/* @tiled: the weight named twice a step by plain launches, which the tiled one outranks. */
+	int twice = hot == 1 ? 1 : 0;
 	int in[TRIAL_STEPS] = { 0 }, out[TRIAL_STEPS] = { 0 }, host[TRIAL_STEPS] = { 0 };
 	int bad = 0, still = -1, moving_late = 0, still_late = 0, all_moving = 1;
 	int hot_late = 0;
@@ -920,12 +925,13 @@ static int place_trial(int timed, double in_place_cost, double move_cost, int ho
 				   !all_on_device(w[hot - 1]) && all_on_device(w[x]),
 			   "step %d: w%d sent to host memory, w%d brought in in its place", step, hot - 1, x);
 		}
-		for (int l = 0; l < NW + 2 * !!hot; l++) {
-			int i = l < NW ? l : hot - 1;
+		for (int l = 0; l < NW + (tiled ? 1 : 2 * !!hot); l++) {
+			int i = l < NW ? l : tiled ? twice : hot - 1;
 			void *params[] = { &w[i] };
 			unsigned before = resident(w), after;
+			unsigned shared = tiled && i == hot - 1 ? 48u << 10 : 0;
 
-			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, shared, NULL, params, NULL) != 0;
 			after = resident(w);
 			in[step] += brought_in(before, after);
 			out[step] += __builtin_popcount(before & ~after);
@@ -946,9 +952,11 @@ static int place_trial(int timed, double in_place_cost, double move_cost, int ho
 				    all_on_device(w[hot - 1]);
 		}
 	}
-	is_int(0, bad, "%d launches succeed", TRIAL_STEPS * (NW + 2 * !!hot));
-	if (hot)
+	is_int(0, bad, "%d launches succeed", TRIAL_STEPS * (NW + (tiled ? 1 : 2 * !!hot)));
+	if (hot && !tiled)
 		is_int(4, hot_late, "reading in place: w%d (named 3 times a step) is on the device again in each of the last 4 steps, nothing moves, and the 2 weights read in place are named once", hot - 1);
+	if (tiled)
+		is_int(4, hot_late, "reading in place: w%d (named once a step, by a tiled launch) is on the device again in each of the last 4 steps, nothing moves, and the 2 weights read in place are named once by plain launches", hot - 1);
 	if (!timed) {
 		ok(all_moving, "no timed event: no trial; from the third step on, every step brings weights in and reads none in place");
 	} else if (in_place_cost > move_cost) {
@@ -1903,15 +1911,17 @@ int main(int argc, char **argv)
 		return place();
 	}
 	if (argc > 1 && !strcmp(argv[1], "place-trial"))
-		return place_trial(1, 100, 1, 0);
+		return place_trial(1, 100, 1, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-dear"))
-		return place_trial(1, 2, 1000, 0);
+		return place_trial(1, 2, 1000, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-hot"))
-		return place_trial(1, 2, 1000, 6);
+		return place_trial(1, 2, 1000, 6, 0);
+	if (argc > 1 && !strcmp(argv[1], "place-trial-tiled"))
+		return place_trial(1, 2, 1000, 6, 1);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-drop"))
 		return place_trial_drop();
 	if (argc > 1 && !strcmp(argv[1], "place-trial-untimed"))
-		return place_trial(0, 2, 1000, 0);
+		return place_trial(0, 2, 1000, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-wait"))
 		return place_wait();
 	if (argc > 1 && !strcmp(argv[1], "place-copy"))

@@ -175,19 +175,21 @@ placed 22 place-copy 'waits for last uses [1-9][0-9]*, device syncs 2;.* copies 
 # The trial of moving against reading in place, timed on the test's clock
 # (the fake times events only with one): a cycle each way after one that
 # settles, then the cheaper kept; without timed events, no trial.
-placed 40 place-trial 'trial  *1 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; the last decided: a cycle of 6 launches, 14.0 ms moving, 204.0 ms reading in place$' \
+placed 40 place-trial 'trial  *1 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; the last decided: a cycle of 6 launches, 14.0 ms moving, 204.0 ms reading in place; launches taken for tiled 0$' \
 	"--placement launch, the trial: moving (14 a cycle: 6 launches, 4 weights in and 4 back) beats reading in place (204): moving kept after a cycle of each"
-placed 41 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 6 launches, 8006.0 ms moving, 8.0 ms reading in place$' \
+placed 41 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 6 launches, 8006.0 ms moving, 8.0 ms reading in place; launches taken for tiled 0$' \
 	"--placement launch, the trial: reading in place (8 a cycle) beats moving (8006): nothing moves after the trial, the data intact"
 placed 46 place-trial-hot 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 8 launches' \
 	"--placement launch reading in place: a weight named 3 times a cycle, found in host memory, is brought back in place of one named once, then nothing moves"
+placed 53 place-trial-tiled 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 7 launches.*; launches taken for tiled [1-9][0-9]*$' \
+	"--placement launch reading in place: a weight named once a cycle by a tiled launch (48 KiB of shared memory), found in host memory, is brought back in place of one named once by a plain launch, though another is named twice; then nothing moves"
 placed 47 place-trial-drop 'trial  *[0-9]* decided (reading in place chosen 0), 1 cut short by a cycle change, 0 not timed; now moving' \
 	"--placement launch: the cycle gone while the trial reads in place, the trial is cut short (counted) and moving resumes"
-placed 42 place-trial-untimed 'trial  *0 decided (reading in place chosen 0), 0 cut short by a cycle change, 1 not timed; now moving$' \
+placed 42 place-trial-untimed 'trial  *0 decided (reading in place chosen 0), 0 cut short by a cycle change, 1 not timed; now moving; launches taken for tiled 0$' \
 	"--placement launch, no timed event to be had: no trial, moving all along, counted"
-VMMX_RUN_PLACE_TRIAL=0 placed 43 place-trial-untimed 'trial  *0 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving$' \
+VMMX_RUN_PLACE_TRIAL=0 placed 43 place-trial-untimed 'trial  *0 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; launches taken for tiled 0$' \
 	"VMMX_RUN_PLACE_TRIAL=0: no trial, moving all along, nothing counted"
-VMMX_RUN_PLACE_TRIAL=2 placed 44 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 6 launches, 6006.0 ms moving, 8.0 ms reading in place$' \
+VMMX_RUN_PLACE_TRIAL=2 placed 44 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 6 launches, 6006.0 ms moving, 8.0 ms reading in place; launches taken for tiled 0$' \
 	"VMMX_RUN_PLACE_TRIAL=2: two cycles measured each way (moving: 2 and 4 weights each way, 4006 and 8006), their mean given"
 VMMX_RUN_PLACE_TRIAL=many placed 45 place-trial 'trial  *1 decided (reading in place chosen 0)' \
 	"VMMX_RUN_PLACE_TRIAL=many: the default, one cycle each way, used"
