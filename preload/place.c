@@ -494,15 +494,19 @@ static int wait_last_use(struct tracked *t, int unlocked)
 static int move(const struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocked,
 		uint64_t *ns)
 {
+	/* Read under the lock: a launch naming the segment meanwhile writes them. */
+	struct vmmx_ctx *ctx = t->ctx;
+	void *base = t->base;
+	size_t size = t->size;
 	uint64_t t0;
 	int err;
 
 	if (unlocked)
 		pthread_mutex_unlock(&lock);
 	t0 = now_ns();
-	err = vmmx_prefetch(t->ctx, t->base, t->size, to, NULL);
+	err = vmmx_prefetch(ctx, base, size, to, NULL);
 	t0 = now_ns() - t0;
-	vmmxp_trace_move(t->base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err);
+	vmmxp_trace_move(base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err);
 	if (unlocked)
 		pthread_mutex_lock(&lock);
 	*ns += t0;
