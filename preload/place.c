@@ -965,29 +965,38 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 }
 
 /*
+ * The count in the variable @name, 0 to @most, or @dflt when it is unset;
+ * a bad value is said (@what: what it counts, and what 0 means) and @dflt
+ * used.
+ */
+static int env_count(const char *name, int most, int dflt, const char *what)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return dflt;
+	v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > most) {
+		fprintf(stderr, "vmmx-run: %s=%s: expected %s to %d; using %d\n", name, s, what, most,
+			dflt);
+		return dflt;
+	}
+	return (int)v;
+}
+
+/*
  * VMMX_RUN_PLACE_MOVER, read once: the mover threads, 0 to MOVERS_MAX
- * (0: moves ahead on the launching thread, as the first version did); a
- * bad value is said once and the default used.
+ * (0: moves ahead on the launching thread, as the first version did).
  */
 static int movers_wanted(void)
 {
 	static int n = -1;
-	const char *s;
-	char *end;
-	long v;
 
-	if (n >= 0)
-		return n;
-	n = MOVERS_DEFAULT;
-	s = getenv("VMMX_RUN_PLACE_MOVER");
-	if (!s || !*s)
-		return n;
-	v = strtol(s, &end, 10);
-	if (*end || v < 0 || v > MOVERS_MAX)
-		fprintf(stderr, "vmmx-run: VMMX_RUN_PLACE_MOVER=%s: not a number of movers from 0 to %d; %d used\n",
-			s, MOVERS_MAX, MOVERS_DEFAULT);
-	else
-		n = (int)v;
+	if (n < 0)
+		n = env_count("VMMX_RUN_PLACE_MOVER", MOVERS_MAX, MOVERS_DEFAULT,
+			      "the mover threads, 0 (moves on the launching thread)");
 	return n;
 }
 
@@ -1143,19 +1152,8 @@ static void wait_mover(struct tracked *t)
 /* VMMX_RUN_PLACE_TRIAL, read once: the cycles the trial measures each way, 0 for none. */
 static int trial_cycles(void)
 {
-	const char *s = getenv("VMMX_RUN_PLACE_TRIAL");
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return 1;
-	v = strtol(s, &end, 10);
-	if (*end || v < 0 || v > TRIAL_MAX) {
-		fprintf(stderr, "vmmx-run: VMMX_RUN_PLACE_TRIAL=%s: expected the cycles to measure "
-			"each way, 0 (no trial) to %d; using 1\n", s, TRIAL_MAX);
-		return 1;
-	}
-	return (int)v;
+	return env_count("VMMX_RUN_PLACE_TRIAL", TRIAL_MAX, 1,
+			 "the cycles to measure each way, 0 (no trial)");
 }
 
 /* lock held: record the trial's event @i on @stream; made at first use (timed). */

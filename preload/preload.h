@@ -840,10 +840,11 @@ int vmmxp_place_on(void);
 /*
  * vmmxp_place_launch() - place the segments of the @n chunks one launch
  * names (@chunk, each of context @ctx[i]) before it is passed on.
- * @shared: the launch's dynamic shared memory in bytes (a kernel with
- * VMMXP_TILED_SHARED or more works on tiles it reads again: its namings
- * weigh more when reading in place, see place.c).  @capturing, asked only when something may move, says whether @stream
- * is capturing into a graph (nothing is placed then).
+ * @shared: the launch's dynamic shared memory in bytes (a kernel with 32
+ * KiB or more works on tiles it reads again: its namings weigh more when
+ * reading in place, see place.c's TILED_SHARED).  @capturing, asked only
+ * when something may move, says whether @stream is capturing into a graph
+ * (nothing is placed then).
  * Return: 1: the placement lock is held; the caller passes the launch on,
  * then calls vmmxp_place_done(); 0: nothing to do after it.
  * Context: the thread inside libvmmx (vmmxp_depth()); may block (waits for
