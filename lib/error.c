@@ -14,6 +14,9 @@
 #include "internal/base.h"
 
 static __thread char last_error[768];
+/* A message of vmmx__fail_addr() not written into last_error yet: its format and address. */
+static __thread const char *later_fmt;
+static __thread const void *later_addr;
 
 static const struct {
 	int code;
@@ -52,19 +55,46 @@ VMMX_API const char *vmmx_strerror(int err)
 	return unknown;
 }
 
+/* Write the message vmmx__fail_addr() left for later, if any. */
+static void write_later(void)
+{
+	if (!later_fmt)
+		return;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	snprintf(last_error, sizeof(last_error), later_fmt, later_addr);
+#pragma GCC diagnostic pop
+	later_fmt = NULL;
+}
+
 VMMX_API const char *vmmx_last_error(void)
 {
+	write_later();
 	return last_error;
 }
 
 void vmmx__set_last_error(const char *msg)
 {
+	later_fmt = NULL;
 	snprintf(last_error, sizeof(last_error), "%s", msg);
 }
 
 void vmmx__clear_last_error(void)
 {
+	later_fmt = NULL;
 	last_error[0] = '\0';
+}
+
+int vmmx__fail_addr(const struct vmmx__log *log, int err, const char *fmt, const void *addr)
+{
+	later_fmt = fmt;
+	later_addr = addr;
+	last_error[0] = '\0';
+	if ((log ? log->level : VMMX_LOG_WARN) >= VMMX_LOG_DEBUG) {
+		write_later();
+		vmmx__logf(log, VMMX_LOG_DEBUG, "%s (%s)", last_error, vmmx_strerror(err));
+	}
+	return err;
 }
 
 int vmmx__fail(const struct vmmx__log *log, int err, const char *fmt, ...)

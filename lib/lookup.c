@@ -25,8 +25,10 @@ VMMX_API int vmmx_lookup(struct vmmx_ctx *ctx, const void *addr, struct vmmx_chu
 	buf = vmmx__ctx_find_buf(ctx, a);
 	if (!buf) {
 		urcu_bp_read_unlock();
-		return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT, "vmmx_lookup: %p is in no buffer",
-				  addr);
+		/* The message is written when asked for: most misses are words of a
+		 * launch's parameters that are no pointer (vmmx-run). */
+		return vmmx__fail_addr(&ctx->conf.log, -VMMX_ENOENT, "vmmx_lookup: %p is in no buffer",
+				       addr);
 	}
 	t = rcu_dereference(buf->table);
 	off = a - buf->base;

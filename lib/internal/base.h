@@ -42,6 +42,14 @@ void vmmx__logf(const struct vmmx__log *log, enum vmmx_log_level level, const ch
  * reads naturally where an error is first seen.
  */
 int vmmx__fail(const struct vmmx__log *log, int err, const char *fmt, ...) VMMX__FMT(3, 4);
+/*
+ * vmmx__fail() with a message of one %p, @addr, written only when
+ * vmmx_last_error() asks for it (or the log shows debug lines): for misses
+ * on a hot path, such as vmmx_lookup() of each word of a launch's
+ * parameters, most of them no pointer.  @fmt must outlive the thread's next
+ * call (a string literal).
+ */
+int vmmx__fail_addr(const struct vmmx__log *log, int err, const char *fmt, const void *addr);
 /* Set the thread's last error message without logging. */
 void vmmx__set_last_error(const char *msg);
 /* Clear the thread's last error (entry of public calls that may fail). */

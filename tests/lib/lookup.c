@@ -2,6 +2,8 @@
 /* lookup.c - vmmx_lookup maps an address to its buffer and chunk. */
 #include "config.h"
 
+#include <stdio.h>
+
 #include "vmmx.h"
 #include "tests/tap/basic.h"
 #include "tests/tap/vmmx_test.h"
@@ -13,10 +15,10 @@ int main(void)
 	struct vmmx_chunk_info info, c[8];
 	struct vmmx_buf *a, *b;
 	size_t n;
-	char *p;
+	char *p, want[128];
 	int right = 0;
 
-	plan(17);
+	plan(23);
 	vmmx_buf_create(ctx, 16 * MiB, NULL, &a);
 	vmmx_buf_create(ctx, 16 * MiB, "host", &b);
 	is_err(0, vmmx_buf_resize(a, 10 * MiB), "buffer of 10 MiB: 6 device + 4 host");
@@ -43,6 +45,15 @@ int main(void)
 	is_err(-VMMX_EFAULT, vmmx_lookup(ctx, p + 10 * MiB, &info), "vmmx_lookup past the size: EFAULT");
 	like(vmmx_last_error(), "past its size", "the message says so");
 	is_err(-VMMX_ENOENT, vmmx_lookup(ctx, &info, &info), "vmmx_lookup of a stack address: ENOENT");
+	snprintf(want, sizeof(want), "vmmx_lookup: %p is in no buffer", (void *)&info);
+	is_string(want, vmmx_last_error(), "the message names the address, written when asked for");
+	is_string(want, vmmx_last_error(), "... and the same when asked again");
+	vmmx_lookup(ctx, (char *)&info + 8, &info);
+	is_err(0, vmmx_lookup(ctx, p, &info), "a lookup that succeeds after a miss");
+	is_string("", vmmx_last_error(), "... leaves no message of the miss");
+	vmmx_lookup(ctx, (char *)&info + 16, &info);
+	is_err(-VMMX_EFAULT, vmmx_lookup(ctx, p + 10 * MiB, &info), "a miss, then another error");
+	like(vmmx_last_error(), "past its size", "... the other error's message");
 	is_err(-VMMX_EINVAL, vmmx_lookup(ctx, p, NULL), "vmmx_lookup with NULL info");
 	vmmx_buf_resize(a, 4 * MiB);
 	is_err(-VMMX_EFAULT, vmmx_lookup(ctx, p + 7 * MiB, &info), "vmmx_lookup after a shrink: EFAULT");
