@@ -610,6 +610,10 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 
 	vmmxp_depth(1);
 	count(&n_launch[api], 1);
+	if (vmmxp_place_quiet()) {
+		vmmxp_depth(-1);
+		return 0;
+	}
 	vmmxp_named_start(&nm);
 	nm.shared = shared;
 	l = layout_of(key, kind);

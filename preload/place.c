@@ -233,8 +233,10 @@ static int event_ok[EVENTS];              /* lock: the slot's last record succee
 static CUstream ev_stream[EVENTS];        /* lock: the stream it was recorded on */
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
 static struct vmmxp_place_stats st;       /* lock */
-static int spilled;                       /* lock: memory was seen in host memory (sticky) */
+static int spilled;                       /* memory was seen in host memory (sticky): written
+					   * under lock, atomically (vmmxp_place_quiet() reads it) */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
+static uint64_t quiet_launches;           /* launches passed unread (vmmxp_place_quiet()) */
 
 /* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
 struct job {
@@ -314,6 +316,7 @@ int vmmxp_place_on(void)
 {
 	return vmmxp_copy_on();
 }
+
 
 /*
  * The tracked record of the segment at @base; made if new and @make.  NULL
@@ -1315,6 +1318,48 @@ static int in_host_memory(struct vmmx_ctx *ctx)
 	return vmmx_stats_get(ctx, &sts) || sts.host_bytes > 0;
 }
 
+/* Whether only launch placement reads launches: not --launches, nor --trace; read once. */
+static int only_placement_reads(void)
+{
+	static int only = -1;
+	int v = __atomic_load_n(&only, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *l = getenv("VMMX_RUN_LAUNCHES"), *t = getenv("VMMX_RUN_LAUNCH_TRACE");
+
+		v = vmmxp_place_on() && !(l && *l && strcmp(l, "0")) && !(t && *t);
+		__atomic_store_n(&only, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+int vmmxp_place_quiet(void)
+{
+	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
+	int n;
+
+	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED) || !only_placement_reads())
+		return 0;
+	/* The first launch, then every SPILL_CHECK-th (threads racing here may both look). */
+	if (!(__atomic_load_n(&quiet_launches, __ATOMIC_RELAXED) % SPILL_CHECK)) {
+		n = vmmxp_ctxs(ctx, VMMXP_MAX_DEVICES);
+		for (int i = 0; i < n; i++)
+			if (in_host_memory(ctx[i])) {
+				pthread_mutex_lock(&lock);
+				__atomic_store_n(&spilled, 1, __ATOMIC_RELAXED);
+				pthread_mutex_unlock(&lock);
+				return 0;
+			}
+	}
+	__atomic_fetch_add(&quiet_launches, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+uint64_t vmmxp_place_quiet_count(void)
+{
+	return __atomic_load_n(&quiet_launches, __ATOMIC_RELAXED);
+}
+
 /* The buffer (allocator segment) of each named chunk, once each: the unit that moves. */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 			  size_t n, struct seg *seg)
@@ -1380,10 +1425,11 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			total += seg[i].size;
 			judged++;
 		}
-		spilled |= seg[i].host;
+		if (seg[i].host)
+			__atomic_store_n(&spilled, 1, __ATOMIC_RELAXED);
 	}
-	if (!spilled && nseg && !(unspilled_launches++ % SPILL_CHECK))
-		spilled = in_host_memory(seg[0].ctx);
+	if (!spilled && nseg && !(unspilled_launches++ % SPILL_CHECK) && in_host_memory(seg[0].ctx))
+		__atomic_store_n(&spilled, 1, __ATOMIC_RELAXED);
 	/* First mark them all named now, so that none is a victim for another. */
 	for (size_t i = 0; i < nseg; i++) {
 		t[i] = find(seg[i].base, 1);

@@ -838,6 +838,19 @@ void vmmxp_trace_check(int err);
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
 int vmmxp_place_on(void);
 /*
+ * vmmxp_place_quiet() - whether a launch may be passed on unread: launch
+ * placement alone reads launches (no --launches, no --trace) and none of
+ * the program's memory lies in host memory yet, looked at once every
+ * SPILL_CHECK launches (place.c).  Before memory spills nothing moves, so a
+ * program that fits on the device pays a counter a launch.  A segment
+ * first named after the spill has no known last use: its first move waits
+ * for the whole device.  Graphs are read at instantiation all the same.
+ * Context: any thread; lock-free but for the look, every SPILL_CHECK calls.
+ */
+int vmmxp_place_quiet(void);
+/* The launches vmmxp_place_quiet() let pass unread. */
+uint64_t vmmxp_place_quiet_count(void);
+/*
  * vmmxp_place_launch() - place the segments of the @n chunks one launch
  * names (@chunk, each of context @ctx[i]) before it is passed on.
  * @shared: the launch's dynamic shared memory in bytes (a kernel with 32

@@ -588,8 +588,9 @@ static void report_launches(FILE *out)
 	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
 		fprintf(out, "%s %s %llu", a ? "," : "", vmmxp_launch_api_name(a),
 			(unsigned long long)ls.launches[a]);
-	fprintf(out, "; without a parameter layout %llu\n",
-		(unsigned long long)(ls.unread + ls.uncached));
+	fprintf(out, "; without a parameter layout %llu; passed unread before memory spilled %llu\n",
+		(unsigned long long)(ls.unread + ls.uncached),
+		(unsigned long long)vmmxp_place_quiet_count());
 	fprintf(out, "    graphs         %llu launches watched, %llu not read; %llu graphs read at "
 		     "instantiation (%llu kernel nodes, %llu without a parameter layout; %llu "
 		     "memcpy/memset nodes not read; %llu segments past the %d kept), %llu not read, "

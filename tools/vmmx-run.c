@@ -51,6 +51,8 @@
  * that come later (activations, cuBLAS's workspace).
  */
 #define RUN_DEFAULT_POLICY "device-first:reserve=64MiB"
+/* What --placement is when neither it nor VMMX_RUN_PLACEMENT says. */
+#define RUN_DEFAULT_PLACEMENT "launch"
 
 /* Devices libvmmx handles (VMMX_STATS_DEVICES: one slot per device ordinal). */
 #define RUN_MAX_DEVICES VMMX_STATS_DEVICES
@@ -79,11 +81,12 @@ static void usage(FILE *f)
 	      "                           and of kernel launches (implies --launches)\n"
 	      "      --launches           watch kernel launches: the chunks each one names,\n"
 	      "                           counted in --report (VMMX_RUN_LAUNCHES=1)\n"
-	      "      --placement MODE     alloc (default): chunks stay where allocation put\n"
-	      "                           them; launch: bring the spilled segments a launch\n"
-	      "                           names to the device first (implies --launches;\n"
-	      "                           sets VMMX_HOST_COPIES=verified and\n"
-	      "                           VMMX_HOST_CPU_ACCESS=placed unless they are set)\n"
+	      "      --placement MODE     launch (default): bring the spilled segments a\n"
+	      "                           launch names to the device first (implies\n"
+	      "                           --launches; sets VMMX_HOST_COPIES=verified and\n"
+	      "                           VMMX_HOST_CPU_ACCESS=placed unless they are set);\n"
+	      "                           alloc: chunks stay where allocation put them, and\n"
+	      "                           launches are not watched (VMMX_RUN_PLACEMENT)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "      --control[=PATH]     listen for sleep and wake requests on a Unix socket,\n"
 	      "                           PATH or vmmx-run-PID.sock in $XDG_RUNTIME_DIR (else\n"
@@ -419,6 +422,33 @@ static void check_ordinals(const struct devices *d)
  * VMMX_POLICY (--policy is there by now), else the default, which is then
  * set.
  */
+/*
+ * The placement: launch unless asked otherwise (measured faster than alloc on
+ * every workload of docs/PERFORMANCE.md, and within 2% of native on one that
+ * fits).  Launch placement sends segments back and forth: unchanged ones go
+ * back uncopied, and granted to the GPU only, a send back several times
+ * cheaper (the copy hooks grant the CPU what a copy to or from pageable
+ * memory needs: preload/copy.c).  VMMX_RUN_PLACEMENT from the environment is
+ * checked like --placement.
+ */
+static void placement_defaults(void)
+{
+	const char *pl = getenv("VMMX_RUN_PLACEMENT");
+
+	if (!pl || !*pl) {
+		set("VMMX_RUN_PLACEMENT", RUN_DEFAULT_PLACEMENT);
+		pl = RUN_DEFAULT_PLACEMENT;
+	}
+	if (strcmp(pl, "alloc") && strcmp(pl, "launch"))
+		refuse("VMMX_RUN_PLACEMENT", "expected alloc or launch");
+	if (strcmp(pl, "launch"))
+		return;
+	if (!getenv("VMMX_HOST_COPIES"))
+		set("VMMX_HOST_COPIES", "verified");
+	if (!getenv("VMMX_HOST_CPU_ACCESS"))
+		set("VMMX_HOST_CPU_ACCESS", "placed");
+}
+
 static void check_config(void)
 {
 	const char *policy = getenv("VMMX_POLICY");
@@ -778,20 +808,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	report_opt(report, report_file);
-	{
-		const char *pl = getenv("VMMX_RUN_PLACEMENT");
-
-		/*
-		 * Launch placement sends segments back and forth: unchanged ones go
-		 * back uncopied, and granted to the GPU only, a send back several
-		 * times cheaper (the copy hooks grant the CPU what a copy to or
-		 * from pageable memory needs: preload/copy.c).
-		 */
-		if (pl && !strcmp(pl, "launch") && !getenv("VMMX_HOST_COPIES"))
-			set("VMMX_HOST_COPIES", "verified");
-		if (pl && !strcmp(pl, "launch") && !getenv("VMMX_HOST_CPU_ACCESS"))
-			set("VMMX_HOST_CPU_ACCESS", "placed");
-	}
+	placement_defaults();
 	check_config();
 	preload();
 	execvp(argv[optind], argv + optind);

@@ -176,9 +176,10 @@ echo '{"column": "native", "prefill_ms": 5.0, "decode_ms": 2.0, "tokens": [1, 2]
 
 
 def test_vmmx_run_columns(monkeypatch):
-    """vmmx-run and vmmx-run-launch run the native child under vmmx-run, the second with
-    --placement launch; the report's launch lines come back with the result, also on a
-    failure, and the table prints the placement line."""
+    """vmmx-run, vmmx-run-alloc and vmmx-run-launch run the native child under vmmx-run,
+    the first with its default placement, the others with --placement alloc and launch;
+    the report's launch lines come back with the result, also on a failure, and the
+    table prints the placement line."""
     from vmmx_tools import bench_hf
     with tempfile.TemporaryDirectory() as d:
         fake = os.path.join(d, "vmmx-run")
@@ -201,6 +202,11 @@ def test_vmmx_run_columns(monkeypatch):
         assert "--placement" not in args
         assert args[args.index("--trace") + 1] == os.path.join(d, "hf-infer-x1.5.vmmx-run.trace")
         assert args.index("--trace") < args.index("--")
+        bench_hf.run_column(dict(spec, column="vmmx-run-alloc"), 60, None, fake)
+        with open(os.path.join(d, "args")) as f:
+            args = f.read().split("\n")
+        assert args[:5] == ["--device-limit", str(3 * GiB), "--placement", "alloc",
+                            "--report-file"]
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
         assert bad["error"] == "OOM" and len(bad["report"]) == 2

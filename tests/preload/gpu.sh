@@ -12,10 +12,11 @@
 # vmmx-run (checksums compared); CuPy past the cap; the placement candidates.
 # A threaded program that forks (fork_threads.cu) natively and under
 # vmmx-run: every child's cudaMalloc refused, none hung.
-# The launch rate of empty kernels natively, under vmmx-run and under
-# vmmx-run --launches, and the PyTorch chain fitting on the device with
-# launches watched (launch_bench.cu, torch_chain.py).
-# The PyTorch chain under --placement launch against the default placement.
+# The launch rate of empty kernels natively, under vmmx-run --placement alloc
+# (launches not watched), with --launches too (watched only), and under
+# vmmx-run's default (launch placement); the PyTorch chain fitting on the
+# device the same ways (launch_bench.cu, torch_chain.py).
+# The PyTorch chain under --placement launch against --placement alloc.
 # GPU_SECTIONS picks some of them (default: all): c fork alloc launch torch
 # placement cupy candidates; CANDIDATES replaces the list of policies the last one runs;
 # BATCHES the PyTorch chain's batch sizes (default 1 16 256 4096); ALLOC_BATCHES
@@ -101,21 +102,26 @@ fi
 if want launch; then
 # Target: watching costs under 1 us per launch (the --launches column less
 # the native one); passed straight through (vmmx-run without it), nothing.
-echo "== launch cost: empty kernels, native against vmmx-run and vmmx-run --launches (us per launch)"
+echo "== launch cost: empty kernels, native against vmmx-run --placement alloc, with --launches, and the default (us per launch)"
 for b in launch_bench launch_bench_static; do
 	"$out/$b" 200 >"$out/$b.native"
-	"$run" -- "$out/$b" 200 >"$out/$b.off"
-	"$run" --launches --report -- "$out/$b" 200 >"$out/$b.on" 2>"$out/$b.report"
+	"$run" --placement alloc -- "$out/$b" 200 >"$out/$b.off"
+	"$run" --placement alloc --launches --report -- "$out/$b" 200 >"$out/$b.on" 2>"$out/$b.report"
+	"$run" -- "$out/$b" 200 >"$out/$b.default"
 	echo "-- $b"
 	join <(grep -v '^#' "$out/$b.native") <(grep -v '^#' "$out/$b.off") |
-		join - <(grep -v '^#' "$out/$b.on") |
-		awk '{ printf "%-26s native %7.3f  vmmx-run %7.3f  --launches %7.3f  cost %+.3f us\n", $1, $3, $5, $7, $7 - $3 }'
+		join - <(grep -v '^#' "$out/$b.on") | join - <(grep -v '^#' "$out/$b.default") |
+		awk '{ printf "%-26s native %7.3f  alloc %7.3f  --launches %7.3f  default %7.3f  cost %+.3f us\n", $1, $3, $5, $7, $9, $9 - $3 }'
 	grep -A1 '^  launches' "$out/$b.report"
 done
 # Target: at most 2% slower than native when everything fits.
-echo "== PyTorch chain fitting on the device (batch 16): native against vmmx-run --launches"
-"$py" "$src/torch_chain.py" --batch 16 2>&1 | tail -1
-"$run" --launches --report-file "$out/torch.launch.report" -- "$py" "$src/torch_chain.py" --batch 16 2>&1 | tail -1
+echo "== PyTorch chain fitting on the device (batch 16, 30 steps): native, vmmx-run --placement alloc, the default"
+for r in 1 2 3; do
+	"$py" "$src/torch_chain.py" --batch 16 --steps 30 2>&1 | tail -1 | sed 's/^/native : /'
+	"$run" --placement alloc -- "$py" "$src/torch_chain.py" --batch 16 --steps 30 2>&1 | tail -1 | sed 's/^/alloc  : /'
+	"$run" --report-file "$out/torch.launch.report" -- "$py" "$src/torch_chain.py" --batch 16 --steps 30 2>&1 |
+		tail -1 | sed 's/^/default: /'
+done
 grep -A1 '^  launches' "$out/torch.launch.report"
 
 fi
@@ -147,8 +153,8 @@ rm -f "$out/hold.fifo"
 fi
 if want placement; then
 # Targets: batch 4096 within 1.5x the floor (about 64 ms); batches 1 and 16
-# not slower than the default placement; checksums equal to native.
-echo "== PyTorch chain, 6 GiB limit: --placement launch against the default"
+# not slower than placement by allocation; checksums equal to native.
+echo "== PyTorch chain, 6 GiB limit: --placement launch (the default) against --placement alloc"
 # The floor: the larger of native's time and the weights past the limit
 # crossing the link once a step at the pinned copy rate measured here.
 rate=$("$py" -c 'import torch, time
@@ -162,7 +168,7 @@ BATCHES_=${BATCHES:-1 16 256 4096} steps="${STEPS:-8} --settle ${SETTLE:-8}"
 for batch in $BATCHES_; do
 	"$py" "$src/torch_chain.py" --batch $batch --steps $steps >"$out/pl.native.$batch" 2>&1
 	case " ${ALLOC_BATCHES-$BATCHES_} " in *" $batch "*)
-	"$run" --device-limit 6GiB -- "$py" "$src/torch_chain.py" --batch $batch --steps $steps >"$out/pl.alloc.$batch" 2>&1 ;;
+	"$run" --device-limit 6GiB --placement alloc -- "$py" "$src/torch_chain.py" --batch $batch --steps $steps >"$out/pl.alloc.$batch" 2>&1 ;;
 	*) echo "ms/step 0 (not run: ALLOC_BATCHES)" >"$out/pl.alloc.$batch" ;;
 	esac
 	rm -f "$out/pl.report.$batch" "$out/pl.trace.$batch"

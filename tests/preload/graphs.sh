@@ -22,7 +22,7 @@ sed 's/^/# /' "$tmp/err"
 check $st "launchclient graphs exits 0 under vmmx-run --launches --trace"
 grep -q 'graphs  *7 launches watched, 3 not read; 4 graphs read at instantiation (8 kernel nodes, 1 without a parameter layout; 2 memcpy/memset nodes not read; 0 segments past the 256 kept), 1 not read, 1 forgotten when changed in place; 0 launches captured, not placed$' "$tmp/rep"
 check $? "--report: 7 graph launches watched; 3 not read (a graph the driver would not describe, one changed in place, a handle never instantiated); 4 graphs read with 8 kernel nodes, 1 without a layout, 2 copy nodes not read"
-grep -q 'launches  *0 watched: .*; without a parameter layout 0$' "$tmp/rep"
+grep -q 'launches  *0 watched: .*; without a parameter layout 0; passed unread before memory spilled 0$' "$tmp/rep"
 check $? "--report: graph launches are not counted as kernel launches"
 grep -q 'chunks named  *19, 11 of them in host memory; 5 launches read spilled memory$' "$tmp/rep"
 check $? "--report: the chunks the graph launches named: 3 x 5 (3 in host memory), 2 x 1, 1, 1"
@@ -69,7 +69,8 @@ tapped() {
 }
 
 # Not watched: every call reaches the driver, nothing is read (the client checks it).
-tapped 0 "without --launches the graph calls reach the driver unchanged and nothing is read" graphs
+tapped 0 "--placement alloc, without --launches: the graph calls reach the driver unchanged and nothing is read" \
+	graphs --placement alloc
 
 # --placement launch: what a graph names is on the device when its launch is passed on.
 tapped 1 "--placement launch: each graph's segments on the device at its launch, the data intact" \
@@ -83,5 +84,6 @@ check $st "--report: 4 segments brought in on demand for the graph launches (w4,
 # The lookup paths, watched and not.
 tapped 2 "watched: cuGetProcAddress and dlsym hand back the interposer's graph entry points" \
 	graph-lookups --launches
-tapped 3 "not watched: they hand back the driver's own" graph-lookups
+tapped 3 "not watched (--placement alloc): they hand back the driver's own" graph-lookups \
+	--placement alloc
 echo "1..$n"

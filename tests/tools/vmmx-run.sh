@@ -100,6 +100,16 @@ refused "--trace into a missing directory" "--trace '$tmp/no/t.json': cannot ope
 	--trace "$tmp/no/t.json"
 VMMX_POLICY=host ok_run "VMMX_POLICY from the environment is kept" 'VMMX_POLICY=host$'
 ok_run "no policy anywhere: the default" 'VMMX_POLICY=device-first:reserve=64MiB$'
+ok_run "no placement asked: launch, the default" '^VMMX_RUN_PLACEMENT=launch$'
+ok_run "no placement asked: verified host copies" '^VMMX_HOST_COPIES=verified$'
+VMMX_RUN_PLACEMENT= ok_run "VMMX_RUN_PLACEMENT empty: launch" '^VMMX_RUN_PLACEMENT=launch$'
+VMMX_RUN_PLACEMENT=alloc ok_run "VMMX_RUN_PLACEMENT=alloc from the environment is kept" \
+	'^VMMX_RUN_PLACEMENT=alloc$'
+! grep -q '^VMMX_HOST_COPIES' "$tmp/out"
+check $? "VMMX_RUN_PLACEMENT=alloc: VMMX_HOST_COPIES not set"
+VMMX_RUN_PLACEMENT=lanch refused "VMMX_RUN_PLACEMENT=lanch" \
+	'VMMX_RUN_PLACEMENT="lanch" (environment): expected alloc or launch'
+refused "--placement lanch" "--placement 'lanch': expected alloc or launch" --placement lanch
 ok_run "--placement launch: verified host copies" '^VMMX_HOST_COPIES=verified$' --placement launch
 ok_run "--placement launch: sent back to the GPU only" '^VMMX_HOST_CPU_ACCESS=placed$' \
 	--placement launch
