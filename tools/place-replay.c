@@ -55,6 +55,11 @@
 #define MAX_CELLS (4u << 20)
 /* What the interposer lists of one launch's chunks (preload/launch.c, TRACE_CHUNKS). */
 #define TRACE_CHUNKS 64
+/* Movers modelled by default (vmmx-run's, preload/place.c MOVERS_DEFAULT), and at most. */
+#define DEFAULT_MOVERS 2
+#define MAX_MOVERS 4
+/* Launches ahead of its launch a move may be made, a cycle known (preload/place.c, AHEAD). */
+#define AHEAD_LAUNCHES 32
 
 enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_COUNT };
 
@@ -78,6 +83,7 @@ struct ropts {
 	double hbm, pcie;      /* GB/s */
 	enum compute compute;
 	enum move_rates moves;
+	unsigned int movers;
 	int json;
 	const char *plot;
 };
@@ -148,6 +154,8 @@ struct trace {
 	/* The recorded run's own moves ("event":"move"), [0] back to host memory, [1] in. */
 	uint64_t move_bytes[2], move_ns[2];
 	size_t move_n[2], move_failed;
+	double *move_rate[2]; /* each one's bytes per second, move_n[] of them */
+	size_t move_cap[2];
 	uint64_t devices; /* device ordinals seen, as bits (0-63) */
 	int have_times;
 	/* The cycle: the step reported, if any. */
@@ -243,6 +251,8 @@ static void trace_free(struct trace *T)
 	umap_free(&T->chunk_buf);
 	umap_free(&T->buf_id);
 	umap_free(&T->chunk_seg);
+	free(T->move_rate[0]);
+	free(T->move_rate[1]);
 }
 
 /* ---- reading the trace ---- */
@@ -483,6 +493,10 @@ static int take_move(struct trace *T, const struct where *w, const struct json *
 		return 0;
 	}
 	in = !strcmp(to, "device");
+	if (grow((void **)&T->move_rate[in], &T->move_cap[in], T->move_n[in] + 1,
+		 sizeof(double)))
+		return oom();
+	T->move_rate[in][T->move_n[in]] = ns ? (double)size * 1e9 / (double)ns : 0;
 	T->move_bytes[in] += size;
 	T->move_ns[in] += ns;
 	T->move_n[in]++;
@@ -729,19 +743,39 @@ struct model {
 	double hbm, pcie; /* bytes per second */
 	double rate[2];   /* a move's bytes per second: [0] back to host memory, [1] in */
 	int measured[2];  /* ... from the recorded run's moves (else pcie) */
+	unsigned int movers; /* threads that move ahead of the launches (0: none) */
 };
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of @n rates (sorted in place); 0 when @n is 0. */
+static double median_rate(double *r, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(r, n, sizeof(*r), cmp_double);
+	return n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
 /*
- * @M's move rates under --move-rates @mr: the recorded run's own, where it
- * made moves that way and @mr is not MR_PCIE, else the link's.  -1 when
- * MR_TRACE asks for them and the trace has none (after a message).
+ * @M's move rates under --move-rates @mr: the median rate of the recorded
+ * run's own moves that way (not their mean: a run's first sends back make
+ * host memory, tens of times slower than the steady state's), where it
+ * made some and @mr is not MR_PCIE, else the link's.  -1 when MR_TRACE asks
+ * for them and the trace has none (after a message).
  */
 static int move_rates(const struct trace *T, enum move_rates mr, struct model *M)
 {
 	for (int in = 0; in < 2; in++) {
-		M->measured[in] = mr != MR_PCIE && T->move_bytes[in] && T->move_ns[in];
-		M->rate[in] = M->measured[in] ? (double)T->move_bytes[in] * 1e9 / (double)T->move_ns[in]
-					      : M->pcie;
+		double med = median_rate(T->move_rate[in], T->move_n[in]);
+
+		M->measured[in] = mr != MR_PCIE && med > 0;
+		M->rate[in] = M->measured[in] ? med : M->pcie;
 	}
 	if (mr == MR_TRACE && !M->measured[0] && !M->measured[1]) {
 		fprintf(stderr,
@@ -856,6 +890,40 @@ static int once_worth(const struct trace *T, struct rstate *S, size_t seg, size_
 	return worth && need == 0;
 }
 
+/*
+ * The replay's movers, and the two things their moves take turns at: the
+ * driver, which serialises mapping calls (a send back is mapping calls
+ * alone under verified host copies), and the link (a bring-in is mostly
+ * its copy).  Times in seconds of the replayed timeline.
+ */
+struct movers {
+	double free_at[MAX_MOVERS]; /* when each mover is free */
+	double driver, link;        /* when each is free */
+};
+
+/*
+ * A move that may start at @from: @out_s of sends back on the driver, then
+ * @in_s of bringing in on the link, by the mover of @mv free first (none
+ * when @n is 0: the launching thread, which waits).  Returns its end.
+ */
+static double move_at(struct movers *mv, unsigned int n, double from, double out_s, double in_s)
+{
+	double *f = NULL, t = from;
+
+	for (unsigned int j = 0; j < n; j++)
+		if (!f || mv->free_at[j] < *f)
+			f = &mv->free_at[j];
+	if (f && *f > t)
+		t = *f;
+	t = (t > mv->driver ? t : mv->driver) + out_s;
+	mv->driver = t;
+	t = (t > mv->link ? t : mv->link) + in_s;
+	mv->link = t;
+	if (f)
+		*f = t;
+	return t;
+}
+
 static void fig_add(struct rfig *f, const struct rfig *d)
 {
 	f->time_s += d->time_s;
@@ -897,8 +965,20 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    overlaps both.  compute is 0, or the gap the recorded run left
  *    between this launch and the next (find_gaps(), and the manual page on
  *    what that gap holds).
- *  - A move is synchronous, before the launch, and overlaps nothing (the
- *    mover thread of --placement launch is not modelled): bringing a
+ *  - A move is one segment brought in with the segments sent back to make
+ *    room for it.  Without a known cycle, or with --movers 0, it is
+ *    synchronous, before the launch, and overlaps nothing.  With a cycle
+ *    known, @M->movers threads make the moves, as --placement launch's
+ *    movers do: each move in the order the launches need them, on the
+ *    mover free first, starting no earlier than the start of the launch
+ *    AHEAD_LAUNCHES before the one that needs it; the launch waits for its
+ *    moves to end, and launches and moves overlap otherwise.  The victims
+ *    are chosen at the launch that needs the segment (see below), but their
+ *    last uses are not waited for: the movers choose theirs when a move is
+ *    queued, launches earlier, among segments no launch in between names.  A
+ *    move sends back first, on the driver, then brings in, on the link;
+ *    each is one at a time (struct movers): a second mover overlaps one
+ *    move's send back with another's copy, no more.  Bringing a
  *    segment in costs size / the rate the recorded run's own moves in took
  *    (its "move" records, move_rates()), sending one back size / the rate
  *    of its moves back; where the trace has no such record, or with
@@ -926,8 +1006,9 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    others) is brought in only into free room or, a cycle known, in place
  *    of victims each predicted to be needed after it is needed again; else
  *    it is read in place (counted as "read once"), as --placement launch
- *    does.  Not modelled: moves made ahead of a launch, and segments too
- *    large to make room for (over a quarter of the device: preload/place.c).
+ *    does.  Not modelled: segments too large to make room for (over a
+ *    quarter of the device: preload/place.c), and the trial of reading in
+ *    place.
  *
  * Return: 0, or -1 when out of memory.
  */
@@ -936,17 +1017,28 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			 char *cells)
 {
 	struct rstate *S = calloc(T->nsegs ? T->nsegs : 1, sizeof(*S));
+	/* The replayed timeline (s): each launch's start and end; when each mover is free. */
+	double *start = malloc((T->nl ? T->nl : 1) * sizeof(*start));
+	double *end = malloc((T->nl ? T->nl : 1) * sizeof(*end));
+	struct movers mv = {{0}, 0, 0};
+	double now = 0;
 	size_t dk = 0;
 	uint64_t used = 0;
 
-	if (!S)
+	if (!S || !start || !end) {
+		free(S);
+		free(start);
+		free(end);
 		return -1;
+	}
 	for (size_t i = 0; i < T->nl; i++) {
 		const struct rlaunch *L = &T->l[i];
 		const struct rref *r = &T->refs[L->ref];
 		struct rfig d = {0};
 		uint64_t named = 0; /* the bytes this launch names */
-		double read_s;
+		/* Its moves' end: on the launching thread (one after another), or by the movers. */
+		double read_s, ready = now;
+		int ahead = M->movers && L->pos >= 0 && L->cycle_len;
 
 		/* Gone before this launch: room freed, nothing moved. */
 		for (; dk < T->ndying && T->dying[dk].at == i; dk++) {
@@ -973,7 +1065,9 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			named += T->segs[r[k].seg].size;
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
-			uint64_t pinned = 0;
+			uint64_t pinned = 0, out = 0;
+			/* A move ahead may start AHEAD_LAUNCHES launches before its launch. */
+			double from = i >= AHEAD_LAUNCHES ? start[i - AHEAD_LAUNCHES] : 0, move_s;
 
 			if (S[r[k].seg].st != S_HOST)
 				continue;
@@ -1001,13 +1095,22 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 					abort();
 				S[v].st = S_HOST;
 				used -= T->segs[v].size;
-				d.moved_out += T->segs[v].size;
+				out += T->segs[v].size;
 				d.moves_out++;
 			}
 			S[r[k].seg].st = S_DEVICE;
 			used += g->size;
+			d.moved_out += out;
 			d.moved_in += g->size;
 			d.moves_in++;
+			if (ahead) {
+				move_s = move_at(&mv, M->movers, from, (double)out / M->rate[0],
+						 (double)g->size / M->rate[1]);
+				ready = move_s > ready ? move_s : ready;
+			} else {
+				ready = move_at(&mv, 0, ready, (double)out / M->rate[0],
+						(double)g->size / M->rate[1]);
+			}
 		}
 		for (size_t k = 0; k < L->nref; k++) {
 			if (S[r[k].seg].st == S_DEVICE)
@@ -1017,7 +1120,10 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		}
 		d.move_s = (double)d.moved_in / M->rate[1] + (double)d.moved_out / M->rate[0];
 		read_s = (double)d.read_device / M->hbm + (double)d.read_host / M->pcie;
-		d.time_s = d.move_s + (L->compute > read_s ? L->compute : read_s);
+		start[i] = ready;
+		end[i] = start[i] + (L->compute > read_s ? L->compute : read_s);
+		d.time_s = end[i] - now;
+		now = end[i];
 		fig_add(total, &d);
 		if (i < T->span_first || i >= T->span_first + T->span_len)
 			continue;
@@ -1032,6 +1138,8 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		}
 	}
 	free(S);
+	free(start);
+	free(end);
 	return 0;
 }
 
@@ -1145,13 +1253,13 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	}
 	o = rep_label(rep_obj(doc, "model"), "model",
 		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; moves in %.1f GB/s, back "
-		      "%.1f GB/s (%s); compute per launch: %s",
+		      "%.1f GB/s (%s), by %u movers once a cycle is known; compute per launch: %s",
 		      rep_fmt_size(M->device, b, sizeof(b)),
 		      dev_given ? "--device-bytes" : "the most the trace shows on the device",
 		      M->hbm / 1e9, M->pcie / 1e9, M->rate[1] / 1e9, M->rate[0] / 1e9,
 		      M->measured[0] || M->measured[1] ? "the recorded run's moves, the link's where it made none"
 						     : "the link's",
-		      cc->why);
+		      M->movers, cc->why);
 	rep_bytes(o, "device_bytes", M->device);
 	rep_str(o, "device_bytes_from", dev_given ? "option" : "trace");
 	rep_num(o, "hbm_gbps", M->hbm / 1e9);
@@ -1160,6 +1268,7 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	rep_num(o, "move_out_gbps", M->rate[0] / 1e9);
 	rep_str(o, "move_in_from", M->measured[1] ? "trace" : "pcie");
 	rep_str(o, "move_out_from", M->measured[0] ? "trace" : "pcie");
+	rep_int(o, "movers", M->movers);
 	rep_str(o, "compute", cc->gaps ? "gaps" : "none");
 	rep_str(o, "compute_why", cc->why);
 	if (T->truncated)
@@ -1251,6 +1360,9 @@ static void replay_usage(FILE *f)
 	    "      --move-rates R     auto, trace or pcie: a move costs its bytes at the rate\n"
 	    "                         the recorded run's own moves took that way (trace), or\n"
 	    "                         at --pcie; auto: trace where it recorded moves\n"
+	    "      --movers N         0 to %d: threads moving ahead of the launches once a\n"
+	    "                         cycle is known, as vmmx-run's (default %d); 0: every\n"
+	    "                         move before its launch, overlapping nothing\n"
 	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
 	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
 	    "                         auto: gaps unless the trace has no times or shows moves\n"
@@ -1259,7 +1371,7 @@ static void replay_usage(FILE *f)
 	    "                         .svg or .pdf)\n"
 	    "  -h, --help\n"
 	    "Exit status: 0 done, 1 the trace could not be read, 2 bad usage.\n",
-	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS);
+	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS, MAX_MOVERS, DEFAULT_MOVERS);
 }
 
 static int parse_gbps(const char *opt, const char *s, double *out)
@@ -1334,6 +1446,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	    tool_opt_fn("pcie", 0, opt_pcie, &o->pcie, NULL),
 	    tool_opt_fn("compute", 0, opt_compute, &o->compute, NULL),
 	    tool_opt_fn("move-rates", 0, opt_moves, &o->moves, NULL),
+	    tool_opt_count("movers", 0, &o->movers, 0, MAX_MOVERS, NULL),
 	    tool_opt_json(&o->json),
 	    tool_opt_plot(&o->plot),
 	    {0},
@@ -1342,6 +1455,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 
 	o->hbm = DEFAULT_HBM_GBPS;
 	o->pcie = DEFAULT_PCIE_GBPS;
+	o->movers = DEFAULT_MOVERS;
 	rc = tool_opts_parse(PROG, replay_usage, tab, argc, argv);
 	if (rc)
 		return rc;
@@ -1417,7 +1531,8 @@ int replay_main(int argc, char **argv)
 		T.l[i].compute = 0;
 	M = (struct model){.device = o.device_bytes ? o.device_bytes : trace_device_bytes(&T),
 			   .hbm = o.hbm * 1e9,
-			   .pcie = o.pcie * 1e9};
+			   .pcie = o.pcie * 1e9,
+			   .movers = o.movers};
 	if (move_rates(&T, o.moves, &M)) {
 		trace_free(&T);
 		return 1;

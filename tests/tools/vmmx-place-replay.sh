@@ -43,13 +43,14 @@ refused() {
 }
 
 # ---- the hand-made trace, --hbm 1000 --pcie 10: 100 MB is 0.1 ms from HBM, 10 ms over PCIe ----
-"$place" --replay "$abc" --hbm 1000 --pcie 10 >"$tmp/table" 2>"$tmp/err"
+# --movers 0: every move before its launch, overlapping nothing (the movers below).
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 >"$tmp/table" 2>"$tmp/err"
 check $? "--replay of a hand-made trace exits 0"
 grep -q '^cycle  *3 launches, 2 complete steps; figures for the last step (launches 6-8)' "$tmp/table"
 check $? "the table names the cycle (3 launches) and the step its figures are for"
 grep -q '^launch-belady  *43\.000 ' "$tmp/table" && ! test -s "$tmp/err"
 check $? "one row per policy, step time in ms; nothing on stderr"
-"$place" --replay "$abc" --hbm 1000 --pcie 10 --json >"$tmp/abc.json" 2>"$tmp/err"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --json >"$tmp/abc.json" 2>"$tmp/err"
 check $? "--replay --json exits 0"
 pycheck "--json parses; the trace: 9 launches of pid 4242, 3 segments (A grouped from its 2 chunks: 300 MB), 2 placement records, the other process's launch left out" \
 	"$tmp/abc.json" 'd["mode"] == "replay" and d["trace"]["launches"] == 9 and d["trace"]["pid"] == 4242 and d["trace"]["segments"] == 3 and d["trace"]["segment_bytes"] == 300000000 and d["trace"]["placement_records"] == 2 and d["trace"]["other_process_launches"] == 1 and d["trace"]["moves_seen"] == 0'
@@ -57,9 +58,9 @@ pycheck "--json: the device's room from the trace (A and B first seen there: 200
 	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle"]'
 pycheck "the residency chart of launch-belady's step: A, B, C by launch (upper case: named)" \
 	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 4'
-"$place" --replay "$abc" --hbm 1000 --pcie 10 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
-"$place" --replay "$abc" --hbm 1000 --pcie 10 --device-bytes 100MB --json >"$tmp/small.json" 2>"$tmp/err"
-"$place" --replay "$abc" --hbm 1000 --pcie 10 --device-bytes 50MB --json >"$tmp/tiny.json" 2>"$tmp/err"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --device-bytes 100MB --json >"$tmp/small.json" 2>"$tmp/err"
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --device-bytes 50MB --json >"$tmp/tiny.json" 2>"$tmp/err"
 # The figures, worked out by hand: FILE|SCOPE|POLICY|time_ms moved_in moved_out
 # in_place on_device moves_in moves_out no_room|what.
 while IFS='|' read -r f scope pol want what; do
@@ -86,6 +87,37 @@ none.json|step|launch-belady|40.300 200000000 200000000 0 300000000 2 2 0|--comp
 small.json|step|in-place|21.000 0 0 200000000 100000000 0 0 0|--device-bytes 100MB: B no longer fits where the trace saw it and starts in host memory: 1 + 10 + 10 ms
 tiny.json|step|launch-lru|30.000 0 0 300000000 0 0 0 3|--device-bytes 50MB: no segment fits: nothing moves, each launch reads in place, 3 times no room
 FIGS
+
+# The movers (--movers N, once the cycle is known from launch 3 on): a move
+# sends back on the driver (10 ms), then copies in on the link (10 ms), each
+# one at a time, and may start 32 launches ahead of its launch (here: at
+# once).  launch-lru, every launch a move: one mover makes them one after
+# another, 20 ms a launch, its 1 ms hidden; two overlap one's send back
+# with the other's copy, and the link bounds the step, 10 ms a launch;
+# three, the same.  launch-cycle's last step: B's move, queued at once,
+# sent A back while C's copied in and copied once the link was free (42 to
+# 52 ms); the step is launch 6 (1 ms), the wait for that copy (8), then
+# launches 7 and 8 (1 each).
+for m in 1 2 3; do
+	"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers $m --json >"$tmp/m$m.json" 2>"$tmp/err"
+done
+while IFS='|' read -r f scope pol want what; do
+	case $f in '#'* | '') continue ;; esac
+	is_figs "$tmp/$f" "$scope" "$pol" "$want" "$what"
+done <<'FIGS'
+m1.json|step|launch-lru|60.000 300000000 300000000 0 300000000 3 3 0|--movers 1, launch-lru: 3 x 20 ms, each launch's 1 ms hidden (63 with none)
+m2.json|step|launch-lru|30.000 300000000 300000000 0 300000000 3 3 0|--movers 2, launch-lru: one move's send back beside another's copy, the link bounds it: 3 x 10 ms
+m2.json|total|launch-lru|83.000 700000000 700000000 0 900000000 7 7 0|--movers 2, launch-lru over the trace: 83 ms (149 with none; launch 2, no cycle yet, moves on the launching thread)
+m3.json|step|launch-lru|30.000 300000000 300000000 0 300000000 3 3 0|--movers 3: 30 ms still: the driver and the link bound it, not the movers
+m2.json|step|launch-cycle|11.000 100000000 100000000 0 300000000 1 1 0|--movers 2, launch-cycle: its one move made ahead, 11 ms (23 with none)
+m2.json|total|launch-cycle|54.000 400000000 400000000 0 900000000 4 4 0|--movers 2, launch-cycle over the trace: 54 ms (89 with none)
+FIGS
+pycheck "--json: the model names its movers" "$tmp/m2.json" 'd["model"]["movers"] == 2'
+"$place" --replay "$abc" --json >"$tmp/mdef.json" 2>"$tmp/err"
+pycheck "--movers defaults to vmmx-run's 2" "$tmp/mdef.json" 'd["model"]["movers"] == 2'
+"$place" --replay "$abc" --movers 5 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q -- "--movers" "$tmp/err" && ! test -s "$tmp/out"
+check $? "--movers 5: exit 2, the option named ($(head -1 "$tmp/err"))"
 "$place" --replay "$abc" -p launch-belady,in-place --json >"$tmp/two.json" 2>"$tmp/err"
 pycheck "--policy LIST: only those policies; the default rates (4427 and 51.4 GB/s)" "$tmp/two.json" \
 	'[x["policy"] for x in d["total"]] == ["in-place", "launch-belady"] and d["model"]["hbm_gbps"] == 4427 and d["model"]["pcie_gbps"] == 51.4'
@@ -98,15 +130,24 @@ pycheck "--policy LIST: only those policies; the default rates (4427 and 51.4 GB
   echo '{"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":5000000,"ok":true}'
   echo '{"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":1,"ok":false}'
 } >"$tmp/moves.jsonl"
-"$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/moves.json" 2>"$tmp/err"
+"$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --movers 0 --json >"$tmp/moves.json" 2>"$tmp/err"
 check $? "--replay of a trace with move records exits 0"
 pycheck "move records: 1 in, 1 back, 1 failed; moves priced at the run's own rates (5 GB/s in, 20 GB/s back)" \
 	"$tmp/moves.json" 'd["trace"]["move_records_in"] == 1 and d["trace"]["move_records_out"] == 1 and d["trace"]["move_records_failed"] == 1 and d["model"]["move_in_gbps"] == 5 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_in_from"] == "trace" and d["model"]["move_out_from"] == "trace"'
 is_figs "$tmp/moves.json" step launch-belady "53.000 200000000 200000000 0 300000000 2 2 0" \
 	"launch-belady at the recorded rates: 2 x (20 in + 5 back + 1) + 1 = 53 ms (43 at --pcie's 10 GB/s both ways)"
-"$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --move-rates pcie --json >"$tmp/mpcie.json" 2>"$tmp/err"
+"$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --movers 0 --move-rates pcie --json >"$tmp/mpcie.json" 2>"$tmp/err"
 is_figs "$tmp/mpcie.json" step launch-belady "43.000 200000000 200000000 0 300000000 2 2 0" \
 	"--move-rates pcie: the moves at --pcie again, 43 ms"
+# The median, not the mean: three sends back of 100 MB, one of them a
+# first send back that made host memory (200 ms), two at 5 ms: 20 GB/s.
+{ cat "$tmp/moves.jsonl"
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x20000000","size":100000000,"ns":200000000,"ok":true}'
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x30000000","size":100000000,"ns":5000000,"ok":true}'
+} >"$tmp/slow.jsonl"
+"$place" --replay "$tmp/slow.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/slow.json" 2>"$tmp/err"
+pycheck "a run's slow first send back does not skew the rate: the median of 200, 5 and 5 ms for 100 MB, 20 GB/s (the mean would give 1.43)" \
+	"$tmp/slow.json" 'd["trace"]["move_records_out"] == 3 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_in_gbps"] == 5'
 "$place" --replay "$abc" --move-rates trace >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q -- '--move-rates trace: .*holds no move record' "$tmp/err"
 check $? "--move-rates trace on a trace without move records: exit 1, said so"
