@@ -84,6 +84,10 @@
 #define RECENT_PLACES (PLACES_PER * RECENT_LAUNCHES)
 /* Values below a page are never addresses: sizes, flags, counts. */
 #define MIN_ADDR 4096
+/* What a watch returns: the placement lock held (as vmmxp_place_launch() and
+ * vmmxp_graph_watch() return 1), or the launch passed unread. */
+#define WATCH_HELD 1
+#define WATCH_QUIET 2
 /* extra's keys (cuda.h) */
 #define PARAM_END ((void *)0x00)
 #define PARAM_BUFFER_POINTER ((void *)0x01)
@@ -598,8 +602,9 @@ int vmmxp_launch_named(const char *api, const char *kernel, int nparams, uint64_
 /*
  * Watch one launch of @key (@kind) on @stream, whose parameters are
  * @params (an array of pointers to each) or @extra; the caller passes it
- * on.  Returns 1 when the placement lock is held (--placement launch): the
- * caller calls vmmxp_place_done() once the launch is passed on.
+ * on.  Returns WATCH_HELD when the placement lock is held (--placement
+ * launch), WATCH_QUIET when the launch passes unread (vmmxp_place_quiet()),
+ * else 0; the caller passes the launch on, then calls watched_done().
  */
 static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind, CUstream stream,
 		 size_t shared, void **params, void **extra)
@@ -610,9 +615,11 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 
 	vmmxp_depth(1);
 	count(&n_launch[api], 1);
+	/* Here, not in launch_named() alone: a run that never spills forks too. */
+	pthread_once(&atfork_once, atfork_init);
 	if (vmmxp_place_quiet()) {
 		vmmxp_depth(-1);
-		return 0;
+		return WATCH_QUIET;
 	}
 	vmmxp_named_start(&nm);
 	nm.shared = shared;
@@ -626,6 +633,15 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 			    (uint64_t)(uintptr_t)key ^ (uint64_t)kind, stream, &nm);
 	vmmxp_depth(-1);
 	return held;
+}
+
+/* After the real call: what watch() (or a graph's watch) returned asks for. */
+static void watched_done(int held)
+{
+	if (held == WATCH_HELD)
+		vmmxp_place_done();
+	else if (held == WATCH_QUIET)
+		vmmxp_place_quiet_done();
 }
 
 static int watching(void)
@@ -661,9 +677,8 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 
 /*
  * The hooks.  DRV_HOOK: the driver's @name(@params), whose real call is
- * @name@args; when launches are watched, @watched runs first, and when it
- * returns 1 (the placement lock held) vmmxp_place_done() follows the real
- * call.  RT_HOOK: the
+ * @name@args; when launches are watched, @watched runs first, and what it
+ * returns asks watched_done() for what follows the real call.  RT_HOOK: the
  * runtime's, likewise, and the real call then runs with the thread marked,
  * so that the driver's launch inside it is not watched again.
  */
@@ -679,8 +694,7 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 		if (watching())                                                                 \
 			held = (watched);                                                       \
 		r = real args;                                                                  \
-		if (held)                                                                       \
-			vmmxp_place_done();                                                     \
+		watched_done(held);                                                             \
 		return r;                                                                       \
 	}
 
@@ -699,8 +713,7 @@ const char *vmmxp_launch_api_name(enum vmmxp_launch_api api)
 		in_launch++;                                                                    \
 		r = real args;                                                                  \
 		in_launch--;                                                                    \
-		if (held)                                                                       \
-			vmmxp_place_done();                                                     \
+		watched_done(held);                                                             \
 		return r;                                                                       \
 	}
 

@@ -144,6 +144,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,7 +237,10 @@ static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* memory was seen in host memory (sticky): written
 					   * under lock, atomically (vmmxp_place_quiet() reads it) */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
-static uint64_t quiet_launches;           /* launches passed unread (vmmxp_place_quiet()) */
+/* vmmxp_place_quiet(): launches that asked (its look every SPILL_CHECK), those
+ * passed unread, and those of them not yet back from the driver. */
+static uint64_t quiet_asked, quiet_launches;
+static int quiet_in_flight;
 
 /* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
 struct job {
@@ -317,7 +321,6 @@ int vmmxp_place_on(void)
 	return vmmxp_copy_on();
 }
 
-
 /*
  * The tracked record of the segment at @base; made if new and @make.  NULL
  * when it is not tracked (or the table is full).
@@ -337,7 +340,11 @@ static struct tracked *find(void *base, int make)
 	}
 	if (!make || ntracked == MAX_TRACKED)
 		return NULL;
-	track[ntracked] = (struct tracked){ .base = base };
+	/* Launches passed unread (vmmxp_place_quiet()) may have used it, on any stream. */
+	track[ntracked] = (struct tracked){
+		.base = base,
+		.unknown = __atomic_load_n(&quiet_launches, __ATOMIC_RELAXED) ? uses + 1 : 0
+	};
 	index_[i] = ++ntracked;
 	return &track[ntracked - 1];
 }
@@ -1333,6 +1340,22 @@ static int only_placement_reads(void)
 	return v;
 }
 
+/*
+ * lock held: memory spilled (sticky).  Launches passed unread that are
+ * still on their way to the driver are waited for: one may name what moves
+ * next, and a move waits for the device only for work already queued.
+ * vmmxp_place_quiet() counts itself in flight before it looks at @spilled
+ * again, so that either it sees @spilled or this sees it in flight.
+ */
+static void set_spilled(void)
+{
+	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&spilled, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&quiet_in_flight, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
 int vmmxp_place_quiet(void)
 {
 	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
@@ -1340,19 +1363,31 @@ int vmmxp_place_quiet(void)
 
 	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED) || !only_placement_reads())
 		return 0;
-	/* The first launch, then every SPILL_CHECK-th (threads racing here may both look). */
-	if (!(__atomic_load_n(&quiet_launches, __ATOMIC_RELAXED) % SPILL_CHECK)) {
+	__atomic_fetch_add(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&spilled, __ATOMIC_SEQ_CST))
+		goto read;
+	/* The first launch, then every SPILL_CHECK-th. */
+	if (!(__atomic_fetch_add(&quiet_asked, 1, __ATOMIC_RELAXED) % SPILL_CHECK)) {
 		n = vmmxp_ctxs(ctx, VMMXP_MAX_DEVICES);
 		for (int i = 0; i < n; i++)
 			if (in_host_memory(ctx[i])) {
+				__atomic_fetch_sub(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
 				pthread_mutex_lock(&lock);
-				__atomic_store_n(&spilled, 1, __ATOMIC_RELAXED);
+				set_spilled();
 				pthread_mutex_unlock(&lock);
 				return 0;
 			}
 	}
 	__atomic_fetch_add(&quiet_launches, 1, __ATOMIC_RELAXED);
 	return 1;
+read:
+	__atomic_fetch_sub(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void vmmxp_place_quiet_done(void)
+{
+	__atomic_fetch_sub(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
 }
 
 uint64_t vmmxp_place_quiet_count(void)
@@ -1426,10 +1461,10 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			judged++;
 		}
 		if (seg[i].host)
-			__atomic_store_n(&spilled, 1, __ATOMIC_RELAXED);
+			set_spilled();
 	}
 	if (!spilled && nseg && !(unspilled_launches++ % SPILL_CHECK) && in_host_memory(seg[0].ctx))
-		__atomic_store_n(&spilled, 1, __ATOMIC_RELAXED);
+		set_spilled();
 	/* First mark them all named now, so that none is a victim for another. */
 	for (size_t i = 0; i < nseg; i++) {
 		t[i] = find(seg[i].base, 1);

@@ -840,14 +840,19 @@ int vmmxp_place_on(void);
 /*
  * vmmxp_place_quiet() - whether a launch may be passed on unread: launch
  * placement alone reads launches (no --launches, no --trace) and none of
- * the program's memory lies in host memory yet, looked at once every
- * SPILL_CHECK launches (place.c).  Before memory spills nothing moves, so a
- * program that fits on the device pays a counter a launch.  A segment
- * first named after the spill has no known last use: its first move waits
- * for the whole device.  Graphs are read at instantiation all the same.
- * Context: any thread; lock-free but for the look, every SPILL_CHECK calls.
+ * the program's memory was seen in host memory yet, looked at on the first
+ * call and every SPILL_CHECK-th (place.c).  Before memory spills nothing
+ * moves, so a program that fits on the device pays a few atomics a launch.
+ * A segment first named after such launches has no known last use: its
+ * first move waits for the whole device.  Graphs are read at instantiation
+ * all the same.
+ * Return: 1: the caller passes the launch on, then calls
+ * vmmxp_place_quiet_done() (the spill waits for the launches in between);
+ * 0: read the launch.
+ * Context: any thread; lock-free but for the look.
  */
 int vmmxp_place_quiet(void);
+void vmmxp_place_quiet_done(void);
 /* The launches vmmxp_place_quiet() let pass unread. */
 uint64_t vmmxp_place_quiet_count(void);
 /*

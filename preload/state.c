@@ -588,7 +588,7 @@ static void report_launches(FILE *out)
 	for (int a = 0; a < VMMXP_NLAUNCH_APIS; a++)
 		fprintf(out, "%s %s %llu", a ? "," : "", vmmxp_launch_api_name(a),
 			(unsigned long long)ls.launches[a]);
-	fprintf(out, "; without a parameter layout %llu; passed unread before memory spilled %llu\n",
+	fprintf(out, "; without a parameter layout %llu; passed unread before memory was seen spilled %llu\n",
 		(unsigned long long)(ls.unread + ls.uncached),
 		(unsigned long long)vmmxp_place_quiet_count());
 	fprintf(out, "    graphs         %llu launches watched, %llu not read; %llu graphs read at "

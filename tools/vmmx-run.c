@@ -416,13 +416,6 @@ static void check_ordinals(const struct devices *d)
 }
 
 /*
- * Check the configuration the program will run with: every VMMX_* setting
- * (the options are in the environment by now) and the policy, on a sim
- * context with the program's number of devices.  The policy is
- * VMMX_POLICY (--policy is there by now), else the default, which is then
- * set.
- */
-/*
  * The placement: launch unless asked otherwise (measured faster than alloc on
  * every workload of docs/PERFORMANCE.md, and within 2% of native on one that
  * fits).  Launch placement sends segments back and forth: unchanged ones go
@@ -449,6 +442,13 @@ static void placement_defaults(void)
 		set("VMMX_HOST_CPU_ACCESS", "placed");
 }
 
+/*
+ * Check the configuration the program will run with: every VMMX_* setting
+ * (the options are in the environment by now) and the policy, on a sim
+ * context with the program's number of devices.  The policy is
+ * VMMX_POLICY (--policy is there by now), else the default, which is then
+ * set.
+ */
 static void check_config(void)
 {
 	const char *policy = getenv("VMMX_POLICY");

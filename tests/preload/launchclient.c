@@ -440,6 +440,54 @@ static int pattern(void *p, unsigned char v, int check)
 }
 
 /*
+ * The default placement's unread launches (launches.sh checks the report's
+ * device syncs): four weights fill the device and are used on one stream
+ * while nothing has spilled, so their launches pass unread; a fifth spills,
+ * seen at the 64th launch (60 that name nothing come first); that one names
+ * w0 on another stream, the next brings w4 in, w0 sent back for room.  The
+ * work that read w0 unseen, on the first stream, may still be queued: its
+ * first move must wait for the device.
+ */
+static int place_late_spill(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	void *w[NW] = { 0 };
+	int ok_data = 1;
+
+	long none = 7;
+	void *junk[] = { &none };
+
+	plan_lazy();
+	for (int i = 0; i < 5; i++) {
+		if (i == 4)
+			for (int k = 0; k < 4; k++) {
+				void *params[] = { &w[k] };
+
+				cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, (void *)0x2222, params, NULL);
+			}
+		if (cudaMalloc(&w[i], WSIZE) || !pattern(w[i], (unsigned char)(0x30 + i), 0))
+			bail("place-late-spill: setup: %s", vmmx_last_error());
+	}
+	is_int(0xf, (int)resident(w), "w0-w3 on the device, w4 spilled");
+	for (int k = 0; k < 60; k++)
+		cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, (void *)0x2222, junk, NULL);
+	for (int i = 0; i < 2; i++) {
+		void *params[] = { i ? &w[4] : &w[0] };
+
+		is_int(0, cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, (void *)0x1111, params, NULL),
+		       "the launch naming w%d, on another stream, succeeds", i ? 4 : 0);
+	}
+	ok(all_on_device(w[4]) && !all_on_device(w[0]),
+	   "w4 brought in, w0 sent back for it (resident 0x%x)", resident(w));
+	for (int i = 0; i < 5; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x30 + i), 1);
+	ok(ok_data, "every weight's data intact");
+	for (int i = 0; i < 5; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
+/*
  * The torture (VMMX_FAULT set by launches.sh): the same three steps with
  * one driver call failed somewhere; where it lands in a move, the move
  * fails and the chunk stays where it was.  Setup the fault hit is not
@@ -1900,6 +1948,8 @@ int main(int argc, char **argv)
 		return cycle_rotate();
 	if (argc > 1 && !strcmp(argv[1], "place"))
 		return place();
+	if (argc > 1 && !strcmp(argv[1], "place-late-spill"))
+		return place_late_spill();
 	if (argc > 1 && !strcmp(argv[1], "unload"))
 		return unload();
 	if (argc > 1 && !strcmp(argv[1], "place-jitter"))

@@ -19,7 +19,7 @@ grep -v '^1\.\.' "$tmp/tap"
 n=$(grep -c '^\(not \)\{0,1\}ok ' "$tmp/tap")
 sed 's/^/# /' "$tmp/err"
 check $st "launchclient exits 0 under vmmx-run --launches --trace"
-grep -q 'launches  *11 watched: cuLaunchKernel 7, cuLaunchKernelEx 1, cuLaunchCooperativeKernel 1, cudaLaunchKernel 1, cudaLaunchKernelExC 1; without a parameter layout 1; passed unread before memory spilled 0$' "$tmp/rep" &&
+grep -q 'launches  *11 watched: cuLaunchKernel 7, cuLaunchKernelEx 1, cuLaunchCooperativeKernel 1, cudaLaunchKernel 1, cudaLaunchKernelExC 1; without a parameter layout 1; passed unread before memory was seen spilled 0$' "$tmp/rep" &&
 	grep -q 'graphs  *0 launches watched, 2 not read; 0 graphs read' "$tmp/rep"
 check $? "--report counts the watched launches per entry point (_ptsz forms with theirs), one without a layout, and the graph launches (never instantiated: not read)"
 grep -q 'chunks named  *11, 5 of them in host memory; 5 launches read spilled memory$' "$tmp/rep"
@@ -59,18 +59,27 @@ check $? "--report says launches were not watched"
 # The default placement (launch) on a program that fits: launches pass
 # unread, a counter each, until memory spills; --launches reads every one.
 "$run" --device-limit 512MiB --headroom 0 --report-file "$tmp/rep32" -- "$lc" bench 1000 >/dev/null 2>&1
-grep -q 'launches  *1000 watched: .*; passed unread before memory spilled 1000$' "$tmp/rep32" &&
+grep -q 'launches  *1000 watched: .*; passed unread before memory was seen spilled 1000$' "$tmp/rep32" &&
 	grep -q 'chunks named  *0, ' "$tmp/rep32"
 check $? "the default placement, nothing spilled: 1000 launches passed unread, nothing named"
 "$run" --device-limit 512MiB --headroom 0 --launches --report-file "$tmp/rep33" -- "$lc" bench 1000 >/dev/null 2>&1
-grep -q 'passed unread before memory spilled 0$' "$tmp/rep33" &&
+grep -q 'passed unread before memory was seen spilled 0$' "$tmp/rep33" &&
 	grep -q 'chunks named  *2000, 0 of them in host memory' "$tmp/rep33"
 check $? "... with --launches too: every launch read (2000 chunks named)"
 # Spilled from the first launch on (the 64 MiB segment past a 256 MiB limit): none passes unread.
 "$run" $opts --report-file "$tmp/rep34" -- "$lc" bench 100 >/dev/null 2>&1
-grep -q 'passed unread before memory spilled 0$' "$tmp/rep34" &&
+grep -q 'passed unread before memory was seen spilled 0$' "$tmp/rep34" &&
 	grep -q 'chunks named  *200, [1-9][0-9]* of them in host memory' "$tmp/rep34"
 check $? "the default placement, memory spilled before the first launch: every launch read"
+# Segments that launches passed unread used, on another stream, wait for the
+# whole device at their first move (w0's send back, w4's bring-in).
+VMMX_RUN_PLACE_MOVER=0 "$run" $opts --report-file "$tmp/rep35" -- "$lc" place-late-spill >"$tmp/tap35" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap35" && st=1
+grep -q 'passed unread before memory was seen spilled 64$' "$tmp/rep35" &&
+	grep -q 'device syncs 2;' "$tmp/rep35" || st=1
+check $st "the default placement: a segment launches passed unread used waits for the device at its first move ($(grep -c '^ok' "$tmp/tap35") checks; device syncs 2)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap35" "$tmp/rep35"
 
 # The cycle: proposed at the first launch of the second step, confirmed by
 # the launches that follow; when the order changes it goes, and the new
