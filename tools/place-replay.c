@@ -154,8 +154,8 @@ struct trace {
 	/* The recorded run's own moves ("event":"move"), [0] back to host memory, [1] in. */
 	uint64_t move_bytes[2], move_ns[2];
 	size_t move_n[2], move_failed;
-	double *move_rate[2]; /* each one's bytes per second, move_n[] of them */
-	size_t move_cap[2];
+	double *move_rate[2]; /* bytes per second of each that moved some in some time */
+	size_t move_nrate[2], move_cap[2];
 	uint64_t devices; /* device ordinals seen, as bits (0-63) */
 	int have_times;
 	/* The cycle: the step reported, if any. */
@@ -493,10 +493,13 @@ static int take_move(struct trace *T, const struct where *w, const struct json *
 		return 0;
 	}
 	in = !strcmp(to, "device");
-	if (grow((void **)&T->move_rate[in], &T->move_cap[in], T->move_n[in] + 1,
-		 sizeof(double)))
-		return oom();
-	T->move_rate[in][T->move_n[in]] = ns ? (double)size * 1e9 / (double)ns : 0;
+	/* Rates of the moves that moved something, in measurable time. */
+	if (size && ns) {
+		if (grow((void **)&T->move_rate[in], &T->move_cap[in], T->move_nrate[in] + 1,
+			 sizeof(double)))
+			return oom();
+		T->move_rate[in][T->move_nrate[in]++] = (double)size * 1e9 / (double)ns;
+	}
 	T->move_bytes[in] += size;
 	T->move_ns[in] += ns;
 	T->move_n[in]++;
@@ -772,7 +775,7 @@ static double median_rate(double *r, size_t n)
 static int move_rates(const struct trace *T, enum move_rates mr, struct model *M)
 {
 	for (int in = 0; in < 2; in++) {
-		double med = median_rate(T->move_rate[in], T->move_n[in]);
+		double med = median_rate(T->move_rate[in], T->move_nrate[in]);
 
 		M->measured[in] = mr != MR_PCIE && med > 0;
 		M->rate[in] = M->measured[in] ? med : M->pcie;
@@ -971,8 +974,10 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    known, @M->movers threads make the moves, as --placement launch's
  *    movers do: each move in the order the launches need them, on the
  *    mover free first, starting no earlier than the start of the launch
- *    AHEAD_LAUNCHES before the one that needs it; the launch waits for its
- *    moves to end, and launches and moves overlap otherwise.  The victims
+ *    AHEAD_LAUNCHES before the one that needs it (a cycle less one launch
+ *    when that is shorter, as far as preload/place.c looks ahead); the
+ *    launch waits for its moves to end, and launches and moves overlap
+ *    otherwise.  The victims
  *    are chosen at the launch that needs the segment (see below), but their
  *    last uses are not waited for: the movers choose theirs when a move is
  *    queued, launches earlier, among segments no launch in between names.  A
@@ -1017,18 +1022,16 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			 char *cells)
 {
 	struct rstate *S = calloc(T->nsegs ? T->nsegs : 1, sizeof(*S));
-	/* The replayed timeline (s): each launch's start and end; when each mover is free. */
+	/* The replayed timeline (s): each launch's start; the last one's end (now). */
 	double *start = malloc((T->nl ? T->nl : 1) * sizeof(*start));
-	double *end = malloc((T->nl ? T->nl : 1) * sizeof(*end));
 	struct movers mv = {{0}, 0, 0};
 	double now = 0;
 	size_t dk = 0;
 	uint64_t used = 0;
 
-	if (!S || !start || !end) {
+	if (!S || !start) {
 		free(S);
 		free(start);
-		free(end);
 		return -1;
 	}
 	for (size_t i = 0; i < T->nl; i++) {
@@ -1038,7 +1041,9 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		uint64_t named = 0; /* the bytes this launch names */
 		/* Its moves' end: on the launching thread (one after another), or by the movers. */
 		double read_s, ready = now;
-		int ahead = M->movers && L->pos >= 0 && L->cycle_len;
+		int ahead = M->movers && L->pos >= 0 && L->cycle_len > 1;
+		size_t reach = ahead && L->cycle_len - 1 < AHEAD_LAUNCHES ? L->cycle_len - 1
+									 : AHEAD_LAUNCHES;
 
 		/* Gone before this launch: room freed, nothing moved. */
 		for (; dk < T->ndying && T->dying[dk].at == i; dk++) {
@@ -1066,8 +1071,8 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
 			uint64_t pinned = 0, out = 0;
-			/* A move ahead may start AHEAD_LAUNCHES launches before its launch. */
-			double from = i >= AHEAD_LAUNCHES ? start[i - AHEAD_LAUNCHES] : 0, move_s;
+			/* A move ahead may start that many launches before its launch. */
+			double from = i >= reach ? start[i - reach] : 0, move_s;
 
 			if (S[r[k].seg].st != S_HOST)
 				continue;
@@ -1121,9 +1126,8 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		d.move_s = (double)d.moved_in / M->rate[1] + (double)d.moved_out / M->rate[0];
 		read_s = (double)d.read_device / M->hbm + (double)d.read_host / M->pcie;
 		start[i] = ready;
-		end[i] = start[i] + (L->compute > read_s ? L->compute : read_s);
-		d.time_s = end[i] - now;
-		now = end[i];
+		d.time_s = start[i] + (L->compute > read_s ? L->compute : read_s) - now;
+		now += d.time_s;
 		fig_add(total, &d);
 		if (i < T->span_first || i >= T->span_first + T->span_len)
 			continue;
@@ -1139,7 +1143,6 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 	}
 	free(S);
 	free(start);
-	free(end);
 	return 0;
 }
 

@@ -90,14 +90,13 @@ FIGS
 
 # The movers (--movers N, once the cycle is known from launch 3 on): a move
 # sends back on the driver (10 ms), then copies in on the link (10 ms), each
-# one at a time, and may start 32 launches ahead of its launch (here: at
-# once).  launch-lru, every launch a move: one mover makes them one after
+# one at a time, and may start up to 32 launches ahead of its launch, a cycle
+# less one when that is shorter (here 2).  launch-lru, every launch a move: one mover makes them one after
 # another, 20 ms a launch, its 1 ms hidden; two overlap one's send back
 # with the other's copy, and the link bounds the step, 10 ms a launch;
-# three, the same.  launch-cycle's last step: B's move, queued at once,
-# sent A back while C's copied in and copied once the link was free (42 to
-# 52 ms); the step is launch 6 (1 ms), the wait for that copy (8), then
-# launches 7 and 8 (1 each).
+# three, the same.  launch-cycle's last step: B's move may start at launch
+# 5's start (52 ms), two launches ahead: A back 52-62, B in 62-72; the step
+# is launch 6 (1 ms), the wait for that copy (18), then launches 7 and 8.
 for m in 1 2 3; do
 	"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers $m --json >"$tmp/m$m.json" 2>"$tmp/err"
 done
@@ -109,8 +108,8 @@ m1.json|step|launch-lru|60.000 300000000 300000000 0 300000000 3 3 0|--movers 1,
 m2.json|step|launch-lru|30.000 300000000 300000000 0 300000000 3 3 0|--movers 2, launch-lru: one move's send back beside another's copy, the link bounds it: 3 x 10 ms
 m2.json|total|launch-lru|83.000 700000000 700000000 0 900000000 7 7 0|--movers 2, launch-lru over the trace: 83 ms (149 with none; launch 2, no cycle yet, moves on the launching thread)
 m3.json|step|launch-lru|30.000 300000000 300000000 0 300000000 3 3 0|--movers 3: 30 ms still: the driver and the link bound it, not the movers
-m2.json|step|launch-cycle|11.000 100000000 100000000 0 300000000 1 1 0|--movers 2, launch-cycle: its one move made ahead, 11 ms (23 with none)
-m2.json|total|launch-cycle|54.000 400000000 400000000 0 900000000 4 4 0|--movers 2, launch-cycle over the trace: 54 ms (89 with none)
+m2.json|step|launch-cycle|21.000 100000000 100000000 0 300000000 1 1 0|--movers 2, launch-cycle: its one move started two launches ahead, 21 ms (23 with none)
+m2.json|total|launch-cycle|74.000 400000000 400000000 0 900000000 4 4 0|--movers 2, launch-cycle over the trace: 74 ms (89 with none)
 FIGS
 pycheck "--json: the model names its movers" "$tmp/m2.json" 'd["model"]["movers"] == 2'
 "$place" --replay "$abc" --json >"$tmp/mdef.json" 2>"$tmp/err"
@@ -148,6 +147,15 @@ is_figs "$tmp/mpcie.json" step launch-belady "43.000 200000000 200000000 0 30000
 "$place" --replay "$tmp/slow.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/slow.json" 2>"$tmp/err"
 pycheck "a run's slow first send back does not skew the rate: the median of 200, 5 and 5 ms for 100 MB, 20 GB/s (the mean would give 1.43)" \
 	"$tmp/slow.json" 'd["trace"]["move_records_out"] == 3 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_in_gbps"] == 5'
+# Moves of nothing, or timed at 0 ns, count as records but not as rates.
+{ cat "$tmp/slow.jsonl"
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x20000000","size":0,"ns":3000,"ok":true}'
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x20000000","size":0,"ns":3000,"ok":true}'
+  echo '{"pid":4242,"event":"move","to":"host","base":"0x20000000","size":100000000,"ns":0,"ok":true}'
+} >"$tmp/zero.jsonl"
+"$place" --replay "$tmp/zero.jsonl" --hbm 1000 --pcie 10 --move-rates trace --json >"$tmp/zero.json" 2>"$tmp/err"
+pycheck "moves of 0 bytes or 0 ns leave the median alone (still 20 GB/s back), and --move-rates trace takes the trace" \
+	"$tmp/zero.json" 'd["trace"]["move_records_out"] == 6 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_out_from"] == "trace"'
 "$place" --replay "$abc" --move-rates trace >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q -- '--move-rates trace: .*holds no move record' "$tmp/err"
 check $? "--move-rates trace on a trace without move records: exit 1, said so"
