@@ -309,6 +309,8 @@ void vmmxp_place_after_fork(void)
 		track[i].moving = 0;
 		track[i].held = 0; /* the copies of the parent's other threads are not here */
 	}
+	/* Nor the launches they were passing on unread: a spill would wait for them forever. */
+	__atomic_store_n(&quiet_in_flight, 0, __ATOMIC_RELAXED);
 	head = tail = 0;
 	busy = running = 0;
 	if (mover_state != MOVER_OFF)

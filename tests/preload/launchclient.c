@@ -48,11 +48,13 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include "tests/preload/fakecuda.h"
 #include "tests/tap/basic.h"
@@ -484,6 +486,76 @@ static int place_late_spill(void)
 	ok(ok_data, "every weight's data intact");
 	for (int i = 0; i < 5; i++)
 		cudaFree(w[i]);
+	return tap_done();
+}
+
+/* quiet-fork: the launch of kblock stays in the fake driver until released. */
+static struct fake_kernel kblock = { "kblock", 0, 0, 1, { 0 }, { 8 } };
+static int qf_ready[2], qf_go[2];
+
+static int qf_check(const void *f, void **params)
+{
+	char c = 0;
+
+	(void)params;
+	if (f == &kblock && write(qf_ready[1], &c, 1) == 1)
+		(void)!read(qf_go[0], &c, 1);
+	return 0;
+}
+
+static void *qf_launcher(void *arg)
+{
+	long none = 7;
+	void *junk[] = { &none };
+
+	(void)arg;
+	return (void *)(long)cuLaunchKernel(&kblock, 1, 1, 1, 32, 1, 1, 0, NULL, junk, NULL);
+}
+
+/*
+ * The default placement, nothing spilled: a thread's launch passed unread is
+ * still in the driver when the program forks.  The child (where CUDA is
+ * not usable: its contexts read as holding host memory) sees a spill at
+ * its 64th launch and must not wait for the parent's launch in flight,
+ * which is not in the child.
+ */
+static int quiet_fork(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	long none = 7;
+	void *junk[] = { &none };
+	pthread_t t;
+	int st = -1;
+	char c = 0;
+	void *r, *a = NULL;
+	pid_t pid;
+
+	plan_lazy();
+	if (pipe(qf_ready) || pipe(qf_go) || cudaMalloc(&a, WSIZE))
+		bail("quiet-fork: setup");
+	fake_launch_check(qf_check);
+	is_int(0, cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, junk, NULL),
+	       "a launch passed unread in the parent");
+	pthread_create(&t, NULL, qf_launcher, NULL);
+	ok(read(qf_ready[0], &c, 1) == 1, "another thread's launch is in the driver");
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		for (int i = 0; i < 70; i++)
+			cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, junk, NULL);
+		_exit(0);
+	}
+	ok(pid > 0, "fork");
+	if (pid > 0)
+		waitpid(pid, &st, 0);
+	ok(pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "the child's 70 launches return, the spill it sees not waiting for the parent's launch "
+	   "(status %#x%s)", st, WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM ? ": hung" : "");
+	(void)!write(qf_go[1], &c, 1);
+	pthread_join(t, &r);
+	is_int(0, (int)(long)r, "the parent's blocked launch returns once let go");
+	fake_launch_check(NULL);
+	cudaFree(a);
 	return tap_done();
 }
 
@@ -1950,6 +2022,8 @@ int main(int argc, char **argv)
 		return place();
 	if (argc > 1 && !strcmp(argv[1], "place-late-spill"))
 		return place_late_spill();
+	if (argc > 1 && !strcmp(argv[1], "quiet-fork"))
+		return quiet_fork();
 	if (argc > 1 && !strcmp(argv[1], "unload"))
 		return unload();
 	if (argc > 1 && !strcmp(argv[1], "place-jitter"))

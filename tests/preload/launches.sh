@@ -80,6 +80,12 @@ grep -q 'passed unread before memory was seen spilled 64$' "$tmp/rep35" &&
 	grep -q 'device syncs 2;' "$tmp/rep35" || st=1
 check $st "the default placement: a segment launches passed unread used waits for the device at its first move ($(grep -c '^ok' "$tmp/tap35") checks; device syncs 2)"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap35" "$tmp/rep35"
+# A fork while another thread's unread launch is in the driver: the child's spill does not wait for it.
+"$run" --device-limit 512MiB --headroom 0 -- "$lc" quiet-fork >"$tmp/tap36" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap36" && st=1
+check $st "the default placement: a child forked during an unread launch sees a spill without waiting for it ($(grep -c '^ok' "$tmp/tap36") checks)"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap36"
 
 # The cycle: proposed at the first launch of the second step, confirmed by
 # the launches that follow; when the order changes it goes, and the new
