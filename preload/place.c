@@ -1347,15 +1347,21 @@ static int only_placement_reads(void)
  * still on their way to the driver are waited for: one may name what moves
  * next, and a move waits for the device only for work already queued.
  * vmmxp_place_quiet() counts itself in flight before it looks at @spilled
- * again, so that either it sees @spilled or this sees it in flight.
+ * again, so that either it sees @spilled or this sees it in flight.  The
+ * lock is let go while waiting: a launch in flight may reach a copy hook
+ * (vmmxp_place_use()) inside the runtime.
  */
 static void set_spilled(void)
 {
 	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&spilled, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&quiet_in_flight, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_unlock(&lock);
 	while (__atomic_load_n(&quiet_in_flight, __ATOMIC_SEQ_CST))
 		sched_yield();
+	pthread_mutex_lock(&lock);
 }
 
 int vmmxp_place_quiet(void)
