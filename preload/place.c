@@ -1327,21 +1327,6 @@ static int in_host_memory(struct vmmx_ctx *ctx)
 	return vmmx_stats_get(ctx, &sts) || sts.host_bytes > 0;
 }
 
-/* Whether only launch placement reads launches: not --launches, nor --trace; read once. */
-static int only_placement_reads(void)
-{
-	static int only = -1;
-	int v = __atomic_load_n(&only, __ATOMIC_RELAXED);
-
-	if (v < 0) {
-		const char *l = getenv("VMMX_RUN_LAUNCHES"), *t = getenv("VMMX_RUN_LAUNCH_TRACE");
-
-		v = vmmxp_place_on() && !(l && *l && strcmp(l, "0")) && !(t && *t);
-		__atomic_store_n(&only, v, __ATOMIC_RELAXED);
-	}
-	return v;
-}
-
 /*
  * lock held: memory spilled (sticky).  Launches passed unread that are
  * still on their way to the driver are waited for: one may name what moves
@@ -1364,32 +1349,40 @@ static void set_spilled(void)
 	pthread_mutex_lock(&lock);
 }
 
-int vmmxp_place_quiet(void)
+/* Whether any of the program's contexts holds host memory. */
+static int any_in_host_memory(void)
 {
 	struct vmmx_ctx *ctx[VMMXP_MAX_DEVICES];
-	int n;
+	int n = vmmxp_ctxs(ctx, VMMXP_MAX_DEVICES);
 
-	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED) || !only_placement_reads())
+	for (int i = 0; i < n; i++)
+		if (in_host_memory(ctx[i]))
+			return 1;
+	return 0;
+}
+
+int vmmxp_place_quiet(void)
+{
+	int spill;
+
+	/* Only launch placement reads launches: not --launches, nor --trace. */
+	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED) || !vmmxp_place_on() ||
+	    vmmxp_launches_asked())
 		return 0;
 	__atomic_fetch_add(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&spilled, __ATOMIC_SEQ_CST))
-		goto read;
-	/* The first launch, then every SPILL_CHECK-th. */
-	if (!(__atomic_fetch_add(&quiet_asked, 1, __ATOMIC_RELAXED) % SPILL_CHECK)) {
-		n = vmmxp_ctxs(ctx, VMMXP_MAX_DEVICES);
-		for (int i = 0; i < n; i++)
-			if (in_host_memory(ctx[i])) {
-				__atomic_fetch_sub(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
-				pthread_mutex_lock(&lock);
-				set_spilled();
-				pthread_mutex_unlock(&lock);
-				return 0;
-			}
+	/* Looked at on the first launch, then every SPILL_CHECK-th. */
+	spill = __atomic_load_n(&spilled, __ATOMIC_SEQ_CST) ||
+		(!(__atomic_fetch_add(&quiet_asked, 1, __ATOMIC_RELAXED) % SPILL_CHECK) &&
+		 any_in_host_memory());
+	if (!spill) {
+		__atomic_fetch_add(&quiet_launches, 1, __ATOMIC_RELAXED);
+		return 1;
 	}
-	__atomic_fetch_add(&quiet_launches, 1, __ATOMIC_RELAXED);
-	return 1;
-read:
+	/* Out of flight first: set_spilled() waits for the launches in flight. */
 	__atomic_fetch_sub(&quiet_in_flight, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&lock);
+	set_spilled();
+	pthread_mutex_unlock(&lock);
 	return 0;
 }
 

@@ -646,6 +646,8 @@ void vmmxp_control_after_fork(void);
  * real address.
  */
 int vmmxp_launch_on(void);
+/* Whether every launch is to be read: --launches or --trace (resolve.c).  Read once. */
+int vmmxp_launches_asked(void);
 /* Whether @fn is one of the launch hooks (graph instantiation and changes among them). */
 int vmmxp_fn_is_launch(int fn);
 

@@ -250,19 +250,24 @@ void *vmmxp_hook(enum vmmxp_fn fn)
 	return hooks[fn];
 }
 
-int vmmxp_launch_on(void)
+int vmmxp_launches_asked(void)
 {
-	static int on = -1;
-	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+	static int asked = -1;
+	int v = __atomic_load_n(&asked, __ATOMIC_RELAXED);
 
 	if (v < 0) {
 		const char *l = getenv("VMMX_RUN_LAUNCHES"), *t = getenv("VMMX_RUN_LAUNCH_TRACE");
 
-		/* --placement launch (vmmxp_copy_on(): the one reading of VMMX_RUN_PLACEMENT) */
-		v = (l && *l && strcmp(l, "0")) || (t && *t) || vmmxp_copy_on();
-		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+		v = (l && *l && strcmp(l, "0")) || (t && *t);
+		__atomic_store_n(&asked, v, __ATOMIC_RELAXED);
 	}
 	return v;
+}
+
+int vmmxp_launch_on(void)
+{
+	/* --placement launch (vmmxp_copy_on(): the one reading of VMMX_RUN_PLACEMENT) */
+	return vmmxp_launches_asked() || vmmxp_copy_on();
 }
 
 int vmmxp_copy_on(void)
