@@ -1071,8 +1071,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
 			uint64_t pinned = 0, out = 0;
-			/* A move ahead may start that many launches before its launch. */
-			double from = i >= reach ? start[i - reach] : 0, move_s;
+			double end;
 
 			if (S[r[k].seg].st != S_HOST)
 				continue;
@@ -1108,14 +1107,11 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			d.moved_out += out;
 			d.moved_in += g->size;
 			d.moves_in++;
-			if (ahead) {
-				move_s = move_at(&mv, M->movers, from, (double)out / M->rate[0],
-						 (double)g->size / M->rate[1]);
-				ready = move_s > ready ? move_s : ready;
-			} else {
-				ready = move_at(&mv, 0, ready, (double)out / M->rate[0],
-						(double)g->size / M->rate[1]);
-			}
+			/* Ahead: by a mover, from @reach launches before; else after the last. */
+			end = move_at(&mv, ahead ? M->movers : 0,
+				      !ahead ? ready : i >= reach ? start[i - reach] : 0,
+				      (double)out / M->rate[0], (double)g->size / M->rate[1]);
+			ready = end > ready ? end : ready;
 		}
 		for (size_t k = 0; k < L->nref; k++) {
 			if (S[r[k].seg].st == S_DEVICE)
