@@ -163,17 +163,8 @@
 #define PLAN_SLOTS 65536
 /* Segments kept per position (the launch's first ones). */
 #define PLAN_SEGS 8
-/* Launches looked ahead for segments to bring in on the launching thread (no mover). */
+/* Launches looked ahead for segments to bring in (each a few hash lookups). */
 #define AHEAD 32
-/*
- * ... by the movers: a Hugging Face Llama's prefill launches about 40
- * kernels a layer, and its first resident layers take longer to launch
- * than a window of AHEAD, so the movers started on the first spilled
- * weights only when the program reached them (see bring_in_ahead()).
- */
-#define AHEAD_MOVER 1024
-/* Launches for which a scan ahead that found nothing left to queue is trusted. */
-#define CLEAR_FOR 256
 /* Launches between two looks at whether the context holds host memory, until it does. */
 #define SPILL_CHECK 64
 /* Launches a move ahead of a segment read once waits after finding no free room. */
@@ -249,12 +240,6 @@ static uint64_t unspilled_launches;       /* lock: launches placed before that *
 /* vmmxp_place_quiet(): launches that asked (its look every SPILL_CHECK), those
  * passed unread, and those of them not yet back from the driver. */
 static uint64_t quiet_asked, quiet_launches;
-/*
- * bring_in_ahead()'s scan: the launches up to @clear_to (a launch number,
- * as @seq counts them) need nothing more queued, as scanned at @clear_seq
- * with the cycle of @clear_gen at position @clear_pos.  lock.
- */
-static uint64_t clear_to, clear_seq, clear_gen, clear_pos;
 static int quiet_in_flight;
 
 /* A move ahead for the mover thread: bring @t in, for the cycle of @generation. */
@@ -328,7 +313,6 @@ void vmmxp_place_after_fork(void)
 	__atomic_store_n(&quiet_in_flight, 0, __ATOMIC_RELAXED);
 	head = tail = 0;
 	busy = running = 0;
-	clear_to = 0; /* what was queued is not: scan ahead afresh */
 	if (mover_state != MOVER_OFF)
 		mover_state = MOVER_NONE;
 }
@@ -692,20 +676,6 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 					     a->last < b->last;
 }
 
-/* lock held: a segment left the device, or a queued move was dropped: scan ahead afresh. */
-static void ahead_again(void)
-{
-	clear_to = 0;
-}
-
-/* lock held: where a launch (or a copy) found @t's segment, wholly on the device or not. */
-static void seen(struct tracked *t, int host)
-{
-	if (host && t->on_device)
-		ahead_again();
-	t->on_device = !host;
-}
-
 /*
  * The segments of @ctx on the device that may be sent back for room, best
  * first, up to MAX_EVICT, in @v, with their bytes on the device in @dev;
@@ -731,8 +701,6 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		bytes = on_device_bytes(t);
 		if (!bytes || t->size > most) {
 			t->on_device = bytes != 0;
-			if (!bytes)
-				ahead_again();
 			continue;
 		}
 		/* Insert in order; the worst falls off a full list. */
@@ -995,12 +963,10 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		if (err) {
 			/* What moved stays moved; what did not is still on the device. */
 			vt->on_device = on_device_bytes(vt) != 0;
-			ahead_again();
 			st.failed++;
 			return err;
 		}
 		vt->on_device = 0;
-		ahead_again();
 		st.evicted++;
 		st.evicted_bytes += vt->size;
 		if (cycle_len)
@@ -1059,7 +1025,6 @@ static void drop_queue(void)
 		if (jobs[i % DEPTH_MAX].t)
 			jobs[i % DEPTH_MAX].t->moving = 0;
 	tail = head;
-	ahead_again();
 	pthread_cond_broadcast(&done_cv);
 }
 
@@ -1538,7 +1503,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			if (t[i]) {
 				if (!spilled)
 					t[i]->unknown = uses + 1;
-				seen(t[i], seg[i].host);
+				t[i]->on_device = !seg[i].host;
 			}
 		pthread_mutex_unlock(&lock);
 		pthread_mutex_unlock(&gate);
@@ -1568,7 +1533,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			wait_mover(t[i]);
 			seg[i].host = in_host(seg[i].buf, seg[i].size, unknown);
 		}
-		seen(t[i], seg[i].host);
+		t[i]->on_device = !seg[i].host;
 	}
 	for (size_t i = 0; i < nseg; i++) {
 		int once = read_once(seg[i].size, total, judged);
@@ -1612,15 +1577,9 @@ static int once_room(const struct tracked *t)
 
 /*
  * Bring in what the launches after the current one name, the cycle being
- * known: the segments of the launches ahead (up to AHEAD_MOVER) in host
- * memory are queued for the movers in the order they are needed, so that
- * their copies run beside the kernels and the program goes on launching.
- * The window is long so that the movers start while the program still
- * launches kernels on resident memory: a Hugging Face Llama's prefill
- * spent its first 48 ms (730 launches) on resident layers with both movers
- * idle, then waited for every move of the spilled layers (H200, a window
- * of 32 launches).  A scan remembers how far it found nothing more to
- * queue, so that the next launch scans only past that (clear_to).
+ * known: the segments of the launches ahead (up to AHEAD) in host memory
+ * are queued for the mover in the order they are needed, so that their
+ * copies run beside the kernels and the program goes on launching.
  * Without the mover (VMMX_RUN_PLACE_MOVER=0, or it could not start) the
  * first launch ahead with segments in host memory has them brought in
  * here, one launch's worth per call, as the first version did.
@@ -1641,27 +1600,10 @@ static int once_room(const struct tracked *t)
  */
 static void bring_in_ahead(void)
 {
+	uint64_t len = cur.cycle_len, horizon = len - 1 < AHEAD ? len - 1 : AHEAD, bound = 0;
 	int queue = mover_on();
-	uint64_t len = cur.cycle_len, most = queue ? AHEAD_MOVER : AHEAD, bound = 0, first = 1;
-	uint64_t horizon = len - 1 < most ? len - 1 : most;
 
-	/*
-	 * The launches a scan found nothing more to queue for are skipped,
-	 * while the cycle and the program's place in it are those it scanned
-	 * with, nothing left the device since (ahead_again()) and it is not
-	 * older than CLEAR_FOR launches (a segment read once waits for free
-	 * room, which is looked at again then).
-	 */
-	if (queue && clear_to > seq && clear_gen == cur.generation &&
-	    (clear_pos + (seq - clear_seq)) % len == (uint64_t)cur.at && seq - clear_seq < CLEAR_FOR)
-		first = clear_to - seq + 1;
-	else if (queue) {
-		clear_to = seq;
-		clear_seq = seq;
-		clear_gen = cur.generation;
-		clear_pos = (uint64_t)cur.at;
-	}
-	for (uint64_t d = first; d <= horizon; d++) {
+	for (uint64_t d = 1; d <= horizon; d++) {
 		uint64_t q = ((uint64_t)cur.at + d) % len;
 		const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
 		uint32_t live = 0;
@@ -1704,8 +1646,6 @@ static void bring_in_ahead(void)
 				if (tail - head + (uint64_t)busy >= depth())
 					return;
 				enqueue(t, once, len, seq + d);
-				if (d > st.queued_farthest)
-					st.queued_farthest = d;
 			} else if (promote(t, AHEAD_OF, once, len, bound)) {
 				return;
 			}
@@ -1713,8 +1653,6 @@ static void bring_in_ahead(void)
 		}
 		if (moved && !queue)
 			return;
-		if (queue)
-			clear_to = seq + d;
 	}
 }
 
@@ -1824,9 +1762,7 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 			t->size = seg[i].size;
 			t->ctx = seg[i].ctx;
 			t->last = seq;
-			seen(t, seg[i].host);
-			if (seg[i].host)
-				ahead_again(); /* a launch ahead may name it */
+			t->on_device = !seg[i].host;
 		}
 		t->held++;
 		t->named++;

@@ -808,7 +808,6 @@ struct vmmxp_place_stats {
 	uint64_t cancelled;                 /* ... of them not begun when their launch came */
 	uint64_t movers;                    /* mover threads started */
 	uint64_t busy_most;                 /* most moves ahead under way at once */
-	uint64_t queued_farthest;           /* the most launches ahead a move was queued */
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 	uint64_t copies;                    /* copies and memsets held as uses of segments */
 	uint64_t joins;                     /* last uses on a third stream joined (cuStreamWaitEvent) */

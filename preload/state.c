@@ -624,7 +624,7 @@ static void report_launches(FILE *out)
 			     "large %llu, failed moves %llu; waits for last uses %llu, device syncs %llu; time moving in "
 			     "%.1f ms, sending back %.1f ms, waiting %.1f ms; mover: %llu queued, %llu "
 			     "of them cancelled, %llu threads, at most %llu moves under way at once, "
-			     "the farthest queued %llu launches ahead, launches waited for it %llu times, %.1f ms; copies "
+			     "launches waited for it %llu times, %.1f ms; copies "
 			     "and memsets held %llu; streams joined %llu\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
 			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
@@ -635,7 +635,6 @@ static void report_launches(FILE *out)
 			(double)ps.out_ns / 1e6, (double)ps.wait_ns / 1e6,
 			(unsigned long long)ps.queued, (unsigned long long)ps.cancelled,
 			(unsigned long long)ps.movers, (unsigned long long)ps.busy_most,
-			(unsigned long long)ps.queued_farthest,
 			(unsigned long long)ps.mover_waits,
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
 			(unsigned long long)ps.joins);

@@ -58,9 +58,8 @@
 /* Movers modelled by default (vmmx-run's, preload/place.c MOVERS_DEFAULT), and at most. */
 #define DEFAULT_MOVERS 2
 #define MAX_MOVERS 4
-/* Launches ahead of its launch a move may be made by the movers, a cycle known
- * (preload/place.c, AHEAD_MOVER). */
-#define AHEAD_LAUNCHES 1024
+/* Launches ahead of its launch a move may be made, a cycle known (preload/place.c, AHEAD). */
+#define AHEAD_LAUNCHES 32
 
 enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_COUNT };
 

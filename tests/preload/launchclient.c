@@ -33,8 +33,7 @@
  * Mode "place-model", "place-decode", "place-model-late": a model loaded
  * as transformers does (see place_model()); "torture-model", its steps
  * under injected driver failures.  "place-plan": victims that cannot make
- * the room needed are not sent back.  "place-far": a resident stretch
- * longer than the first movers' window; moves queued far ahead.
+ * the room needed are not sent back.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
  * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
@@ -919,58 +918,6 @@ static int place_mover(void)
 	ok(ok_data, "every buffer still holds its byte after the moves");
 	for (int i = 0; i < MW; i++)
 		cudaFree(w[i]);
-	return tap_done();
-}
-
-/*
- * --placement launch, a long resident stretch (the movers' window): 24
- * weights of 16 MiB and an activation x as large, 16 of which fit; each
- * weight's launch is followed by three naming x, so a step is a cycle of
- * 96 launches and the 15 weights that stay on the device span 60 of them,
- * more than the 32 the first movers looked ahead.  The movers must start
- * on the first spilled weight while the program still launches on
- * resident ones: launches.sh reads how far ahead a move was queued from
- * the report.  Each launch still finds its buffer on the device at the
- * driver, and the data survives.
- */
-#define FAR_W 24
-static int place_far(void)
-{
-	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
-	static struct fake_kernel kx = { "kx", 0, 0, 1, { 0 }, { 8 } };
-	void *w[FAR_W] = { 0 }, *x = NULL;
-	int ok_fill = 1, ok_data = 1, bad = 0;
-
-	plan_lazy();
-	bad += cudaMalloc(&x, MSIZE) != 0;
-	ok_fill &= !bad && ends(x, 0x0f, 0);
-	for (int i = 0; i < FAR_W; i++) {
-		bad += cudaMalloc(&w[i], MSIZE) != 0;
-		ok_fill &= !bad && ends(w[i], (unsigned char)(0x10 + i), 0);
-	}
-	ok(ok_fill, "24 weights and an activation of 16 MiB made, each filled with its own byte");
-	fake_launch_check(buffer_off_device);
-	for (int step = 0; step < 8; step++)
-		for (int i = 0; i < FAR_W; i++) {
-			void *pw[] = { &w[i] }, *px[] = { &x };
-
-			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, pw, NULL) != 0;
-			usleep(500);
-			for (int k = 0; k < 3; k++) {
-				bad += cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, px, NULL) != 0;
-				usleep(500);
-			}
-		}
-	fake_launch_check(NULL);
-	is_int(0, bad, "768 launches succeed");
-	is_int(0, (int)fake_launch_bad(), "each launch found its buffer wholly on the device when the driver got it");
-	ok_data &= ends(x, 0x0f, 1);
-	for (int i = 0; i < FAR_W; i++)
-		ok_data &= ends(w[i], (unsigned char)(0x10 + i), 1);
-	ok(ok_data, "every buffer still holds its byte after the moves");
-	for (int i = 0; i < FAR_W; i++)
-		cudaFree(w[i]);
-	cudaFree(x);
 	return tap_done();
 }
 
@@ -2069,8 +2016,6 @@ int main(int argc, char **argv)
 		return cycle();
 	if (argc > 1 && !strcmp(argv[1], "place-mover"))
 		return place_mover();
-	if (argc > 1 && !strcmp(argv[1], "place-far"))
-		return place_far();
 	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))
 		return cycle_rotate();
 	if (argc > 1 && !strcmp(argv[1], "place"))
