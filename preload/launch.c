@@ -387,7 +387,7 @@ void vmmxp_trace_check(int err)
 /*
  * One JSON line: {"time":..,"pid":..,"event":"launch","seq":N,"api":"...",
  * "kernel":"...","stream":"0x..","params":N,"chunks_named":N,
- * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0"},...]}
+ * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0","at":"0x.."},...]}
  */
 static void trace_launch(const char *api, const char *kernel, int nparams, CUstream stream,
 			 const struct vmmxp_named *nm, long at)
@@ -414,9 +414,10 @@ static void trace_launch(const char *api, const char *kernel, int nparams, CUstr
 			      stream, nparams, at, nm->total, nm->host);
 	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
 		n += (size_t)snprintf(line + n, room - n,
-				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\"}",
+				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\",\"at\":\"%p\"}",
 				      i ? "," : "", nm->chunk[i].base, nm->chunk[i].size,
-				      vmmx_loc_name(nm->chunk[i].loc, loc, sizeof(loc)));
+				      vmmx_loc_name(nm->chunk[i].loc, loc, sizeof(loc)),
+				      (void *)(uintptr_t)nm->word[i]);
 	if (n + 4 > room)
 		return;
 	n += (size_t)snprintf(line + n, room - n, "]}\n");

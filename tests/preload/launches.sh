@@ -31,7 +31,7 @@ grep '"event":"launch"' "$tmp/trace" >"$tmp/launches"
 [ "$(wc -l <"$tmp/launches")" -eq 11 ]
 check $? "--trace writes one launch record per launch"
 l() { sed -n "${1}p" "$tmp/launches"; }
-l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"cycle_pos":-1,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host"}\]}$'
+l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"cycle_pos":-1,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0","at":"0x[0-9a-f]*"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host","at":"0x[0-9a-f]*"}\]}$'
 check $? "a launch record: kernel name, stream, parameters, and each chunk named with its base, size and location"
 l 2 | grep -q '"stream":"0x2",.*"chunks_named":2,"chunks_host":1'
 check $? "a _ptsz launch on stream 0 is recorded on the per-thread stream (0x2)"
@@ -41,9 +41,12 @@ l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5e
 check $? "the runtime's launch of a CUkernel: its layout and name from cuKernelGetParamInfo and cuKernelGetName"
 l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"cycle_pos":-1,"chunks_named":0'
 check $? "a kernel without a layout is recorded, nothing read"
-b1=$(l 1 | sed 's/.*"loc":"device:0"},{"base":"\(0x[0-9a-f]*\)".*/\1/')
+b1=$(l 1 | sed 's/.*"loc":"device:0","at":"0x[0-9a-f]*"},{"base":"\(0x[0-9a-f]*\)".*/\1/')
 l 7 | grep -q "\"base\":\"$b1\""
 check $? "an interior pointer maps to its chunk's base"
+at7=$(l 7 | sed 's/.*"base":"'"$b1"'","size":[0-9]*,"loc":"[a-z0-9:]*","at":"\(0x[0-9a-f]*\)".*/\1/')
+[ -n "$at7" ] && [ "$at7" != "$b1" ] && [ $((at7 > b1)) -eq 1 ] && [ $((at7 - b1 < 67108864)) -eq 1 ]
+check $? "the record gives the word that named the chunk: the interior pointer itself ($at7), inside its chunk (base $b1)"
 grep -q '"chosen":' "$tmp/trace"
 check $? "the same file keeps libvmmx's placement records"
 
