@@ -55,6 +55,8 @@
 #define MAX_CELLS (4u << 20)
 /* What the interposer lists of one launch's chunks (preload/launch.c, TRACE_CHUNKS). */
 #define TRACE_CHUNKS 64
+/* The longest cycle --cycle takes (preload/cycle.c, MAX_CYCLE). */
+#define MAX_CYCLE_LEN 65536
 /* Movers modelled by default (vmmx-run's, preload/place.c MOVERS_DEFAULT), and at most. */
 #define DEFAULT_MOVERS 2
 #define MAX_MOVERS 4
@@ -84,6 +86,7 @@ struct ropts {
 	enum compute compute;
 	enum move_rates moves;
 	unsigned int movers;
+	unsigned int cycle;    /* the step reported: the last of a cycle this long; 0: the last */
 	int json;
 	const char *plot;
 };
@@ -105,13 +108,16 @@ struct rseg {
 	int last_host;	/* ... and last saw it */
 	size_t born;	/* the first launch naming it */
 	size_t dead_at; /* the first launch at which it is gone; NONE */
+	int many;	/* named at two addresses or more ("at"): holds many tensors */
 };
 
 /* One segment a launch names, and the next launch that names it (NONE: none). */
 struct rref {
 	size_t seg;
 	size_t next;
-	int host; /* in host memory (some of it) at this launch, in the recorded run */
+	int host;	/* in host memory (some of it) at this launch, in the recorded run */
+	uint64_t at;	/* the address that named it (the chunk's "at"); 0: not recorded */
+	uint64_t bytes; /* what the launch reads of it (place_bytes()) */
 };
 
 struct rlaunch {
@@ -158,8 +164,8 @@ struct trace {
 	size_t move_nrate[2], move_cap[2];
 	uint64_t devices; /* device ordinals seen, as bits (0-63) */
 	int have_times;
-	/* The cycle: the step reported, if any. */
-	size_t cycle_len, steps, step_first, step_len;
+	/* The cycle: the step reported, if any (of a cycle of @want_cycle launches when not 0). */
+	size_t cycle_len, steps, step_first, step_len, want_cycle, last_len;
 	/* The launches the step figures and the residency cover: the step, else all. */
 	size_t span_first, span_len;
 	/* Segments by the launch they are gone at, sorted (dying[k].at ascending). */
@@ -451,7 +457,8 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 		}
 		if (grow((void **)&T->refs, &T->caprefs, T->nrefs + 1, sizeof(*T->refs)))
 			return oom();
-		T->refs[T->nrefs++] = (struct rref){.seg = s, .next = NONE, .host = host};
+		T->refs[T->nrefs++] = (struct rref){.seg = s, .next = NONE, .host = host,
+						    .at = hex_addr(json_get(c, "at"))};
 	}
 	for (size_t k = first; k < T->nrefs; k++) {
 		struct rseg *g = &T->segs[T->refs[k].seg];
@@ -637,6 +644,10 @@ static void find_cycle(struct trace *T)
 		    (b == T->nl &&
 		     (T->l[b - 1].pos != top || (T->steps && (size_t)top + 1 != T->cycle_len))))
 			continue;
+		T->last_len = (size_t)top + 1;
+		/* --cycle: the steps of another cycle (a prefill's beside a decode's) are not it. */
+		if (T->want_cycle && (size_t)top + 1 != T->want_cycle)
+			continue;
 		T->steps++;
 		T->cycle_len = (size_t)top + 1;
 		T->step_first = a;
@@ -672,6 +683,64 @@ static int cmp_death(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
+/* A segment's place: an address a launch named it by. */
+struct place {
+	size_t seg;
+	uint64_t at;
+};
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct place *x = a, *y = b;
+
+	if (x->seg != y->seg)
+		return x->seg < y->seg ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * What each launch reads of each segment it names (rref.bytes): the whole
+ * segment, unless the trace shows it named at two addresses or more (a
+ * segment a caching allocator carved many tensors out of: transformers'
+ * warm-up segment holds half a model): then from the address that named
+ * it to the next address any launch named it by, or to its end.  Sets
+ * rseg.many.  Traces without "at" (older ones) read whole segments.
+ */
+static int place_bytes(struct trace *T)
+{
+	struct place *P = malloc((T->nrefs ? T->nrefs : 1) * sizeof(*P));
+	size_t n = 0, u = 0;
+
+	if (!P)
+		return oom();
+	for (size_t k = 0; k < T->nrefs; k++) {
+		const struct rseg *g = &T->segs[T->refs[k].seg];
+		uint64_t at = T->refs[k].at;
+
+		T->refs[k].bytes = g->size;
+		if (at >= g->base && at - g->base < g->size)
+			P[n++] = (struct place){T->refs[k].seg, at};
+	}
+	qsort(P, n, sizeof(*P), cmp_place);
+	for (size_t i = 0; i < n; i++)
+		if (!u || P[i].seg != P[u - 1].seg || P[i].at != P[u - 1].at)
+			P[u++] = P[i];
+	for (size_t i = 1; i < u; i++)
+		if (P[i].seg == P[i - 1].seg)
+			T->segs[P[i].seg].many = 1;
+	for (size_t k = 0; k < T->nrefs; k++) {
+		const struct rseg *g = &T->segs[T->refs[k].seg];
+		struct place key = {T->refs[k].seg, T->refs[k].at}, *p;
+
+		if (!g->many || !(p = bsearch(&key, P, u, sizeof(*P), cmp_place)))
+			continue;
+		T->refs[k].bytes = p + 1 < P + u && p[1].seg == key.seg ? p[1].at - key.at
+									  : g->base + g->size - key.at;
+	}
+	free(P);
+	return 0;
+}
+
 static int trace_finish(struct trace *T)
 {
 	size_t *next = malloc((T->nsegs ? T->nsegs : 1) * sizeof(*next));
@@ -698,6 +767,8 @@ static int trace_finish(struct trace *T)
 			next[T->refs[k].seg] = i;
 		}
 	free(next);
+	if (place_bytes(T))
+		return -1;
 	find_cycle(T);
 	find_gaps(T);
 	T->span_first = T->cycle_len ? T->step_first : 0;
@@ -808,6 +879,7 @@ enum sstate { S_NONE, S_DEVICE, S_HOST };
 
 struct rstate {
 	enum sstate st;
+	int fixed;	   /* too large to make room for: never moved for room (replay_policy()) */
 	size_t last, prev; /* launches (from 1) that last named it and the one before; 0: none */
 	size_t next;	   /* the next launch naming it (NONE: never) */
 };
@@ -843,7 +915,7 @@ static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy
 	for (size_t s = 0; s < T->nsegs; s++) {
 		const struct rstate *v = &S[s], *b = best == NONE ? NULL : &S[best];
 
-		if (v->st != S_DEVICE || v->last == i)
+		if (v->st != S_DEVICE || v->last == i || v->fixed)
 			continue;
 		if (!b) {
 			best = s;
@@ -952,7 +1024,8 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *  - The unit is the segment (a libvmmx buffer, else a chunk: see the top
  *    of the file).  A launch reads or writes each segment it names at most
  *    once, and the whole of it: a kernel given a tensor touches all of it,
- *    once.  What the watch cannot see (pointers held in device memory,
+ *    once; of a segment named at two addresses or more (many tensors in
+ *    one segment), from the address it named to the next (place_bytes()).  What the watch cannot see (pointers held in device memory,
  *    graph launches not read, copies) costs nothing and takes no room.
  *  - One device with @M->device bytes of room for the named segments (on
  *    a trace of several devices: all of them as one) and host memory
@@ -1011,9 +1084,12 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    others) is brought in only into free room or, a cycle known, in place
  *    of victims each predicted to be needed after it is needed again; else
  *    it is read in place (counted as "read once"), as --placement launch
- *    does.  Not modelled: segments too large to make room for (over a
- *    quarter of the device: preload/place.c), and the trial of reading in
- *    place.
+ *    does.  A segment named at two addresses or more and over a quarter of
+ *    the device is too large to make room for, as preload/place.c has it:
+ *    brought in only into free room (else counted as "no room"), never
+ *    sent back (place.c applies the quarter to every segment; a segment
+ *    named at one address is moved here whatever its size).  Not
+ *    modelled: the trial of reading in place.
  *
  * Return: 0, or -1 when out of memory.
  */
@@ -1034,6 +1110,8 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		free(start);
 		return -1;
 	}
+	for (size_t s = 0; s < T->nsegs; s++)
+		S[s].fixed = T->segs[s].many && T->segs[s].size > M->device / 4;
 	for (size_t i = 0; i < T->nl; i++) {
 		const struct rlaunch *L = &T->l[i];
 		const struct rref *r = &T->refs[L->ref];
@@ -1067,7 +1145,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			v->next = r[k].next;
 		}
 		for (size_t k = 0; k < L->nref; k++)
-			named += T->segs[r[k].seg].size;
+			named += r[k].bytes;
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
 			uint64_t pinned = 0, out = 0;
@@ -1075,6 +1153,11 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 
 			if (S[r[k].seg].st != S_HOST)
 				continue;
+			/* Too large to make room for: only into free room (preload/place.c). */
+			if (S[r[k].seg].fixed && used + g->size > M->device) {
+				d.no_room++;
+				continue;
+			}
 			/* launch-cycle: read once, left in place unless worth it (see the top). */
 			if (p == RP_CYCLE && L->nref > 1 && g->size >= named - named / 3 &&
 			    used + g->size > M->device &&
@@ -1115,9 +1198,9 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		}
 		for (size_t k = 0; k < L->nref; k++) {
 			if (S[r[k].seg].st == S_DEVICE)
-				d.read_device += T->segs[r[k].seg].size;
+				d.read_device += r[k].bytes;
 			else
-				d.read_host += T->segs[r[k].seg].size;
+				d.read_host += r[k].bytes;
 		}
 		d.move_s = (double)d.moved_in / M->rate[1] + (double)d.moved_out / M->rate[0];
 		read_s = (double)d.read_device / M->hbm + (double)d.read_host / M->pcie;
@@ -1362,6 +1445,8 @@ static void replay_usage(FILE *f)
 	    "      --movers N         0 to %d: threads moving ahead of the launches once a\n"
 	    "                         cycle is known, as vmmx-run's (default %d); 0: every\n"
 	    "                         move before its launch, overlapping nothing\n"
+	    "      --cycle L          report the last step of a cycle of L launches (a prefill's\n"
+	    "                         among decode steps; default: the last step found)\n"
 	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
 	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
 	    "                         auto: gaps unless the trace has no times or shows moves\n"
@@ -1446,6 +1531,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	    tool_opt_fn("compute", 0, opt_compute, &o->compute, NULL),
 	    tool_opt_fn("move-rates", 0, opt_moves, &o->moves, NULL),
 	    tool_opt_count("movers", 0, &o->movers, 0, MAX_MOVERS, NULL),
+	    tool_opt_count("cycle", 0, &o->cycle, 1, MAX_CYCLE_LEN, NULL),
 	    tool_opt_json(&o->json),
 	    tool_opt_plot(&o->plot),
 	    {0},
@@ -1522,7 +1608,22 @@ int replay_main(int argc, char **argv)
 		fprintf(stderr, PROG ": --replay needs a trace file\n");
 		return 2;
 	}
+	T.want_cycle = o.cycle;
 	if (read_trace(&T, o.trace) || choose_compute(&T, o.compute, &cc)) {
+		trace_free(&T);
+		return 1;
+	}
+	if (o.cycle && !T.steps) {
+		if (T.last_len)
+			fprintf(stderr,
+				PROG ": --cycle %u: %s has no complete step of a cycle of %u "
+				     "launches (its last step is of %zu)\n",
+				o.cycle, o.trace, o.cycle, T.last_len);
+		else
+			fprintf(stderr,
+				PROG ": --cycle %u: %s has no complete step of a cycle of %u "
+				     "launches (no cycle known in it)\n",
+				o.cycle, o.trace, o.cycle);
 		trace_free(&T);
 		return 1;
 	}

@@ -8,7 +8,9 @@
 # below is worked out in the comments.  Then a trace recorded for real on
 # the sim (launchclient's six 64 MiB buffers in 16 MiB chunks under
 # vmmx-run --placement launch), whose launch-cycle replay must move what
-# the run itself reported; the residency chart; and bad input.
+# the run itself reported; a segment named at several addresses (many
+# tensors in one: replay-places.jsonl) and --cycle; the residency chart;
+# and bad input.
 place="$top_builddir/tools/vmmx-place"
 plot="$top_builddir/tools/vmmx-plot"
 abc="$top_srcdir/tests/tools/replay-abc.jsonl"
@@ -293,6 +295,39 @@ else
 		grep -q '<svg' "$tmp/cyc.svg"
 	check $? "--replay --plot FILE.svg draws the residency"
 fi
+
+# ---- many tensors in one segment (replay-places.jsonl, hand-made) ----
+# W, one 400 MB chunk first seen in host memory, named at four addresses
+# 100 MB apart (a segment a caching allocator carved four tensors out of),
+# one launch each; B, 100 MB, named by the last launch beside W.  Each
+# launch reads 100 MB of W (from its address to the next), not 400 MB.
+# --hbm 1000 --pcie 10 --compute none --movers 0, 450 MB of device room:
+#  - in-place: W read in place, 4 x 100 MB at 10 GB/s = 40 ms; B first
+#    seen with room on the device (W in host memory): 0.1 ms.  40.1 ms.
+#  - launch-lru: W brought in into free room at the first launch (400 MB
+#    at 10 GB/s, 40 ms), then read from HBM (4 x 0.1 ms); B does not fit
+#    beside it, and W, named at four addresses and over a quarter of the
+#    room, is never sent back for it: B read in place (10 ms), no room
+#    counted once.  50.4 ms.
+places="$top_srcdir/tests/tools/replay-places.jsonl"
+"$place" --replay "$places" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/places.json" 2>"$tmp/err"
+check $? "--replay of a segment named at four addresses exits 0"
+is_figs "$tmp/places.json" total in-place "40.100 0 0 400000000 100000000 0 0 0" \
+	"in-place: each launch reads its tensor's 100 MB of the 400 MB segment (to the next address named), 40.1 ms"
+is_figs "$tmp/places.json" total launch-lru "50.400 400000000 0 100000000 400000000 1 0 1" \
+	"launch-lru: the segment of many tensors brought in into free room, never sent back for another (too large, as vmmx-run has it): B read in place, no room 1"
+sed 's/,"at":"0x[0-9a-f]*"//g' "$places" >"$tmp/noat.jsonl"
+"$place" --replay "$tmp/noat.jsonl" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/noat.json" 2>"$tmp/err"
+is_figs "$tmp/noat.json" total in-place "160.100 0 0 1600000000 100000000 0 0 0" \
+	"a trace without \"at\" (older): each launch reads the whole segment, 4 x 400 MB in place"
+# --cycle L: the step of that cycle reported (a prefill's among decode steps).
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --cycle 3 >"$tmp/table" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q '^cycle  *3 launches, 2 complete steps; figures for the last step (launches 6-8)' "$tmp/table"
+check $? "--cycle 3: the last step of the 3-launch cycle reported"
+"$place" --replay "$abc" --cycle 5 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q -- "--cycle 5: .*replay-abc.jsonl has no complete step of a cycle of 5 launches (its last step is of 3)" "$tmp/err" && test ! -s "$tmp/out"
+check $? "--cycle 5 on a trace whose steps are of 3 launches: exit 1, the cycle it has named"
+refused "--cycle 0" '--cycle 0: expected a whole number from 1 to 65536' --replay "$abc" --cycle 0
 
 # ---- bad input: the problem named, nonzero exit ----
 "$place" --replay "$tmp/no-such.jsonl" >"$tmp/out" 2>"$tmp/err"
