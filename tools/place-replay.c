@@ -116,8 +116,13 @@ struct rref {
 	size_t seg;
 	size_t next;
 	int host;	/* in host memory (some of it) at this launch, in the recorded run */
-	uint64_t at;	/* the address that named it (the chunk's "at"); 0: not recorded */
 	uint64_t bytes; /* what the launch reads of it (place_bytes()) */
+};
+
+/* An address a launch named a segment by (a chunk's "at"), for ref @ref. */
+struct rat {
+	size_t ref;
+	uint64_t at;
 };
 
 struct rlaunch {
@@ -149,6 +154,8 @@ struct trace {
 	size_t nl, capl;
 	struct rref *refs;
 	size_t nrefs, caprefs;
+	struct rat *ats;
+	size_t nats, capats;
 	struct rseg *segs;
 	size_t nsegs, capsegs;
 	struct rbuf *bufs;
@@ -251,6 +258,7 @@ static void trace_free(struct trace *T)
 {
 	free(T->l);
 	free(T->refs);
+	free(T->ats);
 	free(T->segs);
 	free(T->bufs);
 	free(T->dying);
@@ -424,6 +432,9 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 	const struct json *chunks = json_get(o, "chunks"), *pos = json_get(o, "cycle_pos");
 	const struct json *t = json_get(o, "time");
 	uint64_t named = json_u64(json_get(o, "chunks_named"));
+	const char *api = json_str(json_get(o, "api"));
+	/* A graph launch names each segment by its base, and reads many tensors of it. */
+	int graph = api && (!strcmp(api, "cuGraphLaunch") || !strcmp(api, "cudaGraphLaunch"));
 	struct rlaunch *L;
 	size_t first = T->nrefs;
 
@@ -438,6 +449,7 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 		const struct json *c = json_index(chunks, i);
 		uint64_t base = hex_addr(json_get(c, "base")), size = json_u64(json_get(c, "size"));
 		int host = loc_host(T, json_str(json_get(c, "loc")));
+		uint64_t at;
 		size_t s, k;
 
 		if (!base || size == UINT64_MAX || !size || host < 0)
@@ -453,12 +465,18 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 			;
 		if (k < T->nrefs) {
 			T->refs[k].host |= host;
-			continue;
+		} else {
+			if (grow((void **)&T->refs, &T->caprefs, T->nrefs + 1, sizeof(*T->refs)))
+				return oom();
+			T->refs[T->nrefs++] = (struct rref){.seg = s, .next = NONE, .host = host};
 		}
-		if (grow((void **)&T->refs, &T->caprefs, T->nrefs + 1, sizeof(*T->refs)))
-			return oom();
-		T->refs[T->nrefs++] = (struct rref){.seg = s, .next = NONE, .host = host,
-						    .at = hex_addr(json_get(c, "at"))};
+		/* Every address it was named by (a weight and its bias in one segment: two). */
+		at = graph ? 0 : hex_addr(json_get(c, "at"));
+		if (at) {
+			if (grow((void **)&T->ats, &T->capats, T->nats + 1, sizeof(*T->ats)))
+				return oom();
+			T->ats[T->nats++] = (struct rat){k, at};
+		}
 	}
 	for (size_t k = first; k < T->nrefs; k++) {
 		struct rseg *g = &T->segs[T->refs[k].seg];
@@ -702,24 +720,26 @@ static int cmp_place(const void *a, const void *b)
  * What each launch reads of each segment it names (rref.bytes): the whole
  * segment, unless the trace shows it named at two addresses or more (a
  * segment a caching allocator carved many tensors out of: transformers'
- * warm-up segment holds half a model): then from the address that named
- * it to the next address any launch named it by, or to its end.  Sets
- * rseg.many.  Traces without "at" (older ones) read whole segments.
+ * warm-up segment holds half a model): then, for each address the launch
+ * named it by, from there to the next address any launch named it by, or
+ * to its end.  Sets rseg.many.  Traces without "at" (older ones) and graph
+ * launches (take_launch()) read whole segments.
  */
 static int place_bytes(struct trace *T)
 {
-	struct place *P = malloc((T->nrefs ? T->nrefs : 1) * sizeof(*P));
+	struct place *P = malloc((T->nats ? T->nats : 1) * sizeof(*P));
 	size_t n = 0, u = 0;
 
 	if (!P)
 		return oom();
-	for (size_t k = 0; k < T->nrefs; k++) {
-		const struct rseg *g = &T->segs[T->refs[k].seg];
-		uint64_t at = T->refs[k].at;
+	for (size_t k = 0; k < T->nrefs; k++)
+		T->refs[k].bytes = 0;
+	for (size_t i = 0; i < T->nats; i++) {
+		const struct rseg *g = &T->segs[T->refs[T->ats[i].ref].seg];
+		uint64_t at = T->ats[i].at;
 
-		T->refs[k].bytes = g->size;
 		if (at >= g->base && at - g->base < g->size)
-			P[n++] = (struct place){T->refs[k].seg, at};
+			P[n++] = (struct place){T->refs[T->ats[i].ref].seg, at};
 	}
 	qsort(P, n, sizeof(*P), cmp_place);
 	for (size_t i = 0; i < n; i++)
@@ -728,14 +748,23 @@ static int place_bytes(struct trace *T)
 	for (size_t i = 1; i < u; i++)
 		if (P[i].seg == P[i - 1].seg)
 			T->segs[P[i].seg].many = 1;
-	for (size_t k = 0; k < T->nrefs; k++) {
-		const struct rseg *g = &T->segs[T->refs[k].seg];
-		struct place key = {T->refs[k].seg, T->refs[k].at}, *p;
+	for (size_t i = 0; i < T->nats; i++) {
+		struct rref *r = &T->refs[T->ats[i].ref];
+		const struct rseg *g = &T->segs[r->seg];
+		struct place key = {r->seg, T->ats[i].at}, *p;
 
 		if (!g->many || !(p = bsearch(&key, P, u, sizeof(*P), cmp_place)))
 			continue;
-		T->refs[k].bytes = p + 1 < P + u && p[1].seg == key.seg ? p[1].at - key.at
-									  : g->base + g->size - key.at;
+		r->bytes += p + 1 < P + u && p[1].seg == key.seg ? p[1].at - key.at
+								 : g->base + g->size - key.at;
+	}
+	/* Named by no address inside it (or not many): the whole of it. */
+	for (size_t k = 0; k < T->nrefs; k++) {
+		struct rref *r = &T->refs[k];
+		uint64_t size = T->segs[r->seg].size;
+
+		if (!r->bytes || r->bytes > size)
+			r->bytes = size;
 	}
 	free(P);
 	return 0;
@@ -1080,8 +1109,10 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    next needed at s + L, or at s + g when the gap g between its last two
  *    uses is shorter, and the furthest goes (one whose expected use passed
  *    first: cycle_next()); without a cycle, the least recently named.
- *    Ties: the segment first named first.  A segment read once (at least two thirds of the bytes its launch names, beside
- *    others) is brought in only into free room or, a cycle known, in place
+ *    Ties: the segment first named first.  A segment read once (at least
+ *    two thirds of the bytes of the segments its launch names that may
+ *    move, beside others of them) is brought in only into free room or, a
+ *    cycle known, in place
  *    of victims each predicted to be needed after it is needed again; else
  *    it is read in place (counted as "read once"), as --placement launch
  *    does.  A segment named at two addresses or more and over a quarter of
@@ -1116,7 +1147,8 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		const struct rlaunch *L = &T->l[i];
 		const struct rref *r = &T->refs[L->ref];
 		struct rfig d = {0};
-		uint64_t named = 0; /* the bytes this launch names */
+		uint64_t named = 0; /* the bytes of the segments this launch names that may move */
+		size_t judged = 0;  /* ... and their number */
 		/* Its moves' end: on the launching thread (one after another), or by the movers. */
 		double read_s, ready = now;
 		int ahead = M->movers && L->pos >= 0 && L->cycle_len > 1;
@@ -1144,8 +1176,12 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			v->last = i + 1;
 			v->next = r[k].next;
 		}
+		/* Read once is judged as place.c judges it: among segments that may move. */
 		for (size_t k = 0; k < L->nref; k++)
-			named += r[k].bytes;
+			if (!S[r[k].seg].fixed) {
+				named += T->segs[r[k].seg].size;
+				judged++;
+			}
 		for (size_t k = 0; p != RP_IN_PLACE && k < L->nref; k++) {
 			const struct rseg *g = &T->segs[r[k].seg];
 			uint64_t pinned = 0, out = 0;
@@ -1159,17 +1195,23 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 				continue;
 			}
 			/* launch-cycle: read once, left in place unless worth it (see the top). */
-			if (p == RP_CYCLE && L->nref > 1 && g->size >= named - named / 3 &&
+			if (p == RP_CYCLE && judged > 1 && g->size >= named - named / 3 &&
 			    used + g->size > M->device &&
 			    !once_worth(T, S, r[k].seg, i + 1, L->pos >= 0 ? L->cycle_len : 0,
 					used + g->size - M->device)) {
 				d.read_once++;
 				continue;
 			}
-			/* What this launch names already on the device cannot make room. */
+			/*
+			 * What this launch names already on the device cannot make
+			 * room, nor can a segment too large to be sent back.
+			 */
 			for (size_t j = 0; j < L->nref; j++)
-				if (S[r[j].seg].st == S_DEVICE)
+				if (S[r[j].seg].st == S_DEVICE && !S[r[j].seg].fixed)
 					pinned += T->segs[r[j].seg].size;
+			for (size_t f = 0; f < T->nsegs; f++)
+				if (S[f].st == S_DEVICE && S[f].fixed)
+					pinned += T->segs[f].size;
 			if (pinned + g->size > M->device) {
 				d.no_room++;
 				continue;
@@ -1177,7 +1219,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			while (used + g->size > M->device) {
 				size_t v = victim(T, S, p, i + 1, L->pos >= 0 ? L->cycle_len : 0);
 
-				/* pinned + size fit, so an unnamed one is on the device. */
+				/* pinned + size fit, so an unnamed one that may go is on the device. */
 				if (v == NONE)
 					abort();
 				S[v].st = S_HOST;

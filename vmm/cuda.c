@@ -477,6 +477,8 @@ static const char sum_ptx[] =
  * program's kernels (0.33 against 0.37 ms). */
 #define SUM_BLOCK 256
 #define SUM_BLOCKS_PER_SM 4
+/* The kernel's first lane of each warp adds the warp's sum: whole warps only. */
+_Static_assert(SUM_BLOCK % 32 == 0, "SUM_BLOCK must be a multiple of the warp size");
 
 /* Give back what sum_load() made; sum_lock held or the instance closing. */
 static void sum_unload(struct vmm_cuda *c)

@@ -297,33 +297,44 @@ else
 fi
 
 # ---- many tensors in one segment (replay-places.jsonl, hand-made) ----
-# W, one 400 MB chunk first seen in host memory, named at four addresses
-# 100 MB apart (a segment a caching allocator carved four tensors out of),
-# one launch each; B, 100 MB, named by the last launch beside W.  Each
-# launch reads 100 MB of W (from its address to the next), not 400 MB.
+# W, a 400 MB buffer of two 200 MB chunks placed in host memory, named at
+# four addresses 100 MB apart (a segment a caching allocator carved four
+# tensors out of): launches 0-3 one each, launch 3 with B (100 MB, seen on
+# the device), launch 4 C alone (100 MB, in host memory), launch 5 two of
+# W's tensors (one in each chunk: 200 MB), launch 6 a graph launch naming
+# W by its base (a graph reads many tensors: all 400 MB).
 # --hbm 1000 --pcie 10 --compute none --movers 0, 450 MB of device room:
-#  - in-place: W read in place, 4 x 100 MB at 10 GB/s = 40 ms; B first
-#    seen with room on the device (W in host memory): 0.1 ms.  40.1 ms.
-#  - launch-lru: W brought in into free room at the first launch (400 MB
-#    at 10 GB/s, 40 ms), then read from HBM (4 x 0.1 ms); B does not fit
-#    beside it, and W, named at four addresses and over a quarter of the
-#    room, is never sent back for it: B read in place (10 ms), no room
-#    counted once.  50.4 ms.
+#  - in-place: W read in place, 400 + 200 + 400 MB, and C, 100 MB, at 10
+#    GB/s = 110 ms; B first seen with room on the device: 0.1 ms.  110.1 ms.
+#  - launch-lru: W brought in into free room at launch 0 (400 MB at 10
+#    GB/s, 40 ms), then read from HBM (1000 MB: 1 ms); B (launch 3) and C
+#    (launch 4) find no room: W, named at four addresses and over a quarter
+#    of the room, is never sent back for another, even by a launch that
+#    does not name it (C's); each read in place, 10 ms.  61 ms.
 places="$top_srcdir/tests/tools/replay-places.jsonl"
 "$place" --replay "$places" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/places.json" 2>"$tmp/err"
 check $? "--replay of a segment named at four addresses exits 0"
-is_figs "$tmp/places.json" total in-place "40.100 0 0 400000000 100000000 0 0 0" \
-	"in-place: each launch reads its tensor's 100 MB of the 400 MB segment (to the next address named), 40.1 ms"
-is_figs "$tmp/places.json" total launch-lru "50.400 400000000 0 100000000 400000000 1 0 1" \
-	"launch-lru: the segment of many tensors brought in into free room, never sent back for another (too large, as vmmx-run has it): B read in place, no room 1"
+is_figs "$tmp/places.json" total in-place "110.100 0 0 1100000000 100000000 0 0 0" \
+	"in-place: a launch reads its tensors of the segment (each to the next address named; two tensors in two chunks add up), a graph launch all of it; 110.1 ms"
+is_figs "$tmp/places.json" total launch-lru "61.000 400000000 0 200000000 1000000000 1 0 2" \
+	"launch-lru: the segment of many tensors brought in into free room, never sent back for another (too large, as vmmx-run has it), not even for a launch that does not name it: B and C read in place, no room 2"
 sed 's/,"at":"0x[0-9a-f]*"//g' "$places" >"$tmp/noat.jsonl"
 "$place" --replay "$tmp/noat.jsonl" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/noat.json" 2>"$tmp/err"
-is_figs "$tmp/noat.json" total in-place "160.100 0 0 1600000000 100000000 0 0 0" \
-	"a trace without \"at\" (older): each launch reads the whole segment, 4 x 400 MB in place"
+is_figs "$tmp/noat.json" total in-place "250.100 0 0 2500000000 100000000 0 0 0" \
+	"a trace without \"at\" (older): each launch reads the whole segment, 6 x 400 MB in place"
 # --cycle L: the step of that cycle reported (a prefill's among decode steps).
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --cycle 3 >"$tmp/table" 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q '^cycle  *3 launches, 2 complete steps; figures for the last step (launches 6-8)' "$tmp/table"
 check $? "--cycle 3: the last step of the 3-launch cycle reported"
+# Steps of 2 launches, then 3 (a prefill's among decode steps), then 2 again.
+for pos in 0 1 0 1 0 1 2 0 1 2 0 1 0 1; do
+	echo '{"pid":7,"event":"launch","cycle_pos":'$pos',"chunks":[{"base":"0x1000","size":4096,"loc":"device:0"}]}'
+done >"$tmp/mixed.jsonl"
+"$place" --replay "$tmp/mixed.jsonl" >"$tmp/table" 2>"$tmp/err" &&
+	grep -q '^cycle  *2 launches, 6 complete steps; figures for the last step (launches 12-13)' "$tmp/table" &&
+	"$place" --replay "$tmp/mixed.jsonl" --cycle 3 >"$tmp/table" 2>"$tmp/err" &&
+	grep -q '^cycle  *3 launches, 2 complete steps; figures for the last step (launches 7-9)' "$tmp/table"
+check $? "steps of 2, 3, then 2 launches: the last step by default; --cycle 3 the last of the 3-launch steps, earlier in the trace"
 "$place" --replay "$abc" --cycle 5 >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q -- "--cycle 5: .*replay-abc.jsonl has no complete step of a cycle of 5 launches (its last step is of 3)" "$tmp/err" && test ! -s "$tmp/out"
 check $? "--cycle 5 on a trace whose steps are of 3 launches: exit 1, the cycle it has named"
