@@ -351,10 +351,10 @@ static const char sum_ptx[] =
 	"	mov.u32 %r4, %nctaid.x;\n"
 	"	mul.wide.u32 %rd4, %r1, %r2;\n"
 	"	cvt.u64.u32 %rd5, %r3;\n"
-	"	add.u64 %rd4, %rd4, %rd5;\n"
-	"	mul.wide.u32 %rd6, %r4, %r2;\n"
-	"	shl.b64 %rd30, %rd6, 3;\n"
-	"	mov.u64 %rd7, 0;\n"
+	"	add.u64 %rd4, %rd4, %rd5;\n"           /* i: this thread's first word */
+	"	mul.wide.u32 %rd6, %r4, %r2;\n"        /* the stride: every thread of the grid */
+	"	shl.b64 %rd30, %rd6, 3;\n"             /* ... in bytes */
+	"	mov.u64 %rd7, 0;\n"                    /* the partial sum */
 	"LOOP4:\n"                               /* four words while i + 3 strides < words */
 	"	mad.lo.u64 %rd20, %rd6, 3, %rd4;\n"
 	"	setp.ge.u64 %p3, %rd20, %rd2;\n"
