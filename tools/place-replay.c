@@ -732,8 +732,7 @@ static int place_bytes(struct trace *T)
 
 	if (!P)
 		return oom();
-	for (size_t k = 0; k < T->nrefs; k++)
-		T->refs[k].bytes = 0;
+	/* rref.bytes is 0 from take_launch(): summed here, then the whole where none. */
 	for (size_t i = 0; i < T->nats; i++) {
 		const struct rseg *g = &T->segs[T->refs[T->ats[i].ref].seg];
 		uint64_t at = T->ats[i].at;
@@ -1054,8 +1053,9 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    of the file).  A launch reads or writes each segment it names at most
  *    once, and the whole of it: a kernel given a tensor touches all of it,
  *    once; of a segment named at two addresses or more (many tensors in
- *    one segment), from the address it named to the next (place_bytes()).  What the watch cannot see (pointers held in device memory,
- *    graph launches not read, copies) costs nothing and takes no room.
+ *    one segment), from each address it named to the next (place_bytes()).
+ *    What the watch cannot see (pointers held in device memory, graph
+ *    launches not read, copies) costs nothing and takes no room.
  *  - One device with @M->device bytes of room for the named segments (on
  *    a trace of several devices: all of them as one) and host memory
  *    without limit.  Memory no launch names is not modelled: give
@@ -1656,16 +1656,13 @@ int replay_main(int argc, char **argv)
 		return 1;
 	}
 	if (o.cycle && !T.steps) {
+		char last[64] = "no cycle known in it";
+
 		if (T.last_len)
-			fprintf(stderr,
-				PROG ": --cycle %u: %s has no complete step of a cycle of %u "
-				     "launches (its last step is of %zu)\n",
-				o.cycle, o.trace, o.cycle, T.last_len);
-		else
-			fprintf(stderr,
-				PROG ": --cycle %u: %s has no complete step of a cycle of %u "
-				     "launches (no cycle known in it)\n",
-				o.cycle, o.trace, o.cycle);
+			snprintf(last, sizeof(last), "its last step is of %zu", T.last_len);
+		fprintf(stderr,
+			PROG ": --cycle %u: %s has no complete step of a cycle of %u launches (%s)\n",
+			o.cycle, o.trace, o.cycle, last);
 		trace_free(&T);
 		return 1;
 	}
