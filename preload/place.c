@@ -14,6 +14,28 @@
  * of its own; smaller ones share the allocator's segments, which then move
  * together.
  *
+ * Pieces.  A segment of more than a quarter of the device (its limit) in
+ * several chunks moves a chunk at a time: each chunk is a piece, a unit of
+ * its own.  Such a segment holds many tensors (transformers' warm-up
+ * segment, which PyTorch carves half a model's weights out of); moved
+ * whole, it would send back a good part of the device for a kernel that
+ * reads one of its tensors.  A piece is named by a launch whose pointer
+ * lies in it.  Where a tensor ends is not known, so a kernel named at an
+ * address is taken to read from there on, to the end of the segment, and
+ * never below: a piece moves only
+ *  - after the last uses of the pieces at and below it in its segment
+ *    (wait_last_use());
+ *  - when no piece at or below it is named by the newest launch (which may
+ *    be on its way to the driver, its use not recorded yet) or held by a
+ *    copy being passed on (piece_blocked(): never a victim, never begun by
+ *    a mover meanwhile);
+ * and a launch or copy naming a piece waits for the moves under way of
+ * the pieces at and above it (wait_pieces_above()).  So the pieces below
+ * the ones in use move freely (a forward's weights already used make room
+ * for those it needs next), and those above wait for the kernels below
+ * them.  vmmx-run cuts the program's allocations into chunks of at most
+ * 128 MiB for this (VMMX_CHUNK_MAX, unless set).
+ *
  * The victim: never a segment this launch names, nor one the launches
  * ahead name before the segment brought in ahead is used (see
  * bring_in_ahead(), "do no harm").  With a known launch cycle (cycle.c)
@@ -29,9 +51,9 @@
  * They are chosen again before each next one goes, from where things are
  * then (on the mover, which lets the lock go around each move, what was
  * chosen may have been named or moved meanwhile).
- * A segment of more than a quarter of the device (its limit) is too large
- * to make room for: never a victim, brought in only into free room (see
- * promote(): transformers' warm-up segment, which holds half a model).
+ * A segment of more than a quarter of the device (its limit) in one chunk
+ * is too large to make room for: never a victim, brought in only into free
+ * room (see promote()); in several chunks it moves in pieces (above).
  *
  * When not to move: a segment that is at least two thirds of the bytes its
  * launch names, beside other segments, is taken to be read once by it (a
@@ -155,6 +177,8 @@
 /* Segments tracked: past this, new ones are moved but never chosen as victims. */
 #define MAX_TRACKED 16384
 #define INDEX_SLOTS (2 * MAX_TRACKED)
+/* Buffers in pieces whose busy floor one victims() call keeps (more: asked again each). */
+#define FLOORS 8
 /* Victims tried for one segment before it is left where it is. */
 #define MAX_EVICT 16
 /* Last-use events in the ring: far more launches than a GPU's queue holds. */
@@ -190,6 +214,7 @@
 struct tracked {
 	void *base;
 	size_t size;
+	void *whole;            /* a piece's buffer (its base; see the top), NULL for a segment */
 	struct vmmx_ctx *ctx;
 	uint64_t last;          /* the launch (seq) that last named it */
 	uint64_t prev;          /* ... the one before, 0 if none */
@@ -205,12 +230,13 @@ struct tracked {
 	int held;               /* copies and memsets being passed on that use it (never moved) */
 };
 
-/* A segment one launch names. */
+/* A segment (or a piece) one launch names. */
 struct seg {
 	void *base;
 	size_t size;
 	struct vmmx_ctx *ctx;
 	struct vmmx_buf *buf;
+	void *whole;            /* a piece's buffer base, NULL for a segment */
 	int host;               /* some of it lies in host memory */
 };
 
@@ -237,6 +263,8 @@ static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* memory was seen in host memory (sticky): written
 					   * under lock, atomically (vmmxp_place_quiet() reads it) */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
+/* lock: the launch (seq) that named a piece the table had no room for: no piece moves meanwhile */
+static uint64_t untracked_piece = UINT64_MAX;
 /* vmmxp_place_quiet(): launches that asked (its look every SPILL_CHECK), those
  * passed unread, and those of them not yet back from the driver. */
 static uint64_t quiet_asked, quiet_launches;
@@ -351,30 +379,42 @@ static struct tracked *find(void *base, int make)
 	return &track[ntracked - 1];
 }
 
-/* The buffer that maps @t's base, its whole residency in *@r; NULL when none answers. */
-static struct vmmx_buf *seg_residency(const struct tracked *t, struct vmmx_residency *r)
+/*
+ * The buffer that maps @t's base, the residency of @t in *@r (a segment:
+ * its whole buffer; a piece: its chunk) and the chunk at its base in
+ * *@ci; NULL when none answers.
+ */
+static struct vmmx_buf *seg_residency(const struct tracked *t, struct vmmx_residency *r,
+				      struct vmmx_chunk_info *ci)
 {
-	struct vmmx_chunk_info ci;
+	size_t off = 0, size;
 
-	if (vmmx_lookup(t->ctx, t->base, &ci) ||
-	    vmmx_buf_residency(ci.buf, 0, vmmx_buf_size(ci.buf), r))
+	if (vmmx_lookup(t->ctx, t->base, ci))
 		return NULL;
-	return ci.buf;
+	size = vmmx_buf_size(ci->buf);
+	if (t->whole) {
+		off = (size_t)((char *)ci->base - (char *)vmmx_buf_ptr(ci->buf));
+		size = ci->size;
+	}
+	return vmmx_buf_residency(ci->buf, off, size, r) ? NULL : ci->buf;
 }
 
 /*
- * The bytes of @t's segment on the device, 0 unless it is still a buffer
- * of its context at its base; its size is updated (a segment freed and
+ * The bytes of @t on the device, 0 unless it is still what it was: a
+ * buffer of its context at its base (a segment), or a chunk of its buffer
+ * starting at its base (a piece); its size is updated (a segment freed and
  * made again at the same base may have another).
  */
 static size_t on_device_bytes(struct tracked *t)
 {
 	struct vmmx_residency r = { 0, 0 };
-	struct vmmx_buf *buf = seg_residency(t, &r);
+	struct vmmx_chunk_info ci;
+	struct vmmx_buf *buf = seg_residency(t, &r, &ci);
 
-	if (!buf || vmmx_buf_ptr(buf) != t->base)
+	if (!buf || vmmx_buf_ptr(buf) != (t->whole ? t->whole : t->base) ||
+	    (t->whole && ci.base != t->base))
 		return 0;
-	t->size = vmmx_buf_size(buf);
+	t->size = t->whole ? ci.size : vmmx_buf_size(buf);
 	return (size_t)r.device;
 }
 
@@ -488,14 +528,60 @@ static int wait_for_use(struct tracked *t, int unlocked)
 	return err ? sync_device(t->ctx, unlocked) : 0;
 }
 
-/* wait_for_use(), its time counted. */
+/*
+ * wait_for_use(), its time counted; for a piece, also the last uses of the
+ * pieces below it in its buffer (a kernel named there may read on into it,
+ * see the top).
+ */
 static int wait_last_use(struct tracked *t, int unlocked)
 {
 	uint64_t t0 = now_ns();
 	int err = wait_for_use(t, unlocked);
 
+	/*
+	 * Entries are never taken out of track[]: its slots stay valid while
+	 * the lock is let go.  One with neither a use nor unknown work was
+	 * not named since the device was last waited for (nothing to wait for).
+	 */
+	for (int i = 0; !err && t->whole && i < ntracked; i++)
+		if (&track[i] != t && track[i].whole == t->whole &&
+		    (char *)track[i].base < (char *)t->base && (track[i].use || track[i].unknown))
+			err = wait_for_use(&track[i], unlocked);
 	st.wait_ns += now_ns() - t0;
 	return err;
+}
+
+/*
+ * lock held: the lowest piece of the buffer @whole that the newest launch
+ * named (it may be on its way to the driver, its use not yet recorded) or
+ * that a copy being passed on holds; NULL when none.  Nothing at or above
+ * it in that buffer may begin to move (see the top).
+ */
+static void *busy_floor(const void *whole)
+{
+	void *low = NULL;
+
+	for (int i = 0; i < ntracked; i++) {
+		const struct tracked *q = &track[i];
+
+		if (q->whole == whole && (q->last == seq || q->held) &&
+		    (!low || (char *)q->base < (char *)low))
+			low = q->base;
+	}
+	return low;
+}
+
+/* lock held: whether the piece @t may not begin to move now (see busy_floor()). */
+static int piece_blocked(const struct tracked *t)
+{
+	void *low;
+
+	if (!t->whole)
+		return 0;
+	if (untracked_piece == seq)
+		return 1;
+	low = busy_floor(t->whole);
+	return low && (char *)t->base >= (char *)low;
 }
 
 /*
@@ -686,7 +772,10 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct tracked **v,
 		   size_t *dev)
 {
-	int n = 0;
+	struct {
+		void *whole, *low;
+	} floor[FLOORS];
+	int n = 0, nfloor = 0;
 
 	for (int i = 0; i < ntracked; i++) {
 		struct tracked *t = &track[i];
@@ -696,6 +785,26 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
 		    t->size > most)
 			continue;
+		/* A piece at or above one in use in its buffer stays (busy_floor(), asked once a buffer). */
+		if (t->whole) {
+			void *low;
+
+			if (untracked_piece == seq)
+				continue;
+			for (j = 0; j < nfloor && floor[j].whole != t->whole; j++)
+				;
+			if (j < nfloor) {
+				low = floor[j].low;
+			} else {
+				low = busy_floor(t->whole);
+				if (nfloor < FLOORS) {
+					floor[nfloor].whole = t->whole;
+					floor[nfloor++].low = low;
+				}
+			}
+			if (low && (char *)t->base >= (char *)low)
+				continue;
+		}
 		if (n == MAX_EVICT && !better(t, v[n - 1], cycle_len))
 			continue;
 		bytes = on_device_bytes(t);
@@ -722,11 +831,12 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 static void room_for(const struct tracked *t, struct vmmx_loc dev, size_t *lack, size_t *host)
 {
 	struct vmmx_residency r = { 0, 0 };
+	struct vmmx_chunk_info ci;
 	size_t room;
 
 	*lack = 0;
 	*host = t->size;
-	if (!seg_residency(t, &r))
+	if (!seg_residency(t, &r, &ci))
 		return;
 	*host = r.host;
 	if (!vmmx_ctx_room(t->ctx, dev, r.host, &room) && room < r.host)
@@ -842,14 +952,15 @@ static size_t most_moved(struct vmmx_ctx *ctx)
  * that a launch naming it waits for it.
  *
  * Too large to make room for: a segment of more than a quarter of the
- * device (its limit) is brought in only into free room, and never sent
- * back for another.  Such a segment holds many tensors (transformers'
- * warm-up segment, which PyTorch carves half a model's weights out of):
- * sending it back would send back a good part of the device, and the
- * first launch to name it again would send back everything else to bring
- * it in, whole, for a kernel that reads one of its tensors.  It stays
- * where it lies, read in place where that is host memory, as the default
- * placement does.
+ * device (its limit) in one chunk is brought in only into free room, and
+ * never sent back for another.  Such a segment holds many tensors
+ * (transformers' warm-up segment, when VMMX_CHUNK_MAX lets it be one
+ * chunk): sending it back would send back a good part of the device, and
+ * the first launch to name it again would send back everything else to
+ * bring it in, whole, for a kernel that reads one of its tensors.  It
+ * stays where it lies, read in place where that is host memory, as the
+ * default placement does.  In several chunks it moves in pieces (see the
+ * top).
  *
  * lock held.  Return: 0 when it is on the device, -VMMX_ENOMEM when no
  * room was made for it, another code when a move or a wait failed.
@@ -1057,7 +1168,8 @@ static void *mover(void *arg)
 			st.busy_most = (uint64_t)busy;
 		err = -VMMX_ENOMEM;
 		(void)vmmxp_cycle_len(&generation);
-		if (j.generation == generation && !j.t->on_device && !j.t->held)
+		if (j.generation == generation && !j.t->on_device && !j.t->held &&
+		    !piece_blocked(j.t))
 			err = promote(j.t, MOVER, j.once, j.cycle_len, j.bound);
 		j.t->moving = 0;
 		busy--;
@@ -1157,6 +1269,49 @@ static void wait_mover(struct tracked *t)
 	t0 = now_ns();
 	st.mover_waits++;
 	while (t->moving)
+		pthread_cond_wait(&done_cv, &lock);
+	st.mover_wait_ns += now_ns() - t0;
+}
+
+/* lock held: whether @t is queued for a mover, not begun. */
+static int queued(const struct tracked *t)
+{
+	for (uint64_t i = head; i < tail; i++)
+		if (jobs[i % DEPTH_MAX].t == t)
+			return 1;
+	return 0;
+}
+
+/* lock held: a piece at or above @q in its buffer that a mover is moving now, if any. */
+static const struct tracked *moving_above(const struct tracked *q)
+{
+	for (int i = 0; q->whole && i < ntracked; i++) {
+		const struct tracked *p = &track[i];
+
+		if (p->moving && p->whole == q->whole && (char *)p->base >= (char *)q->base &&
+		    !queued(p))
+			return p;
+	}
+	return NULL;
+}
+
+/*
+ * lock held: a launch or copy names the piece @q, marked named or held
+ * already (so that no move at or above it begins meanwhile: piece_blocked()):
+ * wait until no piece at or above it in its buffer is being moved, as a
+ * kernel named at @q may read on into them (see the top).  Those queued
+ * and not begun stay queued: the mover leaves them while @q is in use.
+ * Timed and counted with the waits for the mover.
+ */
+static void wait_pieces_above(const struct tracked *q)
+{
+	uint64_t t0;
+
+	if (!moving_above(q))
+		return;
+	t0 = now_ns();
+	st.mover_waits++;
+	while (moving_above(q))
 		pthread_cond_wait(&done_cv, &lock);
 	st.mover_wait_ns += now_ns() - t0;
 }
@@ -1396,24 +1551,62 @@ uint64_t vmmxp_place_quiet_count(void)
 	return __atomic_load_n(&quiet_launches, __ATOMIC_RELAXED);
 }
 
-/* The buffer (allocator segment) of each named chunk, once each: the unit that moves. */
+/*
+ * lock held: the unit that moves for each named chunk, once each: its
+ * buffer (allocator segment), or the chunk itself when that buffer is in
+ * pieces (more than a quarter of the device, in several chunks: see the
+ * top).
+ */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 			  size_t n, struct seg *seg)
 {
 	size_t nseg = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		void *base = vmmx_buf_ptr(chunk[i].buf);
+		void *base = vmmx_buf_ptr(chunk[i].buf), *whole = NULL;
 		size_t j, size = vmmx_buf_size(chunk[i].buf);
+		int host;
 
+		if (size > most_moved(ctx[i]) && chunk[i].size < size) {
+			whole = base;
+			base = chunk[i].base;
+			size = chunk[i].size;
+			host = chunk[i].loc.kind != VMMX_LOC_DEVICE;
+		} else {
+			host = in_host(chunk[i].buf, size, chunk[i].loc);
+		}
 		for (j = 0; j < nseg && seg[j].base != base; j++)
 			;
 		if (j < nseg)
 			continue;
-		seg[nseg] = (struct seg){ base, size, ctx[i], chunk[i].buf, 0 };
-		seg[nseg++].host = in_host(chunk[i].buf, size, chunk[i].loc);
+		seg[nseg++] = (struct seg){ base, size, ctx[i], chunk[i].buf, whole, host };
 	}
 	return nseg;
+}
+
+/*
+ * lock held: a launch or copy names a piece of @whole that the table has
+ * no room for, so its use goes unrecorded: no piece moves while it is the
+ * newest launch's, and the next move of each piece of that buffer waits
+ * for the device (see the top).
+ */
+static void unrecorded_piece(const void *whole)
+{
+	untracked_piece = seq;
+	for (int k = 0; k < ntracked; k++)
+		if (track[k].whole == whole)
+			track[k].unknown = uses + 1;
+}
+
+/* Whether any of @s lies in host memory, as now seen (@loc: when that cannot be told). */
+static int seg_in_host(const struct seg *s, struct vmmx_loc loc)
+{
+	struct vmmx_residency r = { 0, 0 };
+	size_t off = s->whole ? (size_t)((char *)s->base - (char *)s->whole) : 0;
+
+	if (vmmx_buf_residency(s->buf, off, s->size, &r))
+		return loc.kind != VMMX_LOC_DEVICE;
+	return r.host != 0;
 }
 
 /*
@@ -1474,10 +1667,14 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 				pl->once |= 1u << pl->n;
 			pl->base[pl->n++] = seg[i].base;
 		}
-		if (!t[i])
+		if (!t[i]) {
+			if (seg[i].whole)
+				unrecorded_piece(seg[i].whole);
 			continue;
+		}
 		cur.t[cur.nt++] = t[i];
 		t[i]->size = seg[i].size;
+		t[i]->whole = seg[i].whole;
 		t[i]->ctx = seg[i].ctx;
 		if (t[i]->last != seq) {
 			t[i]->prev = t[i]->last;
@@ -1531,8 +1728,9 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			struct vmmx_loc unknown = { VMMX_LOC_HOST, 0 };
 
 			wait_mover(t[i]);
-			seg[i].host = in_host(seg[i].buf, seg[i].size, unknown);
+			seg[i].host = seg_in_host(&seg[i], unknown);
 		}
+		wait_pieces_above(t[i]);
 		t[i]->on_device = !seg[i].host;
 	}
 	for (size_t i = 0; i < nseg; i++) {
@@ -1544,7 +1742,8 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			(void)promote(t[i], ON_DEMAND, once, cur.cycle_len, 0);
 		} else {
 			struct tracked tmp = { .base = seg[i].base, .size = seg[i].size,
-					       .ctx = seg[i].ctx, .last = seq };
+					       .whole = seg[i].whole, .ctx = seg[i].ctx,
+					       .last = seq };
 
 			(void)promote(&tmp, ON_DEMAND, once, cur.cycle_len, 0);
 		}
@@ -1638,7 +1837,8 @@ static void bring_in_ahead(void)
 			 * As last seen here: one that libvmmx moved meanwhile is left
 			 * to its launch, as is one too large to make room for.
 			 */
-			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx))
+			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx) ||
+			    piece_blocked(t))
 				continue;
 			if (once && !once_room(t))
 				continue;
@@ -1756,18 +1956,25 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 	for (size_t i = 0; i < nseg; i++) {
 		struct tracked *t = find(seg[i].base, 1);
 
-		if (!t)
+		if (!t) {
+			if (seg[i].whole) /* as for a launch (vmmxp_place_launch()) */
+				unrecorded_piece(seg[i].whole);
 			continue;
+		}
 		if (!t->ctx) { /* first met here: as if named now */
 			t->size = seg[i].size;
 			t->ctx = seg[i].ctx;
 			t->last = seq;
 			t->on_device = !seg[i].host;
 		}
+		t->whole = seg[i].whole;
 		t->held++;
 		t->named++;
 		use_t[use_n++] = t;
 	}
+	/* Held now, so that no move at or above one begins: those under way are waited for. */
+	for (size_t i = 0; i < use_n; i++)
+		wait_pieces_above(use_t[i]);
 	if (use_n)
 		st.copies++;
 	pthread_mutex_unlock(&lock);

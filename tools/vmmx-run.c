@@ -53,6 +53,13 @@
 #define RUN_DEFAULT_POLICY "device-first:reserve=64MiB"
 /* What --placement is when neither it nor VMMX_RUN_PLACEMENT says. */
 #define RUN_DEFAULT_PLACEMENT "launch"
+/*
+ * The largest chunk under launch placement, unless VMMX_CHUNK_MAX or
+ * VMMX_CHUNK_SIZE is set: the piece a large segment moves in (a chain's
+ * 8192 x 8192 bf16 layer; smaller pieces cost more in driver calls than
+ * they save, see docs/PRELOAD.md).
+ */
+#define RUN_LAUNCH_CHUNK_MAX "128MiB"
 
 /* Devices libvmmx handles (VMMX_STATS_DEVICES: one slot per device ordinal). */
 #define RUN_MAX_DEVICES VMMX_STATS_DEVICES
@@ -440,6 +447,9 @@ static void placement_defaults(void)
 		set("VMMX_HOST_COPIES", "verified");
 	if (!getenv("VMMX_HOST_CPU_ACCESS"))
 		set("VMMX_HOST_CPU_ACCESS", "placed");
+	/* A segment of more than a quarter of the device moves in pieces of a chunk (place.c). */
+	if (!getenv("VMMX_CHUNK_MAX") && !getenv("VMMX_CHUNK_SIZE"))
+		set("VMMX_CHUNK_MAX", RUN_LAUNCH_CHUNK_MAX);
 }
 
 /*

@@ -14,7 +14,7 @@ export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB VMMX_CHUNK_MAX=64MiB
 opts="--policy device-first --device-limit 256MiB --headroom 0"
 
 # Watched, reported and traced.
-"$run" $opts --launches --report-file "$tmp/rep" --trace "$tmp/trace" -- "$lc" graphs >"$tmp/tap" 2>"$tmp/err"
+"$run" $opts --placement alloc --launches --report-file "$tmp/rep" --trace "$tmp/trace" -- "$lc" graphs >"$tmp/tap" 2>"$tmp/err"
 st=$?
 grep -v '^1\.\.' "$tmp/tap"
 n=$(grep -c '^\(not \)\{0,1\}ok ' "$tmp/tap")

@@ -33,7 +33,8 @@
  * Mode "place-model", "place-decode", "place-model-late": a model loaded
  * as transformers does (see place_model()); "torture-model", its steps
  * under injected driver failures.  "place-plan": victims that cannot make
- * the room needed are not sent back.
+ * the room needed are not sent back.  "place-pieces": a buffer that moves
+ * a chunk at a time, and the victims a kernel named inside it allows.
  * Mode "place": --placement launch over six buffers, four of which fit;
  * "torture", the same under an injected driver failure (VMMX_FAULT).
  * Mode "threads": 4 threads launch 32 kernels new to the layout cache at
@@ -686,6 +687,22 @@ static int ends(void *p, unsigned char v, int check)
 	return 1;
 }
 
+/*
+ * Whether the buffer at @p moves in pieces under --placement launch: more
+ * than a quarter of the device limit (vmmx_ctx_query()), in several chunks.
+ */
+static int in_pieces(const void *p)
+{
+	struct vmmx_ctx_info info = { .size = sizeof(info) };
+	struct vmmx_chunk_info ci;
+	size_t n = 0;
+
+	if (vmmx_lookup(ctx_of(0), p, &ci) || vmmx_ctx_query(ctx_of(0), &info) ||
+	    vmmx_buf_chunks(ci.buf, NULL, 0, &n))
+		return 0;
+	return vmmx_buf_size(ci.buf) > info.device_limit / 4 && n > 1;
+}
+
 /* The model scenario (see place_model()). */
 #define MODEL_W 40
 #define MODEL_IN 22
@@ -810,11 +827,19 @@ static int place_model(size_t asize, int late, int torture_run)
 			most = in[step];
 	}
 	is_int(0, bad, "%d launches succeed", 2 * MODEL_W * MODEL_STEPS);
-	is_int(0, warm_gone, late ? "the warm-up segment (too large to make room for) stays where it lies at every launch" :
-				    "the warm-up segment (too large to send back) keeps its device part at every launch");
-	if (late) {
-		ok(r.host == r0.host, "it stays where it lies (%zu MiB on the device, %zu MiB in host memory)",
+	if (!in_pieces(warm))
+		is_int(0, warm_gone, late ? "the warm-up segment (too large to make room for) stays where it lies at every launch" :
+					    "the warm-up segment (too large to send back) keeps its device part at every launch");
+	else if (late)
+		ok(r.device > r0.device, "the warm-up segment, in pieces of a chunk, made last: brought in piece by piece as launches name it (%zu MiB on the device, %zu MiB in host memory)",
 		   r.device / MiB, r.host / MiB);
+	else if (asize >= MiB)
+		ok(warm_gone > 0, "the warm-up segment, in pieces of a chunk, makes room: pieces of it sent back at %d launches",
+		   warm_gone);
+	if (late) {
+		if (!in_pieces(warm))
+			ok(r.host == r0.host, "it stays where it lies (%zu MiB on the device, %zu MiB in host memory)",
+			   r.device / MiB, r.host / MiB);
 	} else if (asize >= MiB) {
 		is_int(0, missing, "from the second step, every weight past it is on the device at its launch");
 		/* The mover's timing varies: the count is checked with moves ahead made inline. */
@@ -876,6 +901,59 @@ static int place_plan(void)
 	cudaFree(s2);
 	cudaFree(s1);
 	cudaFree(a);
+	return tap_done();
+}
+
+/*
+ * --placement launch on a buffer in pieces (more than a quarter of the
+ * 256 MiB limit, in 64 MiB chunks: each chunk moves alone), with the
+ * moves on the launching thread: a 256 MiB buffer b fills the device, a
+ * 64 MiB one, s, lies in host memory.  A kernel named inside b is taken to
+ * read on to b's end: a launch naming s and b's second piece sends back
+ * b's first piece (below it), not its last (above it), though the last
+ * was named longer ago (least recently named); the next, naming b's first
+ * piece alone, brings it in by sending s back, not a piece of b above it.
+ */
+static int place_pieces(void)
+{
+	static struct fake_kernel kp = { "kp", 0, 0, 2, { 0, 8 }, { 8, 8 } };
+	void *b = NULL, *s = NULL, *piece[4], *at1, *at3, *none = NULL;
+	void *p1[] = { &at3, &none }, *p2[] = { &b, &none }, *p3[] = { &s, &at1 };
+	int bad = 0, ok_data = 1;
+
+	plan_lazy();
+	bad += cudaMalloc(&b, 256 * MiB) != 0;
+	bad += cudaMalloc(&s, 64 * MiB) != 0;
+	for (int i = 0; !bad && i < 4; i++) {
+		piece[i] = (char *)b + (size_t)i * 64 * MiB;
+		bad += !ends(piece[i], (unsigned char)(0x60 + i), 0);
+	}
+	bad += bad || !ends(s, 0x6f, 0);
+	is_int(0, bad, "a 256 MiB buffer and a 64 MiB one made, each piece filled with its own byte");
+	if (bad)
+		return tap_done();
+	ok(in_pieces(b) && on_device_range(b, 256 * MiB) && !on_device_range(s, 64 * MiB),
+	   "the first in pieces, on the device; the second in host memory");
+	at1 = (char *)piece[1] + 4096;
+	at3 = (char *)piece[3] + MiB;
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p1, NULL) != 0;
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p2, NULL) != 0;
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p3, NULL) != 0;
+	is_int(0, bad, "launches naming b's last piece, its first, then s and b's second succeed");
+	ok(on_device_range(s, 64 * MiB) && !on_device_range(piece[0], 64 * MiB) &&
+		   on_device_range(piece[1], 64 * MiB) && on_device_range(piece[3], 64 * MiB),
+	   "s brought in for the third; b's first piece sent back for it (below the second, which it names), not its last (above it, named least recently)");
+	bad += cuLaunchKernel(&kp, 1, 1, 1, 32, 1, 1, 0, NULL, p2, NULL) != 0;
+	is_int(0, bad, "a launch naming b's first piece succeeds");
+	ok(on_device_range(piece[0], 64 * MiB) && on_device_range(piece[1], 64 * MiB) &&
+		   on_device_range(piece[2], 64 * MiB) && on_device_range(piece[3], 64 * MiB) &&
+		   !on_device_range(s, 64 * MiB),
+	   "b's first piece brought back in by sending s back: no piece of b above it is a victim");
+	for (int i = 0; i < 4; i++)
+		ok_data &= ends(piece[i], (unsigned char)(0x60 + i), 1);
+	ok(ok_data && ends(s, 0x6f, 1), "every piece and s still hold their bytes");
+	cudaFree(s);
+	cudaFree(b);
 	return tap_done();
 }
 
@@ -2062,6 +2140,8 @@ int main(int argc, char **argv)
 		return place_model(16 * MiB, 0, 1);
 	if (argc > 1 && !strcmp(argv[1], "place-plan"))
 		return place_plan();
+	if (argc > 1 && !strcmp(argv[1], "place-pieces"))
+		return place_pieces();
 	if (argc > 1 && !strcmp(argv[1], "place-model-late"))
 		return place_model(16 * MiB, 1, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-decode"))

@@ -118,6 +118,16 @@ VMMX_HOST_CPU_ACCESS=all ok_run "--placement launch: VMMX_HOST_CPU_ACCESS from t
 ok_run "--placement alloc: the CPU grant left as it is" '^VMMX_RUN_PLACEMENT=alloc$' --placement alloc
 ! grep -q '^VMMX_HOST_CPU_ACCESS' "$tmp/out"
 check $? "--placement alloc: VMMX_HOST_CPU_ACCESS not set"
+! grep -q '^VMMX_CHUNK_MAX' "$tmp/out"
+check $? "--placement alloc: VMMX_CHUNK_MAX not set"
+ok_run "--placement launch: chunks of at most 128 MiB, the pieces a large segment moves in" \
+	'^VMMX_CHUNK_MAX=128MiB$' --placement launch
+VMMX_CHUNK_MAX=1GiB ok_run "--placement launch: VMMX_CHUNK_MAX from the environment is kept" \
+	'^VMMX_CHUNK_MAX=1GiB$' --placement launch
+VMMX_CHUNK_SIZE=4MiB ok_run "--placement launch with VMMX_CHUNK_SIZE set: the chunk sizes left to it" \
+	'^VMMX_CHUNK_SIZE=4MiB$' --placement launch
+! grep -q '^VMMX_CHUNK_MAX' "$tmp/out"
+check $? "--placement launch with VMMX_CHUNK_SIZE set: VMMX_CHUNK_MAX not set"
 
 # ---- the cuda backend without a driver: the grammar alone ----
 if VMMX_BACKEND=cuda "$top_builddir/tools/vmmx-info" >/dev/null 2>&1; then
