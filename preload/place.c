@@ -189,9 +189,6 @@
 #define PLAN_SEGS 8
 /* Launches looked ahead for segments to bring in (each a few hash lookups). */
 #define AHEAD 32
-/* ... and further, with the movers' queue not full: up to AHEAD_FAR, FAR_SCAN of them a launch. */
-#define AHEAD_FAR 1024
-#define FAR_SCAN 64
 /* Launches between two looks at whether the context holds host memory, until it does. */
 #define SPILL_CHECK 64
 /* Launches a move ahead of a segment read once waits after finding no free room. */
@@ -225,10 +222,6 @@ struct tracked {
 	uint64_t use2;          /* its last use on another stream than use's, 0 if none */
 	uint64_t unknown;       /* work with no event used it (1 + uses then), 0 if none:
 				 * its next move waits for the device, whatever it used since */
-	uint64_t pass;          /* the pass over the cycle it was last named in (see passes), 0 none */
-	uint64_t prev_pass;     /* ... the one before */
-	uint32_t first_at, last_at;     /* the cycle positions of its first and last namings in @pass */
-	uint32_t prev_last_at;          /* ... of its last in @prev_pass */
 	uint32_t named;         /* launches, copies and memsets that named it (tiled: weighed) */
 	uint32_t named0;        /* ... as counted at the cycle's last first launch */
 	uint32_t freq;          /* ... over the last whole cycle (reading in place: who stays) */
@@ -266,16 +259,6 @@ static void *events[EVENTS];              /* lock: CUevent, made on first use */
 static int event_ok[EVENTS];              /* lock: the slot's last record succeeded */
 static CUstream ev_stream[EVENTS];        /* lock: the stream it was recorded on */
 static uint64_t uses;                     /* lock: events recorded (uses numbered from 1) */
-/*
- * lock: passes over the known cycle (see next_use()): @pass counts them,
- * a new one at each launch whose position is below the last one's; a
- * new cycle skips one, so that no segment's record of the old one looks
- * like the last pass's.
- */
-static uint64_t pass = 1, pass_generation;
-static long pass_at = -1;
-/* lock: the next launch (seq) bring_in_ahead() looks at past its window, and the cycle's generation */
-static uint64_t far_seq, far_generation;
 static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* memory was seen in host memory (sticky): written
 					   * under lock, atomically (vmmxp_place_quiet() reads it) */
@@ -758,26 +741,6 @@ static void used(struct tracked *const *t, size_t n, CUstream stream)
 static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 {
 	uint64_t gap = t->prev && t->last - t->prev < cycle_len ? t->last - t->prev : cycle_len;
-
-	/*
-	 * The passes over the cycle say more (the current one's, at position
-	 * pass_at): named in this pass and the last, and now past where the
-	 * last pass named it last, it is next needed where this pass named it
-	 * first, a pass on (a layer's weights, or the piece of a segment that
-	 * holds several of them, named in a burst: the gap would say soon);
-	 * named in the last pass and not yet in this one, where the last pass
-	 * named it first, if that is still ahead.
-	 */
-	if (cycle_len && pass_at >= 0 && (uint64_t)pass_at < cycle_len &&
-	    cur.cycle_len == cycle_len) {
-		uint64_t at = (uint64_t)pass_at;
-
-		if (t->pass == pass && t->prev_pass == pass - 1 && at >= t->prev_last_at &&
-		    at >= t->last_at)
-			return seq + (cycle_len - at) + t->first_at;
-		if (t->pass == pass - 1 && t->first_at > at && t->first_at < cycle_len)
-			return seq + (t->first_at - at);
-	}
 
 	if (t->last + gap > seq)
 		return t->last + gap;
@@ -1675,17 +1638,6 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	cur.stream = stream;
 	cur.at = at;
 	cur.cycle_len = vmmxp_cycle_len(&cur.generation);
-	if (cur.cycle_len && at >= 0) {
-		if (cur.generation != pass_generation) {
-			pass_generation = cur.generation;
-			pass += 2;
-		} else if (at < pass_at) {
-			pass++;
-		}
-		pass_at = at;
-	} else {
-		pass_at = -1;
-	}
 	nseg = segments_of(chunk, ctx, n, seg);
 	cur.nt = 0;
 	if (at >= 0 && (uint64_t)at < PLAN_SLOTS && cur.cycle_len) {
@@ -1728,15 +1680,6 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
 			t[i]->named += weight;
-			if (pass_at >= 0) {
-				if (t[i]->pass != pass) {
-					t[i]->prev_pass = t[i]->pass;
-					t[i]->prev_last_at = t[i]->last_at;
-					t[i]->pass = pass;
-					t[i]->first_at = (uint32_t)pass_at;
-				}
-				t[i]->last_at = (uint32_t)pass_at;
-			}
 		}
 	}
 	/*
@@ -1832,67 +1775,6 @@ static int once_room(const struct tracked *t)
 }
 
 /*
- * lock held: queue, or bring in, what the launch @d ahead in the cycle of
- * @len launches names and lies in host memory (see bring_in_ahead()).
- * Return: 1 to stop looking (the queue full, the plan out of date there,
- * or a move made on the launching thread), 0 to go on.
- */
-static int ahead_at(uint64_t d, uint64_t len, int queue, uint64_t *bound, int far)
-{
-	uint64_t q = ((uint64_t)cur.at + d) % len;
-	const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
-	uint32_t live = 0;
-	int moved = 0;
-
-	if (!pl || pl->generation != cur.generation)
-		return 1;
-	for (uint32_t i = 0; i < pl->n; i++) {
-		struct tracked *t = find(pl->base[i], 0);
-		uint64_t after, period;
-
-		if (!t || !t->ctx)
-			continue;
-		/*
-		 * Its use expected from its period is past: the plan is out of
-		 * date there (the workspace of the last step, freed since).
-		 */
-		period = t->prev && t->last - t->prev < len ? t->last - t->prev : len;
-		if (t->last + period <= seq)
-			continue;
-		live |= 1u << i;
-		/* Its use in the window, then its period again. */
-		after = seq + d + period;
-		if (after > *bound && t->on_device)
-			*bound = after;
-	}
-	for (uint32_t i = 0; i < pl->n; i++) {
-		struct tracked *t = find(pl->base[i], 0);
-		int once = (pl->once >> i) & 1;
-
-		/*
-		 * As last seen here: one that libvmmx moved meanwhile is left
-		 * to its launch, as is one too large to make room for.  Far
-		 * ahead, none read once (it would hold room for long, for a copy
-		 * that saves nothing).
-		 */
-		if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx) ||
-		    piece_blocked(t) || (far && once))
-			continue;
-		if (once && !once_room(t))
-			continue;
-		if (queue) {
-			if (tail - head + (uint64_t)busy >= depth())
-				return 1;
-			enqueue(t, once, len, seq + d);
-		} else if (promote(t, AHEAD_OF, once, len, *bound)) {
-			return 1;
-		}
-		moved = 1;
-	}
-	return moved && !queue;
-}
-
-/*
  * Bring in what the launches after the current one name, the cycle being
  * known: the segments of the launches ahead (up to AHEAD) in host memory
  * are queued for the mover in the order they are needed, so that their
@@ -1918,28 +1800,60 @@ static int ahead_at(uint64_t d, uint64_t len, int queue, uint64_t *bound, int fa
 static void bring_in_ahead(void)
 {
 	uint64_t len = cur.cycle_len, horizon = len - 1 < AHEAD ? len - 1 : AHEAD, bound = 0;
-	uint64_t far = len - 1 < AHEAD_FAR ? len - 1 : AHEAD_FAR;
 	int queue = mover_on();
 
-	for (uint64_t d = 1; d <= horizon; d++)
-		if (ahead_at(d, len, queue, &bound, 0))
+	for (uint64_t d = 1; d <= horizon; d++) {
+		uint64_t q = ((uint64_t)cur.at + d) % len;
+		const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
+		uint32_t live = 0;
+		int moved = 0;
+
+		if (!pl || pl->generation != cur.generation)
 			return;
-	/*
-	 * The window done and the movers' queue not full: further on, up to
-	 * AHEAD_FAR launches, FAR_SCAN of them a launch from where the last
-	 * look stopped (far_seq, the launch's number), so that a cycle whose
-	 * next segments in host memory lie beyond the window (a forward's
-	 * first half on resident weights) has its copies begun meanwhile.
-	 */
-	if (!queue || far <= horizon)
-		return;
-	if (far_generation != cur.generation || far_seq <= seq + horizon) {
-		far_generation = cur.generation;
-		far_seq = seq + horizon + 1;
+		for (uint32_t i = 0; i < pl->n; i++) {
+			struct tracked *t = find(pl->base[i], 0);
+			uint64_t after, period;
+
+			if (!t || !t->ctx)
+				continue;
+			/*
+			 * Its use expected from its period is past: the plan is out of
+			 * date there (the workspace of the last step, freed since).
+			 */
+			period = t->prev && t->last - t->prev < len ? t->last - t->prev : len;
+			if (t->last + period <= seq)
+				continue;
+			live |= 1u << i;
+			/* Its use in the window, then its period again. */
+			after = seq + d + period;
+			if (after > bound && t->on_device)
+				bound = after;
+		}
+		for (uint32_t i = 0; i < pl->n; i++) {
+			struct tracked *t = find(pl->base[i], 0);
+			int once = (pl->once >> i) & 1;
+
+			/*
+			 * As last seen here: one that libvmmx moved meanwhile is left
+			 * to its launch, as is one too large to make room for.
+			 */
+			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx) ||
+			    piece_blocked(t))
+				continue;
+			if (once && !once_room(t))
+				continue;
+			if (queue) {
+				if (tail - head + (uint64_t)busy >= depth())
+					return;
+				enqueue(t, once, len, seq + d);
+			} else if (promote(t, AHEAD_OF, once, len, bound)) {
+				return;
+			}
+			moved = 1;
+		}
+		if (moved && !queue)
+			return;
 	}
-	for (int n = 0; n < FAR_SCAN && far_seq <= seq + far; n++, far_seq++)
-		if (ahead_at(far_seq - seq, len, queue, &bound, 1))
-			return;
 }
 
 /*
