@@ -177,7 +177,7 @@
 /* Segments tracked: past this, new ones are moved but never chosen as victims. */
 #define MAX_TRACKED 16384
 #define INDEX_SLOTS (2 * MAX_TRACKED)
-/* Buffers in pieces whose busy floor one victims() call keeps (more: asked again each). */
+/* Buffers in pieces whose busy floor is kept until the next launch (busy_floor_kept()). */
 #define FLOORS 8
 /* Victims tried for one segment before it is left where it is. */
 #define MAX_EVICT 16
@@ -265,6 +265,8 @@ static int spilled;                       /* memory was seen in host memory (sti
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
 /* lock: the launch (seq) that named a piece the table had no room for: no piece moves meanwhile */
 static uint64_t untracked_piece = UINT64_MAX;
+/* lock: changes of what the newest launch names or copies hold (busy_floor_kept() asks again) */
+static uint64_t floor_epoch;
 /* vmmxp_place_quiet(): launches that asked (its look every SPILL_CHECK), those
  * passed unread, and those of them not yet back from the driver. */
 static uint64_t quiet_asked, quiet_launches;
@@ -571,6 +573,31 @@ static void *busy_floor(const void *whole)
 	return low;
 }
 
+/*
+ * lock held: busy_floor(), kept for FLOORS buffers until the next launch
+ * marks what it names or the next change of a held count (floor_epoch): asked for each segment
+ * of the launches ahead, it would walk the table each time.
+ */
+static void *busy_floor_kept(void *whole)
+{
+	static struct {
+		void *whole, *low;
+		uint64_t seq, epoch;
+	} kept[FLOORS];
+	static unsigned next;
+	unsigned i;
+
+	for (i = 0; i < FLOORS; i++)
+		if (kept[i].whole == whole && kept[i].seq == seq && kept[i].epoch == floor_epoch)
+			return kept[i].low;
+	i = next++ % FLOORS;
+	kept[i].whole = whole;
+	kept[i].seq = seq;
+	kept[i].epoch = floor_epoch;
+	kept[i].low = busy_floor(whole);
+	return kept[i].low;
+}
+
 /* lock held: whether the piece @t may not begin to move now (see busy_floor()). */
 static int piece_blocked(const struct tracked *t)
 {
@@ -580,7 +607,7 @@ static int piece_blocked(const struct tracked *t)
 		return 0;
 	if (untracked_piece == seq)
 		return 1;
-	low = busy_floor(t->whole);
+	low = busy_floor_kept(t->whole);
 	return low && (char *)t->base >= (char *)low;
 }
 
@@ -772,10 +799,7 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct tracked **v,
 		   size_t *dev)
 {
-	struct {
-		void *whole, *low;
-	} floor[FLOORS];
-	int n = 0, nfloor = 0;
+	int n = 0;
 
 	for (int i = 0; i < ntracked; i++) {
 		struct tracked *t = &track[i];
@@ -785,26 +809,9 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
 		    t->size > most)
 			continue;
-		/* A piece at or above one in use in its buffer stays (busy_floor(), asked once a buffer). */
-		if (t->whole) {
-			void *low;
-
-			if (untracked_piece == seq)
-				continue;
-			for (j = 0; j < nfloor && floor[j].whole != t->whole; j++)
-				;
-			if (j < nfloor) {
-				low = floor[j].low;
-			} else {
-				low = busy_floor(t->whole);
-				if (nfloor < FLOORS) {
-					floor[nfloor].whole = t->whole;
-					floor[nfloor++].low = low;
-				}
-			}
-			if (low && (char *)t->base >= (char *)low)
-				continue;
-		}
+		/* A piece at or above one in use in its buffer stays. */
+		if (piece_blocked(t))
+			continue;
 		if (n == MAX_EVICT && !better(t, v[n - 1], cycle_len))
 			continue;
 		bytes = on_device_bytes(t);
@@ -1682,6 +1689,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			t[i]->named += weight;
 		}
 	}
+	floor_epoch++;
 	/*
 	 * Until some of the program's memory lies in host memory (a launch
 	 * names it, or the context holds any, looked at every SPILL_CHECK
@@ -1969,6 +1977,7 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 		}
 		t->whole = seg[i].whole;
 		t->held++;
+		floor_epoch++;
 		t->named++;
 		use_t[use_n++] = t;
 	}
@@ -1987,6 +1996,7 @@ void vmmxp_place_use_done(CUstream stream)
 	used(use_t, use_n, stream);
 	for (size_t i = 0; i < use_n; i++)
 		use_t[i]->held--;
+	floor_epoch++;
 	use_n = 0;
 	pthread_mutex_unlock(&lock);
 }
