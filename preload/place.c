@@ -14,9 +14,9 @@
  * of its own; smaller ones share the allocator's segments, which then move
  * together.
  *
- * Pieces.  A segment of more than a quarter of the device (its limit) in
- * several chunks moves a chunk at a time: each chunk is a piece, a unit of
- * its own.  Such a segment holds many tensors (transformers' warm-up
+ * Pieces (VMMX_RUN_PLACE_PIECES=1).  A segment of more than a quarter of
+ * the device (its limit) in several chunks moves a chunk at a time: each
+ * chunk is a piece, a unit of its own.  Such a segment holds many tensors (transformers' warm-up
  * segment, which PyTorch carves half a model's weights out of); moved
  * whole, it would send back a good part of the device for a kernel that
  * reads one of its tensors.  A piece is named by a launch whose pointer
@@ -33,8 +33,13 @@
  * the pieces at and above it (wait_pieces_above()).  So the pieces below
  * the ones in use move freely (a forward's weights already used make room
  * for those it needs next), and those above wait for the kernels below
- * them.  vmmx-run cuts the program's allocations into chunks of at most
- * 128 MiB for this (VMMX_CHUNK_MAX, unless set).
+ * them.  vmmx-run then cuts the program's allocations into chunks of at
+ * most 128 MiB (VMMX_CHUNK_MAX, unless set).  Not the default: on the H200
+ * it made a Hugging Face 7B prefill at 1.5x the cap 47% slower and its
+ * decode 13% (the first half of a forward still moves nothing: its next
+ * 32 launches name only resident pieces, and the pieces it used are
+ * expected again a gap from now, named in bursts), a 1B training step 8%
+ * faster (docs/PRELOAD.md).
  *
  * The victim: never a segment this launch names, nor one the launches
  * ahead name before the segment brought in ahead is used (see
@@ -51,9 +56,9 @@
  * They are chosen again before each next one goes, from where things are
  * then (on the mover, which lets the lock go around each move, what was
  * chosen may have been named or moved meanwhile).
- * A segment of more than a quarter of the device (its limit) in one chunk
- * is too large to make room for: never a victim, brought in only into free
- * room (see promote()); in several chunks it moves in pieces (above).
+ * A segment of more than a quarter of the device (its limit) is too large
+ * to make room for: never a victim, brought in only into free room (see
+ * promote()), unless it moves in pieces (above).
  *
  * When not to move: a segment that is at least two thirds of the bytes its
  * launch names, beside other segments, is taken to be read once by it (a
@@ -1559,10 +1564,25 @@ uint64_t vmmxp_place_quiet_count(void)
 }
 
 /*
+ * VMMX_RUN_PLACE_PIECES, read once: 1 moves a segment of more than a
+ * quarter of the device in pieces of a chunk (see the top), 0 (the
+ * default) whole.
+ */
+static int pieces_wanted(void)
+{
+	static int n = -1;
+
+	if (n < 0)
+		n = env_count("VMMX_RUN_PLACE_PIECES", 1, 0,
+			      "0 (large segments move whole)");
+	return n;
+}
+
+/*
  * lock held: the unit that moves for each named chunk, once each: its
  * buffer (allocator segment), or the chunk itself when that buffer is in
- * pieces (more than a quarter of the device, in several chunks: see the
- * top).
+ * pieces (VMMX_RUN_PLACE_PIECES=1, more than a quarter of the device, in
+ * several chunks: see the top).
  */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 			  size_t n, struct seg *seg)
@@ -1574,7 +1594,7 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 		size_t j, size = vmmx_buf_size(chunk[i].buf);
 		int host;
 
-		if (size > most_moved(ctx[i]) && chunk[i].size < size) {
+		if (pieces_wanted() && size > most_moved(ctx[i]) && chunk[i].size < size) {
 			whole = base;
 			base = chunk[i].base;
 			size = chunk[i].size;

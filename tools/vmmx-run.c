@@ -54,12 +54,12 @@
 /* What --placement is when neither it nor VMMX_RUN_PLACEMENT says. */
 #define RUN_DEFAULT_PLACEMENT "launch"
 /*
- * The largest chunk under launch placement, unless VMMX_CHUNK_MAX or
- * VMMX_CHUNK_SIZE is set: the piece a large segment moves in (a chain's
- * 8192 x 8192 bf16 layer; smaller pieces cost more in driver calls than
- * they save, see docs/PRELOAD.md).
+ * The largest chunk under launch placement with VMMX_RUN_PLACE_PIECES=1,
+ * unless VMMX_CHUNK_MAX or VMMX_CHUNK_SIZE is set: the piece a large
+ * segment moves in (a chain's 8192 x 8192 bf16 layer; smaller pieces cost
+ * more in driver calls than they save, see docs/PRELOAD.md).
  */
-#define RUN_LAUNCH_CHUNK_MAX "128MiB"
+#define RUN_PIECE_CHUNK_MAX "128MiB"
 
 /* Devices libvmmx handles (VMMX_STATS_DEVICES: one slot per device ordinal). */
 #define RUN_MAX_DEVICES VMMX_STATS_DEVICES
@@ -433,7 +433,7 @@ static void check_ordinals(const struct devices *d)
  */
 static void placement_defaults(void)
 {
-	const char *pl = getenv("VMMX_RUN_PLACEMENT");
+	const char *pl = getenv("VMMX_RUN_PLACEMENT"), *pieces;
 
 	if (!pl || !*pl) {
 		set("VMMX_RUN_PLACEMENT", RUN_DEFAULT_PLACEMENT);
@@ -447,9 +447,10 @@ static void placement_defaults(void)
 		set("VMMX_HOST_COPIES", "verified");
 	if (!getenv("VMMX_HOST_CPU_ACCESS"))
 		set("VMMX_HOST_CPU_ACCESS", "placed");
-	/* A segment of more than a quarter of the device moves in pieces of a chunk (place.c). */
-	if (!getenv("VMMX_CHUNK_MAX") && !getenv("VMMX_CHUNK_SIZE"))
-		set("VMMX_CHUNK_MAX", RUN_LAUNCH_CHUNK_MAX);
+	/* Large segments in pieces of a chunk (place.c), asked for: the chunks that small. */
+	pieces = getenv("VMMX_RUN_PLACE_PIECES");
+	if (pieces && !strcmp(pieces, "1") && !getenv("VMMX_CHUNK_MAX") && !getenv("VMMX_CHUNK_SIZE"))
+		set("VMMX_CHUNK_MAX", RUN_PIECE_CHUNK_MAX);
 }
 
 /*

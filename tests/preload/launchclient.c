@@ -688,16 +688,19 @@ static int ends(void *p, unsigned char v, int check)
 }
 
 /*
- * Whether the buffer at @p moves in pieces under --placement launch: more
- * than a quarter of the device limit (vmmx_ctx_query()), in several chunks.
+ * Whether the buffer at @p moves in pieces under --placement launch:
+ * VMMX_RUN_PLACE_PIECES=1, more than a quarter of the device limit
+ * (vmmx_ctx_query()), in several chunks.
  */
 static int in_pieces(const void *p)
 {
 	struct vmmx_ctx_info info = { .size = sizeof(info) };
 	struct vmmx_chunk_info ci;
+	const char *want = getenv("VMMX_RUN_PLACE_PIECES");
 	size_t n = 0;
 
-	if (vmmx_lookup(ctx_of(0), p, &ci) || vmmx_ctx_query(ctx_of(0), &info) ||
+	if (!want || strcmp(want, "1") || vmmx_lookup(ctx_of(0), p, &ci) ||
+	    vmmx_ctx_query(ctx_of(0), &info) ||
 	    vmmx_buf_chunks(ci.buf, NULL, 0, &n))
 		return 0;
 	return vmmx_buf_size(ci.buf) > info.device_limit / 4 && n > 1;

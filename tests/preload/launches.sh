@@ -278,27 +278,29 @@ placed 20 place-plan '0 sent back (0 B: .*no room 1, read in place 0, too large 
 # their own.  The warm-up segment is too large to send back; the others
 # stream through the room left (prefill) or are read in place (decode).
 opts="--policy device-first --device-limit 512MiB --headroom 0"
-# In one chunk (VMMX_CHUNK_MAX at its size): too large to send back.
-export VMMX_CHUNK_MAX=512MiB
 placed 16 place-model 'too large 0, failed moves 0;' \
 	"--placement launch on a model with transformers' warm-up segment: it is never sent back; the weights past it are on the device at their launch, at most 12 of 18 brought in a step"
 placed 17 place-decode 'read in place [1-9][0-9]*, too large 0, failed moves 0;' \
 	"--placement launch on the same model, decode: the warm-up segment stays, weights read once are read in place, none brought in after the second step"
 grep -q 'cycle  *learned [1-9][0-9]* times (the last 80 launches long)' "$tmp/rep17"
 check $? "--report: the decode step learned whole, 80 launches, though 22 of its GEMVs name one segment (each known by the address it names there, not by the segment)"
-placed 18 place-model-late 'launch: 1 segments brought to the device (192.0 MiB: ahead 0, on demand 1), 0 sent back .*no room 0, read in place 0, too large [1-9][0-9]*, failed moves 0;' \
-	"--placement launch, the warm-up segment made last, in two chunks of over a quarter of the limit each: each piece too large to make room for, brought in only into free room (the first), nothing sent back for it, the launches naming the other counted too large"
-# In chunks of 64 MiB: the warm-up segment moves in pieces, a chunk at a time.
-export VMMX_CHUNK_MAX=64MiB
+placed 18 place-model-late 'no room 0, read in place 0, too large 132, failed moves 0;' \
+	"--placement launch, the warm-up segment made last (in host memory): it stays where it lies, each of its 132 launches counted too large, nothing sent back for it"
+# VMMX_RUN_PLACE_PIECES=1: the warm-up segment, in chunks of 64 MiB, moves a chunk at a time.
+export VMMX_RUN_PLACE_PIECES=1
 placed 60 place-model 'too large 0, failed moves 0;' \
-	"--placement launch, the warm-up segment in pieces: pieces of it sent back to make room; the weights past it on the device at their launch, at most 12 of 18 brought in a step"
+	"VMMX_RUN_PLACE_PIECES=1, the warm-up segment in pieces: pieces of it sent back to make room; the weights past it on the device at their launch, at most 12 of 18 brought in a step"
 placed 61 place-decode 'read in place [1-9][0-9]*, too large 0, failed moves 0;' \
-	"--placement launch, the warm-up segment in pieces, decode: weights read once are read in place, none brought in after the second step"
+	"VMMX_RUN_PLACE_PIECES=1, the warm-up segment in pieces, decode: weights read once are read in place, none brought in after the second step"
 placed 62 place-model-late 'too large 0, failed moves 0;' \
-	"--placement launch, the warm-up segment in pieces made last (in host memory): brought in piece by piece as launches name it"
+	"VMMX_RUN_PLACE_PIECES=1, the warm-up segment in pieces made last (in host memory): brought in piece by piece as launches name it"
 opts="--policy device-first --device-limit 256MiB --headroom 0"
 placed 63 place-pieces 'failed moves 0;' \
-	"--placement launch, a buffer in pieces: a kernel named inside it is taken to read on to its end, so the pieces above the one a launch names are no victims for it, those below are"
+	"VMMX_RUN_PLACE_PIECES=1, a buffer in pieces: a kernel named inside it is taken to read on to its end, so the pieces above the one a launch names are no victims for it, those below are"
+unset VMMX_RUN_PLACE_PIECES
+VMMX_RUN_PLACE_PIECES=2 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap65" 2>&1
+grep -q '^vmmx-run: VMMX_RUN_PLACE_PIECES=2: expected 0 (large segments move whole) to 1; using 0$' "$tmp/tap65"
+check $? "VMMX_RUN_PLACE_PIECES=2 is refused by name, with the range and the value used"
 unset VMMX_RUN_PLACE_MOVER
 # The mover thread: moves ahead queued and run beside the launches; every
 # launch still finds its buffer on the device, and the data survives.
@@ -323,14 +325,12 @@ placed 23 place-copy 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and m
 placed 28 place-streams 'failed moves 0;.* mover: [1-9][0-9]* queued.* copies and memsets held 24; streams joined [1-9][0-9]*$' \
 	"--placement launch with the mover and each weight used on three streams: no weight moved before its last use on every stream was done"
 opts="--policy device-first --device-limit 512MiB --headroom 0"
-export VMMX_CHUNK_MAX=512MiB
 placed 19 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"--placement launch with the mover on the model with a warm-up segment: it is never sent back; the weights past it on the device at their launch"
 placed 21 place-decode 'read in place [1-9][0-9]*, .* mover: [0-9] queued' \
 	"--placement launch with the mover, decode: weights read once queue no moves ahead while the device has no free room (242 queued, each refused by the mover, before)"
-export VMMX_CHUNK_MAX=64MiB
-placed 64 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
-	"--placement launch with the mover, the warm-up segment in pieces: pieces of it make room, the weights past it on the device at their launch, data intact"
+VMMX_RUN_PLACE_PIECES=1 placed 64 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
+	"VMMX_RUN_PLACE_PIECES=1 with the mover, the warm-up segment in pieces: pieces of it make room, the weights past it on the device at their launch, data intact"
 opts="--policy device-first --device-limit 256MiB --headroom 0"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
@@ -364,9 +364,8 @@ tortured torture 256MiB copy:385 copy:388 copy:391 copy:394 create:7 create:9 cr
 check $lost "the torture: $runs runs, each with one driver call failed; no data lost, every launch passed on"
 [ $landed -gt 0 ]
 check $? "the torture: the failure fell in a move in $landed of the runs"
-# The same on the model scenario (a warm-up segment in pieces of 64 MiB,
-# weights streaming through the rest, verified host copies), one call
-# failed or two: a
+# The same on the model scenario (a warm-up segment, weights streaming
+# through the rest, verified host copies), one call failed or two: a
 # checksum that fails makes the send back copy instead, an unmap that fails
 # is tried again; neither fails the move.
 tortured torture-model 512MiB copy:100 copy:120 map:60 map:70 set_access:60 set_access:70 \
@@ -375,6 +374,14 @@ tortured torture-model 512MiB copy:100 copy:120 map:60 map:70 set_access:60 set_
 check $lost "the model's torture: $runs runs, one or two driver calls failed in each; no data lost, every launch passed on"
 [ $landed -ge 4 ]
 check $? "the model's torture: the failures fell in a move in $landed of the runs (4 or more: the mover's timing moves them)"
+# Its warm-up segment in pieces (VMMX_RUN_PLACE_PIECES=1): the pieces' moves under the same failures.
+export VMMX_RUN_PLACE_PIECES=1
+tortured torture-model 512MiB copy:100 copy:120 map:60 set_access:70 checksum:10 unmap:40 \
+	copy:120,map:70 checksum:12,copy:100
+unset VMMX_RUN_PLACE_PIECES
+check $lost "the model's torture in pieces: $runs runs, one or two driver calls failed in each; no data lost, every launch passed on"
+[ $landed -ge 2 ]
+check $? "the model's torture in pieces: the failures fell in a move in $landed of the runs (2 or more)"
 
 # Many threads launching kernels new to the layout cache at once: every launch counted once.
 "$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1

@@ -118,16 +118,18 @@ VMMX_HOST_CPU_ACCESS=all ok_run "--placement launch: VMMX_HOST_CPU_ACCESS from t
 ok_run "--placement alloc: the CPU grant left as it is" '^VMMX_RUN_PLACEMENT=alloc$' --placement alloc
 ! grep -q '^VMMX_HOST_CPU_ACCESS' "$tmp/out"
 check $? "--placement alloc: VMMX_HOST_CPU_ACCESS not set"
+ok_run "--placement launch: the chunk sizes left as they are" '^VMMX_RUN_PLACEMENT=launch$' \
+	--placement launch
 ! grep -q '^VMMX_CHUNK_MAX' "$tmp/out"
-check $? "--placement alloc: VMMX_CHUNK_MAX not set"
-ok_run "--placement launch: chunks of at most 128 MiB, the pieces a large segment moves in" \
+check $? "--placement launch: VMMX_CHUNK_MAX not set"
+VMMX_RUN_PLACE_PIECES=1 ok_run "VMMX_RUN_PLACE_PIECES=1: chunks of at most 128 MiB, the pieces a large segment moves in" \
 	'^VMMX_CHUNK_MAX=128MiB$' --placement launch
-VMMX_CHUNK_MAX=1GiB ok_run "--placement launch: VMMX_CHUNK_MAX from the environment is kept" \
+VMMX_RUN_PLACE_PIECES=1 VMMX_CHUNK_MAX=1GiB ok_run "VMMX_RUN_PLACE_PIECES=1: VMMX_CHUNK_MAX from the environment is kept" \
 	'^VMMX_CHUNK_MAX=1GiB$' --placement launch
-VMMX_CHUNK_SIZE=4MiB ok_run "--placement launch with VMMX_CHUNK_SIZE set: the chunk sizes left to it" \
+VMMX_RUN_PLACE_PIECES=1 VMMX_CHUNK_SIZE=4MiB ok_run "VMMX_RUN_PLACE_PIECES=1 with VMMX_CHUNK_SIZE set: the chunk sizes left to it" \
 	'^VMMX_CHUNK_SIZE=4MiB$' --placement launch
 ! grep -q '^VMMX_CHUNK_MAX' "$tmp/out"
-check $? "--placement launch with VMMX_CHUNK_SIZE set: VMMX_CHUNK_MAX not set"
+check $? "VMMX_RUN_PLACE_PIECES=1 with VMMX_CHUNK_SIZE set: VMMX_CHUNK_MAX not set"
 
 # ---- the cuda backend without a driver: the grammar alone ----
 if VMMX_BACKEND=cuda "$top_builddir/tools/vmmx-info" >/dev/null 2>&1; then
