@@ -1473,15 +1473,16 @@ static void trial_boundary(CUstream stream)
 }
 
 /*
- * Whether any of @buf (@size bytes) lies in host memory: a reason to move
- * it (a segment may straddle); @loc, a named chunk's, when that cannot be
- * told.
+ * Whether any of the @size bytes of @buf at @base (a segment: the whole
+ * buffer; a piece: its chunk) lies in host memory: a reason to move it (a
+ * segment may straddle); @loc, a named chunk's, when that cannot be told.
  */
-static int in_host(struct vmmx_buf *buf, size_t size, struct vmmx_loc loc)
+static int in_host(struct vmmx_buf *buf, const void *base, size_t size, struct vmmx_loc loc)
 {
 	struct vmmx_residency r = { 0, 0 };
+	size_t off = (size_t)((const char *)base - (const char *)vmmx_buf_ptr(buf));
 
-	if (vmmx_buf_residency(buf, 0, size, &r))
+	if (vmmx_buf_residency(buf, off, size, &r))
 		return loc.kind != VMMX_LOC_DEVICE;
 	return r.host != 0;
 }
@@ -1600,7 +1601,7 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 			size = chunk[i].size;
 			host = chunk[i].loc.kind != VMMX_LOC_DEVICE;
 		} else {
-			host = in_host(chunk[i].buf, size, chunk[i].loc);
+			host = in_host(chunk[i].buf, base, size, chunk[i].loc);
 		}
 		for (j = 0; j < nseg && seg[j].base != base; j++)
 			;
@@ -1623,17 +1624,6 @@ static void unrecorded_piece(const void *whole)
 	for (int k = 0; k < ntracked; k++)
 		if (track[k].whole == whole)
 			track[k].unknown = uses + 1;
-}
-
-/* Whether any of @s lies in host memory, as now seen (@loc: when that cannot be told). */
-static int seg_in_host(const struct seg *s, struct vmmx_loc loc)
-{
-	struct vmmx_residency r = { 0, 0 };
-	size_t off = s->whole ? (size_t)((char *)s->base - (char *)s->whole) : 0;
-
-	if (vmmx_buf_residency(s->buf, off, s->size, &r))
-		return loc.kind != VMMX_LOC_DEVICE;
-	return r.host != 0;
 }
 
 /*
@@ -1756,7 +1746,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			struct vmmx_loc unknown = { VMMX_LOC_HOST, 0 };
 
 			wait_mover(t[i]);
-			seg[i].host = seg_in_host(&seg[i], unknown);
+			seg[i].host = in_host(seg[i].buf, seg[i].base, seg[i].size, unknown);
 		}
 		wait_pieces_above(t[i]);
 		t[i]->on_device = !seg[i].host;
