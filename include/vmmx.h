@@ -204,7 +204,7 @@ enum vmmx_host_access {
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
-#define VMMX_STATS_VERSION 5
+#define VMMX_STATS_VERSION 6
 
 /** VMMX_STATS_DEVICES - devices described one by one in struct vmmx_stats. */
 #define VMMX_STATS_DEVICES 16
@@ -275,6 +275,10 @@ struct vmmx_stats {
 				           (counted in @copies_saved too) */
 	uint64_t verified_changed;    /**< verified copies found stale at a move back (the
 				           chunk was written on the device): copied instead */
+	/* version 6: parked chunks (vmmx_park) */
+	uint64_t parked_bytes;        /**< bytes of chunks parked now */
+	uint64_t parks;               /**< chunks parked (counted in @copies_saved too) */
+	uint64_t unparks;             /**< parked chunks mapped at their address again */
 };
 
 /**
@@ -1003,8 +1007,9 @@ VMMX_API int vmmx_memset(struct vmmx_ctx *ctx, void *dst, int c, size_t n);
  *
  * Return: 0; -VMMX_EINVAL for a NULL argument, a misaligned @ptr or a
  * @size that is not a multiple of 8, a @ptr in no buffer of @ctx, or a
- * range past the buffer's size, the message naming which;
- * -VMMX_ENOTSUP when the driver cannot run the checksum kernel (too old, or
+ * range past the buffer's size, the message naming which; -VMMX_EFAULT
+ * for a range that reaches a parked chunk (vmmx_park(): the kernel would
+ * fault the context); -VMMX_ENOTSUP when the driver cannot run the checksum kernel (too old, or
  * without the module calls); -VMMX_ENODRIVER in a forked child;
  * -VMMX_ENOMEM; -VMMX_EDRIVER.
  *
@@ -1331,6 +1336,74 @@ VMMX_API int vmmx_parse_size(const char *s, uint64_t total, uint64_t *out);
  */
 VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
 			   void *stream);
+
+/**
+ * vmmx_park() - send an address range back to host memory, its addresses
+ * left unmapped until it is used again.
+ * @ctx, @ptr, @len, @stream: as vmmx_prefetch().
+ * @loc: a host location (VMMX_LOC_HOST or VMMX_LOC_HOST_NUMA).
+ * @parked_p: if not NULL, set to the bytes parked (also on failure: what
+ *            was parked before it).
+ *
+ * As vmmx_prefetch() to @loc, except for the chunks on a device whose host
+ * copy at @loc may serve (read-mostly, or unchanged under
+ * VMMX_HOST_COPIES=verified: see vmmx_advise()).  Those are *parked*: the
+ * device memory goes back, the host copy becomes the chunk's memory, mapped
+ * at an address of libvmmx's own (once, granted to the context's GPU), and
+ * the chunk's own addresses are left unmapped.  Chunks without such a copy
+ * are moved as vmmx_prefetch() moves them, mapped in place.
+ *
+ * What it is for: granting host memory to the GPU costs about 11 us a MiB on
+ * an H200 (1.4 ms for 128 MiB), and a chunk sent back with vmmx_prefetch()
+ * is granted at its address every time, then unmapped there again when it
+ * comes back.  A parked chunk is neither: a round trip (park, then
+ * vmmx_prefetch() to the device) is an unmap, a map and grant of device
+ * memory, and a copy from the host copy's own address.
+ *
+ * The caller's promise: nothing uses a parked range (no kernel, no copy, no
+ * CPU access: an access to an unmapped address faults, and a GPU fault ends
+ * the CUDA context) until it is brought back:
+ *  - vmmx_prefetch() or vmmx_buf_migrate() to a device brings it in;
+ *  - to @loc, it maps it at its addresses again (an "unpark": the grant that
+ *    the park saved), after which it is plain host memory;
+ *  - vmmx_memcpy(), vmmx_memset() and vmmx_checksum() over a parked chunk
+ *    fail with -VMMX_EFAULT, naming it; vmmx_buf_trim(), and a vmmx_buf_resize() that
+ *    grows into a parked chunk's tail, unpark first; shrinking past parked
+ *    chunks and destroying the buffer release them.
+ * vmmx_lookup() and vmmx_buf_chunks() report a parked chunk at @loc;
+ * &vmmx_stats.parked_bytes counts them.
+ *
+ * Return: as vmmx_prefetch(); -VMMX_EINVAL also for a @loc that is not host
+ * memory.
+ *
+ * Context: as vmmx_prefetch().
+ */
+VMMX_API int vmmx_park(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
+		       void *stream, size_t *parked_p);
+
+/**
+ * vmmx_unpark() - map the parked chunks of an address range at their
+ * addresses again.
+ * @ctx: context.
+ * @ptr, @len: the range, as vmmx_prefetch() takes it.
+ * @unparked_p: if not NULL, set to the bytes mapped in place (also on
+ *              failure: those before it).
+ *
+ * Each chunk of the range that vmmx_park() parked becomes plain host memory
+ * at its addresses (mapped and granted there, as a chunk sent back with
+ * vmmx_prefetch() is); the range's other chunks are left alone, wherever
+ * they are (unlike vmmx_prefetch() to host memory, which would move chunks
+ * on a device too).  For a caller that is about to let kernels read a parked
+ * range where it lies.
+ *
+ * Return: 0 (also when nothing in the range is parked); -VMMX_EINVAL for a
+ * NULL @ctx or @ptr; -VMMX_ENOENT or -VMMX_EFAULT as vmmx_prefetch();
+ * -VMMX_ENOMEM; -VMMX_EDRIVER when a chunk could not be mapped (it, and
+ * those of its buffer after it, stay parked).
+ *
+ * Context: any thread; takes each buffer's mutex in turn; calls the driver.
+ */
+VMMX_API int vmmx_unpark(struct vmmx_ctx *ctx, const void *ptr, size_t len, size_t *unparked_p);
 
 /**
  * vmmx_advise() - vmmx_buf_advise() on an address range.

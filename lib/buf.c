@@ -467,6 +467,23 @@ static int swap_handle(struct vmmx_buf *buf, const struct vmmx__chunk *from,
 	return err;
 }
 
+/*
+ * A chunk unmapped from its address (or parked: never mapped there) gives
+ * its handle to the cache; a parked one is unmapped from its copy's own
+ * address first, and released instead when that unmap had to wait.
+ */
+static void release_chunk(struct vmmx_ctx *ctx, const struct vmmx__chunk *c)
+{
+	if (c->parked) {
+		__atomic_fetch_sub(&ctx->parked_bytes, c->size, __ATOMIC_RELAXED);
+		if (!vmmx__hva_drop(ctx, c->hva, c->size)) {
+			vmmx__release_or_defer(ctx, c->handle, c->loc, c->size);
+			return;
+		}
+	}
+	vmmx__cache_put(ctx, c->loc, c->handle, c->size);
+}
+
 /* A chunk of a table about to be retired gives its host copy to the cache. */
 static void drop_shadow(struct vmmx_ctx *ctx, const struct vmmx__chunk *c)
 {
@@ -494,7 +511,7 @@ static void drop_past(struct vmmx_buf *buf, const struct vmmx__table *old, size_
 		keep--;
 	for (j = old->n; j > keep; j--) {
 		const struct vmmx__chunk *c = &old->c[j - 1];
-		int err = vmmx__unmap_tries(ctx, (void *)(buf->base + c->off), c->size);
+		int err = c->parked ? 0 : vmmx__unmap_tries(ctx, (void *)(buf->base + c->off), c->size);
 
 		if (err) {
 			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
@@ -516,7 +533,7 @@ static void drop_past(struct vmmx_buf *buf, const struct vmmx__table *old, size_
 
 		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
 		drop_shadow(ctx, c);
-		vmmx__cache_put(ctx, c->loc, c->handle, c->size);
+		release_chunk(ctx, c);
 	}
 }
 
@@ -677,7 +694,12 @@ VMMX_API int vmmx_buf_resize(struct vmmx_buf *buf, size_t size)
 	if (size == old->size) {
 		err = 0;
 	} else if (size > old->size) {
-		err = grow(buf, old, size);
+		/* A grow may hand out the slack of a parked last chunk: mapped
+		 * in place first. */
+		err = old->n && old->c[old->n - 1].parked
+			      ? vmmx__unpark_locked(buf, "vmmx_buf_resize") : 0;
+		if (!err)
+			err = grow(buf, buf->table, size);
 	} else if (old->n && old->c[old->n - 1].off >= size) {
 		/* Chunks go: copies still running past the new size finish first. */
 		vmmx__buf_quiesce(buf, true);
@@ -715,7 +737,10 @@ VMMX_API int vmmx_buf_trim(struct vmmx_buf *buf)
 		return 0;
 	}
 	vmmx__buf_quiesce(buf, true);
-	err = trim(buf, buf->table, &moved_host);
+	/* The cut chunk is copied from its address. */
+	err = vmmx__unpark_locked(buf, "vmmx_buf_trim");
+	if (!err)
+		err = trim(buf, buf->table, &moved_host);
 	after = buf->table->mapped;
 	vmmx__buf_unquiesce(buf);
 	pthread_mutex_unlock(&buf->lock);
@@ -748,6 +773,10 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 
 		vmmx__policy_chunk_event(buf, c, VMMX_POLICY_EV_RELEASED);
 		drop_shadow(ctx, c);
+		if (c->parked) {
+			release_chunk(ctx, c);
+			continue;
+		}
 		if (vmmx__unmap_or_defer(ctx, (void *)(buf->base + c->off), c->size)) {
 			/* Released even though the unmap was deferred: the driver
 			 * frees the memory when its last mapping goes. */
@@ -981,6 +1010,11 @@ static int grant_cpu(struct vmmx_buf *buf, size_t off, size_t len)
 
 		if (c->cpu || !vmm_loc_is_host(c->loc))
 			continue;
+		if (c->parked) { /* granted when it is mapped in place again */
+			c->cpu = true;
+			granted++;
+			continue;
+		}
 		err = vmmx__chunk_set_access(buf->ctx, (void *)(buf->base + c->off), c->size,
 					     c->loc, true);
 		if (!err) {

@@ -59,7 +59,7 @@ enum run_kind {
 
 static bool same_run(const struct vmmx__chunk *a, const struct vmmx__chunk *b)
 {
-	return vmmx__same_loc(a->loc, b->loc) && a->cpu == b->cpu;
+	return vmmx__same_loc(a->loc, b->loc) && a->cpu == b->cpu && !a->parked && !b->parked;
 }
 
 static int gpu_only_fail(struct vmmx_ctx *ctx, const char *fn, const char *side, uintptr_t addr)
@@ -183,6 +183,15 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use
 					  side, (void *)addr, (void *)buf->base, off, size);
 		}
 		i = vmmx__table_find(t, off);
+		if (t->c[i].parked) {
+			size_t coff = t->c[i].off;
+
+			urcu_bp_read_unlock();
+			vmmx__buf_unpin(buf);
+			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+					  "%s: %s %p is in a parked chunk (vmmx_park) at offset %zu of buffer %p: bring it back with vmmx_prefetch() first",
+					  fn, side, (void *)addr, coff, (void *)buf->base);
+		}
 		end = t->c[i].off + t->c[i].size;
 		*kind = !vmm_loc_is_host(t->c[i].loc) ? RUN_DEVICE
 			: t->c[i].cpu		      ? RUN_HOST
@@ -523,13 +532,28 @@ VMMX_API int vmmx_checksum(struct vmmx_ctx *ctx, const void *ptr, size_t size, u
 	t = rcu_dereference(buf->table);
 	off = a - buf->base;
 	bsize = t->size;
-	urcu_bp_read_unlock();
 	if (off > bsize || size > bsize - off) {
+		urcu_bp_read_unlock();
 		vmmx__buf_unpin(buf);
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
 				  "vmmx_checksum: [%p, +%zu) goes past the end of its buffer (base %p, size %zu)",
 				  ptr, size, (void *)buf->base, bsize);
 	}
+	/* A kernel that read a parked chunk's unmapped address would end the
+	 * context (CUDA_ERROR_ILLEGAL_ADDRESS): refused instead. */
+	for (size_t i = size ? vmmx__table_find(t, off) : t->n; i < t->n && t->c[i].off < off + size;
+	     i++) {
+		if (t->c[i].parked) {
+			size_t coff = t->c[i].off;
+
+			urcu_bp_read_unlock();
+			vmmx__buf_unpin(buf);
+			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+					  "vmmx_checksum: [%p, +%zu) reaches a parked chunk (vmmx_park) at offset %zu of buffer %p: bring it back with vmmx_prefetch() first",
+					  ptr, size, coff, (void *)buf->base);
+		}
+	}
+	urcu_bp_read_unlock();
 	err = vmmx__checksum(ctx, ptr, size, &sum);
 	vmmx__buf_unpin(buf);
 	if (!err)

@@ -18,6 +18,12 @@
  * after the promotion and again before the move back: a chunk whose sum
  * changed is copied, its old copy given to the cache.
  *
+ * vmmx_park() moves such a chunk back to its copy's location without
+ * mapping the copy at the chunk's address: the copy is mapped once at an
+ * address of its own (@hva) and the chunk's address left unmapped
+ * (park_shadow()); moving it to a device copies from @hva, and to host
+ * memory maps it in place again first (unpark_range()).
+ *
  * Speed: chunks move in batches (up to MIGRATE_BATCH bytes) through two
  * staging slots.  While batch k's copies run, batch k+1's handles are made
  * and mapped; batch k is switched over while batch k+1 copies.  Access is
@@ -74,6 +80,8 @@ struct mig {
 	size_t slot_bytes;
 	size_t moved;
 	bool dropped;           /* a verified copy was dropped from @nt */
+	bool park;              /* vmmx_park(): chunks with a copy at @to are parked */
+	size_t parked;          /* bytes parked */
 	int err;                /* first error; stops preparing more */
 	/*
 	 * Which side goes through the staging address.  Granting access to host
@@ -290,8 +298,9 @@ static void launch(struct mig *g, struct batch *b)
 			continue;
 		if (g->stage_src) /* from the old handle at staging to the new one in place */
 			err = vmm_copy_async(g->ctx->vmm, (char *)base + c->off, sp, c->size, g->s);
-		else
-			err = vmm_copy_async(g->ctx->vmm, sp, base + c->off, c->size, g->s);
+		else /* a parked chunk's data is at its copy's own address */
+			err = vmm_copy_async(g->ctx->vmm, sp, c->parked ? c->hva : base + c->off,
+					     c->size, g->s);
 	}
 	b->copied = !err;
 	if (err && !g->err)
@@ -341,10 +350,12 @@ static void finish(struct mig *g, struct batch *b)
 		const struct vmmx__chunk *c = &g->t->c[b->m[i].idx];
 		void *va = (void *)(g->buf->base + c->off);
 
-		err = vmm_unmap(ctx->vmm, va, c->size);
+		/* A parked chunk's address is unmapped: nothing to take off it,
+		 * nothing to put back on failure (its data stays at its copy). */
+		err = c->parked ? 0 : vmm_unmap(ctx->vmm, va, c->size);
 		if (!err) {
 			err = vmm_map(ctx->vmm, va, c->size, b->m[i].nh);
-			if (err && !restore(ctx, va, c))
+			if (err && !c->parked && !restore(ctx, va, c))
 				lost(g, c);
 		}
 		if (err) {
@@ -374,7 +385,8 @@ static void finish(struct mig *g, struct batch *b)
 			const struct vmmx__chunk *c = &g->t->c[b->m[k].idx];
 			void *va = (void *)(g->buf->base + c->off);
 
-			if (!unmap_restore(ctx, va, c))
+			if (c->parked ? vmmx__unmap_tries(ctx, va, c->size) != 0
+				      : !unmap_restore(ctx, va, c))
 				lost(g, c);
 			b->m[k].moved = false;
 		}
@@ -391,14 +403,29 @@ account:
 		nc->loc = g->to;
 		nc->handle = b->m[i].nh;
 		nc->cpu = vmmx__cpu_grant(ctx, g->to, true);
+		nc->parked = false;
+		if (c->parked)
+			__atomic_fetch_sub(&ctx->parked_bytes, c->size, __ATOMIC_RELAXED);
 		/* A read-mostly chunk leaving host memory for a device keeps
 		 * its host handle, and so does every chunk under
 		 * VMMX_HOST_COPIES=verified whose checksum could be taken; one
 		 * arriving in host memory (at another location than its copy)
-		 * has no use for its copy any more. */
+		 * has no use for its copy any more.  A parked chunk's handle
+		 * keeps its own mapping (@hva) as the copy's. */
 		if (!vmm_loc_is_host(c->loc) || vmm_loc_is_host(g->to) ||
-		    !vmmx__shadow_promoted(g->buf, nc, c->loc, c->handle))
+		    !(c->parked && c->verified
+			      ? vmmx__shadow_kept(g->buf, nc, c->loc, c->handle, c->shadow_sum)
+			      : vmmx__shadow_promoted(g->buf, nc, c->loc, c->handle))) {
+			if (c->parked) {
+				nc->hva = NULL;
+				if (!vmmx__hva_drop(ctx, c->hva, c->size)) {
+					vmmx__release_or_defer(ctx, c->handle, c->loc, c->size);
+					moved_one(g, nc);
+					continue;
+				}
+			}
 			give_back(ctx, c->loc, c->handle, c->size);
+		}
 		if (vmm_loc_is_host(g->to))
 			vmmx__shadow_drop(ctx, nc, false);
 		moved_one(g, nc);
@@ -426,6 +453,7 @@ static int remap_shadow(struct mig *g, size_t i)
 	back.shadow = 0;
 	back.verified = false;
 	back.shadow_sum = 0;
+	back.hva = NULL;
 	err = vmm_unmap(ctx->vmm, va, c->size);
 	if (err)
 		return err;
@@ -435,6 +463,9 @@ static int remap_shadow(struct mig *g, size_t i)
 			lost(g, c);
 		return err;
 	}
+	/* The copy is the chunk's memory now, mapped where it belongs. */
+	if (c->hva)
+		(void)vmmx__hva_drop(ctx, c->hva, c->size);
 	give_back(ctx, c->loc, c->handle, c->size);
 	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ctx->ctr.copies_saved, 1, __ATOMIC_RELAXED);
@@ -444,6 +475,122 @@ static int remap_shadow(struct mig *g, size_t i)
 	g->nt->c[i] = back;
 	moved_one(g, &g->nt->c[i]);
 	return 0;
+}
+
+/*
+ * vmmx_park(): a chunk going back to the host location of its copy, as
+ * remap_shadow() but leaving the chunk's address unmapped; the copy is
+ * mapped at an address of its own (once: it stays there while the chunk is
+ * on a device again, and serves the next park too) and becomes the chunk's
+ * memory.  No host memory is mapped or granted at the chunk's address, in
+ * the park nor in the move back to a device, and that is what the driver's
+ * time of a round trip went to (docs/PRELOAD.md, "Parked").  0, or the
+ * error with the chunk as it was.
+ */
+static int park_shadow(struct mig *g, size_t i)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	const struct vmmx__chunk *c = &g->t->c[i];
+	struct vmmx__chunk back = *c;
+	void *va = (void *)(g->buf->base + c->off);
+	void *hva = c->hva;
+	int err;
+
+	if (!hva) {
+		err = vmmx__hva_make(ctx, c->shadow, c->shadow_loc, c->size, &hva);
+		if (err)
+			return err;
+	}
+	err = vmm_unmap(ctx->vmm, va, c->size);
+	if (err) {
+		if (!c->hva)
+			(void)vmmx__hva_drop(ctx, hva, c->size);
+		return err;
+	}
+	give_back(ctx, c->loc, c->handle, c->size);
+	back.loc = c->shadow_loc;
+	back.handle = c->shadow;
+	back.cpu = vmmx__cpu_grant(ctx, back.loc, true); /* when mapped in place again */
+	back.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
+	back.shadow = 0;
+	/* @verified and @shadow_sum stay: the sum of what it holds, as just
+	 * checked (vmmx__shadow_unchanged()); nothing can write it while it
+	 * is parked, so its move back to a device needs no checksum. */
+	back.hva = hva;
+	back.parked = true;
+	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->parked_bytes, c->size, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.parks, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.copies_saved, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.copy_bytes_saved, c->size, __ATOMIC_RELAXED);
+	if (c->verified)
+		__atomic_fetch_add(&ctx->ctr.verified_saved, 1, __ATOMIC_RELAXED);
+	g->nt->c[i] = back;
+	g->parked += c->size;
+	moved_one(g, &g->nt->c[i]);
+	return 0;
+}
+
+/*
+ * Map the parked chunks of [first, end) at their addresses again, but those
+ * parked at @keep (VMMX_LOC_NONE: none kept): their handle there, granted
+ * as a host chunk is, and its own mapping dropped.  A new table is
+ * published when one was.  buf->lock held.  0, or the error of the first
+ * that failed (logged with @fn): it and those after it stay parked.
+ */
+static int unpark_range(struct vmmx_buf *buf, size_t first, size_t end, struct vmmx_loc keep,
+			const char *fn, size_t *done_p)
+{
+	struct vmmx_ctx *ctx = buf->ctx;
+	const struct vmmx__table *t = buf->table;
+	struct vmmx__table *nt = NULL;
+	bool any = false;
+	int err = 0;
+
+	for (size_t i = first; i < end && !err; i++) {
+		const struct vmmx__chunk *c = &t->c[i];
+		struct vmmx__chunk *nc;
+
+		if (!c->parked || vmmx__same_loc(c->loc, keep))
+			continue;
+		if (!nt && !(nt = vmmx__table_dup(t)))
+			return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM,
+					  "%s: out of memory for a chunk table", fn);
+		nc = &nt->c[i];
+		err = vmmx__chunk_remap(ctx, (void *)(buf->base + c->off), c);
+		if (err) {
+			err = vmmx__fail(&ctx->conf.log, err,
+					 "%s: the parked chunk at offset %zu could not be mapped at its address again: %s",
+					 fn, c->off, vmmx_strerror(err));
+			break;
+		}
+		if (!vmmx__hva_drop(ctx, c->hva, c->size))
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
+				   "%s: the host copy of the chunk at offset %zu stays mapped at its own address until a retry",
+				   fn, c->off);
+		nc->hva = NULL;
+		nc->parked = false;
+		nc->verified = false; /* plain host memory now: written as it likes */
+		nc->shadow_sum = 0;
+		any = true;
+		if (done_p)
+			*done_p += c->size;
+		__atomic_fetch_sub(&ctx->parked_bytes, c->size, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ctx->ctr.unparks, 1, __ATOMIC_RELAXED);
+	}
+	if (any)
+		vmmx__table_publish(buf, nt);
+	else
+		free(nt);
+	return err;
+}
+
+int vmmx__unpark_locked(struct vmmx_buf *buf, const char *fn)
+{
+	if (!__atomic_load_n(&buf->ctx->parked_bytes, __ATOMIC_RELAXED))
+		return 0;
+	return unpark_range(buf, 0, buf->table->n, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, fn,
+			    NULL);
 }
 
 /* The range's chunks: [*first, *end) of @t covering [off, off + len). */
@@ -457,13 +604,13 @@ static void chunk_range(const struct vmmx__table *t, size_t off, size_t len, siz
 	*end = vmmx__table_find(t, off + len - 1) + 1;
 }
 
-int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
-			 vmm_stream_t s, size_t *moved_p)
+static int migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+			  vmm_stream_t s, bool park, size_t *moved_p, size_t *parked_p)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	struct vmmx__table *t = buf->table;
 	struct batch b[2] = { { 0 }, { 0 } };
-	struct mig g = { .buf = buf, .ctx = ctx, .t = t, .to = to, .s = s,
+	struct mig g = { .buf = buf, .ctx = ctx, .to = to, .s = s, .park = park,
 			 .stage_src = vmm_loc_is_host(to) };
 	size_t first, maxn = 0;
 	void *stage = NULL;
@@ -471,6 +618,19 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 
 	*moved_p = 0;
 	chunk_range(t, off, len, &first, &g.end);
+	/* To host memory, parked chunks are mapped in place first (a park
+	 * keeps those parked where it parks): the move is done for those
+	 * parked at @to, and the others move from their address as any host
+	 * chunk.  To a device, they move from their copy's own address. */
+	if (g.stage_src && __atomic_load_n(&ctx->parked_bytes, __ATOMIC_RELAXED)) {
+		err = unpark_range(buf, first, g.end,
+				   park ? to : (struct vmmx_loc){ VMMX_LOC_NONE, 0 },
+				   park ? "vmmx_park" : "vmmx_buf_migrate", NULL);
+		if (err)
+			return err;
+		t = buf->table;
+	}
+	g.t = t;
 	g.next = first;
 	for (size_t i = first; i < g.end; i++)
 		if (!vmmx__same_loc(t->c[i].loc, to))
@@ -487,7 +647,7 @@ int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vm
 		if (!VMMX__HAS_SHADOW(&t->c[i]) || !vmmx__same_loc(t->c[i].shadow_loc, to))
 			continue;
 		if (vmmx__shadow_unchanged(buf, &g.nt->c[i]))
-			g.err = remap_shadow(&g, i);
+			g.err = park ? park_shadow(&g, i) : remap_shadow(&g, i);
 		else
 			g.dropped = true;
 	}
@@ -554,15 +714,25 @@ out_publish:
 		g.nt = NULL;
 	}
 	*moved_p = g.moved;
+	if (parked_p)
+		*parked_p += g.parked;
 	free(g.nt);
 	free(b[0].m);
 	free(b[1].m);
 	return err;
 }
 
-static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
-		   struct vmmx_stream *st, size_t *moved_p)
+int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+			 vmm_stream_t s, size_t *moved_p)
 {
+	return migrate_locked(buf, off, len, to, s, false, moved_p, NULL);
+}
+
+static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+		   struct vmmx_stream *st, bool park, size_t *moved_p, size_t *parked_p)
+{
+	const char *fn = park ? "vmmx_park" : "vmmx_buf_migrate";
+
 	struct vmmx_ctx *ctx;
 	size_t moved = 0, size;
 	vmm_stream_t s;
@@ -572,16 +742,17 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	if (moved_p)
 		*moved_p = 0;
 	if (!buf)
-		return vmmx__fail(NULL, -VMMX_EINVAL, "vmmx_buf_migrate: buf is NULL");
+		return vmmx__fail(NULL, -VMMX_EINVAL, "%s: buf is NULL", fn);
 	ctx = buf->ctx;
 	if (vmmx__inherited(ctx))
-		return vmmx__fail_inherited(ctx, "vmmx_buf_migrate");
-	if (!vmmx__loc_usable(ctx, to)) {
+		return vmmx__fail_inherited(ctx, fn);
+	if (!vmmx__loc_usable(ctx, to) || (park && !vmm_loc_is_host(to))) {
 		char name[32];
 
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
-				  "vmmx_buf_migrate: location %s is not usable by this context",
-				  vmmx_loc_name(to, name, sizeof(name)));
+				  park ? "%s: location %s is not host memory usable by this context"
+				       : "%s: location %s is not usable by this context",
+				  fn, vmmx_loc_name(to, name, sizeof(name)));
 	}
 	if (st && st->ctx != ctx)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
@@ -594,15 +765,14 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	if (off > size || len > size - off) {
 		pthread_mutex_unlock(&buf->lock);
 		return vmmx__fail(&ctx->conf.log, -VMMX_ERANGE,
-				  "vmmx_buf_migrate: range [%zu, +%zu) goes past the size %zu", off, len,
-				  size);
+				  "%s: range [%zu, +%zu) goes past the size %zu", fn, off, len, size);
 	}
 	/* Work queued on the caller's stream comes first. */
 	err = st ? vmm_stream_sync(ctx->vmm, s) : 0;
 	if (!err) {
 		/* and copies and memsets of other threads through libvmmx */
 		vmmx__buf_quiesce(buf, true);
-		err = vmmx__migrate_locked(buf, off, len, to, s, &moved);
+		err = migrate_locked(buf, off, len, to, s, park, &moved, parked_p);
 		vmmx__buf_unquiesce(buf);
 	}
 	pthread_mutex_unlock(&buf->lock);
@@ -614,7 +784,7 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 VMMX_API int vmmx_buf_migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
 			      size_t *moved_p)
 {
-	return migrate(buf, off, len, to, NULL, moved_p);
+	return migrate(buf, off, len, to, NULL, false, moved_p, NULL);
 }
 
 VMMX_API int vmmx_buf_migrate_on(struct vmmx_buf *buf, size_t off, size_t len,
@@ -627,5 +797,26 @@ VMMX_API int vmmx_buf_migrate_on(struct vmmx_buf *buf, size_t off, size_t len,
 		return vmmx__fail(buf ? &buf->ctx->conf.log : NULL, -VMMX_EINVAL,
 				  "vmmx_buf_migrate_on: NULL stream");
 	}
-	return migrate(buf, off, len, to, st, moved_p);
+	return migrate(buf, off, len, to, st, false, moved_p, NULL);
+}
+
+int vmmx__park_on(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+		  struct vmmx_stream *st, size_t *parked_p)
+{
+	return migrate(buf, off, len, to, st, true, NULL, parked_p);
+}
+
+int vmmx__unpark(struct vmmx_buf *buf, size_t off, size_t len, size_t *done_p)
+{
+	size_t first, end;
+	int err;
+
+	if (vmmx__inherited(buf->ctx))
+		return vmmx__fail_inherited(buf->ctx, "vmmx_unpark");
+	pthread_mutex_lock(&buf->lock);
+	chunk_range(buf->table, off, len, &first, &end);
+	err = unpark_range(buf, first, end, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, "vmmx_unpark",
+			   done_p);
+	pthread_mutex_unlock(&buf->lock);
+	return err;
 }

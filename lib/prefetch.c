@@ -64,12 +64,16 @@ static int walk(struct vmmx_ctx *ctx, const char *who, const void *ptr, size_t l
 struct prefetch {
 	struct vmmx_loc loc;
 	struct vmmx_stream *st;
+	bool park;
+	size_t bytes;           /* parked, or mapped in place (vmmx_unpark) */
 };
 
 static int prefetch_part(void *arg, struct vmmx_buf *buf, size_t off, size_t len)
 {
 	struct prefetch *p = arg;
 
+	if (p->park)
+		return vmmx__park_on(buf, off, len, p->loc, p->st, &p->bytes);
 	return vmmx_buf_migrate_on(buf, off, len, p->loc, p->st, NULL);
 }
 
@@ -93,20 +97,28 @@ static int wait_stream(struct vmmx_ctx *ctx, vmm_stream_t s)
 	return err;
 }
 
-VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
-			   void *stream)
+/* vmmx_prefetch(), or vmmx_park() with @park (*@parked_p: the bytes parked). */
+static int prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
+		    void *stream, bool park, size_t *parked_p)
 {
-	struct prefetch p = { .loc = loc };
+	const char *fn = park ? "vmmx_park" : "vmmx_prefetch";
+	struct prefetch p = { .loc = loc, .park = park };
 	char name[32];
 	int err;
 
+	if (parked_p)
+		*parked_p = 0;
 	vmmx__clear_last_error();
 	if (!ctx || !ptr)
-		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_prefetch: %s is NULL",
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "%s: %s is NULL", fn,
 				  ctx ? "ptr" : "ctx");
 	if (!vmmx__loc_usable(ctx, loc))
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
-				  "vmmx_prefetch: location %s is not usable by this context",
+				  "%s: location %s is not usable by this context", fn,
+				  vmmx_loc_name(loc, name, sizeof(name)));
+	if (park && !vmm_loc_is_host(loc))
+		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
+				  "vmmx_park: location %s is not host memory",
 				  vmmx_loc_name(loc, name, sizeof(name)));
 	if (!len)
 		return 0;
@@ -118,8 +130,46 @@ VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, st
 	err = vmmx_stream_create(ctx, &p.st);
 	if (err)
 		return err;
-	err = walk(ctx, "vmmx_prefetch", ptr, len, prefetch_part, &p);
+	err = walk(ctx, fn, ptr, len, prefetch_part, &p);
 	vmmx_stream_destroy(p.st);
+	if (parked_p)
+		*parked_p = p.bytes;
+	return err;
+}
+
+VMMX_API int vmmx_prefetch(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
+			   void *stream)
+{
+	return prefetch(ctx, ptr, len, loc, stream, false, NULL);
+}
+
+VMMX_API int vmmx_park(struct vmmx_ctx *ctx, const void *ptr, size_t len, struct vmmx_loc loc,
+		       void *stream, size_t *parked_p)
+{
+	return prefetch(ctx, ptr, len, loc, stream, true, parked_p);
+}
+
+static int unpark_part(void *arg, struct vmmx_buf *buf, size_t off, size_t len)
+{
+	return vmmx__unpark(buf, off, len, arg);
+}
+
+VMMX_API int vmmx_unpark(struct vmmx_ctx *ctx, const void *ptr, size_t len, size_t *unparked_p)
+{
+	size_t done = 0;
+	int err;
+
+	if (unparked_p)
+		*unparked_p = 0;
+	vmmx__clear_last_error();
+	if (!ctx || !ptr)
+		return vmmx__fail(vmmx__ctx_log(ctx), -VMMX_EINVAL, "vmmx_unpark: %s is NULL",
+				  ctx ? "ptr" : "ctx");
+	if (!len)
+		return 0;
+	err = walk(ctx, "vmmx_unpark", ptr, len, unpark_part, &done);
+	if (unparked_p)
+		*unparked_p = done;
 	return err;
 }
 

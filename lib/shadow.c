@@ -35,6 +35,14 @@
  * like any other.  A kernel still writing the chunk while it moves is the
  * caller's race, as for every move.
  *
+ * Parked chunks (vmmx_park(), migrate.c): a chunk whose copy may serve
+ * goes back to it with its own address left unmapped and the copy mapped
+ * at an address of its own (@hva, made by vmmx__hva_make() at the first
+ * park and kept while the chunk is on a device again); the sum checked at
+ * the park stays the chunk's, since nothing can write an unmapped chunk,
+ * and serves its next promotion (vmmx__shadow_kept()).  A copy dropped
+ * is unmapped from its @hva first (vmmx__shadow_drop()).
+ *
  * A shadow is host memory held: charged against VMMX_HOST_LIMIT like a
  * cached handle, counted as room by vmmx__room() like one, and released
  * when host memory is short (vmmx__make_room), on vmmx_ctx_trim(), or when
@@ -107,6 +115,13 @@ bool vmmx__shadow_promoted(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct 
 	return true;
 }
 
+bool vmmx__shadow_kept(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct vmmx_loc loc,
+		       vmm_handle_t h, uint64_t sum)
+{
+	keep(buf->ctx, nc, loc, h, true, sum);
+	return true;
+}
+
 bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c)
 {
 	uint64_t sum = 0;
@@ -123,10 +138,52 @@ bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c)
 	return false;
 }
 
+int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size,
+		   void **hva_p)
+{
+	void *va;
+	int err = vmm_reserve(ctx->vmm, size, ctx->gran, &va);
+
+	if (err)
+		return err;
+	err = vmm_map(ctx->vmm, va, size, h);
+	if (err)
+		goto err_reserve;
+	/* Only the copy engine reads it: the GPU alone (a CPU grant would
+	 * cost more than twice as much, map.c). */
+	err = vmmx__chunk_set_access(ctx, va, size, loc, false);
+	if (err) {
+		if (!vmmx__hva_drop(ctx, va, size))
+			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
+				   "vmmx_park: a host copy's own mapping could not be undone at once; it is retried later");
+		return err;
+	}
+	*hva_p = va;
+	return 0;
+
+err_reserve:
+	vmmx__unreserve_or_defer(ctx, va, size);
+	return err;
+}
+
+bool vmmx__hva_drop(struct vmmx_ctx *ctx, void *hva, size_t size)
+{
+	if (vmmx__unmap_or_defer(ctx, hva, size)) {
+		/* A range still holding a mapping must not be freed yet. */
+		vmmx__defer(ctx, VMMX_OP_UNRESERVE, hva, size, 0, (struct vmmx_loc){ 0 });
+		return false;
+	}
+	vmmx__unreserve_or_defer(ctx, hva, size);
+	return true;
+}
+
 size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release)
 {
 	if (!VMMX__HAS_SHADOW(c))
 		return 0;
+	if (c->hva && !vmmx__hva_drop(ctx, c->hva, c->size))
+		release = true;
+	c->hva = NULL;
 	if (release)
 		vmmx__release_or_defer(ctx, c->shadow, c->shadow_loc, c->size);
 	else
@@ -195,7 +252,8 @@ static int rewrite(struct vmmx_buf *buf, size_t off, size_t len, enum rm_op op, 
 		}
 		if (op == RM_UNSET)
 			c->read_mostly = false;
-		/* Nothing maps a shadow and readers never use one: it may go
+		/* Readers never use a shadow, and only migrations (which hold
+		 * buf->lock, as this does) use its own mapping: it may go
 		 * before the old table is retired. */
 		/* RM_WRITTEN keeps the mark: only this copy is stale. */
 		*freed_p += vmmx__shadow_drop(buf->ctx, c, op == RM_RECLAIM);

@@ -79,6 +79,9 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->checksums = LOAD(ctx->ctr.checksums);
 	out->verified_saved = LOAD(ctx->ctr.verified_saved);
 	out->verified_changed = LOAD(ctx->ctr.verified_changed);
+	out->parked_bytes = LOAD(ctx->parked_bytes);
+	out->parks = LOAD(ctx->ctr.parks);
+	out->unparks = LOAD(ctx->ctr.unparks);
 	out->registrations = LOAD(ctx->reg_count);
 	out->registered_bytes = LOAD(ctx->reg_bytes);
 	out->host_access = (enum vmmx_host_access)ctx->host_access;
@@ -157,6 +160,7 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(migrations); U(migrated_bytes); U(evictions); U(promotions);
 	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved); U(slack_bytes); U(moves_busy);
 	U(checksums); U(verified_saved); U(verified_changed);
+	U(parked_bytes); U(parks); U(unparks);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");

@@ -152,6 +152,8 @@ struct vmmx__counters {
 	uint64_t checksums;             /* device checksums taken (vmm_checksum) */
 	uint64_t verified_saved;        /* moves to host that mapped a verified copy */
 	uint64_t verified_changed;      /* verified copies found stale (chunk written) */
+	uint64_t parks;                 /* chunks parked (vmmx_park) */
+	uint64_t unparks;               /* parked chunks mapped again in place */
 };
 
 /* A released handle kept for reuse (cache.c). */
@@ -196,6 +198,7 @@ struct vmmx_ctx {
 	uint64_t cache_total;           /* atomic reads, writes under cache_lock */
 	uint64_t cache_limit;           /* read-only after create */
 	uint64_t shadow_bytes;          /* host copies kept by read-mostly chunks: atomic */
+	uint64_t parked_bytes;          /* bytes of parked chunks: atomic */
 
 	int host_access;                /* enum vmmx_host_access: read-only after create */
 	pthread_mutex_t reg_lock;       /* protects @regs */
@@ -393,12 +396,18 @@ struct vmmx__chunk {
 	bool cpu;                       /* the CPU is granted access (host chunks only) */
 	bool read_mostly;               /* advised VMMX_ADVISE_READ_MOSTLY (shadow.c) */
 	bool verified;                  /* @shadow was kept by VMMX_HOST_COPIES=verified and
-					 * serves only while the chunk's checksum is @shadow_sum */
+					 * serves only while the chunk's checksum is @shadow_sum;
+					 * parked: @shadow_sum is the sum of what it holds */
 	struct vmmx_loc shadow_loc;     /* NONE, or where @shadow lives (host memory) */
 	vmm_handle_t shadow;            /* a chunk on a device: its host copy, unmapped,
 					 * kept from when it was promoted (shadow.c) */
 	uint64_t shadow_sum;            /* @verified: vmm_checksum() of the chunk right
 					 * after it was promoted */
+	void *hva;                      /* NULL, or where the host copy is also mapped, at an
+					 * address of its own, granted to the GPU: @shadow's
+					 * of a chunk on a device, @handle's of a parked one */
+	bool parked;                    /* vmmx_park(): the chunk's address is unmapped; its
+					 * data is @handle (host memory), mapped at @hva */
 };
 
 /*

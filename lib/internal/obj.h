@@ -133,6 +133,21 @@ int vmmx__policy_rebalance(struct vmmx_ctx *ctx, struct vmmx__policy *pol);
 /* Move the chunks of [off, off+len) to @to; buf->lock held.  *moved_p: bytes moved. */
 int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
 			 vmm_stream_t s, size_t *moved_p);
+/* vmmx_buf_migrate_on() (@st may be NULL) to host location @to, parking the
+ * chunks whose copy there may serve: vmmx_park() of one buffer's part;
+ * the bytes parked added to *@parked_p. */
+int vmmx__park_on(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
+		  struct vmmx_stream *st, size_t *parked_p);
+/* vmmx_unpark() of one buffer's part [off, off+len) (within its size); the
+ * bytes mapped in place added to *@done_p. */
+int vmmx__unpark(struct vmmx_buf *buf, size_t off, size_t len, size_t *done_p);
+/*
+ * Map every parked chunk of @buf at its address again (unparked), for a
+ * call (@fn, named in the error) that uses the buffer's memory or
+ * mappings.  buf->lock held.  0 (also when none is parked), or the error of
+ * the first that could not be mapped: it and those after it stay parked.
+ */
+int vmmx__unpark_locked(struct vmmx_buf *buf, const char *fn);
 
 /* ---- host copies: read-mostly and verified chunks (shadow.c) ---- */
 
@@ -151,6 +166,13 @@ int vmmx__checksum(struct vmmx_ctx *ctx, const void *va, size_t size, uint64_t *
 bool vmmx__shadow_promoted(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct vmmx_loc loc,
 			   vmm_handle_t h);
 /*
+ * As vmmx__shadow_promoted() for a chunk brought in from parked (verified),
+ * with no checksum: @sum is that of the bytes parked, which the copy moved
+ * unchanged.  Always keeps @h (true).
+ */
+bool vmmx__shadow_kept(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct vmmx_loc loc,
+		       vmm_handle_t h, uint64_t sum);
+/*
  * @c (of @buf's next table, on a device, with a host copy) is about to move
  * back to its copy's location: true when the copy may be mapped again
  * (unverified, or its checksum is unchanged); else the copy is dropped to
@@ -158,9 +180,21 @@ bool vmmx__shadow_promoted(struct vmmx_buf *buf, struct vmmx__chunk *nc, struct 
  * must be copied.  buf->lock held; calls the driver.
  */
 bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c);
-/* Forget @c's host copy; its handle goes to the cache (@release false) or
- * back to the driver.  Returns the bytes it held (0: none). */
+/* Forget @c's host copy (unmapped from its @hva first); its handle goes to
+ * the cache (@release false) or back to the driver.  Returns the bytes it
+ * held (0: none). */
 size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release);
+/*
+ * Map host handle @h (at @loc, @size bytes) at an address of its own,
+ * granted to the context's GPU only: where a parked chunk's data is read
+ * from (vmmx_park()).  0 with *@hva_p set, or the error, everything undone.
+ */
+int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size,
+		   void **hva_p);
+/* Unmap and unreserve what vmmx__hva_make() made.  False when the unmap
+ * had to be deferred: the handle is still mapped there, so it must be
+ * released, never cached. */
+bool vmmx__hva_drop(struct vmmx_ctx *ctx, void *hva, size_t size);
 /* VMMX_ADVISE_READ_MOSTLY (@on) or VMMX_ADVISE_NOT_READ_MOSTLY on
  * [off, off+len): publishes a new table when a chunk changes; buf->lock held. */
 int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool on);
