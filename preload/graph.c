@@ -73,6 +73,7 @@
 
 struct graph {
 	int kernels;            /* kernel nodes */
+	int partial;            /* not read whole: segments dropped, copy nodes, kernels unread */
 	size_t n;               /* segments */
 	uint64_t seg[];         /* their bases */
 };
@@ -278,6 +279,7 @@ static void remember(CUgraphExec exec, CUgraph graph)
 	if (!g)
 		goto err_read;
 	g->kernels = w->kernels;
+	g->partial = w->dropped || w->copies || w->unread;
 	g->n = w->n;
 	memcpy(g->seg, w->seg, w->n * sizeof(g->seg[0]));
 	if (keep(exec, g))
@@ -308,11 +310,14 @@ int vmmxp_graph_watch(const char *api, CUgraphExec exec, CUstream stream)
 	char kernel[32];
 	int held;
 
+	vmmxp_depth(1);
+	if (!g || g->partial) /* what it uses is not all known: nothing may be parked */
+		vmmxp_place_unseen();
 	if (!g) {
+		vmmxp_depth(-1);
 		count(&n_unread, 1);
 		return 0;
 	}
-	vmmxp_depth(1);
 	count(&n_watched, 1);
 	vmmxp_named_start(&nm);
 	for (size_t i = 0; i < g->n; i++)

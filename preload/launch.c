@@ -108,6 +108,8 @@ struct layout {
 	uint64_t recent[RECENT_PLACES]; /* note_cycle(): its recent launches' places; relaxed */
 	uint64_t recent_seg[RECENT_PLACES]; /* ... and the bases of their segments */
 	uint32_t recent_at;             /* ... the next launch's row; relaxed */
+	int indirect;           /* NCCL's: reaches its buffers through work descriptors
+				 * in device memory, not its parameters */
 	char name[];            /* the kernel's name, "" if unknown */
 };
 
@@ -228,6 +230,7 @@ static struct layout *layout_of(const void *key, enum key_kind kind)
 	l->off = (uint32_t *)(((uintptr_t)(l->name + nlen + 1) + 3) & ~(uintptr_t)3);
 	l->size = l->off + (n > 0 ? n : 0);
 	memcpy(l->name, name ? name : "", nlen + 1);
+	l->indirect = strstr(l->name, "nccl") != NULL;
 	if (n > 0) {
 		memcpy(l->off, off, (size_t)n * sizeof(uint32_t));
 		memcpy(l->size, size, (size_t)n * sizeof(uint32_t));
@@ -590,6 +593,9 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 		trace_launch(api, kernel, nparams, stream, nm, at);
 	if (!vmmxp_place_on())
 		return 0;
+	/* Named past what is kept: the rest must not be parked. */
+	if (nm->total > nm->n)
+		vmmxp_place_unseen();
 	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream, nm->shared,
 				  capturing);
 }
@@ -629,6 +635,9 @@ static int watch(enum vmmxp_launch_api api, const void *key, enum key_kind kind,
 		count(&n_uncached, 1);
 	else if (params && l->nparams < 0)
 		count(&n_unread, 1);
+	/* What it uses is not known: nothing may be parked under it. */
+	if (!l || (params && l->nparams < 0) || l->indirect)
+		vmmxp_place_unseen();
 	name_by(&nm, l, params, extra);
 	held = launch_named(l, api_names[api], l ? l->name : NULL, l ? l->nparams : -1,
 			    (uint64_t)(uintptr_t)key ^ (uint64_t)kind, stream, &nm);

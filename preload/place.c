@@ -41,6 +41,20 @@
  * expected again a gap from now, named in bursts), a 1B training step 8%
  * faster (docs/PRELOAD.md).
  *
+ * Parked (VMMX_RUN_PLACE_PARK=1).  A send back parks (vmmx_park()): a
+ * segment whose verified host copy is current leaves its addresses
+ * unmapped, the copy mapped at libvmmx's own, so that neither it nor the
+ * bring-in maps or grants host memory at the segment's addresses (what a
+ * round trip's driver time went to).  A segment the watch may have parked
+ * is mapped in place (vmmx_unpark(), unpark()) before a launch, copy or
+ * memset that names it is passed on while it lies in host memory; and the
+ * first launch the watch cannot read whole stops parking for good, with
+ * everything parked mapped in place first (vmmxp_place_unseen()).  A
+ * piece is never parked.  Not the default: a kernel reaching a parked
+ * segment through a pointer held in device memory would fault (on the
+ * H200 it made a 7B prefill 29% faster, the matmul chain 9-19%:
+ * docs/PRELOAD.md).
+ *
  * The victim: never a segment this launch names, nor one the launches
  * ahead name before the segment brought in ahead is used (see
  * bring_in_ahead(), "do no harm").  With a known launch cycle (cycle.c)
@@ -233,6 +247,8 @@ struct tracked {
 	int on_device;          /* as last seen or made here; checked before eviction */
 	int moving;             /* queued for the mover or being moved by it (either way) */
 	int held;               /* copies and memsets being passed on that use it (never moved) */
+	int parked;             /* sent back with vmmx_park(): some of it may be unmapped until
+				 * brought in or mapped in place (unpark()) */
 };
 
 /* A segment (or a piece) one launch names. */
@@ -268,6 +284,8 @@ static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* memory was seen in host memory (sticky): written
 					   * under lock, atomically (vmmxp_place_quiet() reads it) */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
+/* Set (atomically, under lock) by vmmxp_place_unseen(): nothing parks any more. */
+static int unseen;
 /* lock: the launch (seq) that named a piece the table had no room for: no piece moves meanwhile */
 static uint64_t untracked_piece = UINT64_MAX;
 /* lock: changes of what the newest launch names or copies hold (busy_floor_kept() asks again) */
@@ -616,31 +634,78 @@ static int piece_blocked(const struct tracked *t)
 	return low && (char *)t->base >= (char *)low;
 }
 
+static int park_wanted(void);
+static void unpark(struct tracked *t);
+
 /*
  * vmmx_prefetch() of @t's segment to @to, its time added to *@ns and
  * recorded in the launch trace with @bytes, those that had to move (the
- * caller's count of them away from @to); lock let go with @unlocked.
+ * caller's count of them away from @to); lock let go with @unlocked.  A
+ * send back parks (vmmx_park()) under VMMX_RUN_PLACE_PARK, but a piece's:
+ * a kernel named below a piece may read it unnamed (see the top).
  */
-static int move(const struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocked,
+static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocked,
 		uint64_t *ns)
 {
 	/* Read under the lock: a launch naming the segment meanwhile writes them. */
 	struct vmmx_ctx *ctx = t->ctx;
 	void *base = t->base;
 	size_t size = t->size;
+	int park = to.kind != VMMX_LOC_DEVICE && !t->whole && park_wanted();
+	size_t parked = 0;
 	uint64_t t0;
 	int err;
 
 	if (unlocked)
 		pthread_mutex_unlock(&lock);
 	t0 = now_ns();
-	err = vmmx_prefetch(ctx, base, size, to, NULL);
+	err = park ? vmmx_park(ctx, base, size, to, NULL, &parked)
+		   : vmmx_prefetch(ctx, base, size, to, NULL);
 	t0 = now_ns() - t0;
 	vmmxp_trace_move(base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err);
 	if (unlocked)
 		pthread_mutex_lock(&lock);
 	*ns += t0;
+	if (parked) {
+		/* Of what was parked, some may have moved since (a failed move
+		 * after): parked means "maybe", and is cleared by unpark(). */
+		t->parked = 1;
+		st.parked++;
+		/* An unseen launch stopped parking while the lock was let go. */
+		if (__atomic_load_n(&unseen, __ATOMIC_RELAXED))
+			unpark(t);
+	} else if (to.kind == VMMX_LOC_DEVICE && !err) {
+		t->parked = 0;
+	}
 	return err;
+}
+
+/*
+ * lock held: @t, maybe parked, mapped at its addresses again (its chunks
+ * on the device left alone): a launch or a copy is about to use it where
+ * it lies.  Counted and timed; a failure is counted and logged (the use
+ * then faults on the GPU: nothing else can be done for it).
+ */
+static void unpark(struct tracked *t)
+{
+	uint64_t t0;
+	int err;
+
+	size_t done = 0;
+
+	if (!t->parked)
+		return;
+	t0 = now_ns();
+	err = vmmx_unpark(t->ctx, t->base, t->size, &done);
+	st.unpark_ns += now_ns() - t0;
+	if (err) {
+		st.failed++;
+		fprintf(stderr, "vmmx-run: placement: the parked segment at %p could not be mapped in place: %s\n",
+			t->base, vmmx_last_error());
+		return;
+	}
+	t->parked = 0;
+	st.unparked += done != 0;
 }
 
 /*
@@ -1509,6 +1574,7 @@ static void set_spilled(void)
 	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&spilled, 1, __ATOMIC_SEQ_CST);
+	(void)park_wanted(); /* read (and a bad value said) before the first move */
 	if (!__atomic_load_n(&quiet_in_flight, __ATOMIC_SEQ_CST))
 		return;
 	pthread_mutex_unlock(&lock);
@@ -1569,6 +1635,40 @@ uint64_t vmmxp_place_quiet_count(void)
  * quarter of the device in pieces of a chunk (see the top), 0 (the
  * default) whole.
  */
+/*
+ * VMMX_RUN_PLACE_PARK=1: sends back park (see move()); read once, and off
+ * under VMMX_RUN_PLACE_WAIT=device (a program with uses the watch cannot
+ * see) and once vmmxp_place_unseen() has been called.
+ */
+static int park_wanted(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = env_count("VMMX_RUN_PLACE_PARK", 1, 0,
+			       "0 (segments sent back stay mapped in host memory)") &&
+		     !wait_device();
+	return on && !__atomic_load_n(&unseen, __ATOMIC_RELAXED);
+}
+
+void vmmxp_place_unseen(void)
+{
+	if (!park_wanted())
+		return;
+	pthread_mutex_lock(&lock);
+	if (!__atomic_load_n(&unseen, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&unseen, 1, __ATOMIC_RELAXED);
+		st.park_stopped = 1;
+		/* Parks under way finish (move() maps them back: unseen is set). */
+		drop_queue();
+		while (busy)
+			pthread_cond_wait(&done_cv, &lock);
+		for (int i = 0; i < ntracked; i++)
+			unpark(&track[i]);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 static int pieces_wanted(void)
 {
 	static int n = -1;
@@ -1766,6 +1866,10 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			(void)promote(&tmp, ON_DEMAND, once, cur.cycle_len, 0);
 		}
 	}
+	/* What stays in host memory is read where it lies: mapped there. */
+	for (size_t i = 0; i < nseg; i++)
+		if (t[i] && t[i]->parked)
+			unpark(t[i]);
 	/* The mover may go on meanwhile: what this launch named is no victim until the next (seq). */
 	pthread_mutex_unlock(&lock);
 	return 1;
@@ -1992,8 +2096,10 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 		use_t[use_n++] = t;
 	}
 	/* Held now, so that no move at or above one begins: those under way are waited for. */
-	for (size_t i = 0; i < use_n; i++)
+	for (size_t i = 0; i < use_n; i++) {
 		wait_pieces_above(use_t[i]);
+		unpark(use_t[i]);
+	}
 	if (use_n)
 		st.copies++;
 	pthread_mutex_unlock(&lock);

@@ -820,6 +820,9 @@ struct vmmxp_place_stats {
 	uint64_t trial_moving_ns;           /* ... a cycle's time moving, */
 	uint64_t trial_in_place_ns;         /* ... and reading in place */
 	uint64_t tiled;                     /* launches placed taken for tiled (their namings weigh more) */
+	uint64_t parked;                    /* sends back that parked (VMMX_RUN_PLACE_PARK) */
+	uint64_t unparked, unpark_ns;       /* parked segments mapped in place for a launch or copy */
+	uint64_t park_stopped;              /* 1: an unseen use stopped parking (vmmxp_place_unseen) */
 };
 
 /*
@@ -839,6 +842,14 @@ void vmmxp_trace_check(int err);
 
 /* VMMX_RUN_PLACEMENT=launch (vmmx-run --placement launch); read once. */
 int vmmxp_place_on(void);
+/*
+ * vmmxp_place_unseen() - a launch is about to be passed on whose memory
+ * the watch could not name whole (its parameter layout unknown, more
+ * chunks than it keeps, a graph not read whole): under VMMX_RUN_PLACE_PARK,
+ * parking stops for good and every parked segment is mapped in place
+ * before this returns (place.c).  Cheap when nothing parks.
+ */
+void vmmxp_place_unseen(void);
 /*
  * vmmxp_place_quiet() - whether a launch may be passed on unread: launch
  * placement alone reads launches (no --launches, no --trace) and none of

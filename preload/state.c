@@ -649,6 +649,11 @@ static void report_launches(FILE *out)
 				(unsigned long long)ps.trial_len, (double)ps.trial_moving_ns / 1e6,
 				(double)ps.trial_in_place_ns / 1e6);
 		fprintf(out, "; launches taken for tiled %llu\n", (unsigned long long)ps.tiled);
+		fprintf(out, "  parking          %llu sends back parked, %llu parked segments mapped in "
+			     "place (%.1f ms)%s\n",
+			(unsigned long long)ps.parked, (unsigned long long)ps.unparked,
+			(double)ps.unpark_ns / 1e6,
+			ps.park_stopped ? "; stopped: a launch the watch could not read whole" : "");
 	}
 }
 

@@ -117,11 +117,29 @@ size_t fake_set_log(const struct fake_set **log)
 	return set_n < FAKE_SET_LOG ? set_n : FAKE_SET_LOG;
 }
 
+static unsigned long use_bad;
+
+unsigned long fake_use_bad(void) { return __atomic_load_n(&use_bad, __ATOMIC_RELAXED); }
+
+static int (*use_check)(uintptr_t p, size_t n);
+
+void fake_use_check(int (*fn)(uintptr_t p, size_t n)) { use_check = fn; }
+
+/* The check of fake_use_check() on a copy's or memset's range, where set. */
+static void check_use(uintptr_t p, size_t n)
+{
+	int (*fn)(uintptr_t, size_t) = use_check;
+
+	if (fn && fn(p, n))
+		__atomic_fetch_add(&use_bad, 1, __ATOMIC_RELAXED);
+}
+
 static int fake_set(const char *call, void *p, unsigned int v, unsigned int elem, size_t n, void *s)
 {
 	struct fake_set e = { call, p, v, elem, n, s };
 
 	CALL(FAKE_memset);
+	check_use((uintptr_t)p, n * elem);
 	pthread_mutex_lock(&set_lock);
 	if (set_n < FAKE_SET_LOG)
 		set_log[set_n++] = e;
@@ -163,6 +181,8 @@ static int fake_copy(const char *call, uintptr_t dst, uintptr_t src, size_t n, v
 	struct fake_copy e = { call, dst, src, n, s };
 
 	CALL(FAKE_copy);
+	check_use(dst, n);
+	check_use(src, n);
 	pthread_mutex_lock(&copy_lock);
 	if (copy_n < FAKE_COPY_LOG)
 		copy_log[copy_n++] = e;

@@ -190,6 +190,13 @@ void fake_launch_log_clear(void);
  */
 void fake_launch_check(int (*fn)(const void *f, void **params));
 unsigned long fake_launch_bad(void);
+/*
+ * @fn, when set, looks at each range a copy or memset reaching the fake
+ * driver reads or writes (each side of a copy apart) and returns nonzero
+ * for one that is wrong there; fake_use_bad() counts them.
+ */
+void fake_use_check(int (*fn)(uintptr_t p, size_t n));
+unsigned long fake_use_bad(void);
 /* The fake's own address of a launch or copy entry point @name, or NULL. */
 void *fake_own(const char *name);
 

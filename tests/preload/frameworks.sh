@@ -17,7 +17,9 @@
 # of host memory --meminfo device+host:SIZE lets a pool plan for, default
 # 16), CLIENTS (default "jax triton numba"), OUT (logs, default
 # /tmp/vmmx-frameworks), TIMEOUT (seconds per run, default 150), RUN_OPTS
-# (more vmmx-run options for every mode, e.g. "--placement launch").
+# (more vmmx-run options for every mode, e.g. "--placement launch"), RUN_ENV
+# (variables for every vmmx-run, e.g. "VMMX_RUN_PLACE_PARK=1": the VMMX_
+# variables of the caller's environment are dropped).
 # Exit status: 0 when every client that ran is ok, 1 otherwise.
 set -u
 build=$(pwd)
@@ -103,7 +105,7 @@ client() {
 		echo "== $name $mode: vmmx-run --device-limit ${limit}GiB $mopts ($menv)"
 		local rep="$out/$name-$mode.rep"
 		# shellcheck disable=SC2086
-		env $menv timeout "$tmo" "$run" --device-limit "${limit}GiB" $mopts ${RUN_OPTS:-} \
+		env $menv ${RUN_ENV:-} timeout "$tmo" "$run" --device-limit "${limit}GiB" $mopts ${RUN_OPTS:-} \
 			--report-file "$rep" -- \
 			"$py" "$src/$script" "${args[@]}" >"$out/$name-$mode.vmmx" 2>&1
 		local rc2=$? cmp verdict

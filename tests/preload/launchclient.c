@@ -71,6 +71,94 @@ static struct vmmx_ctx *ctx_of(int dev)
 	return vmmx_alloc_global(dev, &a) ? NULL : vmmx_alloc_ctx(a);
 }
 
+/*
+ * VMMX_RUN_PLACE_PARK=1: a segment sent back may be parked, its addresses
+ * unmapped, and a GPU that reached one would fault.  So every launch, copy
+ * and memset is looked at in the fake driver, as the GPU would run it:
+ * each libvmmx address it names must be mapped and granted there (a
+ * device checksum of a word at it, which the sim takes only through such
+ * mappings).  done() and the tortures count the misses.
+ */
+static int (*scenario_check)(const void *f, void **params);
+
+static int park_on(void)
+{
+	const char *s = getenv("VMMX_RUN_PLACE_PARK");
+
+	return s && !strcmp(s, "1");
+}
+
+/* Whether @p, if libvmmx memory, is unreachable by a kernel now. */
+static int unmapped(uintptr_t p)
+{
+	struct vmmx_chunk_info ci;
+	uint64_t sum;
+
+	if (vmmx_lookup(ctx_of(0), (const void *)p, &ci))
+		return 0;
+	/* Tried twice: the torture's fault may fail one checksum. */
+	return vmmx_checksum(ctx_of(0), (const void *)(p & ~(uintptr_t)7), 8, &sum) != 0 &&
+	       vmmx_checksum(ctx_of(0), (const void *)(p & ~(uintptr_t)7), 8, &sum) != 0;
+}
+
+static int use_unmapped(uintptr_t p, size_t n)
+{
+	return n && unmapped(p);
+}
+
+/* Every 8-byte parameter of a launch of @f, a struct fake_kernel, that is libvmmx memory. */
+static int launch_unmapped(const void *f, void **params)
+{
+	const struct fake_kernel *k = f;
+	int bad = 0;
+
+	for (int i = 0; k && i < k->nparams && i < FAKE_MAX_PARAMS; i++) {
+		uintptr_t p;
+
+		if (k->size[i] != sizeof(p))
+			continue;
+		memcpy(&p, params[i], sizeof(p));
+		bad |= unmapped(p);
+	}
+	return bad;
+}
+
+static unsigned long park_misses;
+
+static int launch_checks(const void *f, void **params)
+{
+	int bad = 0;
+
+	if (park_on() && launch_unmapped(f, params)) {
+		__atomic_fetch_add(&park_misses, 1, __ATOMIC_RELAXED);
+		bad = 1;
+	}
+	return (scenario_check && scenario_check(f, params)) || bad;
+}
+
+/* fake_launch_check(@fn) for a scenario, beside the park check. */
+static void set_check(int (*fn)(const void *f, void **params))
+{
+	scenario_check = fn;
+	fake_launch_check(fn || park_on() ? launch_checks : NULL);
+}
+
+/* Launches, copies and memsets that met parked memory in the fake driver. */
+static unsigned long parked_met(void)
+{
+	return __atomic_load_n(&park_misses, __ATOMIC_RELAXED) + fake_use_bad();
+}
+
+/* tap_done(), with the park check's count asserted under VMMX_RUN_PLACE_PARK=1. */
+static int finish_tap(void)
+{
+	if (park_on())
+		is_int(0, (int)parked_met(),
+		       "VMMX_RUN_PLACE_PARK=1: every launch, copy and memset found the memory it names mapped at the driver");
+	return tap_done();
+}
+
+
 static enum vmmx_loc_kind where(const void *p)
 {
 	struct vmmx_chunk_info ci;
@@ -232,7 +320,7 @@ static int launches(void)
 	cudaFree(a);
 	cudaFree(a2);
 	cudaFree(b);
-	return tap_done();
+	return finish_tap();
 }
 
 /* A step of three launches, three times; then the order changes (B and C swap), three times. */
@@ -259,7 +347,7 @@ static int cycle(void)
 	cudaFree(a);
 	cudaFree(a2);
 	cudaFree(b);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -301,7 +389,7 @@ static int cycle_shared(int m)
 	cudaFree(shared);
 	cudaFree(act[0]);
 	cudaFree(act[1]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -350,7 +438,7 @@ static int cycle_rotate(void)
 		cudaFree(w[i]);
 	for (int i = 0; i < 3; i++)
 		cudaFree(act[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -376,7 +464,7 @@ static int unload(void)
 	is_int(0, cuLaunchKernel(&kx, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "kx(a, b) launched after it");
 	cudaFree(a);
 	cudaFree(b);
-	return tap_done();
+	return finish_tap();
 }
 
 #define NW 6
@@ -419,7 +507,8 @@ static unsigned resident(void *const *w)
  */
 static int test_copy(void *mem, void *own, size_t n, int to_mem)
 {
-	if (vmmx_advise(ctx_of(0), mem, n, VMMX_ADVISE_CPU))
+	/* Parked (VMMX_RUN_PLACE_PARK=1), it is mapped in place to be read. */
+	if (vmmx_unpark(ctx_of(0), mem, n, NULL) || vmmx_advise(ctx_of(0), mem, n, VMMX_ADVISE_CPU))
 		return -1;
 	return to_mem ? vmmx_memcpy(ctx_of(0), mem, own, n) : vmmx_memcpy(ctx_of(0), own, mem, n);
 }
@@ -487,7 +576,7 @@ static int place_late_spill(void)
 	ok(ok_data, "every weight's data intact");
 	for (int i = 0; i < 5; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /* quiet-fork: the launch of kblock stays in the fake driver until released. */
@@ -534,7 +623,7 @@ static int quiet_fork(void)
 	plan_lazy();
 	if (pipe(qf_ready) || pipe(qf_go) || cudaMalloc(&a, WSIZE))
 		bail("quiet-fork: setup");
-	fake_launch_check(qf_check);
+	set_check(qf_check);
 	is_int(0, cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, junk, NULL),
 	       "a launch passed unread in the parent");
 	pthread_create(&t, NULL, qf_launcher, NULL);
@@ -555,9 +644,9 @@ static int quiet_fork(void)
 	(void)!write(qf_go[1], &c, 1);
 	pthread_join(t, &r);
 	is_int(0, (int)(long)r, "the parent's blocked launch returns once let go");
-	fake_launch_check(NULL);
+	set_check(NULL);
 	cudaFree(a);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -588,6 +677,10 @@ static int torture(void)
 			printf("DATA LOST in w%d\n", i);
 			return 1;
 		}
+	if (parked_met()) {
+		printf("DATA LOST: %lu launches, copies or memsets met parked memory\n", parked_met());
+		return 1;
+	}
 	printf("data intact, %d launches failed\n", bad);
 	return bad != 0;
 }
@@ -646,7 +739,7 @@ static int place(void)
 	ok(ok_data, "every buffer still holds its byte after 8 moves in and 8 out");
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /* The mover scenario: MW buffers of MSIZE, MW / 2.5 of which fit under the 256 MiB limit. */
@@ -735,6 +828,10 @@ static int model_torture(void **w, void **act)
 			printf("DATA LOST in w%d\n", i);
 			return 1;
 		}
+	if (parked_met()) {
+		printf("DATA LOST: %lu launches, copies or memsets met parked memory\n", parked_met());
+		return 1;
+	}
 	printf("data intact, %d launches failed\n", bad);
 	return bad != 0;
 }
@@ -863,7 +960,115 @@ static int place_model(size_t asize, int late, int torture_run)
 	cudaFree(warm);
 	cudaFree(act[0]);
 	cudaFree(act[1]);
-	return tap_done();
+	return finish_tap();
+}
+
+/* The weights of place_park(), for its check at the unseen launch. */
+static void *park_w[NW];
+
+/* fake_launch_check(): some weight of place_park() is unreachable by a kernel now. */
+static int weight_unmapped(const void *f, void **params)
+{
+	int bad = 0;
+
+	(void)f;
+	(void)params;
+	for (int i = 0; i < NW; i++)
+		bad |= unmapped((uintptr_t)park_w[i]);
+	return bad;
+}
+
+/* The first weight of place_park() that is parked (unmapped), or -1. */
+static int first_parked(void)
+{
+	for (int i = 0; i < NW; i++)
+		if (unmapped((uintptr_t)park_w[i]))
+			return i;
+	return -1;
+}
+
+/*
+ * VMMX_RUN_PLACE_PARK=1 (launches.sh): six weights of 64 MiB, four of
+ * which fit, each named by a launch of its own, three steps: those sent
+ * back once they have a verified host copy are parked, their addresses
+ * unmapped.  Then a copy from a parked weight, and after another step a
+ * memset into one, each find their memory mapped at the driver (mapped in
+ * place for them); a launch of a kernel with no parameter layout (what it
+ * uses unknown), or with @nccl one of NCCL's (which reach their buffers
+ * through work descriptors in device memory), finds every weight mapped,
+ * and nothing is parked after it.
+ */
+static int place_park(int nccl)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } },
+				  kn = { "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 0, 1, { 0 }, { 8 } };
+	static unsigned char host[256];
+	void *pu[] = { &park_w[0] };
+	struct vmmx_stats st0 = { .size = sizeof(st0) }, st1 = { .size = sizeof(st1) };
+	int bad = 0, p1 = -1, p2 = -1, ok_data = 1;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		bad += cudaMalloc(&park_w[i], WSIZE) != 0 ||
+		       !pattern(park_w[i], (unsigned char)(0x20 + i), 0);
+	is_int(0, bad, "six weights of 64 MiB made and filled");
+	for (int step = 0; step < 3; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &park_w[i] };
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		}
+	p1 = first_parked();
+	is_int(0, bad, "18 launches succeed");
+	ok(p1 >= 0, "after three steps, a weight is parked, its addresses unmapped (w%d)", p1);
+	if (p1 < 0)
+		return finish_tap();
+	bad += cuMemcpyDtoHAsync_v2(host, (uintptr_t)park_w[p1] + 4096, sizeof(host), NULL) != 0;
+	is_int(0, bad, "a copy from it passed on");
+	ok(!unmapped((uintptr_t)park_w[p1]), "it is mapped in place for the copy");
+	for (int i = 0; i < NW; i++) {
+		void *params[] = { &park_w[i] };
+
+		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	p2 = first_parked();
+	ok(!bad && p2 >= 0, "another step parks a weight again (w%d)", p2);
+	if (p2 < 0)
+		return finish_tap();
+	bad += cuMemsetD8Async((uintptr_t)park_w[p2] + 4096, (unsigned char)(0x20 + p2), 64, NULL) != 0;
+	is_int(0, bad, "a memset into it passed on");
+	is_int(0, (int)fake_use_bad(),
+	       "the copy and the memset each found their memory mapped at the driver");
+	for (int i = 0; i < NW; i++) {
+		void *params[] = { &park_w[i] };
+
+		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	ok(!bad && first_parked() >= 0, "another step parks a weight again");
+	set_check(weight_unmapped);
+	bad += cuLaunchKernel(nccl ? &kn : &k5, 1, 1, 1, 32, 1, 1, 0, NULL, pu, NULL) != 0;
+	set_check(NULL);
+	is_int(0, (int)fake_launch_bad(), "a launch of %s found every weight mapped: what was parked was mapped in place before it",
+	       nccl ? "an NCCL kernel" : "a kernel with no parameter layout");
+	bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
+	for (int step = 0; step < 2; step++)
+		for (int i = 0; i < NW; i++) {
+			void *params[] = { &park_w[i] };
+
+			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		}
+	bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
+	is_int(0, bad, "two more steps succeed");
+	ok(st1.parks == st0.parks && st1.parked_bytes == 0 && st1.copies_saved > st0.copies_saved,
+	   "nothing parked after it: weights sent back are mapped in host memory (%llu copies mapped again, %llu bytes parked)",
+	   (unsigned long long)(st1.copies_saved - st0.copies_saved),
+	   (unsigned long long)st1.parked_bytes);
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(park_w[i], (unsigned char)(0x20 + i), 1);
+	ok(ok_data, "every weight still holds its bytes");
+	for (int i = 0; i < NW; i++)
+		cudaFree(park_w[i]);
+	return finish_tap();
 }
 
 /*
@@ -904,7 +1109,7 @@ static int place_plan(void)
 	cudaFree(s2);
 	cudaFree(s1);
 	cudaFree(a);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -934,7 +1139,7 @@ static int place_pieces(void)
 	bad += bad || !ends(s, 0x6f, 0);
 	is_int(0, bad, "a 256 MiB buffer and a 64 MiB one made, each piece filled with its own byte");
 	if (bad)
-		return tap_done();
+		return finish_tap();
 	ok(in_pieces(b) && on_device_range(b, 256 * MiB) && !on_device_range(s, 64 * MiB),
 	   "the first in pieces, on the device; the second in host memory");
 	at1 = (char *)piece[1] + 4096;
@@ -957,7 +1162,7 @@ static int place_pieces(void)
 	ok(ok_data && ends(s, 0x6f, 1), "every piece and s still hold their bytes");
 	cudaFree(s);
 	cudaFree(b);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -982,7 +1187,7 @@ static int place_mover(void)
 		ok_fill &= !bad && ends(w[i], (unsigned char)(0x10 + i), 0);
 	}
 	ok(ok_fill, "40 buffers of 16 MiB made, each filled with its own byte");
-	fake_launch_check(buffer_off_device);
+	set_check(buffer_off_device);
 	for (int step = 0; step < 8; step++)
 		for (int i = 0; i < MW; i++) {
 			void *params[] = { &w[i] };
@@ -991,7 +1196,7 @@ static int place_mover(void)
 			/* The program's own work between launches, a kernel's time: the mover's chance. */
 			usleep(2000);
 		}
-	fake_launch_check(NULL);
+	set_check(NULL);
 	is_int(0, bad, "320 launches succeed");
 	is_int(0, (int)fake_launch_bad(), "each launch found its buffer wholly on the device when the driver got it");
 	for (int i = 0; i < MW; i++)
@@ -999,7 +1204,7 @@ static int place_mover(void)
 	ok(ok_data, "every buffer still holds its byte after the moves");
 	for (int i = 0; i < MW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -1047,7 +1252,7 @@ static int place_act(int burst)
 	cudaFree(x);
 	for (int i = 0; i < 5; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /* Which of the NW weights at @w went from host memory to the device between @before and @after. */
@@ -1077,7 +1282,7 @@ static int trial_done(void **w)
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
 	fake_event_clock_impl(NULL);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -1308,7 +1513,7 @@ static int place_step(int once)
 		cudaFree(w[i]);
 	cudaFree(act[0]);
 	cudaFree(act[1]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -1377,7 +1582,7 @@ static int place_wait(void)
 	ok(moves > 0 && wait_n > 0, "%d moves in steps 2 and 3, %d waits", moves, wait_n);
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -1487,7 +1692,7 @@ static int place_copy(void)
 	copies_pass(w, host);
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -1648,7 +1853,7 @@ static int place_streams(int nstreams)
 		is_int(0, (int)fake_calls(FAKE_stream_wait), "two streams: no stream wait");
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -1707,7 +1912,7 @@ static int place_grant(void)
 		is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[0], sizeof(peek)),
 		       "... w0 still granted to the GPU only");
 		ok(pattern(w[0], 0x10, 1), "... its data intact");
-		return tap_done();
+		return finish_tap();
 	}
 	ok(!cudaMemcpy(host, (char *)w[0] + 4096, sizeof(host), 2) &&
 	   copied("cudaMemcpy", (uintptr_t)host, (uintptr_t)w[0] + 4096, sizeof(host), NULL),
@@ -1750,7 +1955,7 @@ static int place_grant(void)
 	ok(data, "every buffer still holds its byte");
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 #define THREADS 4
@@ -1797,7 +2002,7 @@ static int threads(void)
 	       "every launch reaches the driver once");
 	cudaFree(ta);
 	cudaFree(tb);
-	return tap_done();
+	return finish_tap();
 }
 
 /* Not a test: nanoseconds per cuLaunchKernel(k1, a, n, b), for a look at the watch's CPU cost. */
@@ -1869,7 +2074,7 @@ static int lookups(void)
 	}
 	if (drv)
 		dlclose(drv);
-	return tap_done();
+	return finish_tap();
 }
 
 /* ---- graphs (graphs.sh) ---- */
@@ -1985,7 +2190,7 @@ static int graphs(void)
 	is_int(0, cudaGraphExecDestroy(e2), "cudaGraphExecDestroy(g2's)");
 	is_int(0, cudaGraphExecDestroy(e3), "cudaGraphExecDestroy(g3's)");
 	is_int(0, cudaGraphExecDestroy(e4), "cudaGraphExecDestroy(the unread one)");
-	return tap_done();
+	return finish_tap();
 }
 
 /*
@@ -2031,7 +2236,7 @@ static int graph_place(void)
 	is_int(0, cudaGraphExecDestroy(eb), "cudaGraphExecDestroy(gb's)");
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
-	return tap_done();
+	return finish_tap();
 }
 
 /* Mode "graph-lookups": the graph entry points by dlsym and cuGetProcAddress, watched or not. */
@@ -2063,7 +2268,7 @@ static int graph_lookups(void)
 	}
 	if (drv)
 		dlclose(drv);
-	return tap_done();
+	return finish_tap();
 }
 
 /* The graph modes (graph*); an unknown one fails. */
@@ -2085,6 +2290,10 @@ int main(int argc, char **argv)
 		return bench(atol(argv[2]));
 	if (!getenv("LD_PRELOAD"))
 		skip_all("not under vmmx-run (launches.sh runs this)");
+	if (park_on()) {
+		set_check(NULL);
+		fake_use_check(use_unmapped);
+	}
 	if (argc > 1 && !strncmp(argv[1], "graph", 5))
 		return graph_mode(argv[1]);
 	if (argc > 1 && !strcmp(argv[1], "lookups"))
@@ -2143,6 +2352,10 @@ int main(int argc, char **argv)
 		return place_model(16 * MiB, 0, 1);
 	if (argc > 1 && !strcmp(argv[1], "place-plan"))
 		return place_plan();
+	if (argc > 1 && !strcmp(argv[1], "place-park"))
+		return place_park(0);
+	if (argc > 1 && !strcmp(argv[1], "place-park-nccl"))
+		return place_park(1);
 	if (argc > 1 && !strcmp(argv[1], "place-pieces"))
 		return place_pieces();
 	if (argc > 1 && !strcmp(argv[1], "place-model-late"))

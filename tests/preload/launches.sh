@@ -331,7 +331,34 @@ placed 21 place-decode 'read in place [1-9][0-9]*, .* mover: [0-9] queued' \
 	"--placement launch with the mover, decode: weights read once queue no moves ahead while the device has no free room (242 queued, each refused by the mover, before)"
 VMMX_RUN_PLACE_PIECES=1 placed 64 place-model 'too large 0, failed moves 0;.* mover: [1-9][0-9]* queued' \
 	"VMMX_RUN_PLACE_PIECES=1 with the mover, the warm-up segment in pieces: pieces of it make room, the weights past it on the device at their launch, data intact"
+grep -q 'parking  *0 sends back parked, 0 parked segments mapped in place (0.0 ms)$' "$tmp/rep19"
+check $? "without VMMX_RUN_PLACE_PARK nothing is parked (the report says so)"
+# VMMX_RUN_PLACE_PARK=1: segments sent back are parked (vmmx_park), their
+# addresses unmapped.  Under it launchclient checks, in the fake driver,
+# that every launch, copy and memset finds the memory it names mapped, as
+# a GPU must, and says so in its last assertion.
+export VMMX_RUN_PLACE_PARK=1
+placed 67 place-model 'parking  *[1-9][0-9]* sends back parked' \
+	"VMMX_RUN_PLACE_PARK=1, the model with the movers: weights sent back parked, each on the device or mapped at its launch, data intact"
+VMMX_RUN_PLACE_MOVER=0 placed 68 place-model 'parking  *[1-9][0-9]* sends back parked' \
+	"VMMX_RUN_PLACE_PARK=1, the model with the moves inline: the same, Belady's count kept"
+placed 69 place-decode 'read in place [1-9][0-9]*, ' \
+	"VMMX_RUN_PLACE_PARK=1, decode: weights read once read in place, mapped there"
 opts="--policy device-first --device-limit 256MiB --headroom 0"
+placed 66 place-park 'parking  *[1-9][0-9]* sends back parked, [1-9][0-9]* parked segments mapped in place (.*); stopped: a launch the watch could not read whole$' \
+	"VMMX_RUN_PLACE_PARK=1: weights sent back parked; a copy, a memset, and a launch the watch cannot read find what they use mapped in place; nothing parks after that launch"
+placed 74 place-park-nccl 'parking  *[1-9][0-9]* sends back parked, [1-9][0-9]* parked segments mapped in place (.*); stopped: a launch the watch could not read whole$' \
+	"VMMX_RUN_PLACE_PARK=1: a launch of an NCCL kernel (buffers reached through device memory) finds every weight mapped; nothing parks after it"
+placed 70 place-mover 'parking  *[1-9][0-9]* sends back parked' \
+	"VMMX_RUN_PLACE_PARK=1 with two movers: each launch finds its buffer on the device, data intact"
+placed 71 place-copy 'failed moves 0;.* copies and memsets held 24; streams joined 0$' \
+	"VMMX_RUN_PLACE_PARK=1 with a copy or memset after each kernel: each finds its memory mapped"
+placed 72 place-trial-dear 'parking  *[1-9][0-9]* sends back parked, [1-9][0-9]* parked segments mapped in place' \
+	"VMMX_RUN_PLACE_PARK=1, the trial choosing reading in place: the parked weights mapped in place for their launches"
+unset VMMX_RUN_PLACE_PARK
+VMMX_RUN_PLACE_PARK=2 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap73" 2>&1
+grep -q '^vmmx-run: VMMX_RUN_PLACE_PARK=2: expected 0 (segments sent back stay mapped in host memory) to 1; using 0$' "$tmp/tap73"
+check $? "VMMX_RUN_PLACE_PARK=2 is refused by name, with the range and the value used"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
 [ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
@@ -382,6 +409,19 @@ unset VMMX_RUN_PLACE_PIECES
 check $lost "the model's torture in pieces: $runs runs, one or two driver calls failed in each; no data lost, every launch passed on"
 [ $landed -ge 2 ]
 check $? "the model's torture in pieces: the failures fell in a move in $landed of the runs (2 or more)"
+# Parked (VMMX_RUN_PLACE_PARK=1): the same failures, and reservations
+# (each parked segment's host copy gets an address of its own).
+export VMMX_RUN_PLACE_PARK=1
+tortured torture 256MiB copy:385 copy:391 create:9 map:7 map:12 set_access:8 set_access:11 \
+	unmap:1 unmap:6 sync:2 reserve:20 reserve:30
+check $lost "VMMX_RUN_PLACE_PARK=1, the torture: $runs runs, each with one driver call failed; no data lost, no launch met parked memory"
+tortured torture-model 512MiB copy:100 copy:120 map:60 map:70 set_access:60 set_access:70 \
+	checksum:10 checksum:30 unmap:10 unmap:40 reserve:30 reserve:60 copy:120,map:70 \
+	map:60,set_access:70 unmap:40,reserve:60
+check $lost "VMMX_RUN_PLACE_PARK=1, the model's torture: $runs runs, one or two driver calls failed in each; no data lost, no launch met parked memory"
+[ $landed -ge 4 ]
+check $? "VMMX_RUN_PLACE_PARK=1, the model's torture: the failures fell in a move in $landed of the runs (4 or more)"
+unset VMMX_RUN_PLACE_PARK
 
 # Many threads launching kernels new to the layout cache at once: every launch counted once.
 "$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1
