@@ -40,37 +40,7 @@ static const char *const verified[] = { "VMMX_CHUNK_MAX=4MiB", "VMMX_HOST_COPIES
 					NULL };
 static const char *const plain[] = { "VMMX_CHUNK_MAX=4MiB", NULL };
 
-/* @len bytes of the pattern of @seed, as test_fill writes them from offset 0. */
-static uint8_t *pattern(size_t len, uint32_t seed)
-{
-	uint8_t *p = malloc(len);
 
-	if (!p)
-		bail("out of memory");
-	for (size_t i = 0; i < len; i++)
-		p[i] = test_pattern_byte(i, seed);
-	return p;
-}
-
-/* Whether [off, off + len) of @buf holds @want there (read through vmmx_memcpy). */
-static bool holds_at(struct vmmx_ctx *ctx, struct vmmx_buf *buf, const uint8_t *want, size_t off,
-		     size_t len)
-{
-	uint8_t *got = malloc(len);
-	bool same;
-
-	if (!got)
-		bail("out of memory");
-	same = !vmmx_memcpy(ctx, got, (uint8_t *)vmmx_buf_ptr(buf) + off, len) &&
-	       !memcmp(got, want + off, len);
-	free(got);
-	return same;
-}
-
-static bool holds(struct vmmx_ctx *ctx, struct vmmx_buf *buf, const uint8_t *want, size_t len)
-{
-	return holds_at(ctx, buf, want, 0, len);
-}
 
 /* The chunks parked now, as a string of P and - (white-box: the published table). */
 static const char *parked(struct vmmx_buf *buf)
@@ -95,7 +65,7 @@ static void round_trip(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
 	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 1);
-	uint8_t *want = pattern(16 * MiB, 1), *p = vmmx_buf_ptr(buf), w[64];
+	uint8_t *want = test_pattern(16 * MiB, 1), *p = vmmx_buf_ptr(buf), w[64];
 	uint64_t copies, creates, maps, grants, sums;
 	size_t bytes = 1;
 	struct vmmx_stats st;
@@ -153,7 +123,7 @@ static void round_trip(void)
 	/* staging and the chunk's address, a device handle each: two maps a
 	 * chunk; none of host memory (today's move maps its copy again). */
 	is_uint(maps + 8, calls(ctx, VMMX_OP_MAP), "two maps a chunk, both of device memory");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact on the device");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact on the device");
 	st = test_stats(ctx);
 	is_uint(0, st.parked_bytes, "parked_bytes back to 0");
 	is_uint(16 * MiB, st.shadow_bytes, "the host handles are the copies again");
@@ -174,7 +144,7 @@ static void round_trip(void)
 	is_err(0, vmmx_prefetch(ctx, p, 16 * MiB, DEV, NULL), "and back to the device");
 	is_uint(sums, test_stats(ctx).checksums,
 		"with no checksum: the sum taken at the park holds (nothing writes a parked chunk)");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 	/* That sum is the one a write is found by. */
 	is_err(0, vmm_memset(vmmx__ctx_vmm(ctx), p + 9 * MiB, 0x3c, 512),
 	       "chunk 2 written behind libvmmx's back");
@@ -182,9 +152,9 @@ static void round_trip(void)
 	is_err(0, vmmx_park(ctx, p, 16 * MiB, HOST, NULL, &bytes), "parked again");
 	is_string("PP-P", parked(buf), "the written chunk found changed: copied back, not parked");
 	is_uint(12 * MiB, bytes, "12 MiB parked");
-	ok(holds_at(ctx, buf, want, 8 * MiB, 4 * MiB), "its new bytes are what came back");
+	ok(test_holds(ctx, buf, want, 8 * MiB, 4 * MiB), "its new bytes are what came back");
 	is_err(0, vmmx_prefetch(ctx, p, 16 * MiB, DEV, NULL), "and back to the device");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 	vmmx_buf_destroy(buf);
 	free(want);
 	ok(test_no_leaks(ctx), "nothing leaked (the copies' own mappings went with the buffer)");
@@ -197,7 +167,7 @@ static void written_unpark(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
 	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 2);
-	uint8_t *want = pattern(16 * MiB, 2), *p = vmmx_buf_ptr(buf);
+	uint8_t *want = test_pattern(16 * MiB, 2), *p = vmmx_buf_ptr(buf);
 	struct vmm *v = vmmx__ctx_vmm(ctx);
 	uint64_t copies;
 	size_t bytes = 1;
@@ -212,7 +182,7 @@ static void written_unpark(void)
 	is_string("HHHH", test_layout(buf), "but in host memory too");
 	is_uint(copies + 1, calls(ctx, VMMX_OP_COPY), "it was copied");
 	is_uint(1, test_stats(ctx).verified_changed, "found changed");
-	ok(holds_at(ctx, buf, want, 8 * MiB, 4 * MiB), "its new bytes readable in place");
+	ok(test_holds(ctx, buf, want, 8 * MiB, 4 * MiB), "its new bytes readable in place");
 
 	/* vmmx_unpark: parked chunks mapped in place; device chunks left alone. */
 	is_err(0, vmmx_prefetch(ctx, p + 12 * MiB, 4 * MiB, DEV, NULL), "chunk 3 to the device");
@@ -224,7 +194,7 @@ static void written_unpark(void)
 	st = test_stats(ctx);
 	is_uint(1, st.unparks, "unparks counts one");
 	is_uint(4 * MiB, st.parked_bytes, "parked_bytes the one left");
-	ok(holds_at(ctx, buf, want, 4 * MiB, 12 * MiB), "chunks 1 to 3 readable where they are");
+	ok(test_holds(ctx, buf, want, 4 * MiB, 12 * MiB), "chunks 1 to 3 readable where they are");
 	is_err(0, vmmx_unpark(ctx, p + 4 * MiB, 12 * MiB, NULL), "vmmx_unpark again: nothing to do");
 	is_uint(1, test_stats(ctx).unparks, "counts nothing");
 
@@ -233,7 +203,7 @@ static void written_unpark(void)
 	is_string("----", parked(buf), "chunk 0 mapped in place");
 	is_string("HHHH", test_layout(buf), "chunk 3 back in host memory");
 	is_uint(2, test_stats(ctx).unparks, "two unparks in all");
-	ok(holds(ctx, buf, want, 16 * MiB), "no byte lost");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "no byte lost");
 	ok(buf->table->c[0].hva == NULL, "its own mapping went");
 	vmmx_buf_destroy(buf);
 	free(want);
@@ -243,7 +213,7 @@ static void written_unpark(void)
 	/* Without the setting: no copy to park, a plain move back. */
 	ctx = test_ctx(plain);
 	buf = test_host_buf(ctx, 16 * MiB, 3);
-	want = pattern(16 * MiB, 3);
+	want = test_pattern(16 * MiB, 3);
 	test_migrate_all(buf, DEV);
 	copies = calls(ctx, VMMX_OP_COPY);
 	is_err(0, vmmx_park(ctx, vmmx_buf_ptr(buf), 16 * MiB, HOST, NULL, &bytes),
@@ -251,7 +221,7 @@ static void written_unpark(void)
 	is_uint(0, bytes, "it says 0 bytes parked");
 	is_string("----", parked(buf), "parks nothing");
 	is_uint(copies + 4, calls(ctx, VMMX_OP_COPY), "it copies each chunk back, mapped in place");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 	vmmx_buf_destroy(buf);
 	free(want);
 	vmmx_ctx_destroy(ctx);
@@ -305,7 +275,7 @@ static void buffer_calls(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
 	struct vmmx_buf *buf = parked_buf(ctx, 16 * MiB, 5);
-	uint8_t *want = pattern(16 * MiB, 5), *p = vmmx_buf_ptr(buf);
+	uint8_t *want = test_pattern(16 * MiB, 5), *p = vmmx_buf_ptr(buf);
 
 	/* Advice for the CPU: marked, granted when mapped in place. */
 	is_err(0, vmmx_buf_advise(buf, 0, 16 * MiB, VMMX_ADVISE_CPU), "VMMX_ADVISE_CPU over parked chunks");
@@ -318,14 +288,14 @@ static void buffer_calls(void)
 	/* A grow into the cut chunk's tail maps it in place first. */
 	is_err(0, vmmx_buf_resize(buf, 8 * MiB), "grow into the parked chunk's tail");
 	is_string("--", parked(buf), "the buffer's parked chunks are mapped in place first");
-	ok(holds(ctx, buf, want, 6 * MiB), "the first 6 MiB intact");
+	ok(test_holds(ctx, buf, want, 0, 6 * MiB), "the first 6 MiB intact");
 	is_err(0, vmmx_memset(ctx, p + 6 * MiB, 0x11, 2 * MiB), "the grown tail is writable");
 	/* A trim of a parked cut chunk. */
 	is_err(0, vmmx_prefetch(ctx, p, 8 * MiB, DEV, NULL), "to the device");
 	is_err(0, vmmx_park(ctx, p, 8 * MiB, HOST, NULL, NULL), "parked again");
 	is_err(0, vmmx_buf_resize(buf, 6 * MiB), "shrink into chunk 1");
 	is_err(0, vmmx_buf_trim(buf), "vmmx_buf_trim of the parked cut chunk");
-	ok(holds(ctx, buf, want, 6 * MiB), "the 6 MiB kept are intact");
+	ok(test_holds(ctx, buf, want, 0, 6 * MiB), "the 6 MiB kept are intact");
 	vmmx_buf_destroy(buf);
 	ok(test_no_leaks(ctx), "nothing leaked");
 
@@ -379,24 +349,11 @@ static int scenario(struct vmmx_ctx *ctx, const uint8_t *orig, uint8_t *want, in
 		    vmmx_prefetch(ctx, p, 12 * MiB, DEV, NULL))
 			bad++;
 	/* The check may meet the armed fault (a copy): check again. */
-	if (!holds(ctx, buf, want, 12 * MiB) && !holds(ctx, buf, want, 12 * MiB))
+	if (!test_holds(ctx, buf, want, 0, 12 * MiB) && !test_holds(ctx, buf, want, 0, 12 * MiB))
 		bad++;
 	vmmx_buf_destroy(buf);
 	vmmx_ctx_trim(ctx, 0);
 	return bad;
-}
-
-struct sweep {
-	uint8_t *orig;
-	uint8_t *want;
-	int errors;
-};
-
-static int sweep_run(struct vmmx_ctx *ctx, void *arg)
-{
-	struct sweep *sw = arg;
-
-	return scenario(ctx, sw->orig, sw->want, &sw->errors);
 }
 
 static const int sweep_ops[] = {
@@ -405,29 +362,22 @@ static const int sweep_ops[] = {
 };
 #define NSWEEP (sizeof(sweep_ops) / sizeof(sweep_ops[0]))
 
-static uint64_t op_calls(const struct vmm_counts *c, int op)
-{
-	return op == VMM_OP_CHECKSUM ? c->checksum_calls : c->calls[op];
-}
-
 static void fault_sweep(void)
 {
-	struct sweep sw = { .orig = pattern(12 * MiB, 6), .want = malloc(12 * MiB) };
+	struct test_sweep sw = { scenario, test_pattern(12 * MiB, 6), malloc(12 * MiB), 0 };
 	struct vmm_counts base;
 	struct vmmx_ctx *ctx = test_ctx(verified);
 
 	if (!sw.want)
 		bail("out of memory");
-	is_int(0, sweep_run(ctx, &sw), "fault sweep: the scenario runs clean");
+	is_int(0, test_sweep_run(ctx, &sw), "fault sweep: the scenario runs clean");
 	is_int(0, sw.errors, "with no error");
 	/* Chunks 0 and 2 parked twice, chunk 1 (written) copied back each time. */
 	ok(test_stats(ctx).parks == 4 && test_stats(ctx).unparks == 2,
 	   "parking the unwritten chunks, copying the written one, unparking what is left");
 	vmm_counts(vmmx__ctx_vmm(ctx), &base);
 	vmmx_ctx_destroy(ctx);
-	for (size_t i = 0; i < NSWEEP; i++)
-		test_fault_sweep(verified, sweep_ops[i], op_calls(&base, sweep_ops[i]), sweep_run,
-				 &sw, "no byte lost");
+	test_fault_sweep_ops(verified, sweep_ops, NSWEEP, &base, test_sweep_run, &sw, "no byte lost");
 	free(sw.orig);
 	free(sw.want);
 }

@@ -72,30 +72,7 @@ static uint64_t plain_sum(const uint8_t *p, size_t n)
 	return sum;
 }
 
-/* @len bytes of the pattern of @seed, as test_fill writes them from offset 0. */
-static uint8_t *pattern(size_t len, uint32_t seed)
-{
-	uint8_t *p = malloc(len);
 
-	if (!p)
-		bail("out of memory");
-	for (size_t i = 0; i < len; i++)
-		p[i] = test_pattern_byte(i, seed);
-	return p;
-}
-
-/* Whether @buf holds exactly @want (read back through vmmx_memcpy). */
-static bool holds(struct vmmx_ctx *ctx, struct vmmx_buf *buf, const uint8_t *want, size_t len)
-{
-	uint8_t *got = malloc(len);
-	bool same;
-
-	if (!got)
-		bail("out of memory");
-	same = !vmmx_memcpy(ctx, got, vmmx_buf_ptr(buf), len) && !memcmp(got, want, len);
-	free(got);
-	return same;
-}
 
 /* The chunks' handles now (white-box: the published table). */
 static void handles(struct vmmx_buf *buf, vmm_handle_t *h, size_t n)
@@ -119,7 +96,7 @@ static void checksum(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(plain);
 	struct vmmx_buf *buf = test_host_buf(ctx, 8 * MiB, 1);
-	uint8_t *want = pattern(8 * MiB, 1), *p = vmmx_buf_ptr(buf), w[16];
+	uint8_t *want = test_pattern(8 * MiB, 1), *p = vmmx_buf_ptr(buf), w[16];
 	uint64_t sum = 0, before, n0;
 
 	is_err(0, vmmx_buf_migrate(buf, 4 * MiB, 4 * MiB, DEV, NULL), "chunk 1 to the device");
@@ -198,7 +175,7 @@ static void round_trip(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
 	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 2);
-	uint8_t *want = pattern(16 * MiB, 2);
+	uint8_t *want = test_pattern(16 * MiB, 2);
 	vmm_handle_t h0[4], h1[4];
 	uint64_t copies, creates;
 	struct vmmx_stats st;
@@ -209,7 +186,7 @@ static void round_trip(void)
 	is_string("0000", test_layout(buf), "promoted");
 	is_uint(16 * MiB, st.shadow_bytes, "every chunk keeps its host handle (shadow_bytes)");
 	is_uint(4, st.checksums, "one checksum per chunk, after the move");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact on the device");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact on the device");
 
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
 	creates = test_driver_calls(ctx, VMMX_OP_CREATE);
@@ -224,7 +201,7 @@ static void round_trip(void)
 	is_uint(4, st.copies_saved, "so does copies_saved");
 	is_uint(0, st.verified_changed, "none found changed");
 	is_uint(0, st.shadow_bytes, "no copy kept beside");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact back in host memory");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact back in host memory");
 	vmmx_buf_destroy(buf);
 	ok(test_no_leaks(ctx), "nothing leaked");
 	vmmx_ctx_destroy(ctx);
@@ -239,7 +216,7 @@ static void round_trip(void)
 	is_uint(copies + 4, test_driver_calls(ctx, VMMX_OP_COPY), "and the chunks are copied back");
 	st = test_stats(ctx);
 	ok(st.checksums == 0 && st.copies_saved == 0, "with no checksum and no copy saved");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 	vmmx_buf_destroy(buf);
 	free(want);
 	vmmx_ctx_destroy(ctx);
@@ -251,7 +228,7 @@ static void written(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
 	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 3);
-	uint8_t *want = pattern(16 * MiB, 3), *p = vmmx_buf_ptr(buf), w[16];
+	uint8_t *want = test_pattern(16 * MiB, 3), *p = vmmx_buf_ptr(buf), w[16];
 	struct vmm *v = vmmx__ctx_vmm(ctx);
 	uint64_t copies;
 	struct vmmx_stats st;
@@ -274,7 +251,7 @@ static void written(void)
 	is_uint(2, st.verified_changed, "verified_changed counts them");
 	is_uint(2, st.verified_saved, "the two others mapped back");
 	is_uint(0, st.shadow_bytes, "the stale copies went (to the cache)");
-	ok(holds(ctx, buf, want, 16 * MiB), "the written bytes are what came back");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "the written bytes are what came back");
 
 	/* A write through the API drops the copy at once. */
 	test_migrate_all(buf, DEV);
@@ -286,7 +263,7 @@ static void written(void)
 	test_migrate_all(buf, HOST);
 	is_uint(copies + 1, test_driver_calls(ctx, VMMX_OP_COPY), "back: chunk 3 copied");
 	is_uint(2, test_stats(ctx).verified_changed, "without a checksum to find it changed");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 	finish(ctx, buf, want);
 }
 
@@ -296,7 +273,7 @@ static void failed(void)
 {
 	struct vmmx_ctx *ctx = test_ctx(verified);
 	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 4);
-	uint8_t *want = pattern(16 * MiB, 4);
+	uint8_t *want = test_pattern(16 * MiB, 4);
 	struct vmm *v = vmmx__ctx_vmm(ctx);
 	uint64_t copies;
 	struct vmmx_stats st;
@@ -307,12 +284,12 @@ static void failed(void)
 	       "promotion with the second checksum failed: the move succeeds");
 	is_string("0000", test_layout(buf), "every chunk moved");
 	is_uint(12 * MiB, test_stats(ctx).shadow_bytes, "the chunk without a checksum keeps no copy");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 	copies = test_driver_calls(ctx, VMMX_OP_COPY);
 	test_migrate_all(buf, HOST);
 	is_uint(copies + 1, test_driver_calls(ctx, VMMX_OP_COPY), "back: that chunk copied");
 	is_uint(3, test_stats(ctx).verified_saved, "the other three mapped back");
-	ok(holds(ctx, buf, want, 16 * MiB), "data intact");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
 
 	/* At the move back: copied, not counted as changed; ENOTSUP the same. */
 	test_migrate_all(buf, DEV);
@@ -326,7 +303,7 @@ static void failed(void)
 	is_uint(5, st.verified_saved, "the other two mapped back");
 	is_uint(0, st.verified_changed, "a failed checksum is not a change");
 	is_uint(0, st.shadow_bytes, "no copy left");
-	ok(holds(ctx, buf, want, 16 * MiB), "no byte lost");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "no byte lost");
 	is_string("", vmmx_last_error(), "the swallowed failures leave no last error");
 	finish(ctx, buf, want);
 }
@@ -362,25 +339,12 @@ static int scenario(struct vmmx_ctx *ctx, const uint8_t *orig, uint8_t *want, in
 		memset(want + 4 * MiB + 4096 * (size_t)round, 0x70 + round, 512);
 		*errors += vmmx_buf_migrate(buf, 0, 12 * MiB, HOST, NULL) != 0;
 		/* The check may meet the armed fault (a copy): check again. */
-		if (!holds(ctx, buf, want, 12 * MiB) && !holds(ctx, buf, want, 12 * MiB))
+		if (!test_holds(ctx, buf, want, 0, 12 * MiB) && !test_holds(ctx, buf, want, 0, 12 * MiB))
 			bad++;
 	}
 	vmmx_buf_destroy(buf);
 	vmmx_ctx_trim(ctx, 0);
 	return bad;
-}
-
-struct sweep {
-	uint8_t *orig;
-	uint8_t *want;
-	int errors;
-};
-
-static int sweep_run(struct vmmx_ctx *ctx, void *arg)
-{
-	struct sweep *sw = arg;
-
-	return scenario(ctx, sw->orig, sw->want, &sw->errors);
 }
 
 static const int sweep_ops[] = {
@@ -389,28 +353,21 @@ static const int sweep_ops[] = {
 };
 #define NSWEEP (sizeof(sweep_ops) / sizeof(sweep_ops[0]))
 
-static uint64_t op_calls(const struct vmm_counts *c, int op)
-{
-	return op == VMM_OP_CHECKSUM ? c->checksum_calls : c->calls[op];
-}
-
 static void fault_sweep(void)
 {
-	struct sweep sw = { .orig = pattern(12 * MiB, 5), .want = malloc(12 * MiB) };
+	struct test_sweep sw = { scenario, test_pattern(12 * MiB, 5), malloc(12 * MiB), 0 };
 	struct vmm_counts base;
 	struct vmmx_ctx *ctx = test_ctx(verified);
 
 	if (!sw.want)
 		bail("out of memory");
-	is_int(0, sweep_run(ctx, &sw), "fault sweep: the scenario runs clean");
+	is_int(0, test_sweep_run(ctx, &sw), "fault sweep: the scenario runs clean");
 	is_int(0, sw.errors, "with no error");
 	ok(test_stats(ctx).verified_saved >= 4 && test_stats(ctx).verified_changed == 2,
 	   "saving the unwritten chunks' copies and copying the written one");
 	vmm_counts(vmmx__ctx_vmm(ctx), &base);
 	vmmx_ctx_destroy(ctx);
-	for (size_t i = 0; i < NSWEEP; i++)
-		test_fault_sweep(verified, sweep_ops[i], op_calls(&base, sweep_ops[i]), sweep_run,
-				 &sw, "no byte lost");
+	test_fault_sweep_ops(verified, sweep_ops, NSWEEP, &base, test_sweep_run, &sw, "no byte lost");
 	free(sw.orig);
 	free(sw.want);
 }

@@ -56,3 +56,20 @@ void test_fault_sweep(const char *const *vars, int op, uint64_t n, test_scenario
 		name);
 	ok(!bad && !leaks, "failing a %s: %s, no leak", name, promise);
 }
+
+int test_sweep_run(struct vmmx_ctx *ctx, void *arg)
+{
+	struct test_sweep *sw = arg;
+
+	return sw->scenario(ctx, sw->orig, sw->want, &sw->errors);
+}
+
+void test_fault_sweep_ops(const char *const *vars, const int *ops, size_t nops,
+			  const struct vmm_counts *base, test_scenario_fn *scenario, void *arg,
+			  const char *promise)
+{
+	for (size_t i = 0; i < nops; i++)
+		test_fault_sweep(vars, ops[i],
+				 ops[i] == VMM_OP_CHECKSUM ? base->checksum_calls : base->calls[ops[i]],
+				 scenario, arg, promise);
+}

@@ -9,6 +9,7 @@
 #define TESTS_TAP_LEAKS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct vmmx_ctx;
@@ -33,5 +34,30 @@ typedef int test_scenario_fn(struct vmmx_ctx *ctx, void *arg);
  */
 void test_fault_sweep(const char *const *vars, int op, uint64_t n, test_scenario_fn *scenario,
 		      void *arg, const char *promise);
+
+/*
+ * A sweep over a scenario that fills a buffer, moves it about and reads it
+ * back: @scenario gets the bytes first written (@orig), the bytes it must
+ * find (@want, its own to fill), and adds its failed calls to @errors.
+ */
+struct test_sweep {
+	int (*scenario)(struct vmmx_ctx *ctx, const uint8_t *orig, uint8_t *want, int *errors);
+	uint8_t *orig, *want;
+	int errors;
+};
+
+/* A test_scenario_fn running a struct test_sweep (@arg). */
+int test_sweep_run(struct vmmx_ctx *ctx, void *arg);
+
+struct vmm_counts;
+
+/*
+ * test_fault_sweep() for each of the @nops ops of @ops (enum vmmx_op or
+ * VMM_OP_*), over the calls of it that @base, the driver layer's counts of
+ * a clean run, says were made.
+ */
+void test_fault_sweep_ops(const char *const *vars, const int *ops, size_t nops,
+			  const struct vmm_counts *base, test_scenario_fn *scenario, void *arg,
+			  const char *promise);
 
 #endif

@@ -302,3 +302,28 @@ void test_migrate_all(struct vmmx_buf *buf, struct vmmx_loc to)
 	if (vmmx_buf_migrate(buf, 0, vmmx_buf_size(buf), to, NULL))
 		bail("vmmx_buf_migrate: %s", vmmx_last_error());
 }
+
+uint8_t *test_pattern(size_t len, uint32_t seed)
+{
+	uint8_t *p = malloc(len);
+
+	if (!p)
+		bail("out of memory");
+	for (size_t i = 0; i < len; i++)
+		p[i] = test_pattern_byte(i, seed);
+	return p;
+}
+
+bool test_holds(struct vmmx_ctx *ctx, struct vmmx_buf *buf, const uint8_t *want, size_t off,
+		size_t len)
+{
+	uint8_t *got = malloc(len);
+	bool same;
+
+	if (!got)
+		bail("out of memory");
+	same = !vmmx_memcpy(ctx, got, (uint8_t *)vmmx_buf_ptr(buf) + off, len) &&
+	       !memcmp(got, want + off, len);
+	free(got);
+	return same;
+}

@@ -105,5 +105,12 @@ size_t test_check(struct vmmx_ctx *ctx, const void *src, size_t off, size_t len,
 struct vmmx_buf *test_host_buf(struct vmmx_ctx *ctx, size_t size, uint32_t seed);
 /* vmmx_buf_migrate() of the whole of @buf to @to; bails out on failure. */
 void test_migrate_all(struct vmmx_buf *buf, struct vmmx_loc to);
+/* @len bytes of the pattern @seed as test_fill() writes them from offset 0,
+ * malloc'd (the caller frees them); bails out when out of memory. */
+uint8_t *test_pattern(size_t len, uint32_t seed);
+/* Whether [@off, @off + @len) of @buf holds @want + @off (read back through
+ * vmmx_memcpy). */
+bool test_holds(struct vmmx_ctx *ctx, struct vmmx_buf *buf, const uint8_t *want, size_t off,
+		size_t len);
 
 #endif
