@@ -52,7 +52,7 @@
  * everything parked mapped in place first (vmmxp_place_unseen()).  A
  * piece is never parked.  Not the default: a kernel reaching a parked
  * segment through a pointer held in device memory would fault (on the
- * H200 it made a 7B prefill 29% faster, the matmul chain 9-19%:
+ * H200 it made a 7B prefill 29% faster, the matmul chain a median 12%:
  * docs/PRELOAD.md).
  *
  * The victim: never a segment this launch names, nor one the launches
