@@ -688,10 +688,9 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
  */
 static void unpark(struct tracked *t)
 {
+	size_t done = 0;
 	uint64_t t0;
 	int err;
-
-	size_t done = 0;
 
 	if (!t->parked)
 		return;
