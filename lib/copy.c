@@ -37,6 +37,7 @@
 #include "config.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,6 +61,21 @@ enum run_kind {
 static bool same_run(const struct vmmx__chunk *a, const struct vmmx__chunk *b)
 {
 	return vmmx__same_loc(a->loc, b->loc) && a->cpu == b->cpu && !a->parked && !b->parked;
+}
+
+/*
+ * The refusal of a use of the parked chunk at @coff of @buf (vmmx_park()):
+ * its address is unmapped, and a GPU that reached it would end the context.
+ * @what says whose use (it ends where " a parked chunk" follows).  Lets go
+ * the RCU read side and @buf's pin, as the callers hold them.
+ */
+static int parked_fail(struct vmmx_ctx *ctx, struct vmmx_buf *buf, size_t coff, const char *what)
+{
+	urcu_bp_read_unlock();
+	vmmx__buf_unpin(buf);
+	return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+			  "%s a parked chunk (vmmx_park) at offset %zu of buffer %p: bring it back with vmmx_prefetch() first",
+			  what, coff, (void *)buf->base);
 }
 
 static int gpu_only_fail(struct vmmx_ctx *ctx, const char *fn, const char *side, uintptr_t addr)
@@ -184,13 +200,10 @@ static int run_at(struct vmmx_ctx *ctx, uintptr_t addr, size_t max, enum run_use
 		}
 		i = vmmx__table_find(t, off);
 		if (t->c[i].parked) {
-			size_t coff = t->c[i].off;
+			char what[128];
 
-			urcu_bp_read_unlock();
-			vmmx__buf_unpin(buf);
-			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
-					  "%s: %s %p is in a parked chunk (vmmx_park) at offset %zu of buffer %p: bring it back with vmmx_prefetch() first",
-					  fn, side, (void *)addr, coff, (void *)buf->base);
+			snprintf(what, sizeof(what), "%s: %s %p is in", fn, side, (void *)addr);
+			return parked_fail(ctx, buf, t->c[i].off, what);
 		}
 		end = t->c[i].off + t->c[i].size;
 		*kind = !vmm_loc_is_host(t->c[i].loc) ? RUN_DEVICE
@@ -544,13 +557,10 @@ VMMX_API int vmmx_checksum(struct vmmx_ctx *ctx, const void *ptr, size_t size, u
 	for (size_t i = size ? vmmx__table_find(t, off) : t->n; i < t->n && t->c[i].off < off + size;
 	     i++) {
 		if (t->c[i].parked) {
-			size_t coff = t->c[i].off;
+			char what[128];
 
-			urcu_bp_read_unlock();
-			vmmx__buf_unpin(buf);
-			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
-					  "vmmx_checksum: [%p, +%zu) reaches a parked chunk (vmmx_park) at offset %zu of buffer %p: bring it back with vmmx_prefetch() first",
-					  ptr, size, coff, (void *)buf->base);
+			snprintf(what, sizeof(what), "vmmx_checksum: [%p, +%zu) reaches", ptr, size);
+			return parked_fail(ctx, buf, t->c[i].off, what);
 		}
 	}
 	urcu_bp_read_unlock();

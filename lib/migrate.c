@@ -746,13 +746,13 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	ctx = buf->ctx;
 	if (vmmx__inherited(ctx))
 		return vmmx__fail_inherited(ctx, fn);
-	if (!vmmx__loc_usable(ctx, to) || (park && !vmm_loc_is_host(to))) {
+	/* vmmx_park() refused a @to that is not host memory before this. */
+	if (!vmmx__loc_usable(ctx, to)) {
 		char name[32];
 
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
-				  park ? "%s: location %s is not host memory usable by this context"
-				       : "%s: location %s is not usable by this context",
-				  fn, vmmx_loc_name(to, name, sizeof(name)));
+				  "%s: location %s is not usable by this context", fn,
+				  vmmx_loc_name(to, name, sizeof(name)));
 	}
 	if (st && st->ctx != ctx)
 		return vmmx__fail(&ctx->conf.log, -VMMX_EINVAL,
