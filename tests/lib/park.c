@@ -205,10 +205,7 @@ static void written_unpark(void)
 	is_uint(2, test_stats(ctx).unparks, "two unparks in all");
 	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "no byte lost");
 	ok(buf->table->c[0].hva == NULL, "its own mapping went");
-	vmmx_buf_destroy(buf);
-	free(want);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	test_finish(ctx, buf, want);
 
 	/* Without the setting: no copy to park, a plain move back. */
 	ctx = test_ctx(plain);
@@ -253,9 +250,7 @@ static void bad_args(void)
 	is_err(0, vmmx_park(ctx, p, 0, HOST, NULL, NULL), "vmmx_park of 0 bytes: nothing");
 	is_err(0, vmmx_unpark(ctx, p, 0, NULL), "vmmx_unpark of 0 bytes: nothing");
 	is_string("HH", test_layout(buf), "nothing moved");
-	vmmx_buf_destroy(buf);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	test_finish(ctx, buf, NULL);
 }
 
 /* ---- 4. the buffer calls over parked chunks ---- */

@@ -81,14 +81,6 @@ static void handles(struct vmmx_buf *buf, vmm_handle_t *h, size_t n)
 		h[i] = buf->table->c[i].handle;
 }
 
-/* The end of a part: the buffer and the expected bytes go, nothing is left. */
-static void finish(struct vmmx_ctx *ctx, struct vmmx_buf *buf, uint8_t *want)
-{
-	vmmx_buf_destroy(buf);
-	free(want);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
-}
 
 /* ---- 1. vmmx_checksum ---- */
 
@@ -166,7 +158,7 @@ static void checksum(void)
 	}
 	is_err(-VMMX_EINVAL, vmm_checksum(vmmx__ctx_vmm(ctx), p + 4 * MiB, 7, &sum),
 	       "vmm_checksum: a size that is not a multiple of 8");
-	finish(ctx, buf, want);
+	test_finish(ctx, buf, want);
 }
 
 /* ---- 2. the round trip ---- */
@@ -264,7 +256,7 @@ static void written(void)
 	is_uint(copies + 1, test_driver_calls(ctx, VMMX_OP_COPY), "back: chunk 3 copied");
 	is_uint(2, test_stats(ctx).verified_changed, "without a checksum to find it changed");
 	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact");
-	finish(ctx, buf, want);
+	test_finish(ctx, buf, want);
 }
 
 /* ---- 4. a failed checksum ---- */
@@ -305,7 +297,7 @@ static void failed(void)
 	is_uint(0, st.shadow_bytes, "no copy left");
 	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "no byte lost");
 	is_string("", vmmx_last_error(), "the swallowed failures leave no last error");
-	finish(ctx, buf, want);
+	test_finish(ctx, buf, want);
 }
 
 /* ---- 5. the fault sweep ---- */

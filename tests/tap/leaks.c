@@ -73,3 +73,12 @@ void test_fault_sweep_ops(const char *const *vars, const int *ops, size_t nops,
 				 ops[i] == VMM_OP_CHECKSUM ? base->checksum_calls : base->calls[ops[i]],
 				 scenario, arg, promise);
 }
+
+void test_finish(struct vmmx_ctx *ctx, struct vmmx_buf *buf, void *want)
+{
+	if (buf)
+		vmmx_buf_destroy(buf);
+	free(want);
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}

@@ -22,6 +22,11 @@ struct vmmx_ctx;
  */
 bool test_no_leaks(struct vmmx_ctx *ctx);
 
+/* The end of a test's part: @buf destroyed and @want freed (either may be
+ * NULL), then one assertion that nothing leaked, then @ctx destroyed. */
+struct vmmx_buf;
+void test_finish(struct vmmx_ctx *ctx, struct vmmx_buf *buf, void *want);
+
 /* A scenario of a fault sweep: the count of broken promises (0: none). */
 typedef int test_scenario_fn(struct vmmx_ctx *ctx, void *arg);
 
