@@ -368,14 +368,25 @@ static void trace_record(const char *body)
 		vmm_write_quiet(trace_fd, line, (size_t)n);
 }
 
-void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err)
+void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err,
+		      int mover)
 {
-	char body[224];
+	char body[240];
 
 	snprintf(body, sizeof(body),
 		 "\"event\":\"move\",\"to\":\"%s\",\"base\":\"%p\",\"size\":%zu,\"ns\":%llu,"
-		 "\"ok\":%s", to_device ? "device" : "host", base, size, (unsigned long long)ns,
-		 err ? "false" : "true");
+		 "\"ok\":%s,\"by\":\"%s\"", to_device ? "device" : "host", base, size,
+		 (unsigned long long)ns, err ? "false" : "true", mover ? "mover" : "launch");
+	trace_record(body);
+}
+
+void vmmxp_trace_wait(const char *what, const void *base, uint64_t ns, int mover)
+{
+	char body[192];
+
+	snprintf(body, sizeof(body),
+		 "\"event\":\"wait\",\"for\":\"%s\",\"base\":\"%p\",\"ns\":%llu,\"by\":\"%s\"",
+		 what, base, (unsigned long long)ns, mover ? "mover" : "launch");
 	trace_record(body);
 }
 

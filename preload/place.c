@@ -534,11 +534,13 @@ static int wait_event(uint64_t u, int unlocked, int *waited)
 static int wait_for_use(struct tracked *t, int unlocked)
 {
 	/* Read before the lock is let go; the older first. */
-	uint64_t u[2] = { t->use2, t->use }, before = uses;
+	uint64_t u[2] = { t->use2, t->use }, before = uses, t0 = now_ns();
+	void *base = t->base;
 	int waited = 0, err = 0;
 
 	if (wait_device() || t->unknown || !t->use) {
 		err = sync_device(t->ctx, unlocked);
+		vmmxp_trace_wait("device", base, now_ns() - t0, unlocked);
 		/* Unknown work marked meanwhile (the lock let go) is not covered. */
 		if (!err && t->unknown <= before + 1) {
 			t->unknown = 0;
@@ -549,6 +551,8 @@ static int wait_for_use(struct tracked *t, int unlocked)
 	for (int i = 0; i < 2 && !err; i++)
 		err = wait_event(u[i], unlocked, &waited);
 	st.waits += waited;
+	if (waited)
+		vmmxp_trace_wait("event", base, now_ns() - t0, unlocked);
 	/* An event failed: the device is waited for instead. */
 	return err ? sync_device(t->ctx, unlocked) : 0;
 }
@@ -662,7 +666,7 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 	err = park ? vmmx_park(ctx, base, size, to, NULL, &parked)
 		   : vmmx_prefetch(ctx, base, size, to, NULL);
 	t0 = now_ns() - t0;
-	vmmxp_trace_move(base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err);
+	vmmxp_trace_move(base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err, unlocked);
 	if (unlocked)
 		pthread_mutex_lock(&lock);
 	*ns += t0;
@@ -1346,7 +1350,9 @@ static void wait_mover(struct tracked *t)
 	st.mover_waits++;
 	while (t->moving)
 		pthread_cond_wait(&done_cv, &lock);
-	st.mover_wait_ns += now_ns() - t0;
+	t0 = now_ns() - t0;
+	st.mover_wait_ns += t0;
+	vmmxp_trace_wait("mover", t->base, t0, 0);
 }
 
 /* lock held: whether @t is queued for a mover, not begun. */
@@ -1389,7 +1395,9 @@ static void wait_pieces_above(const struct tracked *q)
 	st.mover_waits++;
 	while (moving_above(q))
 		pthread_cond_wait(&done_cv, &lock);
-	st.mover_wait_ns += now_ns() - t0;
+	t0 = now_ns() - t0;
+	st.mover_wait_ns += t0;
+	vmmxp_trace_wait("pieces", q->base, t0, 0);
 }
 
 /* VMMX_RUN_PLACE_TRIAL, read once: the cycles the trial measures each way, 0 for none. */
@@ -1598,7 +1606,10 @@ int vmmxp_place_quiet(void)
 {
 	int spill;
 
-	/* Only launch placement reads launches: not --launches, nor --trace. */
+	/*
+	 * Only launch placement passes launches unread, and not under
+	 * --launches (under a trace alone it does: vmmxp_launches_asked()).
+	 */
 	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED) || !vmmxp_place_on() ||
 	    vmmxp_launches_asked())
 		return 0;

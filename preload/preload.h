@@ -646,7 +646,12 @@ void vmmxp_control_after_fork(void);
  * real address.
  */
 int vmmxp_launch_on(void);
-/* Whether every launch is to be read: --launches or --trace (resolve.c).  Read once. */
+/*
+ * Whether every launch is to be read from the first: --launches
+ * (resolve.c).  A trace alone (--trace) records what is read: under
+ * --placement launch, from the first spill on, so that a traced run
+ * places as an untraced one does.  Read once.
+ */
 int vmmxp_launches_asked(void);
 /* Whether @fn is one of the launch hooks (graph instantiation and changes among them). */
 int vmmxp_fn_is_launch(int fn);
@@ -828,11 +833,24 @@ struct vmmxp_place_stats {
 /*
  * vmmxp_trace_move() - one move of --placement launch in the launch trace,
  * when one is kept: {"time":..,"pid":..,"event":"move","to":"device" or
- * "host","base":"0x..","size":N,"ns":N,"ok":true or false}: the segment at
- * @base, @size of its bytes moved in @ns nanoseconds (@err: it failed).
- * Context: any thread (one write() a record).
+ * "host","base":"0x..","size":N,"ns":N,"ok":true or false,"by":"launch" or
+ * "mover"}: the segment at @base, @size of its bytes moved in @ns
+ * nanoseconds (@err: it failed), on the launching thread or a mover
+ * (@mover).  Context: any thread (one write() a record).
  */
-void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err);
+void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns, int err,
+		      int mover);
+/*
+ * vmmxp_trace_wait() - a wait of --placement launch, in the launch trace
+ * when one is kept: {"time":..,"pid":..,"event":"wait","for":@what,
+ * "base":"0x..","ns":N,"by":"launch" or "mover" (@mover)}: @what is
+ * "mover" (a launch waits for a move of the segment at @base under way),
+ * "pieces" (for a move above the piece at @base), "device" (a move of
+ * @base waits for the whole device) or "event" (for the last use of
+ * @base, not yet done when asked).  The time is the record's, at the
+ * wait's end.
+ */
+void vmmxp_trace_wait(const char *what, const void *base, uint64_t ns, int mover);
 /*
  * vmmxp_trace_check() - VMMX_RUN_PLACE_CHECK's record, after the launch it
  * waited for: {"time":..,"pid":..,"event":"check","err":N} (@err: the

@@ -256,9 +256,24 @@ int vmmxp_launches_asked(void)
 	int v = __atomic_load_n(&asked, __ATOMIC_RELAXED);
 
 	if (v < 0) {
-		const char *l = getenv("VMMX_RUN_LAUNCHES"), *t = getenv("VMMX_RUN_LAUNCH_TRACE");
+		const char *l = getenv("VMMX_RUN_LAUNCHES");
 
-		v = (l && *l && strcmp(l, "0")) || (t && *t);
+		v = l && *l && strcmp(l, "0");
+		__atomic_store_n(&asked, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* Whether a launch trace is asked for (VMMX_RUN_LAUNCH_TRACE); read once. */
+static int trace_asked(void)
+{
+	static int asked = -1;
+	int v = __atomic_load_n(&asked, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *t = getenv("VMMX_RUN_LAUNCH_TRACE");
+
+		v = t && *t;
 		__atomic_store_n(&asked, v, __ATOMIC_RELAXED);
 	}
 	return v;
@@ -267,7 +282,7 @@ int vmmxp_launches_asked(void)
 int vmmxp_launch_on(void)
 {
 	/* --placement launch (vmmxp_copy_on(): the one reading of VMMX_RUN_PLACEMENT) */
-	return vmmxp_launches_asked() || vmmxp_copy_on();
+	return vmmxp_launches_asked() || trace_asked() || vmmxp_copy_on();
 }
 
 int vmmxp_copy_on(void)

@@ -264,6 +264,23 @@ placed 35 place-late-spill 'device syncs 2;' \
 	"a segment launches passed unread used waits for the device at its first move (device syncs 2)"
 grep -q 'passed unread before memory was seen spilled 64$' "$tmp/rep35"
 check $? "... the 64 launches before the spill was seen passed unread"
+# Traced, it places alike: the launches before the spill pass unread (not
+# recorded), and the trace names each move's thread and each wait.
+rm -f "$tmp/trace35"
+"$run" $opts --placement launch --report-file "$tmp/rep35t" --trace "$tmp/trace35" -- \
+	"$lc" place-late-spill >"$tmp/tap35t" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/tap35t" && st=1
+grep -q 'passed unread before memory was seen spilled 64$' "$tmp/rep35t" || st=1
+grep -q 'device syncs 2;' "$tmp/rep35t" || st=1
+n35=$(sed -n 's/^  launches  *\([0-9]*\) watched.*/\1/p' "$tmp/rep35t")
+[ "$(grep -c '"event":"launch"' "$tmp/trace35")" = "$((n35 - 64))" ] || st=1
+[ "$(grep -c '"event":"wait","for":"device","base":"0x[0-9a-f]*","ns":[0-9]*,"by":"launch"' "$tmp/trace35")" = 2 ] || st=1
+[ "$(grep -c '"event":"move",.*"ok":true,"by":"launch"}' "$tmp/trace35")" = \
+	"$(grep -c '"event":"move"' "$tmp/trace35")" ] || st=1
+grep -q '"event":"move"' "$tmp/trace35" || st=1
+check $st "--trace alone places as untraced: 64 launches unread and not recorded ($n35 watched), 2 device syncs, each a wait record; every move on the launching thread"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap35t" "$tmp/rep35t"
 # The same with 16 MiB chunks: a launch names a buffer's first chunk, and the whole buffer moves.
 VMMX_CHUNK_MAX=16MiB "$run" $opts --placement launch -- "$lc" place >"$tmp/tap7" 2>&1
 st=$?
