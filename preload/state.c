@@ -736,6 +736,15 @@ static void report(void)
 			(unsigned long long)st.fallbacks, (unsigned long long)st.fallbacks_limit,
 			(unsigned long long)st.fallbacks_headroom,
 			(unsigned long long)st.fallbacks_oom);
+		human(b1, sizeof(b1), st.copy_bytes_saved);
+		human(b2, sizeof(b2), st.shadow_bytes);
+		fprintf(out, "    host copies    %llu moves to host memory mapped a kept copy (%s not "
+			     "copied), %llu of them verified unchanged, %llu found changed (copied); "
+			     "%llu checksums; %s kept now\n",
+			(unsigned long long)st.copies_saved, b1,
+			(unsigned long long)st.verified_saved,
+			(unsigned long long)st.verified_changed,
+			(unsigned long long)st.checksums, b2);
 	}
 	if (!any)
 		fprintf(out, "  no allocation went through libvmmx\n");

@@ -153,6 +153,8 @@ check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency 
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
 grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, 0 threads, at most 0 moves under way at once, launches waited for it 0 times, 0.0 ms; copies and memsets held 0; streams joined 0$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
+grep -q 'host copies  *4 moves to host memory mapped a kept copy (256.0 MiB not copied), 4 of them verified unchanged, 0 found changed (copied); 12 checksums; 256.0 MiB kept now$' "$tmp/rep5"
+check $? "--report: of the 8 sends back, the 4 of weights brought in before mapped their verified copy again (8 checksums at the bring-ins, 4 at those sends back); 4 copies kept"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
 st=$?
