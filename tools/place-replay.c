@@ -141,6 +141,19 @@ struct umap {
 	size_t cap, n;
 };
 
+/*
+ * A move or a wait the recorded run made, with its record's time (when it
+ * ended), for the recorded step's figures (replay_recorded()).
+ */
+enum rkind { R_OUT, R_IN, R_DEVICE, R_EVENT, R_MOVER, R_PIECES, R_KINDS };
+
+struct rtimed {
+	double t;
+	enum rkind kind;
+	int by_mover;	/* "by":"mover" */
+	uint64_t ns;
+};
+
 /* Segment @seg is gone from launch @at on. */
 struct rdeath {
 	size_t at, seg;
@@ -169,6 +182,9 @@ struct trace {
 	size_t move_n[2], move_failed;
 	double *move_rate[2]; /* bytes per second of each that moved some in some time */
 	size_t move_nrate[2], move_cap[2];
+	/* Its moves and waits with a time, in the order recorded. */
+	struct rtimed *timed;
+	size_t ntimed, captimed;
 	uint64_t devices; /* device ordinals seen, as bits (0-63) */
 	int have_times;
 	/* The cycle: the step reported, if any (of a cycle of @want_cycle launches when not 0). */
@@ -267,6 +283,7 @@ static void trace_free(struct trace *T)
 	umap_free(&T->chunk_seg);
 	free(T->move_rate[0]);
 	free(T->move_rate[1]);
+	free(T->timed);
 }
 
 /* ---- reading the trace ---- */
@@ -498,6 +515,37 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 	return 0;
 }
 
+/* @o's move or wait of @kind, kept when the record has a time; 0, or -1 after a message. */
+static int take_timed(struct trace *T, const struct json *o, enum rkind kind, uint64_t ns)
+{
+	const struct json *t = json_get(o, "time");
+	const char *by = json_str(json_get(o, "by"));
+
+	if (json_type(t) != JSON_NUM)
+		return 0;
+	if (grow((void **)&T->timed, &T->captimed, T->ntimed + 1, sizeof(*T->timed)))
+		return oom();
+	T->timed[T->ntimed++] = (struct rtimed){ json_num(t), kind, by && !strcmp(by, "mover"), ns };
+	return 0;
+}
+
+/*
+ * A wait the recorded run made (--placement launch): what for, how long;
+ * kept for the recorded step's figures.
+ */
+static int take_wait(struct trace *T, const struct where *w, const struct json *o)
+{
+	static const char *const fors[] = { "device", "event", "mover", "pieces" };
+	const char *f = json_str(json_get(o, "for"));
+	uint64_t ns = json_u64(json_get(o, "ns"));
+
+	for (int k = 0; f && ns != UINT64_MAX && k < 4; k++)
+		if (!strcmp(f, fors[k]))
+			return take_timed(T, o, (enum rkind)(R_DEVICE + k), ns);
+	return bad(w, "wait record: expected \"for\":\"device\", \"event\", \"mover\" or "
+		      "\"pieces\" and \"ns\":N");
+}
+
 /*
  * A move the recorded run made (--placement launch): its bytes and time,
  * by direction, to price the replay's moves with (--move-rates).
@@ -528,7 +576,7 @@ static int take_move(struct trace *T, const struct where *w, const struct json *
 	T->move_bytes[in] += size;
 	T->move_ns[in] += ns;
 	T->move_n[in]++;
-	return 0;
+	return take_timed(T, o, in ? R_IN : R_OUT, ns);
 }
 
 /* One line: 0 taken or skipped, -1 after a message. */
@@ -563,6 +611,8 @@ static int take_line(struct trace *T, const struct where *w, const char *line, i
 		rc = take_launch(T, w, o);
 	} else if (json_str(ev) && !strcmp(json_str(ev), "move")) {
 		rc = take_move(T, w, o);
+	} else if (json_str(ev) && !strcmp(json_str(ev), "wait")) {
+		rc = take_wait(T, w, o);
 	} else if (ev) {
 		T->other_events++; /* another kind of event: not this replay's */
 	} else if (json_get(o, "buf") && json_get(o, "chosen")) {
@@ -1329,6 +1379,55 @@ static int choose_compute(const struct trace *T, enum compute c, struct compute_
 	return 0;
 }
 
+/*
+ * What the recorded run did in the step the figures are for, from its
+ * launch records' times and its move and wait records: the step's time by
+ * the launches' clock (to the next step's first launch, or to its own last
+ * when it ends the trace), and the moves and waits recorded from its first
+ * launch to the next step's (or the trace's end).  Left out without launch
+ * times, or without a move or wait record with a time.
+ */
+static void replay_recorded(const struct trace *T, struct rep *doc)
+{
+	static const char *const names[R_KINDS] = { "out", "in", "device", "event", "mover",
+						    "pieces" };
+	size_t n[R_KINDS] = { 0 }, movers[R_KINDS] = { 0 }, end = T->step_first + T->step_len;
+	double ms[R_KINDS] = { 0 }, t0, t1, stop;
+	int next = end < T->nl;
+	struct rep *o;
+
+	if (!T->have_times || !T->ntimed || !T->step_len)
+		return;
+	t0 = T->l[T->step_first].t;
+	t1 = next ? T->l[end].t : T->l[end - 1].t;
+	stop = next ? t1 : INFINITY;
+	for (size_t i = 0; i < T->ntimed; i++) {
+		const struct rtimed *r = &T->timed[i];
+
+		if (r->t < t0 || r->t >= stop)
+			continue;
+		n[r->kind]++;
+		movers[r->kind] += (size_t)r->by_mover;
+		ms[r->kind] += (double)r->ns / 1e6;
+	}
+	o = rep_label(rep_obj(doc, "recorded"), "run",
+		      "the recorded step took %.3f ms by the launches' clock (%s); moved in %zu (%zu by "
+		      "movers), back %zu (%zu by movers); waits: for the device %zu (%.3f ms), "
+		      "last uses %zu (%.3f ms), the movers %zu (%.3f ms), pieces %zu (%.3f ms)",
+		      (t1 - t0) * 1e3, next ? "to the next step's first launch" : "to its last launch",
+		      n[R_IN], movers[R_IN], n[R_OUT], movers[R_OUT], n[R_DEVICE], ms[R_DEVICE],
+		      n[R_EVENT], ms[R_EVENT], n[R_MOVER], ms[R_MOVER], n[R_PIECES], ms[R_PIECES]);
+	rep_num(o, "step_ms", (t1 - t0) * 1e3);
+	rep_str(o, "step_to", next ? "next step" : "last launch");
+	for (int k = 0; k < R_KINDS; k++) {
+		struct rep *e = rep_obj(o, names[k]);
+
+		rep_int(e, "count", (long long)n[k]);
+		rep_int(e, "by_movers", (long long)movers[k]);
+		rep_num(e, "ms", ms[k]);
+	}
+}
+
 static void replay_head(const struct trace *T, const struct model *M, int dev_given,
 			const struct compute_choice *cc, struct rep *doc)
 {
@@ -1371,6 +1470,7 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 		rep_int(o, "step_launches", (long long)T->step_len);
 		rep_int(o, "complete_steps", (long long)T->steps);
 		rep_int(o, "step_first_launch", (long long)T->step_first);
+		replay_recorded(T, doc);
 	} else {
 		rep_label(rep_null(doc, "cycle"), "cycle",
 			  "none complete in the trace: figures for the whole trace");

@@ -161,6 +161,35 @@ pycheck "moves of 0 bytes or 0 ns leave the median alone (still 20 GB/s back), a
 "$place" --replay "$abc" --move-rates trace >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q -- '--move-rates trace: .*holds no move record' "$tmp/err"
 check $? "--move-rates trace on a trace without move records: exit 1, said so"
+# The recorded step (launches 6-8, at 1000.006-1000.008 s, the last of the
+# trace): the moves and waits recorded from its first launch on, by the
+# thread that made them; those before it are the earlier steps'.
+{ cat "$abc"
+  echo '{"time":1000.0035,"pid":4242,"event":"move","to":"device","base":"0x20000000","size":100000000,"ns":2000000,"ok":true,"by":"mover"}'
+  echo '{"time":1000.004,"pid":4242,"event":"wait","for":"device","base":"0x10000000","ns":700000,"by":"launch"}'
+  echo '{"time":1000.0065,"pid":4242,"event":"move","to":"device","base":"0x20000000","size":100000000,"ns":1000000,"ok":true,"by":"mover"}'
+  echo '{"time":1000.0066,"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":250000,"ok":true,"by":"mover"}'
+  echo '{"time":1000.007,"pid":4242,"event":"wait","for":"event","base":"0x10000000","ns":500000,"by":"mover"}'
+  echo '{"time":1000.0075,"pid":4242,"event":"move","to":"device","base":"0x30000000","size":100000000,"ns":1500000,"ok":true,"by":"launch"}'
+  echo '{"time":1000.0078,"pid":4242,"event":"wait","for":"mover","base":"0x20000000","ns":300000,"by":"launch"}'
+  echo '{"time":1000.0079,"pid":4242,"event":"wait","for":"pieces","base":"0x20000000","ns":100000,"by":"launch"}'
+  echo '{"time":1000.0079,"pid":5151,"event":"wait","for":"mover","base":"0x20000000","ns":900000,"by":"launch"}'
+} >"$tmp/step.jsonl"
+"$place" --replay "$tmp/step.jsonl" --hbm 1000 --pcie 10 >"$tmp/step" 2>"$tmp/err"
+st=$?
+tr '\n' ' ' <"$tmp/step" | tr -s ' ' |
+	grep -q "run the recorded step took 2\.000 ms by the launches' clock (to its last launch); moved in 2 (1 by movers), back 1 (1 by movers); waits: for the device 0 (0\.000 ms), last uses 1 (0\.500 ms), the movers 1 (0\.300 ms), pieces 1 (0\.100 ms) model " || st=1
+check $st "the recorded step: 2 ms from its first launch to its last; its 2 moves in (1 by a mover), 1 back, and 3 waits, by kind; the earlier step's and another process's left out"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/step" "$tmp/err"
+"$place" --replay "$tmp/step.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/step.json" 2>"$tmp/err"
+pycheck "--json: the recorded step's figures (step_ms 2, in 2 by movers 1, event 0.5 ms)" "$tmp/step.json" \
+	'abs(d["recorded"]["step_ms"] - 2) < 1e-6 and d["recorded"]["step_to"] == "last launch" and [d["recorded"][k]["count"] for k in ("in", "out", "device", "event", "mover", "pieces")] == [2, 1, 0, 1, 1, 1] and d["recorded"]["in"]["by_movers"] == 1 and abs(d["recorded"]["event"]["ms"] - 0.5) < 1e-9'
+"$place" --replay "$abc" --json >"$tmp/norec.json" 2>"$tmp/err"
+pycheck "no move or wait record with a time: no recorded step" "$tmp/norec.json" '"recorded" not in d'
+{ cat "$abc"; echo '{"time":1000.007,"pid":4242,"event":"wait","for":"lunch","ns":5}'; } >"$tmp/badwait.jsonl"
+"$place" --replay "$tmp/badwait.jsonl" >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q 'badwait.jsonl:13: wait record: expected "for":"device", "event", "mover" or "pieces" and "ns":N' "$tmp/err"
+check $? "a malformed wait record: exit 1, its line named"
 { cat "$abc"; echo '{"pid":4242,"event":"move","to":"sideways","size":1,"ns":1,"ok":true}'; } >"$tmp/badmove.jsonl"
 "$place" --replay "$tmp/badmove.jsonl" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q 'badmove.jsonl:13: move record: expected "to":"device" or "host"' "$tmp/err"
