@@ -1025,40 +1025,6 @@ static size_t most_moved(struct vmmx_ctx *ctx)
 }
 
 /*
- * Send the victim @vt back (@bytes of it on the device) once its last use
- * is done, marked moving meanwhile; the lock let go around the wait and
- * the move with @unlocked (a mover), counted by @cycle_len's choice.
- * lock held.  Return: 0, or the failure (what moved stays moved).
- */
-static int send_back(struct tracked *vt, size_t bytes, int unlocked, uint64_t cycle_len)
-{
-	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	int err;
-
-	vt->moving = 1;
-	err = wait_last_use(vt, unlocked);
-	if (!err)
-		err = move(vt, host, bytes, unlocked, &st.out_ns);
-	vt->moving = 0;
-	if (unlocked)
-		pthread_cond_broadcast(&done_cv);
-	if (err) {
-		/* What moved stays moved; what did not is still on the device. */
-		vt->on_device = on_device_bytes(vt) != 0;
-		st.failed++;
-		return err;
-	}
-	vt->on_device = 0;
-	st.evicted++;
-	st.evicted_bytes += vt->size;
-	if (cycle_len)
-		st.evicted_next_use++;
-	else
-		st.evicted_lru++;
-	return 0;
-}
-
-/*
  * Bring @t's segment to its context's device, sending victims back as
  * needed.  @once: the launch reads it once (see the top); @t was named by
  * the current launch (ON_DEMAND) or is held for one ahead (AHEAD_OF,
@@ -1082,6 +1048,7 @@ static int send_back(struct tracked *vt, size_t bytes, int unlocked, uint64_t cy
 static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len, uint64_t bound)
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
+	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
 	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, sent = 0;
 	struct tracked *v[MAX_EVICT];
 	size_t dev_bytes[MAX_EVICT], most;
@@ -1177,9 +1144,26 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		}
 		vt = v[0];
 		sent++;
-		err = send_back(vt, dev_bytes[0], unlocked, cycle_len);
-		if (err)
+		vt->moving = 1;
+		err = wait_last_use(vt, unlocked);
+		if (!err)
+			err = move(vt, host, dev_bytes[0], unlocked, &st.out_ns);
+		vt->moving = 0;
+		if (unlocked)
+			pthread_cond_broadcast(&done_cv);
+		if (err) {
+			/* What moved stays moved; what did not is still on the device. */
+			vt->on_device = on_device_bytes(vt) != 0;
+			st.failed++;
 			return err;
+		}
+		vt->on_device = 0;
+		st.evicted++;
+		st.evicted_bytes += vt->size;
+		if (cycle_len)
+			st.evicted_next_use++;
+		else
+			st.evicted_lru++;
 	}
 }
 
@@ -1922,70 +1906,6 @@ static int once_room(const struct tracked *t)
 	return !lack;
 }
 
-/* What ahead_at() did at a launch ahead. */
-enum ahead { AHEAD_NONE, AHEAD_MOVED, AHEAD_STOP };
-
-/*
- * lock held: bring_in_ahead() at the launch @d ahead in the cycle of @len
- * launches: its segments in host memory queued for the movers (@queue) or
- * brought in here; *@bound raised past the next uses of its resident ones.
- * Return: AHEAD_MOVED when some were queued or brought in, AHEAD_STOP when
- * the look must end (the plan is not known there, the queue is full, or a
- * move here failed), else AHEAD_NONE.
- */
-static enum ahead ahead_at(uint64_t d, uint64_t len, int queue, uint64_t *bound)
-{
-	uint64_t q = ((uint64_t)cur.at + d) % len;
-	const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
-	uint32_t live = 0;
-	int moved = 0;
-
-	if (!pl || pl->generation != cur.generation)
-		return AHEAD_STOP;
-	for (uint32_t i = 0; i < pl->n; i++) {
-		struct tracked *t = find(pl->base[i], 0);
-		uint64_t after, period;
-
-		if (!t || !t->ctx)
-			continue;
-		/*
-		 * Its use expected from its period is past: the plan is out of
-		 * date there (the workspace of the last step, freed since).
-		 */
-		period = t->prev && t->last - t->prev < len ? t->last - t->prev : len;
-		if (t->last + period <= seq)
-			continue;
-		live |= 1u << i;
-		/* Its use in the window, then its period again. */
-		after = seq + d + period;
-		if (after > *bound && t->on_device)
-			*bound = after;
-	}
-	for (uint32_t i = 0; i < pl->n; i++) {
-		struct tracked *t = find(pl->base[i], 0);
-		int once = (pl->once >> i) & 1;
-
-		/*
-		 * As last seen here: one that libvmmx moved meanwhile is left
-		 * to its launch, as is one too large to make room for.
-		 */
-		if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx) ||
-		    piece_blocked(t))
-			continue;
-		if (once && !once_room(t))
-			continue;
-		if (queue) {
-			if (tail - head + (uint64_t)busy >= depth())
-				return AHEAD_STOP;
-			enqueue(t, once, len, seq + d);
-		} else if (promote(t, AHEAD_OF, once, len, *bound)) {
-			return AHEAD_STOP;
-		}
-		moved = 1;
-	}
-	return moved ? AHEAD_MOVED : AHEAD_NONE;
-}
-
 /*
  * Bring in what the launches after the current one name, the cycle being
  * known: the segments of the launches ahead (up to AHEAD) in host memory
@@ -2015,9 +1935,55 @@ static void bring_in_ahead(void)
 	int queue = mover_on();
 
 	for (uint64_t d = 1; d <= horizon; d++) {
-		enum ahead a = ahead_at(d, len, queue, &bound);
+		uint64_t q = ((uint64_t)cur.at + d) % len;
+		const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
+		uint32_t live = 0;
+		int moved = 0;
 
-		if (a == AHEAD_STOP || (a == AHEAD_MOVED && !queue))
+		if (!pl || pl->generation != cur.generation)
+			return;
+		for (uint32_t i = 0; i < pl->n; i++) {
+			struct tracked *t = find(pl->base[i], 0);
+			uint64_t after, period;
+
+			if (!t || !t->ctx)
+				continue;
+			/*
+			 * Its use expected from its period is past: the plan is out of
+			 * date there (the workspace of the last step, freed since).
+			 */
+			period = t->prev && t->last - t->prev < len ? t->last - t->prev : len;
+			if (t->last + period <= seq)
+				continue;
+			live |= 1u << i;
+			/* Its use in the window, then its period again. */
+			after = seq + d + period;
+			if (after > bound && t->on_device)
+				bound = after;
+		}
+		for (uint32_t i = 0; i < pl->n; i++) {
+			struct tracked *t = find(pl->base[i], 0);
+			int once = (pl->once >> i) & 1;
+
+			/*
+			 * As last seen here: one that libvmmx moved meanwhile is left
+			 * to its launch, as is one too large to make room for.
+			 */
+			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx) ||
+			    piece_blocked(t))
+				continue;
+			if (once && !once_room(t))
+				continue;
+			if (queue) {
+				if (tail - head + (uint64_t)busy >= depth())
+					return;
+				enqueue(t, once, len, seq + d);
+			} else if (promote(t, AHEAD_OF, once, len, bound)) {
+				return;
+			}
+			moved = 1;
+		}
+		if (moved && !queue)
 			return;
 	}
 }
