@@ -152,6 +152,7 @@ struct rtimed {
 	enum rkind kind;
 	int by_mover;	/* "by":"mover" */
 	uint64_t ns;
+	uint64_t size;	/* a move's bytes (0: a wait) */
 };
 
 /* Segment @seg is gone from launch @at on. */
@@ -516,7 +517,8 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 }
 
 /* @o's move or wait of @kind, kept when the record has a time; 0, or -1 after a message. */
-static int take_timed(struct trace *T, const struct json *o, enum rkind kind, uint64_t ns)
+static int take_timed(struct trace *T, const struct json *o, enum rkind kind, uint64_t ns,
+		      uint64_t size)
 {
 	const struct json *t = json_get(o, "time");
 	const char *by = json_str(json_get(o, "by"));
@@ -525,7 +527,8 @@ static int take_timed(struct trace *T, const struct json *o, enum rkind kind, ui
 		return 0;
 	if (grow((void **)&T->timed, &T->captimed, T->ntimed + 1, sizeof(*T->timed)))
 		return oom();
-	T->timed[T->ntimed++] = (struct rtimed){ json_num(t), kind, by && !strcmp(by, "mover"), ns };
+	T->timed[T->ntimed++] =
+		(struct rtimed){ json_num(t), kind, by && !strcmp(by, "mover"), ns, size };
 	return 0;
 }
 
@@ -541,7 +544,7 @@ static int take_wait(struct trace *T, const struct where *w, const struct json *
 
 	for (int k = 0; f && ns != UINT64_MAX && k < 4; k++)
 		if (!strcmp(f, fors[k]))
-			return take_timed(T, o, (enum rkind)(R_DEVICE + k), ns);
+			return take_timed(T, o, (enum rkind)(R_DEVICE + k), ns, 0);
 	return bad(w, "wait record: expected \"for\":\"device\", \"event\", \"mover\" or "
 		      "\"pieces\" and \"ns\":N");
 }
@@ -576,7 +579,7 @@ static int take_move(struct trace *T, const struct where *w, const struct json *
 	T->move_bytes[in] += size;
 	T->move_ns[in] += ns;
 	T->move_n[in]++;
-	return take_timed(T, o, in ? R_IN : R_OUT, ns);
+	return take_timed(T, o, in ? R_IN : R_OUT, ns, size);
 }
 
 /* One line: 0 taken or skipped, -1 after a message. */
@@ -888,13 +891,84 @@ static uint64_t trace_device_bytes(const struct trace *T)
 	return most;
 }
 
+/* ---- the recorded step ---- */
+
+/*
+ * The recorded step's window on the launches' clock: from its first launch
+ * to the next step's first (@stop the same), or to its own last launch
+ * when it ends the trace (@stop then infinite: every record after it
+ * counts).  0 without a step or launch times.
+ */
+static int step_window(const struct trace *T, double *t0, double *t1, double *stop)
+{
+	size_t end = T->step_first + T->step_len;
+	int next = end < T->nl;
+
+	if (!T->have_times || !T->step_len)
+		return 0;
+	*t0 = T->l[T->step_first].t;
+	*t1 = next ? T->l[end].t : T->l[end - 1].t;
+	*stop = next ? *t1 : INFINITY;
+	return 1;
+}
+
+struct span {
+	double from, to;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/*
+ * The time at least one move of kind @k (R_IN or R_OUT) whose record falls
+ * in [@t0, @stop) was under way (the union of [end - ns, end] over them), in
+ * seconds, and their bytes into @bytes.  -1 when out of memory.
+ */
+static double busy_s(const struct trace *T, enum rkind k, double t0, double stop,
+		     uint64_t *bytes)
+{
+	struct span *sp = malloc((T->ntimed ? T->ntimed : 1) * sizeof(*sp));
+	double busy = 0, from = 0, to = -INFINITY;
+	size_t n = 0;
+
+	*bytes = 0;
+	if (!sp)
+		return -1;
+	for (size_t i = 0; i < T->ntimed; i++) {
+		const struct rtimed *r = &T->timed[i];
+
+		if (r->kind != k || r->t < t0 || r->t >= stop || !r->size || !r->ns)
+			continue;
+		sp[n++] = (struct span){ r->t - (double)r->ns / 1e9, r->t };
+		*bytes += r->size;
+	}
+	qsort(sp, n, sizeof(*sp), cmp_span);
+	for (size_t i = 0; i < n; i++) {
+		if (sp[i].from > to) {
+			busy += to > from ? to - from : 0;
+			from = sp[i].from;
+		}
+		to = sp[i].to > to ? sp[i].to : to;
+	}
+	busy += n && to > from ? to - from : 0;
+	free(sp);
+	return busy;
+}
+
 /* ---- the model ---- */
+
+/* Where a move rate of the model came from (move_rates()). */
+enum rate_from { RATE_PCIE, RATE_MEDIAN, RATE_STEP };
 
 struct model {
 	uint64_t device;  /* bytes of device room */
 	double hbm, pcie; /* bytes per second */
 	double rate[2];   /* a move's bytes per second: [0] back to host memory, [1] in */
-	int measured[2];  /* ... from the recorded run's moves (else pcie) */
+	enum rate_from from[2]; /* ... where each came from */
 	unsigned int movers; /* threads that move ahead of the launches (0: none) */
 };
 
@@ -915,21 +989,44 @@ static double median_rate(double *r, size_t n)
 }
 
 /*
- * @M's move rates under --move-rates @mr: the median rate of the recorded
- * run's own moves that way (not their mean: a run's first sends back make
- * host memory, tens of times slower than the steady state's), where it
- * made some and @mr is not MR_PCIE, else the link's.  -1 when MR_TRACE asks
- * for them and the trace has none (after a message).
+ * @M's move rates under --move-rates @mr, each way, unless @mr is MR_PCIE:
+ *  - the recorded step's moves that way (replay_recorded()), where it has
+ *    some: their bytes over the time at least one of them was under way.
+ *    The model makes one move at a time each way (move_at()), so it wants
+ *    what one way moved while busy, not what each move got: two moves in at
+ *    once share the link, each at half its rate (the median of those would
+ *    count the sharing twice).  The step, not the whole run: a run's first
+ *    sends back make host memory, tens of times slower than later ones;
+ *  - else the median rate of the run's own moves that way (not their mean,
+ *    for the same reason);
+ *  - else, or under MR_PCIE, the link's.
+ * -1 when MR_TRACE asks for them and the trace has none (after a message),
+ * or when out of memory.
  */
 static int move_rates(const struct trace *T, enum move_rates mr, struct model *M)
 {
-	for (int in = 0; in < 2; in++) {
-		double med = median_rate(T->move_rate[in], T->move_nrate[in]);
+	double t0, t1, stop;
+	int step = step_window(T, &t0, &t1, &stop);
 
-		M->measured[in] = mr != MR_PCIE && med > 0;
-		M->rate[in] = M->measured[in] ? med : M->pcie;
+	for (int in = 0; in < 2; in++) {
+		double med = median_rate(T->move_rate[in], T->move_nrate[in]), busy = 0;
+		uint64_t bytes = 0;
+
+		M->from[in] = RATE_PCIE;
+		M->rate[in] = M->pcie;
+		if (mr == MR_PCIE)
+			continue;
+		if (step && (busy = busy_s(T, in ? R_IN : R_OUT, t0, stop, &bytes)) < 0)
+			return oom();
+		if (busy > 0) {
+			M->from[in] = RATE_STEP;
+			M->rate[in] = (double)bytes / busy;
+		} else if (med > 0) {
+			M->from[in] = RATE_MEDIAN;
+			M->rate[in] = med;
+		}
 	}
-	if (mr == MR_TRACE && !M->measured[0] && !M->measured[1]) {
+	if (mr == MR_TRACE && M->from[0] == RATE_PCIE && M->from[1] == RATE_PCIE) {
 		fprintf(stderr,
 			PROG ": --move-rates trace: %s holds no move record (record one under "
 			     "vmmx-run --placement launch --trace)\n",
@@ -1382,25 +1479,27 @@ static int choose_compute(const struct trace *T, enum compute c, struct compute_
 /*
  * What the recorded run did in the step the figures are for, from its
  * launch records' times and its move and wait records: the step's time by
- * the launches' clock (to the next step's first launch, or to its own last
- * when it ends the trace), and the moves and waits recorded from its first
- * launch to the next step's (or the trace's end).  Left out without launch
- * times, or without a move or wait record with a time.
+ * the launches' clock (step_window()), the moves and waits recorded in it,
+ * and how long moves each way were under way (busy_s()).  Left out
+ * without launch times, or without a move or wait record with a time.
+ * -1 when out of memory.
  */
-static void replay_recorded(const struct trace *T, struct rep *doc)
+static int replay_recorded(const struct trace *T, struct rep *doc)
 {
 	static const char *const names[R_KINDS] = { "out", "in", "device", "event", "mover",
 						    "pieces" };
-	size_t n[R_KINDS] = { 0 }, movers[R_KINDS] = { 0 }, end = T->step_first + T->step_len;
-	double ms[R_KINDS] = { 0 }, t0, t1, stop;
-	int next = end < T->nl;
+	size_t n[R_KINDS] = { 0 }, movers[R_KINDS] = { 0 };
+	double ms[R_KINDS] = { 0 }, busy[2], t0, t1, stop;
+	uint64_t bytes[2];
+	int next;
 	struct rep *o;
 
-	if (!T->have_times || !T->ntimed || !T->step_len)
-		return;
-	t0 = T->l[T->step_first].t;
-	t1 = next ? T->l[end].t : T->l[end - 1].t;
-	stop = next ? t1 : INFINITY;
+	if (!T->ntimed || !step_window(T, &t0, &t1, &stop))
+		return 0;
+	next = stop == t1;
+	for (int in = 0; in < 2; in++)
+		if ((busy[in] = busy_s(T, in ? R_IN : R_OUT, t0, stop, &bytes[in])) < 0)
+			return -1;
 	for (size_t i = 0; i < T->ntimed; i++) {
 		const struct rtimed *r = &T->timed[i];
 
@@ -1412,10 +1511,12 @@ static void replay_recorded(const struct trace *T, struct rep *doc)
 	}
 	o = rep_label(rep_obj(doc, "recorded"), "run",
 		      "the recorded step took %.3f ms by the launches' clock (%s); moved in %zu (%zu by "
-		      "movers), back %zu (%zu by movers); waits: for the device %zu (%.3f ms), "
+		      "movers; under way %.3f ms), back %zu (%zu by movers; under way %.3f ms); "
+		      "waits: for the device %zu (%.3f ms), "
 		      "last uses %zu (%.3f ms), the movers %zu (%.3f ms), pieces %zu (%.3f ms)",
 		      (t1 - t0) * 1e3, next ? "to the next step's first launch" : "to its last launch",
-		      n[R_IN], movers[R_IN], n[R_OUT], movers[R_OUT], n[R_DEVICE], ms[R_DEVICE],
+		      n[R_IN], movers[R_IN], busy[1] * 1e3, n[R_OUT], movers[R_OUT], busy[0] * 1e3,
+		      n[R_DEVICE], ms[R_DEVICE],
 		      n[R_EVENT], ms[R_EVENT], n[R_MOVER], ms[R_MOVER], n[R_PIECES], ms[R_PIECES]);
 	rep_num(o, "step_ms", (t1 - t0) * 1e3);
 	rep_str(o, "step_to", next ? "next step" : "last launch");
@@ -1425,13 +1526,26 @@ static void replay_recorded(const struct trace *T, struct rep *doc)
 		rep_int(e, "count", (long long)n[k]);
 		rep_int(e, "by_movers", (long long)movers[k]);
 		rep_num(e, "ms", ms[k]);
+		if (k <= R_IN) {
+			rep_bytes(e, "bytes", bytes[k]);
+			rep_num(e, "busy_ms", busy[k] * 1e3);
+		}
 	}
+	return 0;
 }
 
-static void replay_head(const struct trace *T, const struct model *M, int dev_given,
-			const struct compute_choice *cc, struct rep *doc)
+static const char *const rate_from_name[] = { "pcie", "median", "step" };
+static const char *const rate_from_text[] = {
+	"the link's",
+	"the median of the recorded run's moves",
+	"the recorded step's moves: bytes over the time one was under way",
+};
+
+/* The head of the report: the trace, its cycle, the recorded step, the model.  -1: no memory. */
+static int replay_head(const struct trace *T, const struct model *M, int dev_given,
+		       const struct compute_choice *cc, struct rep *doc)
 {
-	char a[32], b[32];
+	char a[32], b[32], from[160];
 	uint64_t bytes = 0;
 	struct rep *o;
 	int ndev = 0;
@@ -1470,19 +1584,23 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 		rep_int(o, "step_launches", (long long)T->step_len);
 		rep_int(o, "complete_steps", (long long)T->steps);
 		rep_int(o, "step_first_launch", (long long)T->step_first);
-		replay_recorded(T, doc);
+		if (replay_recorded(T, doc))
+			return -1;
 	} else {
 		rep_label(rep_null(doc, "cycle"), "cycle",
 			  "none complete in the trace: figures for the whole trace");
 	}
+	if (M->from[0] == M->from[1])
+		snprintf(from, sizeof(from), "%s", rate_from_text[M->from[0]]);
+	else
+		snprintf(from, sizeof(from), "in: %s; back: %s", rate_from_text[M->from[1]],
+			 rate_from_text[M->from[0]]);
 	o = rep_label(rep_obj(doc, "model"), "model",
 		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; moves in %.1f GB/s, back "
 		      "%.1f GB/s (%s), by %u movers once a cycle is known; compute per launch: %s",
 		      rep_fmt_size(M->device, b, sizeof(b)),
 		      dev_given ? "--device-bytes" : "the most the trace shows on the device",
-		      M->hbm / 1e9, M->pcie / 1e9, M->rate[1] / 1e9, M->rate[0] / 1e9,
-		      M->measured[0] || M->measured[1] ? "the recorded run's moves, the link's where it made none"
-						     : "the link's",
+		      M->hbm / 1e9, M->pcie / 1e9, M->rate[1] / 1e9, M->rate[0] / 1e9, from,
 		      M->movers, cc->why);
 	rep_bytes(o, "device_bytes", M->device);
 	rep_str(o, "device_bytes_from", dev_given ? "option" : "trace");
@@ -1490,8 +1608,8 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	rep_num(o, "pcie_gbps", M->pcie / 1e9);
 	rep_num(o, "move_in_gbps", M->rate[1] / 1e9);
 	rep_num(o, "move_out_gbps", M->rate[0] / 1e9);
-	rep_str(o, "move_in_from", M->measured[1] ? "trace" : "pcie");
-	rep_str(o, "move_out_from", M->measured[0] ? "trace" : "pcie");
+	rep_str(o, "move_in_from", rate_from_name[M->from[1]]);
+	rep_str(o, "move_out_from", rate_from_name[M->from[0]]);
 	rep_int(o, "movers", M->movers);
 	rep_str(o, "compute", cc->gaps ? "gaps" : "none");
 	rep_str(o, "compute_why", cc->why);
@@ -1507,6 +1625,7 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 		rep_label(rep_int(doc, "other_process_launches", (long long)T->other_launches),
 			  "note", "launches of other processes, left out: %zu", T->other_launches);
 	rep_str(doc, "scope", T->cycle_len ? "step" : "total");
+	return 0;
 }
 
 /* The residency chart of one policy over T's span, for vmmx-plot. */
@@ -1780,8 +1899,10 @@ int replay_main(int argc, char **argv)
 	if (M.device == UINT64_MAX)
 		rc = oom();
 	if (!rc) {
-		replay_head(&T, &M, o.device_bytes != 0, &cc, doc);
-		rc = replay_all(&T, &o, &M, doc) ? oom() : 0;
+		rc = replay_head(&T, &M, o.device_bytes != 0, &cc, doc) ||
+				     replay_all(&T, &o, &M, doc)
+			     ? oom()
+			     : 0;
 	}
 	if (!rc && o.json) {
 		rep_json(stdout, doc);

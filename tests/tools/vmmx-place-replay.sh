@@ -134,7 +134,7 @@ pycheck "--policy LIST: only those policies; the default rates (4427 and 51.4 GB
 "$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --movers 0 --json >"$tmp/moves.json" 2>"$tmp/err"
 check $? "--replay of a trace with move records exits 0"
 pycheck "move records: 1 in, 1 back, 1 failed; moves priced at the run's own rates (5 GB/s in, 20 GB/s back)" \
-	"$tmp/moves.json" 'd["trace"]["move_records_in"] == 1 and d["trace"]["move_records_out"] == 1 and d["trace"]["move_records_failed"] == 1 and d["model"]["move_in_gbps"] == 5 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_in_from"] == "trace" and d["model"]["move_out_from"] == "trace"'
+	"$tmp/moves.json" 'd["trace"]["move_records_in"] == 1 and d["trace"]["move_records_out"] == 1 and d["trace"]["move_records_failed"] == 1 and d["model"]["move_in_gbps"] == 5 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_in_from"] == "median" and d["model"]["move_out_from"] == "median"'
 is_figs "$tmp/moves.json" step launch-belady "53.000 200000000 200000000 0 300000000 2 2 0" \
 	"launch-belady at the recorded rates: 2 x (20 in + 5 back + 1) + 1 = 53 ms (43 at --pcie's 10 GB/s both ways)"
 "$place" --replay "$tmp/moves.jsonl" --hbm 1000 --pcie 10 --movers 0 --move-rates pcie --json >"$tmp/mpcie.json" 2>"$tmp/err"
@@ -157,13 +157,17 @@ pycheck "a run's slow first send back does not skew the rate: the median of 200,
 } >"$tmp/zero.jsonl"
 "$place" --replay "$tmp/zero.jsonl" --hbm 1000 --pcie 10 --move-rates trace --json >"$tmp/zero.json" 2>"$tmp/err"
 pycheck "moves of 0 bytes or 0 ns leave the median alone (still 20 GB/s back), and --move-rates trace takes the trace" \
-	"$tmp/zero.json" 'd["trace"]["move_records_out"] == 6 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_out_from"] == "trace"'
+	"$tmp/zero.json" 'd["trace"]["move_records_out"] == 6 and d["model"]["move_out_gbps"] == 20 and d["model"]["move_out_from"] == "median"'
 "$place" --replay "$abc" --move-rates trace >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q -- '--move-rates trace: .*holds no move record' "$tmp/err"
 check $? "--move-rates trace on a trace without move records: exit 1, said so"
 # The recorded step (launches 6-8, at 1000.006-1000.008 s, the last of the
 # trace): the moves and waits recorded from its first launch on, by the
-# thread that made them; those before it are the earlier steps'.
+# thread that made them; those before it are the earlier steps'.  Its two
+# moves in overlap (1000.0055-1000.0065 and 1000.006-1000.0075): under way
+# 2 ms, not their 2.5 ms summed, so the model moves in at 200 MB / 2 ms =
+# 100 GB/s (each move's own rates, 100 and 66.7 GB/s, would count the
+# sharing twice), and back at 100 MB / 0.25 ms = 400 GB/s.
 { cat "$abc"
   echo '{"time":1000.0035,"pid":4242,"event":"move","to":"device","base":"0x20000000","size":100000000,"ns":2000000,"ok":true,"by":"mover"}'
   echo '{"time":1000.004,"pid":4242,"event":"wait","for":"device","base":"0x10000000","ns":700000,"by":"launch"}'
@@ -178,12 +182,24 @@ check $? "--move-rates trace on a trace without move records: exit 1, said so"
 "$place" --replay "$tmp/step.jsonl" --hbm 1000 --pcie 10 >"$tmp/step" 2>"$tmp/err"
 st=$?
 tr '\n' ' ' <"$tmp/step" | tr -s ' ' |
-	grep -q "run the recorded step took 2\.000 ms by the launches' clock (to its last launch); moved in 2 (1 by movers), back 1 (1 by movers); waits: for the device 0 (0\.000 ms), last uses 1 (0\.500 ms), the movers 1 (0\.300 ms), pieces 1 (0\.100 ms) model " || st=1
-check $st "the recorded step: 2 ms from its first launch to its last; its 2 moves in (1 by a mover), 1 back, and 3 waits, by kind; the earlier step's and another process's left out"
+	grep -q "run the recorded step took 2\.000 ms by the launches' clock (to its last launch); moved in 2 (1 by movers; under way 2\.000 ms), back 1 (1 by movers; under way 0\.250 ms); waits: for the device 0 (0\.000 ms), last uses 1 (0\.500 ms), the movers 1 (0\.300 ms), pieces 1 (0\.100 ms) model .* moves in 100\.0 GB/s, back 400\.0 GB/s (the recorded step's moves: bytes over the time one was under way)" || st=1
+check $st "the recorded step: 2 ms from its first launch to its last; its 2 moves in (1 by a mover, 2 ms under way: they overlap), 1 back, and 3 waits, by kind; the earlier step's and another process's left out; the model moves at the step's busy rates"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/step" "$tmp/err"
 "$place" --replay "$tmp/step.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/step.json" 2>"$tmp/err"
 pycheck "--json: the recorded step's figures (step_ms 2, in 2 by movers 1, event 0.5 ms)" "$tmp/step.json" \
-	'abs(d["recorded"]["step_ms"] - 2) < 1e-6 and d["recorded"]["step_to"] == "last launch" and [d["recorded"][k]["count"] for k in ("in", "out", "device", "event", "mover", "pieces")] == [2, 1, 0, 1, 1, 1] and d["recorded"]["in"]["by_movers"] == 1 and abs(d["recorded"]["event"]["ms"] - 0.5) < 1e-9'
+	'abs(d["recorded"]["step_ms"] - 2) < 1e-6 and d["recorded"]["step_to"] == "last launch" and [d["recorded"][k]["count"] for k in ("in", "out", "device", "event", "mover", "pieces")] == [2, 1, 0, 1, 1, 1] and d["recorded"]["in"]["by_movers"] == 1 and abs(d["recorded"]["event"]["ms"] - 0.5) < 1e-9 and d["recorded"]["in"]["bytes"] == 200000000 and abs(d["recorded"]["in"]["busy_ms"] - 2) < 1e-6 and abs(d["recorded"]["in"]["ms"] - 2.5) < 1e-9 and d["recorded"]["out"]["bytes"] == 100000000 and abs(d["recorded"]["out"]["busy_ms"] - 0.25) < 1e-6 and d["model"]["move_in_from"] == "step" and abs(d["model"]["move_in_gbps"] - 100) < 1e-3 and d["model"]["move_out_from"] == "step" and abs(d["model"]["move_out_gbps"] - 400) < 1e-3'
+# A step with a move back only: moves in at the median of the run's (the
+# one before the step: 100 MB in 2 ms, 50 GB/s), back at the step's.
+{ cat "$abc"
+  echo '{"time":1000.0035,"pid":4242,"event":"move","to":"device","base":"0x20000000","size":100000000,"ns":2000000,"ok":true,"by":"mover"}'
+  echo '{"time":1000.0066,"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":500000,"ok":true,"by":"mover"}'
+} >"$tmp/half.jsonl"
+"$place" --replay "$tmp/half.jsonl" --hbm 1000 --pcie 10 >"$tmp/half" 2>"$tmp/err"
+st=$?
+tr '\n' ' ' <"$tmp/half" | tr -s ' ' |
+	grep -q "moves in 50\.0 GB/s, back 200\.0 GB/s (in: the median of the recorded run's moves; back: the recorded step's moves: bytes over the time one was under way)" || st=1
+check $st "a step that moved nothing in: moves in at the run's median (50 GB/s), back at the step's (200 GB/s), each said"
+[ $st -eq 0 ] || sed 's/^/# /' "$tmp/half" "$tmp/err"
 "$place" --replay "$abc" --json >"$tmp/norec.json" 2>"$tmp/err"
 pycheck "no move or wait record with a time: no recorded step" "$tmp/norec.json" '"recorded" not in d'
 { cat "$abc"; echo '{"time":1000.007,"pid":4242,"event":"wait","for":"lunch","ns":5}'; } >"$tmp/badwait.jsonl"
@@ -288,7 +304,7 @@ else
 	pycheck "recorded: 18 launches, 6 segments of 64 MiB from 24 chunk records, room for 4 (256 MiB), a cycle of 6; the moves seen turn the gaps off" \
 		"$tmp/rec.json" 'd["trace"]["launches"] == 18 and d["trace"]["segments"] == 6 and d["trace"]["segment_bytes"] == 6 * 64 << 20 and d["trace"]["placement_records"] == 24 and d["model"]["device_bytes"] == 256 << 20 and d["cycle"]["length"] == 6 and d["model"]["compute"] == "none" and d["trace"]["moves_seen"] > 0'
 	pycheck "recorded: the run's 8 moves each way in the trace, which prices the replay's moves" \
-		"$tmp/rec.json" 'd["trace"]["move_records_in"] == 8 and d["trace"]["move_records_out"] == 8 and d["trace"]["move_records_failed"] == 0 and d["model"]["move_in_from"] == "trace" and d["model"]["move_out_from"] == "trace" and d["model"]["move_in_gbps"] > 0'
+		"$tmp/rec.json" 'd["trace"]["move_records_in"] == 8 and d["trace"]["move_records_out"] == 8 and d["trace"]["move_records_failed"] == 0 and all(d["model"]["move_%s_from" % w] == ("step" if d["recorded"][w]["busy_ms"] > 0 else "median") for w in ("in", "out")) and d["model"]["move_in_gbps"] > 0 and (d["recorded"]["in"]["busy_ms"] == 0 or abs(d["model"]["move_in_gbps"] - d["recorded"]["in"]["bytes"] / d["recorded"]["in"]["busy_ms"] / 1e6) < 1e-6 * d["model"]["move_in_gbps"])'
 	M=67108864
 	pycheck "recorded: launch-cycle predicts what the run did (8 moves in, 8 out, 512 MiB each); launch-belady 6, launch-lru 14, in-place none" \
 		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M')]'
