@@ -15,7 +15,7 @@
  * owned by root or by us; the file is a regular file (not a link) owned by
  * root or by us and writable by nobody else (open_checked()); dlopen
  * (RTLD_NOW | RTLD_LOCAL) of the descriptor that walk opened, through
- * /proc/self/fd, succeeds (plugin_dlopen()); vmmx_policy_entry exists and
+ * /proc/PID/fd, succeeds (plugin_dlopen()); vmmx_policy_entry exists and
  * returns a table whose major ABI matches, whose size covers the mandatory
  * members, whose mandatory callbacks are set and whose name is the one
  * asked for.  The built-in policies (device-first, device, host) answer when no file
@@ -238,12 +238,13 @@ static const char not_found[] = "no such file";
 /* ---- the plugin files this process loaded ---- */
 
 /*
- * A plugin is loaded through /proc/self/fd/N, N a descriptor of the file
+ * A plugin is loaded through /proc/PID/fd/N (fd_name(): as /proc/self/fd/N,
+ * but a name other processes can read too), N a descriptor of the file
  * that was checked.  But glibc's dlopen() first looks the name it is given
  * up among the names of the objects loaded, aliases included (the name of
  * every dlopen that found the file already loaded), and answers with that
  * object without opening anything; and a descriptor's number is reused once
- * closed.  So "/proc/self/fd/N" must name no loaded object unless N is still
+ * closed.  So "/proc/PID/fd/N" must name no loaded object unless N is still
  * open on that object's file.  Each plugin file loaded (device and inode)
  * has one entry here with a descriptor of its own; every load of that file
  * goes through that descriptor's name, so no second name is ever added; and
@@ -293,8 +294,27 @@ __attribute__((constructor)) static void plugin_atfork(void)
 	(void)pthread_atfork(plugin_lock_take, plugin_lock_drop, plugin_lock_drop);
 }
 
+/*
+ * The name descriptor @fd of this process is loaded by: /proc/PID/fd/N,
+ * PID this process as /proc knows it (the target of /proc/self, read now),
+ * else /proc/self/fd/N.  Not /proc/self/fd/N when /proc answers: the name
+ * stays in the loader's list of objects, and a debugger, profiler or
+ * symbolizer that reads that list from another process (gdb -p, perf, a
+ * sanitizer's symbolizer) opens the name there, where /proc/self is that
+ * process and fd N one of its own (gdb read its own pipe and hung).
+ */
 static void fd_name(char *name, size_t len, int fd)
 {
+	char pid[24];
+	ssize_t n = readlink("/proc/self", pid, sizeof(pid) - 1);
+
+	if (n > 0 && (size_t)n < sizeof(pid) - 1) {
+		pid[n] = '\0';
+		if (!pid[strspn(pid, "0123456789")]) {
+			snprintf(name, len, "/proc/%s/fd/%d", pid, fd);
+			return;
+		}
+	}
 	snprintf(name, len, "/proc/self/fd/%d", fd);
 }
 
@@ -302,7 +322,7 @@ static void fd_name(char *name, size_t len, int fd)
 static void plugin_forget(struct plugin_file **pp)
 {
 	struct plugin_file *f = *pp;
-	char name[32];
+	char name[48];
 	void *still;
 
 	fd_name(name, sizeof(name), f->fd);
@@ -319,7 +339,7 @@ static void plugin_forget(struct plugin_file **pp)
 
 /*
  * dlopen the file open at @fd (checked, with @st its fstat) through
- * /proc/self/fd; the handle, or NULL with the reason in @why.  Without /proc
+ * /proc/PID/fd (fd_name()); the handle, or NULL with the reason in @why.  Without /proc
  * (or with something else mounted there) the file is refused: loading it by
  * its path would load whatever that path names by then.
  */
@@ -327,7 +347,7 @@ static void *plugin_dlopen(int fd, const struct stat *st, char *why, size_t whyl
 {
 	struct plugin_file *f, **pp;
 	struct stat pst;
-	char name[32];
+	char name[48];
 	const char *err;
 	size_t nl;
 	void *dl;
@@ -369,7 +389,7 @@ static void *plugin_dlopen(int fd, const struct stat *st, char *why, size_t whyl
 	(void)dlerror();
 	dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (!dl) {
-		/* Said of the file, not of its /proc/self/fd name. */
+		/* Said of the file, not of its /proc name. */
 		err = dlerror();
 		nl = strlen(name);
 		if (err && !strncmp(err, name, nl) && !strncmp(err + nl, ": ", 2))

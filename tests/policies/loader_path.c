@@ -15,7 +15,10 @@
  *  - without /proc (an empty file system mounted over it, in a child in a
  *    mount namespace of its own, where that is allowed) the file is refused
  *    with a message saying so, never loaded by its path;
- *  - /proc/self/fd names reused after a descriptor is closed never answer
+ *  - the loader's name of a plugin (/proc/PID/fd/N) opens the plugin from
+ *    another process too (a debugger attaching reads the list: /proc/self
+ *    would be its own descriptor);
+ *  - /proc/PID/fd names reused after a descriptor is closed never answer
  *    with a plugin loaded earlier, two contexts share one plugin file, the
  *    logs and statistics name the real file, and no descriptor is left open
  *    once every plugin is unloaded.
@@ -24,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -328,6 +332,57 @@ static void no_proc(const char *dir)
 	   "without /proc, vmmx_last_error says the file cannot be loaded through /proc/self/fd");
 }
 
+/* The loader's name of the object loaded from the file @w->st names. */
+struct loaded_name {
+	struct stat st;
+	char name[256];
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct loaded_name *w = arg;
+	struct stat st;
+
+	(void)size;
+	if (!info->dlpi_name || !*info->dlpi_name || stat(info->dlpi_name, &st) ||
+	    st.st_dev != w->st.st_dev || st.st_ino != w->st.st_ino)
+		return 0;
+	snprintf(w->name, sizeof(w->name), "%s", info->dlpi_name);
+	return 1;
+}
+
+/*
+ * The name the loader keeps for @file, loaded: /proc/PID/fd/N with PID
+ * this process as /proc knows it, and that name, opened by another process
+ * (stat(1), exec'd: the plugin's descriptor is close-on-exec, so /proc/self
+ * there would not be it), is the plugin file.
+ */
+static void check_loaded_name(const char *file)
+{
+	struct loaded_name w = { .name = "" };
+	char self[32] = "", want[64], cmd[400], got[64] = "", ids[64];
+	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
+	FILE *f;
+
+	if (stat(file, &w.st))
+		bail("stat %s: %s", file, strerror(errno));
+	self[n > 0 ? n : 0] = '\0';
+	dl_iterate_phdr(find_loaded, &w);
+	snprintf(want, sizeof(want), "/proc/%s/fd/", self);
+	ok(n > 0 && !strncmp(w.name, want, strlen(want)),
+	   "the loader's name for the plugin is %sN, not /proc/self/fd/N (%s)", want, w.name);
+	snprintf(cmd, sizeof(cmd), "stat -L -c '%%d %%i' '%s' 2>&1", w.name);
+	f = popen(cmd, "r");
+	if (!f || !fgets(got, sizeof(got), f))
+		got[0] = '\0';
+	if (f)
+		pclose(f);
+	got[strcspn(got, "\n")] = '\0';
+	snprintf(ids, sizeof(ids), "%llu %llu", (unsigned long long)w.st.st_dev,
+		 (unsigned long long)w.st.st_ino);
+	is_string(ids, got, "another process opening that name finds the plugin file (stat -L)");
+}
+
 int main(void)
 {
 	char okfile[2560], impfile[2560], want[1024], src[512];
@@ -349,7 +404,7 @@ int main(void)
 	if (!mkdtemp(base))
 		bail("mkdtemp: %s", strerror(errno));
 
-	plan(56);
+	plan(58);
 
 	/*
 	 * safe/: fake_ok, 0644.  bad/: the impostor as vmmx_policy_fake_ok.so,
@@ -442,15 +497,16 @@ int main(void)
 	/* ---- the race ---- */
 	race();
 
-	/* ---- loading through /proc/self/fd: names, sharing, descriptors ---- */
+	/* ---- loading through /proc/PID/fd: names, sharing, descriptors ---- */
 	fds = open_fds();
 	snprintf(pathvar, sizeof(pathvar), "VMMX_POLICY_PATH=%s", fakedir);
 	ctx = test_ctx(vars);
 	test_log_clear();
 	is_err(0, vmmx_buf_create(ctx, 4 * MiB, "fake_ok", &buf), "vmmx_buf_create: fake_ok");
 	snprintf(want, sizeof(want), "policy loader: loaded %s (ABI", okfile);
-	like(test_log(), want, "the info log names the file loaded, not /proc/self/fd");
-	ok(!strstr(test_log(), "/proc/self/fd"), "the info log never says /proc/self/fd");
+	like(test_log(), want, "the info log names the file loaded, not /proc/PID/fd");
+	ok(!strstr(test_log(), "/fd/"), "the info log never says /proc/PID/fd");
+	check_loaded_name(okfile);
 	is_string(okfile, fake_source(ctx, src, sizeof(src)),
 		  "vmmx_stats_json: the source is the file");
 	/*
@@ -512,8 +568,8 @@ int main(void)
 		       "vmmx_buf_create refuses a file that is not a shared object");
 		snprintf(want, sizeof(want), "%s: dlopen: ", junk);
 		like(vmmx_last_error(), want, "vmmx_last_error: dlopen's message, for the file");
-		ok(!strstr(vmmx_last_error(), "/proc/self/fd"),
-		   "vmmx_last_error does not say /proc/self/fd (%s)", vmmx_last_error());
+		ok(!strstr(vmmx_last_error(), "/fd/"),
+		   "vmmx_last_error does not say /proc/PID/fd (%s)", vmmx_last_error());
 		vmmx_ctx_destroy(ctx);
 		is_int(fds, open_fds(), "no descriptor left open after a refused file");
 	}
