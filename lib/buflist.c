@@ -107,22 +107,18 @@ struct vmmx_buf *vmmx__ctx_find_buf(struct vmmx_ctx *ctx, uintptr_t addr)
 
 void vmmx__buflist_abandon(struct vmmx_ctx *ctx, struct vmmx_buf *buf)
 {
-	struct vmmx__buflist *l = ctx->bufs, *nl;
+	struct vmmx__buflist *l = ctx->bufs;
 	size_t j = 0;
 
 	/*
 	 * No thread of this process can be reading the list: every reader
-	 * checks vmmx__inherited() first.  So edit it without a grace period;
-	 * if no memory is left for a new array, edit it in place.
+	 * checks vmmx__inherited() first.  So edit it in place, without a
+	 * grace period and without allocating: a forked child frees what it
+	 * inherited, and should not need memory to do so (an allocator whose
+	 * lock another thread of the parent held at the fork can hang it).
 	 */
-	nl = malloc(sizeof(*nl) + l->n * sizeof(nl->bufs[0]));
-	if (!nl)
-		nl = l;
 	for (size_t i = 0; i < l->n; i++)
 		if (l->bufs[i] != buf)
-			nl->bufs[j++] = l->bufs[i];
-	nl->n = j;
-	ctx->bufs = nl;
-	if (nl != l)
-		free(l);
+			l->bufs[j++] = l->bufs[i];
+	l->n = j;
 }
