@@ -34,6 +34,15 @@ is_figs() {
 	check $? "$5"
 	if [ "$got" != "$4" ]; then echo "# got:      $got"; echo "# expected: $4"; fi
 }
+# says TRACE PATTERN DESCRIPTION: the text replay of TRACE (--hbm 1000 --pcie 10)
+# exits 0 and, its lines joined, matches PATTERN (grep).
+says() {
+	"$place" --replay "$1" --hbm 1000 --pcie 10 >"$tmp/says" 2>"$tmp/err"
+	st=$?
+	tr '\n' ' ' <"$tmp/says" | tr -s ' ' | grep -q "$2" || st=1
+	check $st "$3"
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/says" "$tmp/err"
+}
 # refused DESCRIPTION NEEDLE ARGS...: exit 2, NEEDLE on stderr, nothing on stdout.
 refused() {
 	d=$1 needle=$2
@@ -179,12 +188,8 @@ check $? "--move-rates trace on a trace without move records: exit 1, said so"
   echo '{"time":1000.0079,"pid":4242,"event":"wait","for":"pieces","base":"0x20000000","ns":100000,"by":"launch"}'
   echo '{"time":1000.0079,"pid":5151,"event":"wait","for":"mover","base":"0x20000000","ns":900000,"by":"launch"}'
 } >"$tmp/step.jsonl"
-"$place" --replay "$tmp/step.jsonl" --hbm 1000 --pcie 10 >"$tmp/step" 2>"$tmp/err"
-st=$?
-tr '\n' ' ' <"$tmp/step" | tr -s ' ' |
-	grep -q "run the recorded step took 2\.000 ms by the launches' clock (to its last launch); moved in 2 (1 by movers; under way 2\.000 ms), back 1 (1 by movers; under way 0\.250 ms); waits: for the device 0 (0\.000 ms), last uses 1 (0\.500 ms), the movers 1 (0\.300 ms), pieces 1 (0\.100 ms) model .* moves in 100\.0 GB/s, back 400\.0 GB/s (the recorded step's moves: bytes over the time one was under way)" || st=1
-check $st "the recorded step: 2 ms from its first launch to its last; its 2 moves in (1 by a mover, 2 ms under way: they overlap), 1 back, and 3 waits, by kind; the earlier step's and another process's left out; the model moves at the step's busy rates"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/step" "$tmp/err"
+says "$tmp/step.jsonl" "run the recorded step took 2\.000 ms by the launches' clock (to its last launch); moved in 2 (1 by movers; under way 2\.000 ms), back 1 (1 by movers; under way 0\.250 ms); waits: for the device 0 (0\.000 ms), last uses 1 (0\.500 ms), the movers 1 (0\.300 ms), pieces 1 (0\.100 ms) model .* moves in 100\.0 GB/s, back 400\.0 GB/s (the recorded step's moves: bytes over the time one was under way)" \
+	"the recorded step: 2 ms from its first launch to its last; its 2 moves in (1 by a mover, 2 ms under way: they overlap), 1 back, and 3 waits, by kind; the earlier step's and another process's left out; the model moves at the step's busy rates"
 "$place" --replay "$tmp/step.jsonl" --hbm 1000 --pcie 10 --json >"$tmp/step.json" 2>"$tmp/err"
 pycheck "--json: the recorded step's figures (step_ms 2, in 2 by movers 1, event 0.5 ms)" "$tmp/step.json" \
 	'abs(d["recorded"]["step_ms"] - 2) < 1e-6 and d["recorded"]["step_to"] == "last launch" and [d["recorded"][k]["count"] for k in ("in", "out", "device", "event", "mover", "pieces")] == [2, 1, 0, 1, 1, 1] and d["recorded"]["in"]["by_movers"] == 1 and abs(d["recorded"]["event"]["ms"] - 0.5) < 1e-9 and d["recorded"]["in"]["bytes"] == 200000000 and abs(d["recorded"]["in"]["busy_ms"] - 2) < 1e-6 and abs(d["recorded"]["in"]["ms"] - 2.5) < 1e-9 and d["recorded"]["out"]["bytes"] == 100000000 and abs(d["recorded"]["out"]["busy_ms"] - 0.25) < 1e-6 and d["model"]["move_in_from"] == "step" and abs(d["model"]["move_in_gbps"] - 100) < 1e-3 and d["model"]["move_out_from"] == "step" and abs(d["model"]["move_out_gbps"] - 400) < 1e-3'
@@ -194,12 +199,8 @@ pycheck "--json: the recorded step's figures (step_ms 2, in 2 by movers 1, event
   echo '{"time":1000.0035,"pid":4242,"event":"move","to":"device","base":"0x20000000","size":100000000,"ns":2000000,"ok":true,"by":"mover"}'
   echo '{"time":1000.0066,"pid":4242,"event":"move","to":"host","base":"0x10000000","size":100000000,"ns":500000,"ok":true,"by":"mover"}'
 } >"$tmp/half.jsonl"
-"$place" --replay "$tmp/half.jsonl" --hbm 1000 --pcie 10 >"$tmp/half" 2>"$tmp/err"
-st=$?
-tr '\n' ' ' <"$tmp/half" | tr -s ' ' |
-	grep -q "moves in 50\.0 GB/s, back 200\.0 GB/s (in: the median of the recorded run's moves; back: the recorded step's moves: bytes over the time one was under way)" || st=1
-check $st "a step that moved nothing in: moves in at the run's median (50 GB/s), back at the step's (200 GB/s), each said"
-[ $st -eq 0 ] || sed 's/^/# /' "$tmp/half" "$tmp/err"
+says "$tmp/half.jsonl" "moves in 50\.0 GB/s, back 200\.0 GB/s (in: the median of the recorded run's moves; back: the recorded step's moves: bytes over the time one was under way)" \
+	"a step that moved nothing in: moves in at the run's median (50 GB/s), back at the step's (200 GB/s), each said"
 "$place" --replay "$abc" --json >"$tmp/norec.json" 2>"$tmp/err"
 pycheck "no move or wait record with a time: no recorded step" "$tmp/norec.json" '"recorded" not in d'
 { cat "$abc"; echo '{"time":1000.007,"pid":4242,"event":"wait","for":"lunch","ns":5}'; } >"$tmp/badwait.jsonl"
