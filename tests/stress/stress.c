@@ -32,12 +32,15 @@
  * run, so forks land in the middle of every kind of operation, the
  * allocator's included (each worker publishes the kind it is in; the child
  * reads its copy of that, which is the state at the instant of the fork).
- * The child, bounded by alarm(CHILD_TIMEOUT_S) and a timed wait in the
- * parent, calls the parent's context, buffers, streams and allocator: each
- * call must fail at once with -VMMX_ENODRIVER and make no driver call (the
- * driver layer's counters, read in the child), and the destructors must
- * free the child's copies; it reports through a shared page.  A child that
- * hangs on a lock inherited held is a failure, and so is a parent whose
+ * The child, bounded by a timed wait in the parent (which then prints its
+ * stack and kills it) and an alarm() after that, calls the parent's
+ * context, buffers, streams and allocator: each call must fail at once
+ * with -VMMX_ENODRIVER and make no driver call (the driver layer's
+ * counters, read in the child), and the destructors must free the child's
+ * copies; it reports through a shared page.  A child that hangs on a lock
+ * inherited held is a failure (under ThreadSanitizer, one waiting inside
+ * the runtime's own allocator is shown, not counted: test_wait_child()),
+ * and so is a parent whose
  * workers deadlock around the atfork handlers (the run never ends: CI's
  * timeout, and the worker checks).  At the end, with
  * faults off: every buffer is checked whole, everything is destroyed, and
@@ -84,7 +87,7 @@
 #define ALLOC_SLOTS   3	 /* framework-allocator blocks a thread keeps */
 #define ALLOC_STREAMS 3	 /* streams blocks are allocated and freed on, besides the default */
 #define FORK_EVERY    0.1 /* seconds between forks while the workers run */
-#define CHILD_TIMEOUT_S 10 /* a child's alarm(); the parent kills it 5 s later */
+#define CHILD_TIMEOUT_S 10 /* the parent's wait; a child's alarm() is 5 s later */
 
 enum op {
 	OP_RESIZE,
@@ -619,7 +622,7 @@ static void child_main(void)
 	void *p = host, *dptr;
 	size_t moved;
 
-	alarm(CHILD_TIMEOUT_S); /* a lock inherited held: SIGALRM ends the child */
+	alarm(CHILD_TIMEOUT_S + 5); /* should the parent not kill it first (its stack) */
 	for (int i = 0; i < nworkers; i++) {
 		int cur = __atomic_load_n(&workers[i].cur, __ATOMIC_RELAXED);
 
@@ -652,15 +655,15 @@ static void child_main(void)
 }
 
 struct fork_stats {
-	unsigned int forks, hung, failed;
+	unsigned int forks, hung, hung_tsan, failed;
 	uint64_t inflight[NOPS]; /* forks that landed during each kind */
 };
 
-/* Fork once; wait for the child at most CHILD_TIMEOUT_S + 5 s, then kill it. */
+/* Fork once; wait for the child at most CHILD_TIMEOUT_S, then take its stack and kill it. */
 static void fork_once(struct fork_stats *fs)
 {
-	int status = 0, waited;
-	pid_t pid, r = 0;
+	int status;
+	pid_t pid;
 
 	memset(freport, 0, sizeof(*freport));
 	pid = fork();
@@ -669,18 +672,15 @@ static void fork_once(struct fork_stats *fs)
 	if (!pid)
 		child_main();
 	fs->forks++;
-	for (waited = 0; waited < (CHILD_TIMEOUT_S + 5) * 100; waited++) {
-		r = waitpid(pid, &status, WNOHANG);
-		if (r == pid || (r < 0 && errno != EINTR))
-			break;
-		sleep_s(0.01);
+	status = test_wait_child(pid, CHILD_TIMEOUT_S);
+	if (status == TEST_HUNG_IN_TSAN) {
+		if (!fs->hung_tsan++)
+			diag("fork %u: the child hung inside ThreadSanitizer's runtime (its stack "
+			     "above)",
+			     fs->forks);
+		return;
 	}
-	if (r != pid) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
-		status = -1;
-	}
-	if (status == -1 || WIFSIGNALED(status)) {
+	if (status == -1 || status == -2 || WIFSIGNALED(status)) {
 		if (!fs->hung++)
 			diag("fork %u: the child hung (status %#x)", fs->forks, status);
 		return;
@@ -836,9 +836,20 @@ static int torture(int nthreads, double seconds, uint64_t seed, uint32_t ppm, bo
 	   "the threads ran operations of every main kind");
 	ok(ppm == 0 || vc.injected > 0, "the fault layer failed %llu driver calls",
 	   (unsigned long long)vc.injected);
-	ok(fs.forks > 0 && !fs.hung,
-	   "%u forks while the threads ran: no child hung on a lock (alarm %d s each)", fs.forks,
-	   CHILD_TIMEOUT_S);
+	/*
+	 * A child that waits inside ThreadSanitizer's own runtime (a TSan
+	 * build only; test_wait_child()) is not a lock of ours: a few are
+	 * allowed, shown with their stacks, and none of ours or libc's.
+	 */
+	if (fs.hung_tsan)
+		diag("%u children hung inside ThreadSanitizer's runtime, on a lock of its "
+		     "allocator another thread held at the fork: not counted (this runtime does "
+		     "not take those locks around fork())",
+		     fs.hung_tsan);
+	ok(fs.forks > 0 && !fs.hung && fs.hung_tsan <= fs.forks / 20,
+	   "%u forks while the threads ran: no child hung on a lock of ours or libc's (waited "
+	   "%d s each; %u inside ThreadSanitizer's runtime, at most 1 in 20)",
+	   fs.forks, CHILD_TIMEOUT_S, fs.hung_tsan);
 	is_uint(0, fs.failed,
 		"in every child each call on the parent's context, buffers, stream and allocator "
 		"failed at once with -VMMX_ENODRIVER, without a driver call");

@@ -268,10 +268,59 @@ void test_expect(bool cond, const char *what)
 	}
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+#ifndef TEST_TSAN
+#define TEST_TSAN 0
+#endif
+
+/*
+ * The stack of hung child @pid, by gdb where there is one, as diagnostics.
+ * 1 when this is a ThreadSanitizer build and the child waits inside the
+ * runtime itself: a __sanitizer:: frame inner to the first interceptor
+ * frame (a lock of ours, or libc's, waits in libc, under the interceptor).
+ */
+static int child_stack(pid_t pid)
+{
+	char cmd[128], line[512];
+	int frames = 0, inner = 1, runtime = 0, rc;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "timeout -k 5 60 gdb -q -nx -batch -p %d -ex 'thread apply all bt' 2>&1", (int)pid);
+	f = popen(cmd, "r");
+	if (!f) {
+		diag("child %d hung; its stack not taken: popen: %s", (int)pid, strerror(errno));
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] != '#')
+			continue;
+		if (frames++ < 40)
+			diag("child %d: %s", (int)pid, line);
+		if (strstr(line, "interceptor_"))
+			inner = 0;
+		else if (inner && strstr(line, "__sanitizer::"))
+			runtime = 1;
+	}
+	rc = pclose(f);
+	if (!frames)
+		diag("child %d hung; no stack taken (gdb: status %#x; is it installed, may it "
+		     "trace?)",
+		     (int)pid, rc);
+	return TEST_TSAN && runtime;
+}
+
 int test_wait_child(pid_t pid, int seconds)
 {
 	struct timespec t = { 0, 10 * 1000 * 1000 };
-	int status;
+	int status, tsan;
 
 	for (int i = 0; i < seconds * 100; i++) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
@@ -282,9 +331,10 @@ int test_wait_child(pid_t pid, int seconds)
 			return -2;
 		nanosleep(&t, NULL);
 	}
+	tsan = child_stack(pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
-	return -1;
+	return tsan ? TEST_HUNG_IN_TSAN : -1;
 }
 
 struct vmmx_buf *test_host_buf(struct vmmx_ctx *ctx, size_t size, uint32_t seed)

@@ -70,9 +70,18 @@ const struct json *test_find_policy(const struct json *st, const char *spec);
 extern int test_child_fails;
 void test_expect(bool cond, const char *what);
 /*
- * Wait for child @pid at most @seconds; kill it when it hangs.  Its wait
- * status, -1 when it was killed for hanging, -2 when waitpid failed.
+ * Wait for child @pid at most @seconds; when it hangs, print its stack as
+ * diagnostics (by gdb, where there is one) and kill it.  Its wait status;
+ * -1 when it was killed for hanging; -2 when waitpid failed;
+ * TEST_HUNG_IN_TSAN when, in a ThreadSanitizer build, its stack shows it
+ * waiting on a lock inside the runtime itself, not one of ours or libc's.
+ * That runtime (GCC 12's libtsan) does not take its allocator's locks
+ * around fork(), so a child that allocates or frees can wait forever on
+ * one another thread of the parent held at the fork (LLVM takes them since
+ * its release 19).  A child set an alarm() longer than @seconds, so that
+ * the stack is taken before the alarm kills it.
  */
+#define TEST_HUNG_IN_TSAN (-3)
 int test_wait_child(pid_t pid, int seconds);
 
 /* Deterministic byte pattern: the byte at absolute offset @off for @seed. */
