@@ -192,6 +192,9 @@ struct trace {
 	size_t cycle_len, steps, step_first, step_len, want_cycle, last_len;
 	/* The launches the step figures and the residency cover: the step, else all. */
 	size_t span_first, span_len;
+	/* The step's moves, [0] back and [1] in: bytes, and seconds one was under way. */
+	uint64_t step_bytes[2];
+	double step_busy[2];
 	/* Segments by the launch they are gone at, sorted (dying[k].at ascending). */
 	struct rdeath *dying;
 	size_t ndying;
@@ -769,6 +772,89 @@ static int cmp_place(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
+/* ---- the recorded step ---- */
+
+/*
+ * The recorded step's window on the launches' clock: from its first launch
+ * to the next step's first (@stop the same), or to its own last launch
+ * when it ends the trace (@stop then infinite: every record after it
+ * counts).  0 without a step or launch times.
+ */
+static int step_window(const struct trace *T, double *t0, double *t1, double *stop)
+{
+	size_t end = T->step_first + T->step_len;
+	int next = end < T->nl;
+
+	if (!T->have_times || !T->step_len)
+		return 0;
+	*t0 = T->l[T->step_first].t;
+	*t1 = next ? T->l[end].t : T->l[end - 1].t;
+	*stop = next ? *t1 : INFINITY;
+	return 1;
+}
+
+struct span {
+	double from, to;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/*
+ * The time at least one move of kind @k (R_IN or R_OUT) whose record falls
+ * in [@t0, @stop) was under way (the union of [end - ns, end] over them), in
+ * seconds, and their bytes into @bytes.  -1 when out of memory.
+ */
+static double busy_s(const struct trace *T, enum rkind k, double t0, double stop,
+		     uint64_t *bytes)
+{
+	struct span *sp = malloc((T->ntimed ? T->ntimed : 1) * sizeof(*sp));
+	double busy = 0, from = 0, to = -INFINITY;
+	size_t n = 0;
+
+	*bytes = 0;
+	if (!sp)
+		return -1;
+	for (size_t i = 0; i < T->ntimed; i++) {
+		const struct rtimed *r = &T->timed[i];
+
+		if (r->kind != k || r->t < t0 || r->t >= stop || !r->size || !r->ns)
+			continue;
+		sp[n++] = (struct span){ r->t - (double)r->ns / 1e9, r->t };
+		*bytes += r->size;
+	}
+	qsort(sp, n, sizeof(*sp), cmp_span);
+	for (size_t i = 0; i < n; i++) {
+		if (sp[i].from > to) {
+			busy += to > from ? to - from : 0;
+			from = sp[i].from;
+		}
+		to = sp[i].to > to ? sp[i].to : to;
+	}
+	busy += n && to > from ? to - from : 0;
+	free(sp);
+	return busy;
+}
+
+/* The step's moves each way, once (T->step_bytes, T->step_busy); -1 after a message. */
+static int step_moves(struct trace *T)
+{
+	double t0, t1, stop;
+
+	if (!step_window(T, &t0, &t1, &stop))
+		return 0;
+	for (int in = 0; in < 2; in++) {
+		T->step_busy[in] = busy_s(T, in ? R_IN : R_OUT, t0, stop, &T->step_bytes[in]);
+		if (T->step_busy[in] < 0)
+			return oom();
+	}
+	return 0;
+}
+
 /*
  * What each launch reads of each segment it names (rref.bytes): the whole
  * segment, unless the trace shows it named at two addresses or more (a
@@ -852,6 +938,8 @@ static int trace_finish(struct trace *T)
 		return -1;
 	find_cycle(T);
 	find_gaps(T);
+	if (step_moves(T))
+		return -1;
 	T->span_first = T->cycle_len ? T->step_first : 0;
 	T->span_len = T->cycle_len ? T->step_len : T->nl;
 	return 0;
@@ -891,74 +979,6 @@ static uint64_t trace_device_bytes(const struct trace *T)
 	return most;
 }
 
-/* ---- the recorded step ---- */
-
-/*
- * The recorded step's window on the launches' clock: from its first launch
- * to the next step's first (@stop the same), or to its own last launch
- * when it ends the trace (@stop then infinite: every record after it
- * counts).  0 without a step or launch times.
- */
-static int step_window(const struct trace *T, double *t0, double *t1, double *stop)
-{
-	size_t end = T->step_first + T->step_len;
-	int next = end < T->nl;
-
-	if (!T->have_times || !T->step_len)
-		return 0;
-	*t0 = T->l[T->step_first].t;
-	*t1 = next ? T->l[end].t : T->l[end - 1].t;
-	*stop = next ? *t1 : INFINITY;
-	return 1;
-}
-
-struct span {
-	double from, to;
-};
-
-static int cmp_span(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-
-	return x->from < y->from ? -1 : x->from > y->from;
-}
-
-/*
- * The time at least one move of kind @k (R_IN or R_OUT) whose record falls
- * in [@t0, @stop) was under way (the union of [end - ns, end] over them), in
- * seconds, and their bytes into @bytes.  -1 when out of memory.
- */
-static double busy_s(const struct trace *T, enum rkind k, double t0, double stop,
-		     uint64_t *bytes)
-{
-	struct span *sp = malloc((T->ntimed ? T->ntimed : 1) * sizeof(*sp));
-	double busy = 0, from = 0, to = -INFINITY;
-	size_t n = 0;
-
-	*bytes = 0;
-	if (!sp)
-		return -1;
-	for (size_t i = 0; i < T->ntimed; i++) {
-		const struct rtimed *r = &T->timed[i];
-
-		if (r->kind != k || r->t < t0 || r->t >= stop || !r->size || !r->ns)
-			continue;
-		sp[n++] = (struct span){ r->t - (double)r->ns / 1e9, r->t };
-		*bytes += r->size;
-	}
-	qsort(sp, n, sizeof(*sp), cmp_span);
-	for (size_t i = 0; i < n; i++) {
-		if (sp[i].from > to) {
-			busy += to > from ? to - from : 0;
-			from = sp[i].from;
-		}
-		to = sp[i].to > to ? sp[i].to : to;
-	}
-	busy += n && to > from ? to - from : 0;
-	free(sp);
-	return busy;
-}
-
 /* ---- the model ---- */
 
 /* Where a move rate of the model came from (move_rates()). */
@@ -990,7 +1010,7 @@ static double median_rate(double *r, size_t n)
 
 /*
  * @M's move rates under --move-rates @mr, each way, unless @mr is MR_PCIE:
- *  - the recorded step's moves that way (replay_recorded()), where it has
+ *  - the recorded step's moves that way (step_moves()), where it has
  *    some: their bytes over the time at least one of them was under way.
  *    The model makes one move at a time each way (move_at()), so it wants
  *    what one way moved while busy, not what each move got: two moves in at
@@ -1000,27 +1020,20 @@ static double median_rate(double *r, size_t n)
  *  - else the median rate of the run's own moves that way (not their mean,
  *    for the same reason);
  *  - else, or under MR_PCIE, the link's.
- * -1 when MR_TRACE asks for them and the trace has none (after a message),
- * or when out of memory.
+ * -1 when MR_TRACE asks for them and the trace has none (after a message).
  */
 static int move_rates(const struct trace *T, enum move_rates mr, struct model *M)
 {
-	double t0, t1, stop;
-	int step = step_window(T, &t0, &t1, &stop);
-
 	for (int in = 0; in < 2; in++) {
-		double med = median_rate(T->move_rate[in], T->move_nrate[in]), busy = 0;
-		uint64_t bytes = 0;
+		double med = median_rate(T->move_rate[in], T->move_nrate[in]);
 
 		M->from[in] = RATE_PCIE;
 		M->rate[in] = M->pcie;
 		if (mr == MR_PCIE)
 			continue;
-		if (step && (busy = busy_s(T, in ? R_IN : R_OUT, t0, stop, &bytes)) < 0)
-			return oom();
-		if (busy > 0) {
+		if (T->step_busy[in] > 0) {
 			M->from[in] = RATE_STEP;
-			M->rate[in] = (double)bytes / busy;
+			M->rate[in] = (double)T->step_bytes[in] / T->step_busy[in];
 		} else if (med > 0) {
 			M->from[in] = RATE_MEDIAN;
 			M->rate[in] = med;
@@ -1480,26 +1493,21 @@ static int choose_compute(const struct trace *T, enum compute c, struct compute_
  * What the recorded run did in the step the figures are for, from its
  * launch records' times and its move and wait records: the step's time by
  * the launches' clock (step_window()), the moves and waits recorded in it,
- * and how long moves each way were under way (busy_s()).  Left out
+ * and how long moves each way were under way (step_moves()).  Left out
  * without launch times, or without a move or wait record with a time.
- * -1 when out of memory.
  */
-static int replay_recorded(const struct trace *T, struct rep *doc)
+static void replay_recorded(const struct trace *T, struct rep *doc)
 {
 	static const char *const names[R_KINDS] = { "out", "in", "device", "event", "mover",
 						    "pieces" };
 	size_t n[R_KINDS] = { 0 }, movers[R_KINDS] = { 0 };
-	double ms[R_KINDS] = { 0 }, busy[2], t0, t1, stop;
-	uint64_t bytes[2];
+	double ms[R_KINDS] = { 0 }, t0, t1, stop;
 	int next;
 	struct rep *o;
 
 	if (!T->ntimed || !step_window(T, &t0, &t1, &stop))
-		return 0;
+		return;
 	next = stop == t1;
-	for (int in = 0; in < 2; in++)
-		if ((busy[in] = busy_s(T, in ? R_IN : R_OUT, t0, stop, &bytes[in])) < 0)
-			return -1;
 	for (size_t i = 0; i < T->ntimed; i++) {
 		const struct rtimed *r = &T->timed[i];
 
@@ -1515,7 +1523,8 @@ static int replay_recorded(const struct trace *T, struct rep *doc)
 		      "waits: for the device %zu (%.3f ms), "
 		      "last uses %zu (%.3f ms), the movers %zu (%.3f ms), pieces %zu (%.3f ms)",
 		      (t1 - t0) * 1e3, next ? "to the next step's first launch" : "to its last launch",
-		      n[R_IN], movers[R_IN], busy[1] * 1e3, n[R_OUT], movers[R_OUT], busy[0] * 1e3,
+		      n[R_IN], movers[R_IN], T->step_busy[1] * 1e3, n[R_OUT], movers[R_OUT],
+		      T->step_busy[0] * 1e3,
 		      n[R_DEVICE], ms[R_DEVICE],
 		      n[R_EVENT], ms[R_EVENT], n[R_MOVER], ms[R_MOVER], n[R_PIECES], ms[R_PIECES]);
 	rep_num(o, "step_ms", (t1 - t0) * 1e3);
@@ -1527,11 +1536,10 @@ static int replay_recorded(const struct trace *T, struct rep *doc)
 		rep_int(e, "by_movers", (long long)movers[k]);
 		rep_num(e, "ms", ms[k]);
 		if (k <= R_IN) {
-			rep_bytes(e, "bytes", bytes[k]);
-			rep_num(e, "busy_ms", busy[k] * 1e3);
+			rep_bytes(e, "bytes", T->step_bytes[k]);
+			rep_num(e, "busy_ms", T->step_busy[k] * 1e3);
 		}
 	}
-	return 0;
 }
 
 static const char *const rate_from_name[] = { "pcie", "median", "step" };
@@ -1541,9 +1549,8 @@ static const char *const rate_from_text[] = {
 	"the recorded step's moves: bytes over the time one was under way",
 };
 
-/* The head of the report: the trace, its cycle, the recorded step, the model.  -1: no memory. */
-static int replay_head(const struct trace *T, const struct model *M, int dev_given,
-		       const struct compute_choice *cc, struct rep *doc)
+static void replay_head(const struct trace *T, const struct model *M, int dev_given,
+			const struct compute_choice *cc, struct rep *doc)
 {
 	char a[32], b[32], from[160];
 	uint64_t bytes = 0;
@@ -1584,8 +1591,7 @@ static int replay_head(const struct trace *T, const struct model *M, int dev_giv
 		rep_int(o, "step_launches", (long long)T->step_len);
 		rep_int(o, "complete_steps", (long long)T->steps);
 		rep_int(o, "step_first_launch", (long long)T->step_first);
-		if (replay_recorded(T, doc))
-			return -1;
+		replay_recorded(T, doc);
 	} else {
 		rep_label(rep_null(doc, "cycle"), "cycle",
 			  "none complete in the trace: figures for the whole trace");
@@ -1625,7 +1631,6 @@ static int replay_head(const struct trace *T, const struct model *M, int dev_giv
 		rep_label(rep_int(doc, "other_process_launches", (long long)T->other_launches),
 			  "note", "launches of other processes, left out: %zu", T->other_launches);
 	rep_str(doc, "scope", T->cycle_len ? "step" : "total");
-	return 0;
 }
 
 /* The residency chart of one policy over T's span, for vmmx-plot. */
@@ -1899,10 +1904,8 @@ int replay_main(int argc, char **argv)
 	if (M.device == UINT64_MAX)
 		rc = oom();
 	if (!rc) {
-		rc = replay_head(&T, &M, o.device_bytes != 0, &cc, doc) ||
-				     replay_all(&T, &o, &M, doc)
-			     ? oom()
-			     : 0;
+		replay_head(&T, &M, o.device_bytes != 0, &cc, doc);
+		rc = replay_all(&T, &o, &M, doc) ? oom() : 0;
 	}
 	if (!rc && o.json) {
 		rep_json(stdout, doc);
