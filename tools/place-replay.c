@@ -84,6 +84,7 @@ struct ropts {
 	uint64_t device_bytes; /* 0: from the trace */
 	double hbm, pcie;      /* GB/s */
 	enum compute compute;
+	double compute_step;   /* --compute-step (s); 0: not given */
 	enum move_rates moves;
 	unsigned int movers;
 	unsigned int cycle;    /* the step reported: the last of a cycle this long; 0: the last */
@@ -1459,13 +1460,67 @@ static const struct rep_field replay_fields[] = {
 /* What the compute floor is, and why: the gaps, or 0. */
 struct compute_choice {
 	int gaps;
+	int step;	/* --compute-step: the step's compute spread over its launches */
+	double step_ms;
 	char why[256];
 };
 
-static int choose_compute(const struct trace *T, enum compute c, struct compute_choice *cc)
+/*
+ * --compute-step: @step_s, a step's compute measured on the GPU where the
+ * program fits (its own timing of a native run), spread over each step of
+ * the reported cycle in proportion to the bytes each launch reads
+ * (place_bytes()); a launch of no such step gets 0.  Host launch gaps
+ * cannot give it: a program that does not synchronise each launch queues
+ * them far ahead of the GPU, so its gaps are the host's pace, not the
+ * kernels' (a traced chain that fits: 10 ms a step by the gaps, 55 ms by
+ * its own clock).
+ */
+static void spread_compute(struct trace *T, double step_s)
+{
+	size_t i = 0;
+
+	while (i < T->nl) {
+		const struct rlaunch *L = &T->l[i];
+		size_t n = L->cycle_len, end;
+		double w = 0;
+
+		if (!T->cycle_len || n != T->cycle_len || L->pos != 0 || i + n > T->nl) {
+			T->l[i++].compute = 0;
+			continue;
+		}
+		end = i + n;
+		for (size_t j = i; j < end; j++)
+			for (size_t k = T->l[j].ref; k < T->l[j].ref + T->l[j].nref; k++)
+				w += (double)T->refs[k].bytes;
+		for (size_t j = i; j < end; j++) {
+			double b = 0;
+
+			for (size_t k = T->l[j].ref; k < T->l[j].ref + T->l[j].nref; k++)
+				b += (double)T->refs[k].bytes;
+			T->l[j].compute = w > 0 ? step_s * b / w : step_s / (double)n;
+		}
+		i = end;
+	}
+}
+
+static int choose_compute(const struct trace *T, enum compute c, double step_s,
+			  struct compute_choice *cc)
 {
 	cc->gaps = 0;
-	if (c == COMPUTE_NONE) {
+	cc->step = 0;
+	if (step_s > 0) {
+		if (!T->cycle_len) {
+			fprintf(stderr, PROG ": --compute-step: %s: no complete step of a cycle in it\n",
+				T->path);
+			return -1;
+		}
+		cc->step = 1;
+		cc->step_ms = step_s * 1e3;
+		snprintf(cc->why, sizeof(cc->why),
+			 "%.3f ms a step (--compute-step), spread over the step's %zu launches by "
+			 "the bytes each reads",
+			 step_s * 1e3, T->cycle_len);
+	} else if (c == COMPUTE_NONE) {
 		snprintf(cc->why, sizeof(cc->why), "0 (--compute none)");
 	} else if (!T->have_times) {
 		if (c == COMPUTE_GAPS) {
@@ -1617,7 +1672,9 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	rep_str(o, "move_in_from", rate_from_name[M->from[1]]);
 	rep_str(o, "move_out_from", rate_from_name[M->from[0]]);
 	rep_int(o, "movers", M->movers);
-	rep_str(o, "compute", cc->gaps ? "gaps" : "none");
+	rep_str(o, "compute", cc->step ? "step" : cc->gaps ? "gaps" : "none");
+	if (cc->step)
+		rep_num(o, "compute_step_ms", cc->step_ms);
 	rep_str(o, "compute_why", cc->why);
 	if (T->truncated)
 		rep_label(rep_int(doc, "truncated_launches", (long long)T->truncated), "note",
@@ -1716,6 +1773,9 @@ static void replay_usage(FILE *f)
 	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
 	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
 	    "                         auto: gaps unless the trace has no times or shows moves\n"
+	    "      --compute-step T   the step's compute, measured where the program fits\n"
+	    "                         (ms, or T with s, ms or us), spread over each step of\n"
+	    "                         the cycle by the bytes each launch reads\n"
 	    "      --json             JSON output (default: a table)\n"
 	    "      --plot FILE        the residency of the step, drawn by vmmx-plot (.png,\n"
 	    "                         .svg or .pdf)\n"
@@ -1770,6 +1830,35 @@ static int opt_compute(void *dest, const char *s)
 	return rc;
 }
 
+/* --compute-step: a time, milliseconds unless it ends in "s" or "us"; stored in seconds. */
+static int opt_compute_step(void *dest, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s && !errno && v > 0 && v < 1e9) {
+		if (!*end || !strcmp(end, "ms")) {
+			*(double *)dest = v / 1e3;
+			return 0;
+		}
+		if (!strcmp(end, "s")) {
+			*(double *)dest = v;
+			return 0;
+		}
+		if (!strcmp(end, "us")) {
+			*(double *)dest = v / 1e6;
+			return 0;
+		}
+	}
+	fprintf(stderr,
+		PROG ": --compute-step %s: expected a step's time such as 55.4 (ms), 55.4ms, "
+		     "0.0554s or 55400us\n",
+		s);
+	return 2;
+}
+
 static int opt_moves(void *dest, const char *s)
 {
 	static const char *const words[] = {"auto", "trace", "pcie"};
@@ -1795,6 +1884,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	    tool_opt_fn("hbm", 0, opt_hbm, &o->hbm, NULL),
 	    tool_opt_fn("pcie", 0, opt_pcie, &o->pcie, NULL),
 	    tool_opt_fn("compute", 0, opt_compute, &o->compute, NULL),
+	    tool_opt_fn("compute-step", 0, opt_compute_step, &o->compute_step, NULL),
 	    tool_opt_fn("move-rates", 0, opt_moves, &o->moves, NULL),
 	    tool_opt_count("movers", 0, &o->movers, 0, MAX_MOVERS, NULL),
 	    tool_opt_count("cycle", 0, &o->cycle, 1, MAX_CYCLE_LEN, NULL),
@@ -1813,6 +1903,11 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	if (!o->policy_given)
 		for (int p = 0; p < RP_COUNT; p++)
 			o->policy[p] = 1;
+	if (o->compute_step > 0 && o->compute != COMPUTE_AUTO) {
+		fprintf(stderr, PROG ": --compute-step and --compute %s: give one or the other\n",
+			o->compute == COMPUTE_GAPS ? "gaps" : "none");
+		return 2;
+	}
 	if (o->plot && rep_plot_check(o->plot, PROG))
 		return 2;
 	return 0;
@@ -1875,7 +1970,7 @@ int replay_main(int argc, char **argv)
 		return 2;
 	}
 	T.want_cycle = o.cycle;
-	if (read_trace(&T, o.trace) || choose_compute(&T, o.compute, &cc)) {
+	if (read_trace(&T, o.trace) || choose_compute(&T, o.compute, o.compute_step, &cc)) {
 		trace_free(&T);
 		return 1;
 	}
@@ -1890,7 +1985,9 @@ int replay_main(int argc, char **argv)
 		trace_free(&T);
 		return 1;
 	}
-	for (size_t i = 0; !cc.gaps && i < T.nl; i++)
+	if (cc.step)
+		spread_compute(&T, o.compute_step);
+	for (size_t i = 0; !cc.gaps && !cc.step && i < T.nl; i++)
 		T.l[i].compute = 0;
 	M = (struct model){.device = o.device_bytes ? o.device_bytes : trace_device_bytes(&T),
 			   .hbm = o.hbm * 1e9,

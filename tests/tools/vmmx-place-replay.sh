@@ -99,6 +99,34 @@ small.json|step|in-place|21.000 0 0 200000000 100000000 0 0 0|--device-bytes 100
 tiny.json|step|launch-lru|30.000 0 0 300000000 0 0 0 3|--device-bytes 50MB: no segment fits: nothing moves, each launch reads in place, 3 times no room
 FIGS
 
+# --compute-step 30: the step's 30 ms spread over each step of the cycle
+# (launches 3-5 and 6-8) by the bytes each launch reads, 100 MB each: 10 ms
+# a launch; launches 0-2, before the cycle, none.  in-place: A, B 10 ms, C
+# max(10, 10) = 10 a step; 0.1 + 0.1 + 10 before.  launch-belady misses A
+# and C: 20 + 10 twice, B 10; launch-cycle misses B only: 10 + 30 + 10.
+"$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --compute-step 30 --json >"$tmp/cs.json" 2>"$tmp/err"
+check $? "--compute-step 30 exits 0"
+pycheck "--json: compute \"step\", its ms, and why" "$tmp/cs.json" \
+	'd["model"]["compute"] == "step" and d["model"]["compute_step_ms"] == 30 and "spread over the step'"'"'s 3 launches by the bytes each reads" in d["model"]["compute_why"]'
+while IFS='|' read -r f scope pol want what; do
+	case $f in '#'* | '') continue ;; esac
+	is_figs "$tmp/$f" "$scope" "$pol" "$want" "$what"
+done <<'FIGS'
+cs.json|step|in-place|30.000 0 0 100000000 200000000 0 0 0|--compute-step 30: in-place 10 ms a launch: the step is the compute
+cs.json|total|in-place|70.200 0 0 300000000 600000000 0 0 0|--compute-step 30: launches before the cycle get none: 10.2 + 30 + 30 ms
+cs.json|step|launch-belady|70.000 200000000 200000000 0 300000000 2 2 0|--compute-step 30: launch-belady 30 + 10 + 30 ms
+cs.json|step|launch-cycle|50.000 100000000 100000000 0 300000000 1 1 0|--compute-step 30: launch-cycle 10 + 30 + 10 ms
+FIGS
+# By the bytes read, not evenly: C of 300 MB in host memory, --pcie 6, 50 ms a
+# step: A and B 10 ms each, C 30 of compute under its 50 ms read: 70 ms (an
+# even spread, 16.7 each, would give 83.3).
+sed 's/"0x30000000","size":100000000/"0x30000000","size":300000000/' "$abc" >"$tmp/c3.jsonl"
+"$place" --replay "$tmp/c3.jsonl" --hbm 1000 --pcie 6 --movers 0 --compute-step 50ms -p in-place --json >"$tmp/c3.json" 2>"$tmp/err"
+is_figs "$tmp/c3.json" step in-place "70.000 0 0 300000000 200000000 0 0 0" \
+	"--compute-step 50ms: spread by the bytes each launch reads (C 30 ms of 50)"
+"$place" --replay "$tmp/c3.jsonl" --hbm 1000 --pcie 6 --movers 0 --compute-step 0.05s -p in-place --json >"$tmp/c3s.json" 2>"$tmp/err"
+is_figs "$tmp/c3s.json" step in-place "70.000 0 0 300000000 200000000 0 0 0" "--compute-step 0.05s: the same in seconds"
+
 # The movers (--movers N, once the cycle is known from launch 3 on): a move
 # sends back on the driver (10 ms), then copies in on the link (10 ms), each
 # one at a time, and may start up to 32 launches ahead of its launch, a cycle
@@ -422,6 +450,13 @@ refused "an unknown policy" '--policy bogus: unknown "bogus"' --replay "$abc" --
 refused "a policy of the measuring mode" 'unknown "device-first"' --replay "$abc" -p device-first
 refused "--pcie 0" '--pcie 0: expected a rate in GB/s' --replay "$abc" --pcie 0
 refused "--compute maybe" '--compute maybe: expected auto, gaps or none' --replay "$abc" --compute maybe
+"$place" --replay "$tmp/free.jsonl" --compute-step 5 >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q -- '--compute-step: .*free.jsonl: no complete step of a cycle in it' "$tmp/err" && test ! -s "$tmp/out"
+check $? "--compute-step on a trace with no cycle: exit 1, said so"
+refused "--compute-step 0" '--compute-step 0: expected a step.s time such as 55.4 (ms)' --replay "$abc" --compute-step 0
+refused "--compute-step 5min" '--compute-step 5min: expected' --replay "$abc" --compute-step 5min
+refused "--compute-step with --compute gaps" '--compute-step and --compute gaps: give one or the other' --replay "$abc" --compute-step 5 --compute gaps
+refused "--compute none with --compute-step" '--compute-step and --compute none' --replay "$abc" --compute none --compute-step 5
 refused "--move-rates maybe" '--move-rates maybe: expected auto, trace or pcie' --replay "$abc" --move-rates maybe
 refused "an option of the measuring mode" 'unknown option --size' --replay "$abc" --size 4MiB
 refused "--replay without a file" '--replay needs an argument' --replay
