@@ -196,6 +196,11 @@ def test_vmmx_run_columns(monkeypatch):
         assert r["report"] == ["cycle          learned 1 times",
                                "placement        launch: 3 segments"]
         assert "--trace" not in args
+        # the native run inside is labelled with the column: its files (profiles) are its own
+        child = json.loads(args[args.index("--child") + 1])
+        assert child["column"] == "native" and child["label"] == "vmmx-run-launch"
+        assert bench_hf._label(child) == "vmmx-run-launch"
+        assert bench_hf._label(dict(column="native")) == "native"
         bench_hf.run_column(dict(spec, column="vmmx-run", run_trace=d), 60, None, fake)
         with open(os.path.join(d, "args")) as f:
             args = f.read().split("\n")

@@ -151,7 +151,7 @@ def _infer(spec, torch, model, out):
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as pr:
                 model(ids, use_cache=False)
                 torch.cuda.synchronize()
-            _write_profile(pr, f"{prof}.{spec['column']}")
+            _write_profile(pr, f"{prof}.{_label(spec)}")
         out["logits_sum"] = float(logits[:, -1].float().sum())
         del logits
         n = spec["new_tokens"]
@@ -168,10 +168,16 @@ def _infer(spec, torch, model, out):
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as pr:
                 model.generate(prompt, max_new_tokens=12, min_new_tokens=12, do_sample=False)
                 torch.cuda.synchronize()
-            _write_profile(pr, f"{prof}.{spec['column']}.decode")
+            _write_profile(pr, f"{prof}.{_label(spec)}.decode")
     out["tokens"] = toks[0, 32:].tolist()
     out["ms"] = out["prefill_ms"]
     return _finish(spec, torch, model, off, out)
+
+
+def _label(spec):
+    """A column's name in file names: a vmmx-run column's own, not that of the native
+    run inside it."""
+    return spec.get("label") or spec["column"]
 
 
 def _write_profile(pr, base):
@@ -203,18 +209,29 @@ def _train(spec, torch, model, out):
     dev = next(model.parameters()).device if spec["column"] != "accelerate" else "cuda"
     ids = torch.randint(0, 32000, (spec["hf_batch"], spec["hf_seq"]), generator=g).to(dev)
     times, losses = [], []
-    for i in range(2 + spec["steps"]):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
+
+    def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = model(ids, labels=ids).loss
         loss.backward()
         opt.step()
         opt.zero_grad()
-        losses.append(float(loss))
+        return float(loss)
+
+    for i in range(2 + spec["steps"]):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        losses.append(step())
         torch.cuda.synchronize()
         if i >= 2:
             times.append((time.perf_counter() - t) * 1e3)
+    prof = os.environ.get("VMMX_BENCH_PROFILE")  # a file: one more step's profile
+    if prof:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as pr:
+            step()
+            torch.cuda.synchronize()
+        _write_profile(pr, f"{prof}.{_label(spec)}")
     out["ms"] = statistics.median(times)
     out["times"] = times
     out["losses"] = losses
@@ -271,7 +288,7 @@ def run_column(spec, timeout, run_child, vmmx_run):
         return run_child(spec, timeout)
     if not vmmx_run:
         return dict(spec, error="no vmmx-run (--vmmx-run PATH)")
-    inner = dict(spec, column="native")
+    inner = dict(spec, column="native", label=col)
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=pkg + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory(prefix="vmmx-bench-run-") as td:
