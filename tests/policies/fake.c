@@ -131,6 +131,7 @@ const struct vmmx_policy_ops *vmmx_policy_entry(uint32_t core_abi)
 {
 	(void)core_abi;
 #ifdef FAKE_NULL
+	(void)ops;
 	return NULL;
 #else
 	return &ops;

@@ -385,7 +385,7 @@ static void check_loaded_name(const char *file)
 
 int main(void)
 {
-	char okfile[2560], impfile[2560], want[1024], src[512];
+	char okfile[2560], impfile[2560], want[2816], src[512];
 	struct vmmx_policy_info v[64];
 	struct vmmx_ctx *ctx, *ctx2;
 	struct vmmx_buf *buf, *buf2, *buf3;
