@@ -351,6 +351,13 @@ static void put_escaped(char *line, size_t room, size_t *n, const char *s)
 	line[*n] = '\0';
 }
 
+/* Whether records are written (the trace file opened at the first ask). */
+static int trace_on(void)
+{
+	pthread_once(&trace_once, trace_open);
+	return trace_fd >= 0;
+}
+
 /* One record: @body (the fields after "pid", braces left out) with the time and the pid. */
 static void trace_record(const char *body)
 {
@@ -358,9 +365,6 @@ static void trace_record(const char *body)
 	struct timespec ts;
 	int n;
 
-	pthread_once(&trace_once, trace_open);
-	if (trace_fd < 0)
-		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	n = snprintf(line, sizeof(line), "{\"time\":%lld.%06ld,\"pid\":%d,%s}\n",
 		     (long long)ts.tv_sec, ts.tv_nsec / 1000, (int)getpid(), body);
@@ -373,6 +377,8 @@ void vmmxp_trace_move(const void *base, size_t size, int to_device, uint64_t ns,
 {
 	char body[240];
 
+	if (!trace_on())
+		return;
 	snprintf(body, sizeof(body),
 		 "\"event\":\"move\",\"to\":\"%s\",\"base\":\"%p\",\"size\":%zu,\"ns\":%llu,"
 		 "\"ok\":%s,\"by\":\"%s\"", to_device ? "device" : "host", base, size,
@@ -384,6 +390,8 @@ void vmmxp_trace_wait(const char *what, const void *base, uint64_t ns, int mover
 {
 	char body[192];
 
+	if (!trace_on())
+		return;
 	snprintf(body, sizeof(body),
 		 "\"event\":\"wait\",\"for\":\"%s\",\"base\":\"%p\",\"ns\":%llu,\"by\":\"%s\"",
 		 what, base, (unsigned long long)ns, mover ? "mover" : "launch");
@@ -394,6 +402,8 @@ void vmmxp_trace_check(int err)
 {
 	char body[64];
 
+	if (!trace_on())
+		return;
 	snprintf(body, sizeof(body), "\"event\":\"check\",\"err\":%d", err);
 	trace_record(body);
 }
