@@ -410,7 +410,7 @@ void vmmxp_trace_check(int err)
 
 /*
  * One JSON line: {"time":..,"pid":..,"event":"launch","seq":N,"api":"...",
- * "kernel":"...","stream":"0x..","params":N,"chunks_named":N,
+ * "kernel":"...","stream":"0x..","params":N,"cycle_pos":N,"shared":N,"chunks_named":N,
  * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0","at":"0x.."},...]}
  */
 static void trace_launch(const char *api, const char *kernel, int nparams, CUstream stream,
@@ -433,9 +433,9 @@ static void trace_launch(const char *api, const char *kernel, int nparams, CUstr
 	n = (size_t)w;
 	put_escaped(line, room - 512, &n, kernel && kernel[0] ? kernel : "?");
 	n += (size_t)snprintf(line + n, room - n,
-			      "\",\"stream\":\"%p\",\"params\":%d,\"cycle_pos\":%ld,"
+			      "\",\"stream\":\"%p\",\"params\":%d,\"cycle_pos\":%ld,\"shared\":%zu,"
 			      "\"chunks_named\":%zu,\"chunks_host\":%zu,\"chunks\":[",
-			      stream, nparams, at, nm->total, nm->host);
+			      stream, nparams, at, nm->shared, nm->total, nm->host);
 	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
 		n += (size_t)snprintf(line + n, room - n,
 				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\",\"at\":\"%p\"}",

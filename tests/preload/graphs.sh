@@ -35,7 +35,7 @@ l() { sed -n "${1}p" "$tmp/launches"; }
 base() { sed -n "s/.* $1=\(0x[0-9a-f]*\).*/\1/p" "$tmp/tap"; }
 st=0
 for i in 1 2 3; do
-	l $i | grep -q '"api":"cuGraphLaunch","kernel":"graph:5","stream":"0x5eed","params":5,"cycle_pos":-\{0,1\}[0-9]*,"chunks_named":5,"chunks_host":3,' || st=1
+	l $i | grep -q '"api":"cuGraphLaunch","kernel":"graph:5","stream":"0x5eed","params":5,"cycle_pos":-\{0,1\}[0-9]*,"shared":0,"chunks_named":5,"chunks_host":3,' || st=1
 done
 check $st "the graph's three launches: 5 kernel nodes, 5 segments named, 3 in host memory"
 st=0

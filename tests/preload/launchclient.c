@@ -235,21 +235,21 @@ static int launches(void)
 		       "cuLaunchKernel_ptsz(k1, a + 4099, n, b + 100 MiB)");
 		reached("cuLaunchKernel_ptsz", &k1, NULL, params, NULL);
 	}
-	/* 3: pointers inside a by-value struct (2, 1) */
+	/* 3: pointers inside a by-value struct (2, 1); 48 KiB of dynamic shared memory */
 	{
 		struct k2_arg s = { 3, 0, (char *)a + 8, bi };
 		void *params[] = { &s, &f };
-		struct fake_cu_config cfg = { { 1, 1, 1 }, { 32, 1, 1 }, 0, STREAM, NULL, 0 };
+		struct fake_cu_config cfg = { { 1, 1, 1 }, { 32, 1, 1 }, 48 << 10, STREAM, NULL, 0 };
 
 		is_int(0, cuLaunchKernelEx(&cfg, &k2, params, NULL),
 		       "cuLaunchKernelEx(k2, { n, a + 8, b + 12345 }, f)");
 		reached("cuLaunchKernelEx", &k2, STREAM, params, NULL);
 	}
-	/* 4: cooperative, one device pointer (1, 0) */
+	/* 4: cooperative, one device pointer (1, 0); 1 KiB of dynamic shared memory */
 	{
 		void *params[] = { &a2 };
 
-		is_int(0, cuLaunchCooperativeKernel(&k3, 1, 1, 1, 32, 1, 1, 0, STREAM, params),
+		is_int(0, cuLaunchCooperativeKernel(&k3, 1, 1, 1, 32, 1, 1, 1024, STREAM, params),
 		       "cuLaunchCooperativeKernel(k3, a2)");
 		reached("cuLaunchCooperativeKernel", &k3, STREAM, params, NULL);
 	}
@@ -279,7 +279,7 @@ static int launches(void)
 	/* 7: the runtime's Ex form with a CUkernel: cuKernelGetParamInfo gives the layout (1, 1) */
 	{
 		void *params[] = { &bi };
-		struct fake_rt_config cfg = { one, one, 0, STREAM, NULL, 0 };
+		struct fake_rt_config cfg = { one, one, 64 << 10, STREAM, NULL, 0 };
 
 		is_int(0, cudaLaunchKernelExC_ptsz(&cfg, &stub4, params),
 		       "cudaLaunchKernelExC_ptsz(stub of the CUkernel k4, b + 12345)");

@@ -31,15 +31,17 @@ grep '"event":"launch"' "$tmp/trace" >"$tmp/launches"
 [ "$(wc -l <"$tmp/launches")" -eq 11 ]
 check $? "--trace writes one launch record per launch"
 l() { sed -n "${1}p" "$tmp/launches"; }
-l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"cycle_pos":-1,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0","at":"0x[0-9a-f]*"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host","at":"0x[0-9a-f]*"}\]}$'
-check $? "a launch record: kernel name, stream, parameters, and each chunk named with its base, size and location"
+l 1 | grep -q '"seq":0,"api":"cuLaunchKernel","kernel":"k1_two_pointers","stream":"0x5eed","params":3,"cycle_pos":-1,"shared":0,"chunks_named":2,"chunks_host":1,"chunks":\[{"base":"0x[0-9a-f]*","size":67108864,"loc":"device:0","at":"0x[0-9a-f]*"},{"base":"0x[0-9a-f]*","size":67108864,"loc":"host","at":"0x[0-9a-f]*"}\]}$'
+check $? "a launch record: kernel name, stream, parameters, dynamic shared memory, and each chunk named with its base, size and location"
 l 2 | grep -q '"stream":"0x2",.*"chunks_named":2,"chunks_host":1'
 check $? "a _ptsz launch on stream 0 is recorded on the per-thread stream (0x2)"
-l 3 | grep -q '"api":"cuLaunchKernelEx","kernel":"k2_struct",.*"chunks_named":2,"chunks_host":1'
-check $? "pointers inside a by-value struct are named"
-l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5eed","params":1,"cycle_pos":-1,"chunks_named":1,"chunks_host":1'
+l 3 | grep -q '"api":"cuLaunchKernelEx","kernel":"k2_struct",.*"shared":49152,"chunks_named":2,"chunks_host":1'
+check $? "pointers inside a by-value struct are named; the config's shared memory recorded"
+l 4 | grep -q '"api":"cuLaunchCooperativeKernel",.*"shared":1024,'
+check $? "a cooperative launch's shared memory is recorded"
+l 7 | grep -q '"api":"cudaLaunchKernelExC","kernel":"k4_cukernel","stream":"0x5eed","params":1,"cycle_pos":-1,"shared":65536,"chunks_named":1,"chunks_host":1'
 check $? "the runtime's launch of a CUkernel: its layout and name from cuKernelGetParamInfo and cuKernelGetName"
-l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"cycle_pos":-1,"chunks_named":0'
+l 8 | grep -q '"kernel":"k5_no_layout",.*"params":-1,"cycle_pos":-1,"shared":0,"chunks_named":0'
 check $? "a kernel without a layout is recorded, nothing read"
 b1=$(l 1 | sed 's/.*"loc":"device:0","at":"0x[0-9a-f]*"},{"base":"\(0x[0-9a-f]*\)".*/\1/')
 l 7 | grep -q "\"base\":\"$b1\""
