@@ -62,14 +62,17 @@
 #define MAX_MOVERS 4
 /* Launches ahead of its launch a move may be made, a cycle known (preload/place.c, AHEAD). */
 #define AHEAD_LAUNCHES 32
+/* Dynamic shared memory from which a kernel is taken to work on tiles (preload/place.c). */
+#define TILED_SHARED (32u << 10)
 
-enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_COUNT };
+enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_READ, RP_COUNT };
 
 static const char *const rp_names[RP_COUNT] = {
     [RP_IN_PLACE] = "in-place",
     [RP_LRU] = "launch-lru",
     [RP_BELADY] = "launch-belady",
     [RP_CYCLE] = "launch-cycle",
+    [RP_READ] = "launch-in-place",
 };
 
 enum compute { COMPUTE_AUTO, COMPUTE_GAPS, COMPUTE_NONE };
@@ -85,6 +88,7 @@ struct ropts {
 	double hbm, pcie;      /* GB/s */
 	enum compute compute;
 	double compute_step;   /* --compute-step (s); 0: not given */
+	double tiled_reads;    /* --tiled-reads: a tiled launch's reads in place, times */
 	enum move_rates moves;
 	unsigned int movers;
 	unsigned int cycle;    /* the step reported: the last of a cycle this long; 0: the last */
@@ -133,6 +137,7 @@ struct rlaunch {
 	int truncated;	  /* chunks_named > the chunks listed */
 	double compute;	  /* the compute floor (s) */
 	size_t cycle_len; /* the known cycle's length at this launch; 0: none */
+	int tiled;	  /* "shared" >= TILED_SHARED: it reads its operands' tiles again */
 };
 
 /* A u64 -> index map, open addressing (linear probing), grown at half full. */
@@ -179,6 +184,7 @@ struct trace {
 	struct umap buf_id;    /* buffer id -> buffer */
 	struct umap chunk_seg; /* chunk base -> segment (chunks no record knows) */
 	size_t placements, other_launches, other_events, truncated, moves_seen;
+	size_t tiled, have_shared; /* launches recorded tiled; launches with a "shared" */
 	/* The recorded run's own moves ("event":"move"), [0] back to host memory, [1] in. */
 	uint64_t move_bytes[2], move_ns[2];
 	size_t move_n[2], move_failed;
@@ -452,7 +458,7 @@ static size_t seg_of(struct trace *T, uint64_t base, uint64_t size, int host)
 static int take_launch(struct trace *T, const struct where *w, const struct json *o)
 {
 	const struct json *chunks = json_get(o, "chunks"), *pos = json_get(o, "cycle_pos");
-	const struct json *t = json_get(o, "time");
+	const struct json *t = json_get(o, "time"), *shared = json_get(o, "shared");
 	uint64_t named = json_u64(json_get(o, "chunks_named"));
 	const char *api = json_str(json_get(o, "api"));
 	/* A graph launch names each segment by its base, and reads many tensors of it. */
@@ -515,8 +521,12 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 			      .pos = (long)json_num(pos),
 			      .ref = first,
 			      .nref = T->nrefs - first,
-			      .truncated = named != UINT64_MAX && named > json_len(chunks)};
+			      .truncated = named != UINT64_MAX && named > json_len(chunks),
+			      .tiled = json_type(shared) == JSON_NUM &&
+				       json_num(shared) >= (double)TILED_SHARED};
 	T->truncated += (size_t)L->truncated;
+	T->tiled += (size_t)L->tiled;
+	T->have_shared += json_type(shared) == JSON_NUM;
 	return 0;
 }
 
@@ -991,6 +1001,7 @@ struct model {
 	double rate[2];   /* a move's bytes per second: [0] back to host memory, [1] in */
 	enum rate_from from[2]; /* ... where each came from */
 	unsigned int movers; /* threads that move ahead of the launches (0: none) */
+	double tiled_reads;  /* a tiled launch's reads in place take this many times as long */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -1071,6 +1082,7 @@ struct rstate {
 	int fixed;	   /* too large to make room for: never moved for room (replay_policy()) */
 	size_t last, prev; /* launches (from 1) that last named it and the one before; 0: none */
 	size_t next;	   /* the next launch naming it (NONE: never) */
+	size_t freq;	   /* launch-in-place: launches naming it in the last cycle's window */
 };
 
 /*
@@ -1119,6 +1131,9 @@ static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy
 			/* preload/place.c: a step after the last use, or sooner by the last gap. */
 			if (cycle_next(v, cycle_len, i) > cycle_next(b, cycle_len, i))
 				best = s;
+		} else if (p == RP_READ && v->freq != b->freq) {
+			if (v->freq < b->freq)
+				best = s; /* named fewer times in the last cycle */
 		} else if (v->last < b->last) {
 			best = s; /* least recently named; ties: the first named */
 		}
@@ -1142,6 +1157,34 @@ static int once_worth(const struct trace *T, struct rstate *S, size_t seg, size_
 		size_t v = victim(T, S, RP_CYCLE, i, cycle_len);
 
 		if (v == NONE || cycle_next(&S[v], cycle_len, i) < cycle_next(&S[seg], cycle_len, i)) {
+			worth = 0;
+			break;
+		}
+		S[v].st = S_NONE; /* out of the next victim() until restored below */
+		chosen[n++] = v;
+		need = need > T->segs[v].size ? need - T->segs[v].size : 0;
+	}
+	while (n > 0)
+		S[chosen[--n]].st = S_DEVICE;
+	return worth && need == 0;
+}
+
+/*
+ * launch-in-place, a segment @seg in host memory named by launch @i (from
+ * 1), @need bytes short of room: whether reading in place brings it in,
+ * in place of victims each named fewer times in the last cycle than it
+ * (preload/place.c, plan_victims()).  @S is left as it was.
+ */
+static int freq_worth(const struct trace *T, struct rstate *S, size_t seg, size_t i,
+		      uint64_t need)
+{
+	size_t chosen[64], n = 0;
+	int worth = 1;
+
+	while (need > 0 && n < sizeof(chosen) / sizeof(chosen[0])) {
+		size_t v = victim(T, S, RP_READ, i, 0);
+
+		if (v == NONE || S[v].freq >= S[seg].freq) {
 			worth = 0;
 			break;
 		}
@@ -1281,7 +1324,13 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    brought in only into free room (else counted as "no room"), never
  *    sent back (place.c applies the quarter to every segment; a segment
  *    named at one address is moved here whatever its size).  Not
- *    modelled: the trial of reading in place.
+ *    modelled: the trial of reading in place.  launch-in-place, that
+ *    trial's other side: nothing ahead; a segment in host memory is
+ *    brought in into free room or in place of segments named fewer times
+ *    than it over the last T->cycle_len launches (freq_worth()), the
+ *    fewest first, then the least recently named; else read in place.
+ *  - A tiled launch (recorded with TILED_SHARED bytes of dynamic shared
+ *    memory or more) reads what it reads in place @M->tiled_reads times.
  *
  * Return: 0, or -1 when out of memory.
  */
@@ -1312,7 +1361,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		size_t judged = 0;  /* ... and their number */
 		/* Its moves' end: on the launching thread (one after another), or by the movers. */
 		double read_s, ready = now;
-		int ahead = M->movers && L->pos >= 0 && L->cycle_len > 1;
+		int ahead = M->movers && L->pos >= 0 && L->cycle_len > 1 && p != RP_READ;
 		size_t reach = ahead && L->cycle_len - 1 < AHEAD_LAUNCHES ? L->cycle_len - 1
 									 : AHEAD_LAUNCHES;
 
@@ -1363,6 +1412,10 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 				d.read_once++;
 				continue;
 			}
+			/* launch-in-place: only in place of segments named fewer times. */
+			if (p == RP_READ && used + g->size > M->device &&
+			    !freq_worth(T, S, r[k].seg, i + 1, used + g->size - M->device))
+				continue;
 			/*
 			 * What this launch names already on the device cannot make
 			 * room, nor can a segment too large to be sent back.
@@ -1405,8 +1458,18 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			else
 				d.read_host += r[k].bytes;
 		}
+		/* launch-in-place's counts: this launch in, the one a cycle back out. */
+		for (size_t k = 0; p == RP_READ && k < L->nref; k++)
+			S[r[k].seg].freq++;
+		if (p == RP_READ && T->cycle_len && i >= T->cycle_len) {
+			const struct rlaunch *B = &T->l[i - T->cycle_len];
+
+			for (size_t k = B->ref; k < B->ref + B->nref; k++)
+				S[T->refs[k].seg].freq--;
+		}
 		d.move_s = (double)d.moved_in / M->rate[1] + (double)d.moved_out / M->rate[0];
-		read_s = (double)d.read_device / M->hbm + (double)d.read_host / M->pcie;
+		read_s = (double)d.read_device / M->hbm +
+			 (double)d.read_host / M->pcie * (L->tiled ? M->tiled_reads : 1.0);
 		start[i] = ready;
 		d.time_s = start[i] + (L->compute > read_s ? L->compute : read_s) - now;
 		now += d.time_s;
@@ -1607,7 +1670,7 @@ static const char *const rate_from_text[] = {
 static void replay_head(const struct trace *T, const struct model *M, int dev_given,
 			const struct compute_choice *cc, struct rep *doc)
 {
-	char a[32], b[32], from[160];
+	char a[32], b[32], from[160], tiled[160];
 	uint64_t bytes = 0;
 	struct rep *o;
 	int ndev = 0;
@@ -1656,13 +1719,21 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	else
 		snprintf(from, sizeof(from), "in: %s; back: %s", rate_from_text[M->from[1]],
 			 rate_from_text[M->from[0]]);
+	if (!T->have_shared)
+		snprintf(tiled, sizeof(tiled), "no launch records its shared memory: none tiled");
+	else
+		snprintf(tiled, sizeof(tiled),
+			 "%zu of %zu launches tiled (32 KiB of shared memory or more), their reads "
+			 "in place %g times",
+			 T->tiled, T->nl, M->tiled_reads);
 	o = rep_label(rep_obj(doc, "model"), "model",
 		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; moves in %.1f GB/s, back "
-		      "%.1f GB/s (%s), by %u movers once a cycle is known; compute per launch: %s",
+		      "%.1f GB/s (%s), by %u movers once a cycle is known; compute per launch: %s; "
+		      "%s",
 		      rep_fmt_size(M->device, b, sizeof(b)),
 		      dev_given ? "--device-bytes" : "the most the trace shows on the device",
 		      M->hbm / 1e9, M->pcie / 1e9, M->rate[1] / 1e9, M->rate[0] / 1e9, from,
-		      M->movers, cc->why);
+		      M->movers, cc->why, tiled);
 	rep_bytes(o, "device_bytes", M->device);
 	rep_str(o, "device_bytes_from", dev_given ? "option" : "trace");
 	rep_num(o, "hbm_gbps", M->hbm / 1e9);
@@ -1676,6 +1747,9 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	if (cc->step)
 		rep_num(o, "compute_step_ms", cc->step_ms);
 	rep_str(o, "compute_why", cc->why);
+	rep_num(o, "tiled_reads", M->tiled_reads);
+	rep_int(o, "tiled_launches", (long long)T->tiled);
+	rep_int(o, "shared_recorded", (long long)T->have_shared);
 	if (T->truncated)
 		rep_label(rep_int(doc, "truncated_launches", (long long)T->truncated), "note",
 			  "launches that named more than the %d chunks a record lists: %zu (the "
@@ -1756,8 +1830,8 @@ static void replay_usage(FILE *f)
 	    "usage: " PROG " --replay TRACE [OPTIONS]\n"
 	    "Replays the launches of a vmmx-run --trace file under placement policies with a\n"
 	    "simple cost model, and predicts each one's step time and the bytes it moves.\n\n"
-	    "  -p, --policy LIST      in-place, launch-lru, launch-belady, launch-cycle\n"
-	    "                         (comma-separated; default all)\n"
+	    "  -p, --policy LIST      in-place, launch-lru, launch-belady, launch-cycle,\n"
+	    "                         launch-in-place (comma-separated; default all)\n"
 	    "      --device-bytes SIZE  the device's room (default: the most the trace shows\n"
 	    "                         on the device, or the most one launch names)\n"
 	    "      --hbm GBPS         device memory rate (default %.1f)\n"
@@ -1773,6 +1847,9 @@ static void replay_usage(FILE *f)
 	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
 	    "                         gap to the next launch in the recorded run (gaps), or 0;\n"
 	    "                         auto: gaps unless the trace has no times or shows moves\n"
+	    "      --tiled-reads F    a tiled launch (recorded with 32 KiB of shared memory or\n"
+	    "                         more: a GEMM, an attention) reads in place F times\n"
+	    "                         what it names (default 1)\n"
 	    "      --compute-step T   the step's compute, measured where the program fits\n"
 	    "                         (ms, or T with s, ms or us), spread over each step of\n"
 	    "                         the cycle by the bytes each launch reads\n"
@@ -1859,6 +1936,23 @@ static int opt_compute_step(void *dest, const char *s)
 	return 2;
 }
 
+/* --tiled-reads: how many times a tiled launch reads what it reads in place, 1 to 1024. */
+static int opt_tiled_reads(void *dest, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || errno || !(v >= 1 && v <= 1024)) {
+		fprintf(stderr, PROG ": --tiled-reads %s: expected a factor from 1 to 1024 such as 8\n",
+			s);
+		return 2;
+	}
+	*(double *)dest = v;
+	return 0;
+}
+
 static int opt_moves(void *dest, const char *s)
 {
 	static const char *const words[] = {"auto", "trace", "pcie"};
@@ -1885,6 +1979,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	    tool_opt_fn("pcie", 0, opt_pcie, &o->pcie, NULL),
 	    tool_opt_fn("compute", 0, opt_compute, &o->compute, NULL),
 	    tool_opt_fn("compute-step", 0, opt_compute_step, &o->compute_step, NULL),
+	    tool_opt_fn("tiled-reads", 0, opt_tiled_reads, &o->tiled_reads, NULL),
 	    tool_opt_fn("move-rates", 0, opt_moves, &o->moves, NULL),
 	    tool_opt_count("movers", 0, &o->movers, 0, MAX_MOVERS, NULL),
 	    tool_opt_count("cycle", 0, &o->cycle, 1, MAX_CYCLE_LEN, NULL),
@@ -1897,6 +1992,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	o->hbm = DEFAULT_HBM_GBPS;
 	o->pcie = DEFAULT_PCIE_GBPS;
 	o->movers = DEFAULT_MOVERS;
+	o->tiled_reads = 1;
 	rc = tool_opts_parse(PROG, replay_usage, tab, argc, argv);
 	if (rc)
 		return rc;
@@ -1992,7 +2088,8 @@ int replay_main(int argc, char **argv)
 	M = (struct model){.device = o.device_bytes ? o.device_bytes : trace_device_bytes(&T),
 			   .hbm = o.hbm * 1e9,
 			   .pcie = o.pcie * 1e9,
-			   .movers = o.movers};
+			   .movers = o.movers,
+			   .tiled_reads = o.tiled_reads};
 	if (move_rates(&T, o.moves, &M)) {
 		trace_free(&T);
 		return 1;

@@ -57,8 +57,8 @@ elif ! "$top_builddir/tools/vmmx-plot" --check >/dev/null 2>"$tmp/plot.why"; the
 	plot_why=$(head -n 1 "$tmp/plot.why")
 	plot_why=${plot_why:-vmmx-plot --check failed}
 fi
-# png_ok FILE: a PNG (its signature) of 1 byte to 100 KB.
+# png_ok FILE: a PNG (its signature) of 1 byte to 256 KiB (five residency charts: 126 KB).
 png_ok() {
 	[ "$(od -An -tx1 -N8 "$1" | tr -d ' \n')" = "89504e470d0a1a0a" ] &&
-		[ "$(wc -c <"$1")" -gt 0 ] && [ "$(wc -c <"$1")" -lt 102400 ]
+		[ "$(wc -c <"$1")" -gt 0 ] && [ "$(wc -c <"$1")" -lt 262144 ]
 }

@@ -66,9 +66,9 @@ check $? "--replay --json exits 0"
 pycheck "--json parses; the trace: 9 launches of pid 4242, 3 segments (A grouped from its 2 chunks: 300 MB), 2 placement records, the other process's launch left out" \
 	"$tmp/abc.json" 'd["mode"] == "replay" and d["trace"]["launches"] == 9 and d["trace"]["pid"] == 4242 and d["trace"]["segments"] == 3 and d["trace"]["segment_bytes"] == 300000000 and d["trace"]["placement_records"] == 2 and d["trace"]["other_process_launches"] == 1 and d["trace"]["moves_seen"] == 0'
 pycheck "--json: the device's room from the trace (A and B first seen there: 200 MB), compute from the gaps, the cycle" \
-	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle"]'
+	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle", "launch-in-place"]'
 pycheck "the residency chart of launch-belady's step: A, B, C by launch (upper case: named)" \
-	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 4'
+	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 5'
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --device-bytes 100MB --json >"$tmp/small.json" 2>"$tmp/err"
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --device-bytes 50MB --json >"$tmp/tiny.json" 2>"$tmp/err"
@@ -126,6 +126,38 @@ is_figs "$tmp/c3.json" step in-place "70.000 0 0 300000000 200000000 0 0 0" \
 	"--compute-step 50ms: spread by the bytes each launch reads (C 30 ms of 50)"
 "$place" --replay "$tmp/c3.jsonl" --hbm 1000 --pcie 6 --movers 0 --compute-step 0.05s -p in-place --json >"$tmp/c3s.json" 2>"$tmp/err"
 is_figs "$tmp/c3s.json" step in-place "70.000 0 0 300000000 200000000 0 0 0" "--compute-step 0.05s: the same in seconds"
+
+# launch-in-place (--placement launch reading in place) and --tiled-reads, on
+# replay-freq.jsonl: A and B of 100 MB on the device (room for 2), C in host
+# memory; launches A B C C, then a cycle of 4 of the same twice; C's launches
+# record 48 KiB of shared memory (tiled).  --compute none (the trace shows C
+# moved), --hbm 1000 --pcie 10: 100 MB is 0.1 ms from HBM, 10 ms over the link.
+# launch-in-place counts namings over the last 4 launches: at launch 6, C
+# (named twice) goes in for A (once; least recent of A and B): a 20 ms move;
+# at launch 8, A (once) may not push out B (once) nor C: read in place.
+# The step: A 10 + B, C, C 0.1 each; over the trace 20.2 + 20.4 + 10.3.
+freq="$top_srcdir/tests/tools/replay-freq.jsonl"
+"$place" --replay "$freq" --hbm 1000 --pcie 10 --movers 0 --compute none --json >"$tmp/freq.json" 2>"$tmp/err"
+check $? "--replay of replay-freq.jsonl exits 0"
+"$place" --replay "$freq" --hbm 1000 --pcie 10 --movers 0 --compute none --tiled-reads 4 --json >"$tmp/freq4.json" 2>"$tmp/err"
+check $? "--tiled-reads 4 exits 0"
+while IFS='|' read -r f scope pol want what; do
+	case $f in '#'* | '') continue ;; esac
+	is_figs "$tmp/$f" "$scope" "$pol" "$want" "$what"
+done <<'FIGS'
+freq.json|step|launch-in-place|10.300 0 0 100000000 300000000 0 0 0|launch-in-place: A, named less than B and C, is read in place: 10 + 0.1 x 3 ms
+freq.json|total|launch-in-place|50.900 100000000 100000000 300000000 900000000 1 1 0|launch-in-place: C, named twice a cycle, goes in once for A: 20.2 + 20.4 + 10.3 ms
+freq.json|step|in-place|20.200 0 0 200000000 200000000 0 0 0|in-place: C read in place twice a step
+freq4.json|step|in-place|80.200 0 0 200000000 200000000 0 0 0|--tiled-reads 4: C's tiled launches read in place 4 times as long: 0.1 + 0.1 + 40 + 40 ms
+freq4.json|step|launch-in-place|10.300 0 0 100000000 300000000 0 0 0|--tiled-reads 4: A's launch is not tiled: launch-in-place unchanged
+FIGS
+pycheck "--json: the model's tiled reads, the launches recorded tiled (6) and those with a shared memory (12)" \
+	"$tmp/freq4.json" 'd["model"]["tiled_reads"] == 4 and d["model"]["tiled_launches"] == 6 and d["model"]["shared_recorded"] == 12 and [x["policy"] for x in d["step"]][-1] == "launch-in-place"'
+says "$freq" "no launch records\| 6 of 12 launches tiled (32 KiB of shared memory or more), their reads in place 1 times" \
+	"the model line counts the tiled launches"
+"$place" --replay "$abc" --tiled-reads 4 >"$tmp/says" 2>"$tmp/err"
+tr '\n' ' ' <"$tmp/says" | tr -s ' ' | grep -q "no launch records its shared memory: none tiled"
+check $? "a trace without shared memory records: the model line says none is tiled"
 
 # The movers (--movers N, once the cycle is known from launch 3 on): a move
 # sends back on the driver (10 ms), then copies in on the link (10 ms), each
@@ -254,8 +286,8 @@ for p in 0 1 2 0 1 2 0 1 2; do
 	i=$((i + 1))
 done >"$tmp/once.jsonl"
 "$place" --replay "$tmp/once.jsonl" --device-bytes 201MB --json >"$tmp/once.json" 2>"$tmp/err"
-pycheck "read once: launch-cycle reads W2 in place at its 3 launches, moves nothing; launch-lru brings it in" \
-	"$tmp/once.json" '[(x["policy"], x["read_once"], x["moves_in"], x["read_in_place"]) for x in d["total"]] == [("in-place", 0, 0, 300000000), ("launch-lru", 0, 7, 0), ("launch-belady", 0, 4, 0), ("launch-cycle", 3, 0, 300000000)]'
+pycheck "read once: launch-cycle reads W2 in place at its 3 launches, moves nothing; launch-lru brings it in; launch-in-place never (each weight named once a cycle)" \
+	"$tmp/once.json" '[(x["policy"], x["read_once"], x["moves_in"], x["read_in_place"]) for x in d["total"]] == [("in-place", 0, 0, 300000000), ("launch-lru", 0, 7, 0), ("launch-belady", 0, 4, 0), ("launch-cycle", 3, 0, 300000000), ("launch-in-place", 0, 0, 300000000)]'
 
 # The same after a launch that named Z (100 MB on the device) and nothing
 # names again: Z's expected use passes, nothing is known to need it, and
@@ -276,13 +308,13 @@ cat >"$tmp/free.jsonl" <<'EOF'
 EOF
 "$place" --replay "$tmp/free.jsonl" --device-bytes 100MB --json >"$tmp/free.json" 2>"$tmp/err"
 pycheck "a buffer placed over a freed one: two segments, the second on the device in the first's room; no time in the trace: compute 0" \
-	"$tmp/free.json" 'd["trace"]["segments"] == 2 and d["cycle"] is None and d["step"] is None and d["model"]["compute"] == "none" and [(x["read_on_device"], x["read_in_place"]) for x in d["total"]] == [(200000000, 0)] * 4'
+	"$tmp/free.json" 'd["trace"]["segments"] == 2 and d["cycle"] is None and d["step"] is None and d["model"]["compute"] == "none" and [(x["read_on_device"], x["read_in_place"]) for x in d["total"]] == [(200000000, 0)] * 5'
 
 # Records without a pid (written by hand) are one process's: C in host memory, brought in.
 echo '{"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x50000000","size":1000,"loc":"host"}]}' >"$tmp/nopid.jsonl"
 "$place" --replay "$tmp/nopid.jsonl" --json >"$tmp/nopid.json" 2>"$tmp/err"
-pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in, in-place reads it in place" \
-	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 3'
+pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in (launch-in-place too: into free room), in-place reads it in place" \
+	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 4'
 
 # The cycle as the interposer gives it: learned at launch 3, dropped at 10 by
 # three launches it did not expect (-1: not a step), learned again at 13; the
@@ -335,8 +367,8 @@ else
 	pycheck "recorded: the run's 8 moves each way in the trace, which prices the replay's moves" \
 		"$tmp/rec.json" 'd["trace"]["move_records_in"] == 8 and d["trace"]["move_records_out"] == 8 and d["trace"]["move_records_failed"] == 0 and all(d["model"]["move_%s_from" % w] == ("step" if d["recorded"][w]["busy_ms"] > 0 else "median") for w in ("in", "out")) and d["model"]["move_in_gbps"] > 0 and (d["recorded"]["in"]["busy_ms"] == 0 or abs(d["model"]["move_in_gbps"] - d["recorded"]["in"]["bytes"] / d["recorded"]["in"]["busy_ms"] / 1e6) < 1e-6 * d["model"]["move_in_gbps"])'
 	M=67108864
-	pycheck "recorded: launch-cycle predicts what the run did (8 moves in, 8 out, 512 MiB each); launch-belady 6, launch-lru 14, in-place none" \
-		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M')]'
+	pycheck "recorded: launch-cycle predicts what the run did (8 moves in, 8 out, 512 MiB each); launch-belady 6, launch-lru 14, in-place and launch-in-place none (each buffer named once a cycle)" \
+		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M'), ("launch-in-place", 0, 0, 0)]'
 fi
 
 # ---- the plot ----
@@ -363,7 +395,7 @@ if [ -n "$plot_why" ]; then
 	skip "residency plot: $plot_why"
 else
 	"$plot" "$tmp/abc.json" -o "$tmp/res.png" 2>"$tmp/err" && png_ok "$tmp/res.png" &&
-		"$plot" --list "$tmp/abc.json" | cut -f1 | tr '\n' ' ' | grep -q '^residency-in-place residency-launch-lru residency-launch-belady residency-launch-cycle $'
+		"$plot" --list "$tmp/abc.json" | cut -f1 | tr '\n' ' ' | grep -q '^residency-in-place residency-launch-lru residency-launch-belady residency-launch-cycle residency-launch-in-place $'
 	check $? "vmmx-plot draws the replay's residency charts (PNG), one per policy"
 	"$place" --replay "$abc" -p launch-cycle --plot "$tmp/cyc.svg" >/dev/null 2>"$tmp/err" &&
 		grep -q '<svg' "$tmp/cyc.svg"
@@ -457,6 +489,9 @@ refused "--compute-step 0" '--compute-step 0: expected a step.s time such as 55.
 refused "--compute-step 5min" '--compute-step 5min: expected' --replay "$abc" --compute-step 5min
 refused "--compute-step with --compute gaps" '--compute-step and --compute gaps: give one or the other' --replay "$abc" --compute-step 5 --compute gaps
 refused "--compute none with --compute-step" '--compute-step and --compute none' --replay "$abc" --compute none --compute-step 5
+refused "--tiled-reads 0" '--tiled-reads 0: expected a factor from 1 to 1024' --replay "$abc" --tiled-reads 0
+refused "--tiled-reads 0.5" '--tiled-reads 0.5: expected a factor' --replay "$abc" --tiled-reads 0.5
+refused "--tiled-reads 8x" '--tiled-reads 8x: expected a factor' --replay "$abc" --tiled-reads 8x
 refused "--move-rates maybe" '--move-rates maybe: expected auto, trace or pcie' --replay "$abc" --move-rates maybe
 refused "an option of the measuring mode" 'unknown option --size' --replay "$abc" --size 4MiB
 refused "--replay without a file" '--replay needs an argument' --replay
