@@ -1142,49 +1142,27 @@ static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy
 }
 
 /*
- * launch-cycle, a segment @seg read once by launch @i (from 1), @need bytes
- * short of room: whether --placement launch would bring it in, in place of
- * victims each needed after it is needed again (preload/place.c); never
- * without a cycle.  @S is left as it was.
+ * A segment @seg in host memory named by launch @i (from 1), @need bytes
+ * short of room, under @p: whether the victims @p would take, in order,
+ * make the room with each one allowed (@S is left as it was).
+ * launch-cycle, for a segment read once: only victims each needed after
+ * it is needed again, never without a cycle (preload/place.c, read once).
+ * launch-in-place: only victims each named fewer times than it over the
+ * last cycle (preload/place.c, plan_victims() reading in place).
  */
-static int once_worth(const struct trace *T, struct rstate *S, size_t seg, size_t i,
-		      size_t cycle_len, uint64_t need)
+static int room_allowed(const struct trace *T, struct rstate *S, enum rpolicy p, size_t seg,
+			size_t i, size_t cycle_len, uint64_t need)
 {
 	size_t chosen[64], n = 0;
-	int worth = cycle_len != 0;
+	int worth = p != RP_CYCLE || cycle_len != 0;
 
 	while (worth && need > 0 && n < sizeof(chosen) / sizeof(chosen[0])) {
-		size_t v = victim(T, S, RP_CYCLE, i, cycle_len);
+		size_t v = victim(T, S, p, i, cycle_len);
 
-		if (v == NONE || cycle_next(&S[v], cycle_len, i) < cycle_next(&S[seg], cycle_len, i)) {
-			worth = 0;
-			break;
-		}
-		S[v].st = S_NONE; /* out of the next victim() until restored below */
-		chosen[n++] = v;
-		need = need > T->segs[v].size ? need - T->segs[v].size : 0;
-	}
-	while (n > 0)
-		S[chosen[--n]].st = S_DEVICE;
-	return worth && need == 0;
-}
-
-/*
- * launch-in-place, a segment @seg in host memory named by launch @i (from
- * 1), @need bytes short of room: whether reading in place brings it in,
- * in place of victims each named fewer times in the last cycle than it
- * (preload/place.c, plan_victims()).  @S is left as it was.
- */
-static int freq_worth(const struct trace *T, struct rstate *S, size_t seg, size_t i,
-		      uint64_t need)
-{
-	size_t chosen[64], n = 0;
-	int worth = 1;
-
-	while (need > 0 && n < sizeof(chosen) / sizeof(chosen[0])) {
-		size_t v = victim(T, S, RP_READ, i, 0);
-
-		if (v == NONE || S[v].freq >= S[seg].freq) {
+		if (v == NONE ||
+		    (p == RP_CYCLE &&
+		     cycle_next(&S[v], cycle_len, i) < cycle_next(&S[seg], cycle_len, i)) ||
+		    (p == RP_READ && S[v].freq >= S[seg].freq)) {
 			worth = 0;
 			break;
 		}
@@ -1327,7 +1305,7 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    modelled: the trial of reading in place.  launch-in-place, that
  *    trial's other side: nothing ahead; a segment in host memory is
  *    brought in into free room or in place of segments named fewer times
- *    than it over the last T->cycle_len launches (freq_worth()), the
+ *    than it over the last T->cycle_len launches (room_allowed()), the
  *    fewest first, then the least recently named; else read in place.
  *  - A tiled launch (recorded with TILED_SHARED bytes of dynamic shared
  *    memory or more) reads what it reads in place @M->tiled_reads times.
@@ -1407,14 +1385,15 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			/* launch-cycle: read once, left in place unless worth it (see the top). */
 			if (p == RP_CYCLE && judged > 1 && g->size >= named - named / 3 &&
 			    used + g->size > M->device &&
-			    !once_worth(T, S, r[k].seg, i + 1, L->pos >= 0 ? L->cycle_len : 0,
-					used + g->size - M->device)) {
+			    !room_allowed(T, S, RP_CYCLE, r[k].seg, i + 1,
+					  L->pos >= 0 ? L->cycle_len : 0, used + g->size - M->device)) {
 				d.read_once++;
 				continue;
 			}
 			/* launch-in-place: only in place of segments named fewer times. */
 			if (p == RP_READ && used + g->size > M->device &&
-			    !freq_worth(T, S, r[k].seg, i + 1, used + g->size - M->device))
+			    !room_allowed(T, S, RP_READ, r[k].seg, i + 1, 0,
+					  used + g->size - M->device))
 				continue;
 			/*
 			 * What this launch names already on the device cannot make
