@@ -609,8 +609,7 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 	count(&n_named_host, nm->host);
 	if (nm->host)
 		count(&n_spilled_launch, 1);
-	pthread_once(&trace_once, trace_open);
-	if (trace_fd >= 0)
+	if (trace_on())
 		trace_launch(api, kernel, nparams, stream, nm, at);
 	if (!vmmxp_place_on())
 		return 0;
