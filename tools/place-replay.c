@@ -1531,16 +1531,15 @@ static void spread_compute(struct trace *T, double step_s)
 			continue;
 		}
 		end = i + n;
-		for (size_t j = i; j < end; j++)
-			for (size_t k = T->l[j].ref; k < T->l[j].ref + T->l[j].nref; k++)
-				w += (double)T->refs[k].bytes;
+		/* Each launch's bytes first, in its compute, then its share of the step. */
 		for (size_t j = i; j < end; j++) {
-			double b = 0;
-
+			T->l[j].compute = 0;
 			for (size_t k = T->l[j].ref; k < T->l[j].ref + T->l[j].nref; k++)
-				b += (double)T->refs[k].bytes;
-			T->l[j].compute = w > 0 ? step_s * b / w : step_s / (double)n;
+				T->l[j].compute += (double)T->refs[k].bytes;
+			w += T->l[j].compute;
 		}
+		for (size_t j = i; j < end; j++)
+			T->l[j].compute = w > 0 ? step_s * T->l[j].compute / w : step_s / (double)n;
 		i = end;
 	}
 }
@@ -1840,12 +1839,20 @@ static void replay_usage(FILE *f)
 	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS, MAX_MOVERS, DEFAULT_MOVERS);
 }
 
-static int parse_gbps(const char *opt, const char *s, double *out)
+/* Whether @s is a finite number and nothing else, in *@v. */
+static int whole_number(const char *s, double *v)
 {
 	char *end;
-	double v = strtod(s, &end);
 
-	if (end == s || *end || !(v > 0) || !isfinite(v)) {
+	*v = strtod(s, &end);
+	return end != s && !*end && isfinite(*v);
+}
+
+static int parse_gbps(const char *opt, const char *s, double *out)
+{
+	double v;
+
+	if (!whole_number(s, &v) || !(v > 0)) {
 		fprintf(stderr, PROG ": %s %s: expected a rate in GB/s such as 51.4\n", opt, s);
 		return 2;
 	}
@@ -1918,12 +1925,9 @@ static int opt_compute_step(void *dest, const char *s)
 /* --tiled-reads: how many times a tiled launch reads what it reads in place, 1 to 1024. */
 static int opt_tiled_reads(void *dest, const char *s)
 {
-	char *end;
 	double v;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 1 && v <= 1024)) {
+	if (!whole_number(s, &v) || !(v >= 1 && v <= 1024)) {
 		fprintf(stderr, PROG ": --tiled-reads %s: expected a factor from 1 to 1024 such as 8\n",
 			s);
 		return 2;
