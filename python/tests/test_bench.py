@@ -228,3 +228,34 @@ def test_vmmx_run_columns(monkeypatch):
     assert "    placement        launch: 3 segments" in lines
     assert bench_hf.run_column(dict(spec, column="vmmx-run"), 60, None, None)["error"].startswith(
         "no vmmx-run")
+
+
+def test_hf_optim_reaches_the_training_children():
+    """--hf-optim goes into every hf-train child's spec and names the optimizer in the
+    row's heading; AdamW's arguments follow it, and a name it does not know is refused
+    by name (the child's own check: a spec written by hand)."""
+    from vmmx_tools import bench_hf
+    calls = []
+
+    def run_child(spec, timeout):
+        calls.append(spec)
+        if spec["workload"] == "bandwidth":
+            return dict(h2d_gbs=50.0, total_memory=80 * GiB, device_name="fake GPU", torch="0")
+        if spec["column"] == "save":
+            return dict(param_bytes=4 * GiB)
+        return dict(spec, ms=10.0, losses=[1.0], peak_bytes=8 * GiB)
+
+    with tempfile.TemporaryDirectory() as d:
+        out = _main(["--workload", "hf-train", "--ratios", "1.5", "--columns", "native,floor",
+                     "--hf-optim", "fused", "--hf-dir", d], run_child)
+    train = [c for c in calls if c["workload"] == "hf-train"]
+    assert train and all(c["optim"] == "fused" for c in train), train
+    assert "AdamW fused" in out, out
+    assert bench_hf._optim_args(dict(optim="fused")) == {"fused": True}
+    assert bench_hf._optim_args(dict(optim="default")) == {}
+    assert bench_hf._optim_args({}) == {}
+    with pytest.raises(ValueError, match="unknown optimizer 'sgd'"):
+        bench_hf._optim_args(dict(optim="sgd"))
+    with pytest.raises(SystemExit):
+        with contextlib.redirect_stderr(io.StringIO()):
+            bench.main(["--hf-optim", "sgd"])

@@ -536,6 +536,10 @@ def main(argv=None):
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--hf-model", default="7b", help="hf-infer's Llama shape: 7b, 3b, 1b, tiny")
     ap.add_argument("--hf-train-model", default="1b", help="hf-train's Llama shape (1b)")
+    ap.add_argument("--hf-optim", default="default", choices=("default", "fused"),
+                    help="hf-train's AdamW: PyTorch's default (foreach on the GPU: a pass "
+                         "over the states per operation) or fused=True (one pass; the "
+                         "Hugging Face Trainer's default)")
     ap.add_argument("--hf-batch", type=int, default=4)
     ap.add_argument("--hf-seq", type=int, default=512)
     ap.add_argument("--hf-new-tokens", type=int, default=32)
@@ -610,7 +614,8 @@ def hf_rows(a, wl, base, bw, results):
     top = a.hf_dir or tempfile.mkdtemp(prefix="vmmx-bench-")
     d = os.path.join(top, f"{wl}-{preset}")
     spec = dict(base, workload=wl, preset=preset, dir=d, hf_batch=a.hf_batch, hf_seq=a.hf_seq,
-                new_tokens=a.hf_new_tokens, ratio=0, cap=0, run_trace=a.run_trace)
+                new_tokens=a.hf_new_tokens, optim=a.hf_optim, ratio=0, cap=0,
+                run_trace=a.run_trace)
     try:
         saved = run_child(dict(spec, column="save"), a.timeout)
         if saved.get("error"):
@@ -618,8 +623,9 @@ def hf_rows(a, wl, base, bw, results):
             return
         nat = run_child(dict(spec, column="native"), a.timeout)
         results["runs"].append(nat)
+        optim = f", AdamW {a.hf_optim}" if wl == "hf-train" else ""
         print(f"# {wl}: Llama {preset}, {saved['param_bytes'] / GiB:.2f} GiB of weights, "
-              f"native peak {(nat.get('peak_bytes') or 0) / GiB:.2f} GiB", flush=True)
+              f"native peak {(nat.get('peak_bytes') or 0) / GiB:.2f} GiB{optim}", flush=True)
         vmmx_run = a.vmmx_run or shutil.which("vmmx-run")
         for ratio in (float(r) for r in a.ratios.split(",")):
             if not nat.get("peak_bytes"):

@@ -6,8 +6,9 @@ config with random weights, saved with ``save_pretrained`` and loaded with
 ``hf-infer``   bf16 weights; prefill (``--hf-batch`` x ``--hf-seq`` tokens, one
                forward) and greedy decode (batch 1, ms per new token);
                the generated tokens are compared with native's
-``hf-train``   fp32 weights, AdamW, bf16 autocast, batches of ``--hf-batch``
-               x ``--hf-seq`` tokens; ms per step after two warm-up steps
+``hf-train``   fp32 weights, AdamW (``--hf-optim``: PyTorch's default, foreach,
+               or fused), bf16 autocast, batches of ``--hf-batch`` x
+               ``--hf-seq`` tokens; ms per step after two warm-up steps
                (offload plans on the second); the losses are compared with
                native's
 
@@ -199,7 +200,7 @@ def _finish(spec, torch, model, off, out):
 
 def _train(spec, torch, model, out):
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, **_optim_args(spec))
     off = None
     if spec["column"] == "offload":
         import vmmx.torch
@@ -236,6 +237,18 @@ def _train(spec, torch, model, out):
     out["times"] = times
     out["losses"] = losses
     return _finish(spec, torch, model, off, out)
+
+
+def _optim_args(spec):
+    """AdamW's keyword arguments for spec["optim"]: PyTorch's own choice ("default":
+    foreach when every parameter is on the GPU, eight or so passes over the states a
+    step) or one fused kernel ("fused": one pass, what the Hugging Face Trainer picks)."""
+    optim = spec.get("optim", "default")
+    if optim == "default":
+        return {}
+    if optim == "fused":
+        return {"fused": True}
+    raise ValueError(f"unknown optimizer {optim!r} (default or fused)")
 
 
 def _report_lines(path):
