@@ -55,6 +55,12 @@
  * H200 it made a 7B prefill 29% faster, the matmul chain a median 12%:
  * docs/PRELOAD.md).
  *
+ * Spread (VMMX_RUN_PLACE_SPREAD=1).  Which segments stay is chosen for the
+ * cycle rather than left to allocation's order (spread_choose()): a step
+ * then has moves to overlap all along it, not only after its first,
+ * resident, segments (on the H200 the matmul chain parked 11-13% faster).
+ * Not the default: measured on the chain only.
+ *
  * The victim: never a segment this launch names, nor one the launches
  * ahead name before the segment brought in ahead is used (see
  * bring_in_ahead(), "do no harm").  With a known launch cycle (cycle.c)
@@ -249,6 +255,8 @@ struct tracked {
 	int held;               /* copies and memsets being passed on that use it (never moved) */
 	int parked;             /* sent back with vmmx_park(): some of it may be unmapped until
 				 * brought in or mapped in place (unpark()) */
+	int keep;               /* in the kept set spread over the cycle (spread_choose()) */
+	uint64_t seen;          /* spread_choose()'s stamp: counted once a choice */
 };
 
 /* A segment (or a piece) one launch names. */
@@ -349,6 +357,8 @@ static struct {
  * segments read most often.
  */
 static int in_place_mode;
+/* lock: the cycle (generation) whose kept set spread_choose() chose; 0: none. */
+static uint64_t spread_gen;
 
 /* A forked child's lock afresh (launch.c's fork handler). */
 void vmmxp_place_after_fork(void)
@@ -639,6 +649,7 @@ static int piece_blocked(const struct tracked *t)
 }
 
 static int park_wanted(void);
+static int spread_wanted(void);
 static void unpark(struct tracked *t);
 
 /*
@@ -838,6 +849,16 @@ static void used(struct tracked *const *t, size_t n, CUstream stream)
  * over) means nothing is known to need it: it ranks past every expected
  * use, the longest unused first.
  */
+/*
+ * lock held: whether the kept set of spread_choose() rules the victims:
+ * VMMX_RUN_PLACE_SPREAD=1, a cycle known (@cycle_len) and moving, and the
+ * set chosen for the cycle now known.
+ */
+static int spread_on(uint64_t cycle_len)
+{
+	return cycle_len && !in_place_mode && spread_gen && spread_gen == cur.generation;
+}
+
 static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 {
 	uint64_t gap = t->prev && t->last - t->prev < cycle_len ? t->last - t->prev : cycle_len;
@@ -858,6 +879,8 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 {
 	if (in_place_mode && a->freq != b->freq)
 		return a->freq < b->freq;
+	if (spread_on(cycle_len) && a->keep != b->keep)
+		return !a->keep;
 	return cycle_len && !in_place_mode ? next_use(a, cycle_len) > next_use(b, cycle_len) :
 					     a->last < b->last;
 }
@@ -965,6 +988,9 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 			freed += dev[k];
 			continue;
 		}
+		/* Spread (see spread_choose()): one not kept never sends back one kept. */
+		if (spread_on(cycle_len) && v[k]->keep && !t->keep)
+			return 0;
 		/* Ahead: only a victim Belady would also choose once the launches ahead are done. */
 		if (how != ON_DEMAND && next_use(v[k], cycle_len) <= bound)
 			return 0;
@@ -1581,7 +1607,9 @@ static void set_spilled(void)
 	if (__atomic_load_n(&spilled, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&spilled, 1, __ATOMIC_SEQ_CST);
-	(void)park_wanted(); /* read (and a bad value said) before the first move */
+	/* Read (and a bad value said) before the first move. */
+	(void)park_wanted();
+	(void)spread_wanted();
 	if (!__atomic_load_n(&quiet_in_flight, __ATOMIC_SEQ_CST))
 		return;
 	pthread_mutex_unlock(&lock);
@@ -1746,6 +1774,119 @@ static int read_once(size_t size, size_t total, size_t nseg)
 	return nseg > 1 && size >= total - total / 3;
 }
 
+/* VMMX_RUN_PLACE_SPREAD, read once: whether the kept set is spread over the cycle. */
+static int spread_wanted(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = env_count("VMMX_RUN_PLACE_SPREAD", 1, 0,
+			       "0 (the segments that stay are those Belady keeps)");
+	return on;
+}
+
+/*
+ * lock held, at the first launch of a pass over the cycle of @len launches
+ * (VMMX_RUN_PLACE_SPREAD=1): choose the segments that stay on the device,
+ * spread over the cycle.  Belady's choice keeps a set and streams the rest
+ * through the room left, but which set is left to history: allocation put
+ * the first segments on the device, so a step's first launches run on
+ * resident segments with the link idle, and its last ones wait for the
+ * link.  Here a segment the cycle names at two places or more (an
+ * activation, a workspace) is kept; the others, taken in the order the
+ * cycle first names them, are kept in the proportion the device holds for
+ * them (its room: the cycle's bytes on the device now and its free room,
+ * less those kept and depth() moves of the largest of the others, the
+ * stream's), evenly (an accumulator of bytes, as a line is drawn), so that
+ * each stretch of the step has moves to overlap.  No more bytes cross a step than Belady's
+ * choice moves; they cross beside the kernels.  Kept segments are sent
+ * back only for kept ones (plan_victims()); the others go first (better()).
+ * Chosen again when the cycle changes; the plan must hold the whole pass
+ * (a cycle learned mid-pass waits for the next).  Segments of one device
+ * only: a cycle over several is left to Belady.
+ */
+static void spread_choose(uint64_t len)
+{
+	struct vmmx_ctx *ctx = NULL;
+	size_t total = 0, held = 0, hot = 0, biggest = 0, room = 0, kept = 0, nkept = 0, nall = 0;
+	static uint64_t stamps;
+	struct ctx_state *cs;
+	uint64_t stamp;
+	double frac, acc = 0;
+
+	if (!spread_wanted() || spread_gen == cur.generation || len > PLAN_SLOTS)
+		return;
+	stamp = ++stamps;
+	for (int i = 0; i < ntracked; i++)
+		track[i].keep = 0;
+	/* The cycle's segments that may move; one named at two places or more is kept (hot). */
+	for (uint64_t q = 0; q < len; q++) {
+		const struct plan *pl = &plan[q];
+
+		if (pl->generation != cur.generation)
+			return;
+		for (uint32_t i = 0; i < pl->n; i++) {
+			struct tracked *t = find(pl->base[i], 0);
+
+			if (!t || !t->ctx || t->whole || t->size > most_moved(t->ctx))
+				continue;
+			if (ctx && t->ctx != ctx)
+				return;
+			ctx = t->ctx;
+			if (t->seen == stamp) {
+				t->keep = 1;
+				continue;
+			}
+			t->seen = stamp;
+			total += t->size;
+			held += on_device_bytes(t);
+		}
+	}
+	for (int i = 0; i < ntracked; i++) {
+		const struct tracked *t = &track[i];
+
+		if (t->seen == stamp && t->keep)
+			hot += t->size;
+		else if (t->seen == stamp && t->size > biggest)
+			biggest = t->size;
+	}
+	cs = ctx ? state_of(ctx) : NULL;
+	if (!cs || vmmx_ctx_room(ctx, (struct vmmx_loc){ VMMX_LOC_DEVICE, cs->device }, SIZE_MAX,
+				 &room))
+		return;
+	spread_gen = cur.generation;
+	room += held;
+	room = room > hot + depth() * biggest ? room - hot - depth() * biggest : 0;
+	frac = total > hot ? (double)room / (double)(total - hot) : 0;
+	/* The rest, in the order the cycle first names them, kept in the proportion @frac, evenly. */
+	for (uint64_t q = 0; q < len; q++) {
+		const struct plan *pl = &plan[q];
+
+		for (uint32_t i = 0; i < pl->n; i++) {
+			struct tracked *t = find(pl->base[i], 0);
+
+			if (!t || t->seen != stamp)
+				continue;
+			t->seen = 0; /* counted: once */
+			nall++;
+			if (!t->keep) {
+				acc += frac * (double)t->size;
+				if (acc < (double)t->size)
+					continue;
+				acc -= (double)t->size;
+				t->keep = 1;
+			}
+			kept += t->size;
+			nkept++;
+		}
+	}
+	st.spread_chosen++;
+	st.spread_kept = nkept;
+	st.spread_kept_bytes = kept;
+	st.spread_segments = nall;
+	st.spread_bytes = total;
+}
+
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
 		       size_t n, long at, CUstream stream, size_t shared,
 		       int (*capturing)(CUstream))
@@ -1841,6 +1982,8 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			track[i].named0 = track[i].named;
 		}
 		trial_boundary(stream);
+		if (!in_place_mode)
+			spread_choose(cur.cycle_len);
 	}
 	trial_follow();
 	if (trial.state == TRIAL_PENDING)

@@ -816,6 +816,9 @@ struct vmmxp_place_stats {
 	uint64_t mover_waits, mover_wait_ns; /* launches that waited for the mover, and how long */
 	uint64_t copies;                    /* copies and memsets held as uses of segments */
 	uint64_t joins;                     /* last uses on a third stream joined (cuStreamWaitEvent) */
+	uint64_t spread_chosen;             /* kept sets chosen (VMMX_RUN_PLACE_SPREAD) */
+	uint64_t spread_kept, spread_kept_bytes; /* ... the last: segments kept, their bytes, */
+	uint64_t spread_segments, spread_bytes;  /* ... of the cycle's that may move */
 	uint64_t trials;                    /* trials of moving against reading in place decided */
 	uint64_t trial_in_place;            /* ... of them for reading in place */
 	uint64_t trial_unmeasured;          /* ... not timed (moving kept) */

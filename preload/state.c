@@ -638,6 +638,17 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.mover_waits,
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
 			(unsigned long long)ps.joins);
+		if (ps.spread_chosen) {
+			char b3[32], b4[32];
+
+			human(b3, sizeof(b3), ps.spread_kept_bytes);
+			human(b4, sizeof(b4), ps.spread_bytes);
+			fprintf(out, "  spread           %llu segments kept (%s) of the cycle's %llu (%s), "
+				     "chosen %llu times\n",
+				(unsigned long long)ps.spread_kept, b3,
+				(unsigned long long)ps.spread_segments, b4,
+				(unsigned long long)ps.spread_chosen);
+		}
 		fprintf(out, "  trial            %llu decided (reading in place chosen %llu), %llu cut short "
 			     "by a cycle change, %llu not timed; now %s",
 			(unsigned long long)ps.trials, (unsigned long long)ps.trial_in_place,

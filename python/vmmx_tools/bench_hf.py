@@ -252,11 +252,12 @@ def _optim_args(spec):
 
 
 def _report_lines(path):
-    """The launch lines of a vmmx-run report (cycle, placement, trial), stripped; [] if none."""
+    """The launch lines of a vmmx-run report (cycle, placement, spread, trial), stripped; []
+    if none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return [ln.strip() for ln in f
-                    if ln.strip().startswith(("cycle ", "placement ", "trial "))]
+                    if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial "))]
     except OSError:
         return []
 

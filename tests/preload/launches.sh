@@ -380,6 +380,15 @@ unset VMMX_RUN_PLACE_PARK
 VMMX_RUN_PLACE_PARK=2 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap73" 2>&1
 grep -q '^vmmx-run: VMMX_RUN_PLACE_PARK=2: expected 0 (segments sent back stay mapped in host memory) to 1; using 0$' "$tmp/tap73"
 check $? "VMMX_RUN_PLACE_PARK=2 is refused by name, with the range and the value used"
+# The kept set spread over the cycle (moves on the launching thread: where
+# each buffer ends up does not depend on timing).
+VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 placed 75 place-spread 'spread  *13 segments kept (208.0 MiB) of the cycle.s 40 (640.0 MiB), chosen 1 times$' \
+	"VMMX_RUN_PLACE_SPREAD=1: 13 of 40 buffers kept, spread over the cycle (each third keeps 4 or more on the device, where allocation's first 16 leave the last third 1); each launch finds its buffer on the device, data intact"
+VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_PARK=1 placed 76 place-mover 'spread  *[0-9]* segments kept.* chosen [1-9][0-9]* times$' \
+	"VMMX_RUN_PLACE_SPREAD=1 with two movers and parking: each launch finds its buffer on the device, data intact"
+VMMX_RUN_PLACE_SPREAD=2 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap77" 2>&1
+grep -q '^vmmx-run: VMMX_RUN_PLACE_SPREAD=2: expected 0 (the segments that stay are those Belady keeps) to 1; using 0$' "$tmp/tap77"
+check $? "VMMX_RUN_PLACE_SPREAD=2 is refused by name, with the range and the value used"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
 [ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
