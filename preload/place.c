@@ -1707,14 +1707,19 @@ void vmmxp_place_unseen(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* The flag @name (0 or 1, 0 when unset), read once into *@v (-1 until then); see env_count(). */
+static int env_flag(int *v, const char *name, const char *what)
+{
+	if (*v < 0)
+		*v = env_count(name, 1, 0, what);
+	return *v;
+}
+
 static int pieces_wanted(void)
 {
 	static int n = -1;
 
-	if (n < 0)
-		n = env_count("VMMX_RUN_PLACE_PIECES", 1, 0,
-			      "0 (large segments move whole)");
-	return n;
+	return env_flag(&n, "VMMX_RUN_PLACE_PIECES", "0 (large segments move whole)");
 }
 
 /*
@@ -1779,10 +1784,8 @@ static int spread_wanted(void)
 {
 	static int on = -1;
 
-	if (on < 0)
-		on = env_count("VMMX_RUN_PLACE_SPREAD", 1, 0,
-			       "0 (the segments that stay are those Belady keeps)");
-	return on;
+	return env_flag(&on, "VMMX_RUN_PLACE_SPREAD",
+			"0 (the segments that stay are those Belady keeps)");
 }
 
 /*
