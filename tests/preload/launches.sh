@@ -452,6 +452,15 @@ check $lost "VMMX_RUN_PLACE_PARK=1, the model's torture: $runs runs, one or two 
 [ $landed -ge 4 ]
 check $? "VMMX_RUN_PLACE_PARK=1, the model's torture: the failures fell in a move in $landed of the runs (4 or more)"
 unset VMMX_RUN_PLACE_PARK
+# The kept set spread (VMMX_RUN_PLACE_SPREAD=1: 6 of the model's 20 segments
+# kept, the rest streamed): the same failures in its moves.
+export VMMX_RUN_PLACE_SPREAD=1
+tortured torture-model 512MiB copy:100 copy:120 map:60 map:70 set_access:60 set_access:70 \
+	checksum:10 unmap:40 copy:120,map:70 map:60,set_access:70
+check $lost "VMMX_RUN_PLACE_SPREAD=1, the model's torture: $runs runs, one or two driver calls failed in each; no data lost, no launch failed"
+[ $landed -ge 4 ]
+check $? "VMMX_RUN_PLACE_SPREAD=1, the model's torture: the failures fell in a move in $landed of the runs (4 or more)"
+unset VMMX_RUN_PLACE_SPREAD
 
 # Many threads launching kernels new to the layout cache at once: every launch counted once.
 "$run" $opts --launches --report-file "$tmp/rep3" -- "$lc" threads >"$tmp/tap3" 2>&1
