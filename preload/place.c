@@ -859,6 +859,12 @@ static int spread_on(uint64_t cycle_len)
 	return cycle_len && !in_place_mode && spread_gen && spread_gen == cur.generation;
 }
 
+/* Whether @t counts as kept under spread_on(): in the kept set, or a piece (left out of it). */
+static int kept(const struct tracked *t)
+{
+	return t->keep || t->whole;
+}
+
 static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 {
 	uint64_t gap = t->prev && t->last - t->prev < cycle_len ? t->last - t->prev : cycle_len;
@@ -879,8 +885,8 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 {
 	if (in_place_mode && a->freq != b->freq)
 		return a->freq < b->freq;
-	if (spread_on(cycle_len) && a->keep != b->keep)
-		return !a->keep;
+	if (spread_on(cycle_len) && kept(a) != kept(b))
+		return !kept(a);
 	return cycle_len && !in_place_mode ? next_use(a, cycle_len) > next_use(b, cycle_len) :
 					     a->last < b->last;
 }
@@ -989,7 +995,7 @@ static int plan_victims(struct tracked *t, enum how how, int once, uint64_t cycl
 			continue;
 		}
 		/* Spread (see spread_choose()): one not kept never sends back one kept. */
-		if (spread_on(cycle_len) && v[k]->keep && !t->keep)
+		if (spread_on(cycle_len) && kept(v[k]) && !kept(t))
 			return 0;
 		/* Ahead: only a victim Belady would also choose once the launches ahead are done. */
 		if (how != ON_DEMAND && next_use(v[k], cycle_len) <= bound)
@@ -1804,8 +1810,10 @@ static int spread_wanted(void)
  * each stretch of the step has moves to overlap.  No more bytes cross a step than Belady's
  * choice moves; they cross beside the kernels.  Kept segments are sent
  * back only for kept ones (plan_victims()); the others go first (better()).
- * Chosen again when the cycle changes; the plan must hold the whole pass
- * (a cycle learned mid-pass waits for the next).  Segments of one device
+ * Pieces are left out: as victims and for room they count as kept, so
+ * that among themselves and the kept set Belady's choice stands.  Chosen
+ * again when the cycle changes; the plan must hold the whole pass (a cycle
+ * learned mid-pass waits for the next).  Segments of one device
  * only: a cycle over several is left to Belady.
  */
 static void spread_choose(uint64_t len)
