@@ -836,20 +836,6 @@ static void used(struct tracked *const *t, size_t n, CUstream stream)
 }
 
 /*
- * When @t is next needed, a cycle of @cycle_len launches being known: a
- * step after its last use, or sooner by the gap between its last two uses
- * when that is shorter (an activation named by every layer is needed again
- * at once, a layer's weights a step later).  A use expected by its gap
- * that has not come yet, within a step of the last, is expected a gap from
- * now: an activation or the allocator's small segment is named in bursts,
- * a few launches apart, and between two bursts it is needed soon, not a
- * step later (ranking it a step ahead made it the first victim and sent it
- * back and forth dozens of times a forward of a Hugging Face Llama).  A
- * use expected that did not come within a step (memory freed, a phase
- * over) means nothing is known to need it: it ranks past every expected
- * use, the longest unused first.
- */
-/*
  * lock held: whether the kept set of spread_choose() rules the victims:
  * VMMX_RUN_PLACE_SPREAD=1, a cycle known (@cycle_len) and moving, and the
  * set chosen for the cycle now known.
@@ -865,6 +851,20 @@ static int kept(const struct tracked *t)
 	return t->keep || t->whole;
 }
 
+/*
+ * When @t is next needed, a cycle of @cycle_len launches being known: a
+ * step after its last use, or sooner by the gap between its last two uses
+ * when that is shorter (an activation named by every layer is needed again
+ * at once, a layer's weights a step later).  A use expected by its gap
+ * that has not come yet, within a step of the last, is expected a gap from
+ * now: an activation or the allocator's small segment is named in bursts,
+ * a few launches apart, and between two bursts it is needed soon, not a
+ * step later (ranking it a step ahead made it the first victim and sent it
+ * back and forth dozens of times a forward of a Hugging Face Llama).  A
+ * use expected that did not come within a step (memory freed, a phase
+ * over) means nothing is known to need it: it ranks past every expected
+ * use, the longest unused first.
+ */
 static uint64_t next_use(const struct tracked *t, uint64_t cycle_len)
 {
 	uint64_t gap = t->prev && t->last - t->prev < cycle_len ? t->last - t->prev : cycle_len;
@@ -1807,9 +1807,10 @@ static int spread_wanted(void)
  * them (its room: the cycle's bytes on the device now and its free room,
  * less those kept and depth() moves of the largest of the others, the
  * stream's), evenly (an accumulator of bytes, as a line is drawn), so that
- * each stretch of the step has moves to overlap.  No more bytes cross a step than Belady's
- * choice moves; they cross beside the kernels.  Kept segments are sent
- * back only for kept ones (plan_victims()); the others go first (better()).
+ * each stretch of the step has moves to overlap.  No more bytes cross a
+ * step than Belady's choice moves; they cross beside the kernels.  Kept
+ * segments are sent back only for kept ones (plan_victims()); the others
+ * go first (better()).
  * Pieces are left out: as victims and for room they count as kept, so
  * that among themselves and the kept set Belady's choice stands.  Chosen
  * again when the cycle changes; the plan must hold the whole pass (a cycle
