@@ -259,3 +259,37 @@ def test_hf_optim_reaches_the_training_children():
     with pytest.raises(SystemExit):
         with contextlib.redirect_stderr(io.StringIO()):
             bench.main(["--hf-optim", "sgd"])
+
+
+def test_hf_load_reaches_the_children():
+    """--hf-load goes into every hf-infer child's spec and names the way in the heading;
+    a way the child does not know is refused by name, and so is one on the command line."""
+    from vmmx_tools import bench_hf
+    calls = []
+
+    def run_child(spec, timeout):
+        calls.append(spec)
+        if spec["workload"] == "bandwidth":
+            return dict(h2d_gbs=50.0, total_memory=80 * GiB, device_name="fake GPU", torch="0")
+        if spec["column"] == "save":
+            return dict(param_bytes=4 * GiB)
+        return dict(spec, ms=10.0, peak_bytes=8 * GiB)
+
+    with tempfile.TemporaryDirectory() as d:
+        out = _main(["--workload", "hf-infer", "--ratios", "1.5", "--columns", "native,floor",
+                     "--hf-load", "to", "--hf-dir", d], run_child)
+        infer = [c for c in calls if c["workload"] == "hf-infer"]
+        assert infer and all(c["load"] == "to" for c in infer), infer
+        assert "loaded with .to()" in out, out
+        calls.clear()
+        out = _main(["--workload", "hf-infer", "--ratios", "1.5", "--columns", "native,floor",
+                     "--hf-dir", d], run_child)
+    assert all(c["load"] == "device-map" for c in calls if c["workload"] == "hf-infer"), calls
+    assert "loaded with device_map" in out, out
+    assert bench_hf._load_way(dict(load="to")) == "to"
+    assert bench_hf._load_way({}) == "device-map"
+    with pytest.raises(ValueError, match="unknown way to load 'cpu'"):
+        bench_hf._load_way(dict(load="cpu"))
+    with pytest.raises(SystemExit):
+        with contextlib.redirect_stderr(io.StringIO()):
+            bench.main(["--hf-load", "cpu"])

@@ -540,6 +540,10 @@ def main(argv=None):
                     help="hf-train's AdamW: PyTorch's default (foreach on the GPU: a pass "
                          "over the states per operation) or fused=True (one pass; the "
                          "Hugging Face Trainer's default)")
+    ap.add_argument("--hf-load", default="device-map", choices=("device-map", "to"),
+                    help="how the weights reach the GPU: from_pretrained(device_map=\"cuda\") "
+                         "(transformers' warm-up: most weights carved out of one allocation) "
+                         "or from_pretrained() then .to(\"cuda\") (an allocation a weight)")
     ap.add_argument("--hf-batch", type=int, default=4)
     ap.add_argument("--hf-seq", type=int, default=512)
     ap.add_argument("--hf-new-tokens", type=int, default=32)
@@ -614,7 +618,7 @@ def hf_rows(a, wl, base, bw, results):
     top = a.hf_dir or tempfile.mkdtemp(prefix="vmmx-bench-")
     d = os.path.join(top, f"{wl}-{preset}")
     spec = dict(base, workload=wl, preset=preset, dir=d, hf_batch=a.hf_batch, hf_seq=a.hf_seq,
-                new_tokens=a.hf_new_tokens, optim=a.hf_optim, ratio=0, cap=0,
+                new_tokens=a.hf_new_tokens, optim=a.hf_optim, load=a.hf_load, ratio=0, cap=0,
                 run_trace=a.run_trace)
     try:
         saved = run_child(dict(spec, column="save"), a.timeout)
@@ -625,7 +629,8 @@ def hf_rows(a, wl, base, bw, results):
         results["runs"].append(nat)
         optim = f", AdamW {a.hf_optim}" if wl == "hf-train" else ""
         print(f"# {wl}: Llama {preset}, {saved['param_bytes'] / GiB:.2f} GiB of weights, "
-              f"native peak {(nat.get('peak_bytes') or 0) / GiB:.2f} GiB{optim}", flush=True)
+              f"native peak {(nat.get('peak_bytes') or 0) / GiB:.2f} GiB{optim}, "
+              f"loaded {'with .to()' if a.hf_load == 'to' else 'with device_map'}", flush=True)
         vmmx_run = a.vmmx_run or shutil.which("vmmx-run")
         for ratio in (float(r) for r in a.ratios.split(",")):
             if not nat.get("peak_bytes"):

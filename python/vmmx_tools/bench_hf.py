@@ -12,6 +12,13 @@ config with random weights, saved with ``save_pretrained`` and loaded with
                (offload plans on the second); the losses are compared with
                native's
 
+How the weights reach the GPU (``--hf-load``): ``device-map``,
+``from_pretrained(device_map="cuda")``: transformers first reserves one block of
+min(the weights, free memory less 1.2 GiB) (its caching-allocator warm-up), and
+PyTorch carves the weights out of that one allocation; ``to``,
+``from_pretrained()`` on the CPU then ``.to("cuda")``: each weight is an
+allocation of its own.  accelerate's column loads its own way.
+
 Columns (each a process of its own):
   native       no cap
   capped       set_per_process_memory_fraction(cap): out of memory expected
@@ -80,12 +87,23 @@ def save(spec):
 def _load(spec, torch):
     from transformers import LlamaForCausalLM
     dtype = torch.float32 if spec["workload"] == "hf-train" else torch.bfloat16
-    kw = {"device_map": "cuda"}
     if spec["column"] == "accelerate":
         # the weights may take the cap less what offload leaves for activations (1/8)
         kw = {"device_map": "auto",
               "max_memory": {0: spec["cap"] - spec["cap"] // 8, "cpu": 512 * GiB}}
-    return LlamaForCausalLM.from_pretrained(spec["dir"], dtype=dtype, **kw)
+        return LlamaForCausalLM.from_pretrained(spec["dir"], dtype=dtype, **kw)
+    if _load_way(spec) == "to":
+        return LlamaForCausalLM.from_pretrained(spec["dir"], dtype=dtype).to("cuda")
+    return LlamaForCausalLM.from_pretrained(spec["dir"], dtype=dtype, device_map="cuda")
+
+
+def _load_way(spec):
+    """spec["load"]: "device-map" (the default) or "to" (see the top); anything else is
+    refused by name."""
+    way = spec.get("load", "device-map")
+    if way not in ("device-map", "to"):
+        raise ValueError(f"unknown way to load {way!r} (device-map or to)")
+    return way
 
 
 def _where(torch, model):
