@@ -65,7 +65,7 @@
 /* Dynamic shared memory from which a kernel is taken to work on tiles (preload/place.c). */
 #define TILED_SHARED (32u << 10)
 
-enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_READ, RP_COUNT };
+enum rpolicy { RP_IN_PLACE, RP_LRU, RP_BELADY, RP_CYCLE, RP_READ, RP_SPREAD, RP_COUNT };
 
 static const char *const rp_names[RP_COUNT] = {
     [RP_IN_PLACE] = "in-place",
@@ -73,6 +73,7 @@ static const char *const rp_names[RP_COUNT] = {
     [RP_BELADY] = "launch-belady",
     [RP_CYCLE] = "launch-cycle",
     [RP_READ] = "launch-in-place",
+    [RP_SPREAD] = "launch-spread",
 };
 
 enum compute { COMPUTE_AUTO, COMPUTE_GAPS, COMPUTE_NONE };
@@ -1083,7 +1084,15 @@ struct rstate {
 	size_t last, prev; /* launches (from 1) that last named it and the one before; 0: none */
 	size_t next;	   /* the next launch naming it (NONE: never) */
 	size_t freq;	   /* launch-in-place: launches naming it in the last cycle's window */
+	int keep;	   /* launch-spread: in the kept set of the cycle (spread_choose()) */
+	size_t seen;	   /* launch-spread: spread_choose()'s count of its namings */
 };
+
+/* launch-cycle's next-use rule: launch-cycle itself, and launch-spread (its kept set aside). */
+static int cycle_rule(enum rpolicy p)
+{
+	return p == RP_CYCLE || p == RP_SPREAD;
+}
 
 /*
  * launch-cycle's prediction at launch @i (from 1) of @v's next use, as
@@ -1127,7 +1136,10 @@ static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy
 
 			if (nv > nb || (nv == nb && v->last < b->last))
 				best = s;
-		} else if (p == RP_CYCLE && cycle_len) {
+		} else if (p == RP_SPREAD && cycle_len && v->keep != b->keep) {
+			if (!v->keep)
+				best = s; /* one not kept goes first (preload/place.c, better()) */
+		} else if (cycle_rule(p) && cycle_len) {
 			/* preload/place.c: a step after the last use, or sooner by the last gap. */
 			if (cycle_next(v, cycle_len, i) > cycle_next(b, cycle_len, i))
 				best = s;
@@ -1145,23 +1157,27 @@ static size_t victim(const struct trace *T, const struct rstate *S, enum rpolicy
  * A segment @seg in host memory named by launch @i (from 1), @need bytes
  * short of room, under @p: whether the victims @p would take, in order,
  * make the room with each one allowed (@S is left as it was).
- * launch-cycle, for a segment read once: only victims each needed after
- * it is needed again, never without a cycle (preload/place.c, read once).
+ * launch-cycle and launch-spread, for a segment read once (@once): only
+ * victims each needed after it is needed again, never without a cycle
+ * (preload/place.c, read once).  launch-spread, its kept set chosen: a
+ * segment not kept never sends back one kept (preload/place.c,
+ * plan_victims()).
  * launch-in-place: only victims each named fewer times than it over the
  * last cycle (preload/place.c, plan_victims() reading in place).
  */
 static int room_allowed(const struct trace *T, struct rstate *S, enum rpolicy p, size_t seg,
-			size_t i, size_t cycle_len, uint64_t need)
+			size_t i, size_t cycle_len, uint64_t need, int once)
 {
 	size_t chosen[64], n = 0;
-	int worth = p != RP_CYCLE || cycle_len != 0;
+	int worth = !cycle_rule(p) || cycle_len != 0;
 
 	while (worth && need > 0 && n < sizeof(chosen) / sizeof(chosen[0])) {
 		size_t v = victim(T, S, p, i, cycle_len);
 
 		if (v == NONE ||
-		    (p == RP_CYCLE &&
+		    (cycle_rule(p) && once &&
 		     cycle_next(&S[v], cycle_len, i) < cycle_next(&S[seg], cycle_len, i)) ||
+		    (p == RP_SPREAD && S[v].keep && !S[seg].keep) ||
 		    (p == RP_READ && S[v].freq >= S[seg].freq)) {
 			worth = 0;
 			break;
@@ -1207,6 +1223,61 @@ static double move_at(struct movers *mv, unsigned int n, double from, double out
 	if (f)
 		*f = t;
 	return t;
+}
+
+/*
+ * launch-spread: the kept set of preload/place.c's spread_choose()
+ * (VMMX_RUN_PLACE_SPREAD=1), chosen from the pass over the cycle of @len
+ * launches that starts at launch @from (from 0), the one just replayed,
+ * as place.c chooses from its plan of the last pass.  A segment that pass
+ * names at two launches or more is kept; the others that may move, in the
+ * order it first names them, in the proportion of the room for them (the
+ * device less what the cycle does not name, less those kept and a move
+ * ahead per mover and two more of the largest of the others), evenly.
+ * @used: the bytes on the device now.
+ */
+static void spread_choose(const struct trace *T, struct rstate *S, const struct model *M,
+			  size_t from, size_t len, uint64_t used)
+{
+	uint64_t total = 0, held = 0, hot = 0, biggest = 0, room, margin;
+	double frac, acc = 0;
+
+	for (size_t s = 0; s < T->nsegs; s++)
+		S[s].keep = 0, S[s].seen = 0;
+	for (size_t i = from; i < from + len; i++)
+		for (size_t k = T->l[i].ref; k < T->l[i].ref + T->l[i].nref; k++) {
+			size_t s = T->refs[k].seg;
+
+			if (S[s].fixed || T->segs[s].size > M->device / 4 || S[s].seen++)
+				continue;
+			total += T->segs[s].size;
+			held += S[s].st == S_DEVICE ? T->segs[s].size : 0;
+		}
+	for (size_t s = 0; s < T->nsegs; s++) {
+		S[s].keep = S[s].seen > 1;
+		if (S[s].keep)
+			hot += T->segs[s].size;
+		else if (S[s].seen && T->segs[s].size > biggest)
+			biggest = T->segs[s].size;
+	}
+	room = M->device - (used < M->device ? used : M->device) + held;
+	margin = hot + (uint64_t)(M->movers + 2) * biggest;
+	room = room > margin ? room - margin : 0;
+	frac = total > hot ? (double)room / (double)(total - hot) : 0;
+	for (size_t i = from; i < from + len; i++)
+		for (size_t k = T->l[i].ref; k < T->l[i].ref + T->l[i].nref; k++) {
+			struct rstate *v = &S[T->refs[k].seg];
+			double size = (double)T->segs[T->refs[k].seg].size;
+
+			if (!v->seen || v->keep)
+				continue;
+			v->seen = 0; /* once */
+			acc += frac * size;
+			if (acc >= size) {
+				acc -= size;
+				v->keep = 1;
+			}
+		}
 }
 
 static void fig_add(struct rfig *f, const struct rfig *d)
@@ -1307,6 +1378,11 @@ static void fig_add(struct rfig *f, const struct rfig *d)
  *    brought in into free room or in place of segments named fewer times
  *    than it over the last T->cycle_len launches (room_allowed()), the
  *    fewest first, then the least recently named; else read in place.
+ *  - launch-spread: launch-cycle with VMMX_RUN_PLACE_SPREAD's kept set
+ *    (spread_choose()), chosen once a cycle is known from the pass just
+ *    replayed and dropped when the cycle changes: a segment not kept goes
+ *    first (victim()), and one not kept never sends back one kept
+ *    (room_allowed(); else it is read in place, counted as "no room").
  *  - A tiled launch (recorded with TILED_SHARED bytes of dynamic shared
  *    memory or more) reads what it reads in place @M->tiled_reads times.
  *
@@ -1321,7 +1397,7 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 	double *start = malloc((T->nl ? T->nl : 1) * sizeof(*start));
 	struct movers mv = {{0}, 0, 0};
 	double now = 0;
-	size_t dk = 0;
+	size_t dk = 0, spread_len = 0; /* launch-spread: the cycle its kept set is for; 0: none */
 	uint64_t used = 0;
 
 	if (!S || !start) {
@@ -1343,6 +1419,17 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		size_t reach = ahead && L->cycle_len - 1 < AHEAD_LAUNCHES ? L->cycle_len - 1
 									 : AHEAD_LAUNCHES;
 
+		/* launch-spread: chosen once a cycle is known, dropped when it changes. */
+		if (p == RP_SPREAD && spread_len && (L->pos < 0 || L->cycle_len != spread_len)) {
+			for (size_t s = 0; s < T->nsegs; s++)
+				S[s].keep = 0;
+			spread_len = 0;
+		}
+		if (p == RP_SPREAD && !spread_len && L->pos == 0 && L->cycle_len > 1 &&
+		    i >= L->cycle_len) {
+			spread_choose(T, S, M, i - L->cycle_len, L->cycle_len, used);
+			spread_len = L->cycle_len;
+		}
 		/* Gone before this launch: room freed, nothing moved. */
 		for (; dk < T->ndying && T->dying[dk].at == i; dk++) {
 			size_t s = T->dying[dk].seg;
@@ -1383,17 +1470,24 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 				continue;
 			}
 			/* launch-cycle: read once, left in place unless worth it (see the top). */
-			if (p == RP_CYCLE && judged > 1 && g->size >= named - named / 3 &&
+			if (cycle_rule(p) && judged > 1 && g->size >= named - named / 3 &&
 			    used + g->size > M->device &&
-			    !room_allowed(T, S, RP_CYCLE, r[k].seg, i + 1,
-					  L->pos >= 0 ? L->cycle_len : 0, used + g->size - M->device)) {
+			    !room_allowed(T, S, p, r[k].seg, i + 1,
+					  L->pos >= 0 ? L->cycle_len : 0, used + g->size - M->device, 1)) {
 				d.read_once++;
+				continue;
+			}
+			/* launch-spread: one not kept never sends back one kept. */
+			if (spread_len && !S[r[k].seg].keep && used + g->size > M->device &&
+			    !room_allowed(T, S, p, r[k].seg, i + 1, spread_len,
+					  used + g->size - M->device, 0)) {
+				d.no_room++;
 				continue;
 			}
 			/* launch-in-place: only in place of segments named fewer times. */
 			if (p == RP_READ && used + g->size > M->device &&
 			    !room_allowed(T, S, RP_READ, r[k].seg, i + 1, 0,
-					  used + g->size - M->device))
+					  used + g->size - M->device, 0))
 				continue;
 			/*
 			 * What this launch names already on the device cannot make
@@ -1809,7 +1903,8 @@ static void replay_usage(FILE *f)
 	    "Replays the launches of a vmmx-run --trace file under placement policies with a\n"
 	    "simple cost model, and predicts each one's step time and the bytes it moves.\n\n"
 	    "  -p, --policy LIST      in-place, launch-lru, launch-belady, launch-cycle,\n"
-	    "                         launch-in-place (comma-separated; default all)\n"
+	    "                         launch-in-place, launch-spread (comma-separated;\n"
+	    "                         default all)\n"
 	    "      --device-bytes SIZE  the device's room (default: the most the trace shows\n"
 	    "                         on the device, or the most one launch names)\n"
 	    "      --hbm GBPS         device memory rate (default %.1f)\n"

@@ -66,9 +66,9 @@ check $? "--replay --json exits 0"
 pycheck "--json parses; the trace: 9 launches of pid 4242, 3 segments (A grouped from its 2 chunks: 300 MB), 2 placement records, the other process's launch left out" \
 	"$tmp/abc.json" 'd["mode"] == "replay" and d["trace"]["launches"] == 9 and d["trace"]["pid"] == 4242 and d["trace"]["segments"] == 3 and d["trace"]["segment_bytes"] == 300000000 and d["trace"]["placement_records"] == 2 and d["trace"]["other_process_launches"] == 1 and d["trace"]["moves_seen"] == 0'
 pycheck "--json: the device's room from the trace (A and B first seen there: 200 MB), compute from the gaps, the cycle" \
-	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle", "launch-in-place"]'
+	"$tmp/abc.json" 'd["model"]["device_bytes"] == 200000000 and d["model"]["device_bytes_from"] == "trace" and d["model"]["compute"] == "gaps" and d["cycle"] == {"length": 3, "complete_steps": 2, "step_first_launch": 6, "step_launches": 3} and d["scope"] == "step" and [x["policy"] for x in d["step"]] == ["in-place", "launch-lru", "launch-belady", "launch-cycle", "launch-in-place", "launch-spread"]'
 pycheck "the residency chart of launch-belady's step: A, B, C by launch (upper case: named)" \
-	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 5'
+	"$tmp/abc.json" '[(c["type"], [s["cells"] for s in c["segments"]]) for c in d["charts"] if c["name"] == "residency-launch-belady"] == [("residency", ["Ddh", "dDd", "hhD"])] and len(d["charts"]) == 6'
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --compute none --json >"$tmp/none.json" 2>"$tmp/err"
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --device-bytes 100MB --json >"$tmp/small.json" 2>"$tmp/err"
 "$place" --replay "$abc" --hbm 1000 --pcie 10 --movers 0 --device-bytes 50MB --json >"$tmp/tiny.json" 2>"$tmp/err"
@@ -152,7 +152,7 @@ freq4.json|step|in-place|80.200 0 0 200000000 200000000 0 0 0|--tiled-reads 4: C
 freq4.json|step|launch-in-place|10.300 0 0 100000000 300000000 0 0 0|--tiled-reads 4: A's launch is not tiled: launch-in-place unchanged
 FIGS
 pycheck "--json: the model's tiled reads, the launches recorded tiled (6) and those with a shared memory (12)" \
-	"$tmp/freq4.json" 'd["model"]["tiled_reads"] == 4 and d["model"]["tiled_launches"] == 6 and d["model"]["shared_recorded"] == 12 and [x["policy"] for x in d["step"]][-1] == "launch-in-place"'
+	"$tmp/freq4.json" 'd["model"]["tiled_reads"] == 4 and d["model"]["tiled_launches"] == 6 and d["model"]["shared_recorded"] == 12 and [x["policy"] for x in d["step"]][-2:] == ["launch-in-place", "launch-spread"]'
 says "$freq" "no launch records\| 6 of 12 launches tiled (32 KiB of shared memory or more), their reads in place 1 times" \
 	"the model line counts the tiled launches"
 "$place" --replay "$abc" --tiled-reads 4 >"$tmp/says" 2>"$tmp/err"
@@ -287,7 +287,7 @@ for p in 0 1 2 0 1 2 0 1 2; do
 done >"$tmp/once.jsonl"
 "$place" --replay "$tmp/once.jsonl" --device-bytes 201MB --json >"$tmp/once.json" 2>"$tmp/err"
 pycheck "read once: launch-cycle reads W2 in place at its 3 launches, moves nothing; launch-lru brings it in; launch-in-place never (each weight named once a cycle)" \
-	"$tmp/once.json" '[(x["policy"], x["read_once"], x["moves_in"], x["read_in_place"]) for x in d["total"]] == [("in-place", 0, 0, 300000000), ("launch-lru", 0, 7, 0), ("launch-belady", 0, 4, 0), ("launch-cycle", 3, 0, 300000000), ("launch-in-place", 0, 0, 300000000)]'
+	"$tmp/once.json" '[(x["policy"], x["read_once"], x["moves_in"], x["read_in_place"]) for x in d["total"]] == [("in-place", 0, 0, 300000000), ("launch-lru", 0, 7, 0), ("launch-belady", 0, 4, 0), ("launch-cycle", 3, 0, 300000000), ("launch-in-place", 0, 0, 300000000), ("launch-spread", 3, 0, 300000000)]'
 
 # The same after a launch that named Z (100 MB on the device) and nothing
 # names again: Z's expected use passes, nothing is known to need it, and
@@ -308,13 +308,13 @@ cat >"$tmp/free.jsonl" <<'EOF'
 EOF
 "$place" --replay "$tmp/free.jsonl" --device-bytes 100MB --json >"$tmp/free.json" 2>"$tmp/err"
 pycheck "a buffer placed over a freed one: two segments, the second on the device in the first's room; no time in the trace: compute 0" \
-	"$tmp/free.json" 'd["trace"]["segments"] == 2 and d["cycle"] is None and d["step"] is None and d["model"]["compute"] == "none" and [(x["read_on_device"], x["read_in_place"]) for x in d["total"]] == [(200000000, 0)] * 5'
+	"$tmp/free.json" 'd["trace"]["segments"] == 2 and d["cycle"] is None and d["step"] is None and d["model"]["compute"] == "none" and [(x["read_on_device"], x["read_in_place"]) for x in d["total"]] == [(200000000, 0)] * 6'
 
 # Records without a pid (written by hand) are one process's: C in host memory, brought in.
 echo '{"event":"launch","cycle_pos":-1,"chunks":[{"base":"0x50000000","size":1000,"loc":"host"}]}' >"$tmp/nopid.jsonl"
 "$place" --replay "$tmp/nopid.jsonl" --json >"$tmp/nopid.json" 2>"$tmp/err"
-pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in (launch-in-place too: into free room), in-place reads it in place" \
-	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 4'
+pycheck "a trace without pids: replayed; room for the one launch (1000 B); launch-lru brings it in (launch-in-place and launch-spread too: into free room), in-place reads it in place" \
+	"$tmp/nopid.json" 'd["trace"]["pid"] == -1 and d["model"]["device_bytes"] == 1000 and [(x["moved_in"], x["moved_out"], x["read_in_place"]) for x in d["total"]] == [(0, 0, 1000)] + [(1000, 0, 0)] * 5'
 
 # The cycle as the interposer gives it: learned at launch 3, dropped at 10 by
 # three launches it did not expect (-1: not a step), learned again at 13; the
@@ -368,8 +368,33 @@ else
 		"$tmp/rec.json" 'd["trace"]["move_records_in"] == 8 and d["trace"]["move_records_out"] == 8 and d["trace"]["move_records_failed"] == 0 and all(d["model"]["move_%s_from" % w] == ("step" if d["recorded"][w]["busy_ms"] > 0 else "median") for w in ("in", "out")) and d["model"]["move_in_gbps"] > 0 and (d["recorded"]["in"]["busy_ms"] == 0 or abs(d["model"]["move_in_gbps"] - d["recorded"]["in"]["bytes"] / d["recorded"]["in"]["busy_ms"] / 1e6) < 1e-6 * d["model"]["move_in_gbps"])'
 	M=67108864
 	pycheck "recorded: launch-cycle predicts what the run did (8 moves in, 8 out, 512 MiB each); launch-belady 6, launch-lru 14, in-place and launch-in-place none (each buffer named once a cycle)" \
-		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M'), ("launch-in-place", 0, 0, 0)]'
+		"$tmp/rec.json" '[(x["policy"], x["moves_in"], x["moves_out"], x["moved_in"]) for x in d["total"]] == [("in-place", 0, 0, 0), ("launch-lru", 14, 14, 14 * '$M'), ("launch-belady", 6, 6, 6 * '$M'), ("launch-cycle", 8, 8, 8 * '$M'), ("launch-in-place", 0, 0, 0), ("launch-spread", 8, 8, 8 * '$M')]'
 fi
+
+# ---- launch-spread: the kept set spread over the cycle (VMMX_RUN_PLACE_SPREAD) ----
+# replay-spread.jsonl: 16 segments W1-W16 of 128 MiB named in turn, one a
+# launch, three times (a cycle of 16 from the second pass); the device holds
+# 10.  With 2 movers the stream takes (2 + 2) x 128 MiB, so 6 of the 10 are
+# kept: 6/16 = 3/8 of each segment accumulated in the order named, one kept
+# each time a whole one is reached: W3, W6, W8, W11, W14 and W16 (the
+# stream's room holds others between their uses).  launch-cycle (Belady's
+# choice by next use) keeps the run of segments allocation left there
+# (W6-W13) and streams W14-W5; both move 7 segments each way a step.
+spread="$top_srcdir/tests/tools/replay-spread.jsonl"
+"$place" --replay "$spread" --device-bytes 1280MiB --hbm 1000 --pcie 10 --compute-step 160 \
+	-p launch-cycle,launch-spread --json >"$tmp/spread.json" 2>"$tmp/err"
+check $? "--replay -p launch-cycle,launch-spread exits 0"
+pycheck "launch-spread: W3, W6, W8, W11, W14 and W16 on the device at every launch of the step; W1, W4 and W12 in host memory but at their own" \
+	"$tmp/spread.json" '(c := [c["segments"] for c in d["charts"] if c["name"] == "residency-launch-spread"][0]) and all(c[w - 1]["cells"].lower() == "d" * 16 for w in (3, 6, 8, 11, 14, 16)) and all(c[w - 1]["cells"].count("h") == 15 for w in (1, 4, 12))'
+pycheck "launch-cycle: a run of segments kept (W5-W13), W16 in host memory but at its own launch" \
+	"$tmp/spread.json" '[i + 1 for i, s in enumerate([c for c in d["charts"] if c["name"] == "residency-launch-cycle"][0]["segments"]) if s["cells"].lower() == "d" * 16] == list(range(6, 14)) and [c for c in d["charts"] if c["name"] == "residency-launch-cycle"][0]["segments"][15]["cells"] == "h" * 15 + "D"'
+pycheck "launch-spread moves no more than launch-cycle: 7 segments each way a step" \
+	"$tmp/spread.json" '[(x["policy"], x["moves_in"], x["moves_out"]) for x in d["step"]] == [("launch-cycle", 7, 7), ("launch-spread", 7, 7)]'
+# The device holding 5: the stream takes 4, 1/16 is kept (W16 alone).
+"$place" --replay "$spread" --device-bytes 640MiB --hbm 1000 --pcie 10 -p launch-spread --json \
+	>"$tmp/spread5.json" 2>"$tmp/err"
+pycheck "launch-spread with room for 5: W16 kept (on the device at every launch of the step), W1-W9 streamed" \
+	"$tmp/spread5.json" '(c := d["charts"][0]["segments"]) and c[15]["cells"] == "d" * 15 + "D" and all(c[w]["cells"].count("h") == 15 for w in range(9))'
 
 # ---- the plot ----
 if [ -z "$py" ]; then
@@ -395,7 +420,7 @@ if [ -n "$plot_why" ]; then
 	skip "residency plot: $plot_why"
 else
 	"$plot" "$tmp/abc.json" -o "$tmp/res.png" 2>"$tmp/err" && png_ok "$tmp/res.png" &&
-		"$plot" --list "$tmp/abc.json" | cut -f1 | tr '\n' ' ' | grep -q '^residency-in-place residency-launch-lru residency-launch-belady residency-launch-cycle residency-launch-in-place $'
+		"$plot" --list "$tmp/abc.json" | cut -f1 | tr '\n' ' ' | grep -q '^residency-in-place residency-launch-lru residency-launch-belady residency-launch-cycle residency-launch-in-place residency-launch-spread $'
 	check $? "vmmx-plot draws the replay's residency charts (PNG), one per policy"
 	"$place" --replay "$abc" -p launch-cycle --plot "$tmp/cyc.svg" >/dev/null 2>"$tmp/err" &&
 		grep -q '<svg' "$tmp/cyc.svg"
