@@ -229,6 +229,8 @@
 #define DEPTH_MAX (MOVERS_MAX + 2)
 /* Cycles the trial may measure each way (VMMX_RUN_PLACE_TRIAL). */
 #define TRIAL_MAX 8
+/* spread_choose(): a pass is known enough with all but at most 1 / SPREAD_GAPS of its places. */
+#define SPREAD_GAPS 8
 /* Dynamic shared memory from which a launch is taken for tiled, and what its namings weigh. */
 #define TILED_SHARED (32u << 10)
 #define TILED_WEIGHT 4
@@ -1813,10 +1815,21 @@ static int spread_wanted(void)
  * go first (better()).
  * Pieces are left out: as victims and for room they count as kept, so
  * that among themselves and the kept set Belady's choice stands.  Chosen
- * again when the cycle changes; the plan must hold the whole pass (a cycle
- * learned mid-pass waits for the next).  Segments of one device
- * only: a cycle over several is left to Belady.
+ * again when the cycle changes; the plan must hold the pass, but for at
+ * most an eighth of its places (SPREAD_GAPS), which the cycle may have
+ * passed over in every pass (a launch that matched a place further on,
+ * the ones between then extra: a Hugging Face forward's rotary embedding,
+ * whose activations the allocator hands out in another order each
+ * forward); a cycle learned mid-pass waits for the next.  Segments of one
+ * device only: a cycle over several is left to Belady.
  */
+/* lock held: spread_choose() chose nothing for this pass, for @why (counted, reported). */
+static void spread_refused(const char *why)
+{
+	st.spread_refused++;
+	st.spread_why = why;
+}
+
 static void spread_choose(uint64_t len)
 {
 	struct vmmx_ctx *ctx = NULL;
@@ -1825,6 +1838,7 @@ static void spread_choose(uint64_t len)
 	struct ctx_state *cs;
 	uint64_t stamp;
 	double frac, acc = 0;
+	uint64_t gaps = 0;
 
 	if (!spread_wanted() || spread_gen == cur.generation || len > PLAN_SLOTS)
 		return;
@@ -1835,15 +1849,22 @@ static void spread_choose(uint64_t len)
 	for (uint64_t q = 0; q < len; q++) {
 		const struct plan *pl = &plan[q];
 
-		if (pl->generation != cur.generation)
-			return;
+		if (pl->generation != cur.generation) {
+			if (++gaps > len / SPREAD_GAPS) {
+				spread_refused("more than an eighth of the pass's places unknown");
+				return;
+			}
+			continue;
+		}
 		for (uint32_t i = 0; i < pl->n; i++) {
 			struct tracked *t = find(pl->base[i], 0);
 
 			if (!t || !t->ctx || t->whole || t->size > most_moved(t->ctx))
 				continue;
-			if (ctx && t->ctx != ctx)
+			if (ctx && t->ctx != ctx) {
+				spread_refused("segments on several devices");
 				return;
+			}
 			ctx = t->ctx;
 			if (t->seen == stamp) {
 				t->keep = 1;
@@ -1864,8 +1885,10 @@ static void spread_choose(uint64_t len)
 	}
 	cs = ctx ? state_of(ctx) : NULL;
 	if (!cs || vmmx_ctx_room(ctx, (struct vmmx_loc){ VMMX_LOC_DEVICE, cs->device }, SIZE_MAX,
-				 &room))
+				 &room)) {
+		spread_refused(cs ? "the device's room not known" : "no segment of the pass may move");
 		return;
+	}
 	spread_gen = cur.generation;
 	room += held;
 	room = room > hot + depth() * biggest ? room - hot - depth() * biggest : 0;
@@ -1874,7 +1897,7 @@ static void spread_choose(uint64_t len)
 	for (uint64_t q = 0; q < len; q++) {
 		const struct plan *pl = &plan[q];
 
-		for (uint32_t i = 0; i < pl->n; i++) {
+		for (uint32_t i = 0; pl->generation == cur.generation && i < pl->n; i++) {
 			struct tracked *t = find(pl->base[i], 0);
 
 			if (!t || t->seen != stamp)
@@ -1893,6 +1916,7 @@ static void spread_choose(uint64_t len)
 		}
 	}
 	st.spread_chosen++;
+	st.spread_gaps = gaps;
 	st.spread_kept = nkept;
 	st.spread_kept_bytes = kept;
 	st.spread_segments = nall;

@@ -819,6 +819,9 @@ struct vmmxp_place_stats {
 	uint64_t spread_chosen;             /* kept sets chosen (VMMX_RUN_PLACE_SPREAD) */
 	uint64_t spread_kept, spread_kept_bytes; /* ... the last: segments kept, their bytes, */
 	uint64_t spread_segments, spread_bytes;  /* ... of the cycle's that may move */
+	uint64_t spread_gaps;               /* ... places of the pass its plan did not hold */
+	uint64_t spread_refused;            /* passes spread_choose() chose nothing for */
+	const char *spread_why;             /* ... the last one's reason (a static string) */
 	uint64_t trials;                    /* trials of moving against reading in place decided */
 	uint64_t trial_in_place;            /* ... of them for reading in place */
 	uint64_t trial_unmeasured;          /* ... not timed (moving kept) */

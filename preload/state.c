@@ -644,10 +644,17 @@ static void report_launches(FILE *out)
 			human(b3, sizeof(b3), ps.spread_kept_bytes);
 			human(b4, sizeof(b4), ps.spread_bytes);
 			fprintf(out, "  spread           %llu segments kept (%s) of the cycle's %llu (%s), "
-				     "chosen %llu times\n",
+				     "chosen %llu times",
 				(unsigned long long)ps.spread_kept, b3,
 				(unsigned long long)ps.spread_segments, b4,
 				(unsigned long long)ps.spread_chosen);
+			if (ps.spread_gaps)
+				fprintf(out, "; %llu of its places passed over",
+					(unsigned long long)ps.spread_gaps);
+			fputc('\n', out);
+		} else if (ps.spread_refused) {
+			fprintf(out, "  spread           not chosen, %llu passes; the last: %s\n",
+				(unsigned long long)ps.spread_refused, ps.spread_why);
 		}
 		fprintf(out, "  trial            %llu decided (reading in place chosen %llu), %llu cut short "
 			     "by a cycle change, %llu not timed; now %s",
