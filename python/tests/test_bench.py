@@ -230,13 +230,9 @@ def test_vmmx_run_columns(monkeypatch):
         "no vmmx-run")
 
 
-def test_hf_optim_reaches_the_training_children():
-    """--hf-optim goes into every hf-train child's spec and names the optimizer in the
-    row's heading; AdamW's arguments follow it, and a name it does not know is refused
-    by name (the child's own check: a spec written by hand)."""
-    from vmmx_tools import bench_hf
-    calls = []
-
+def _hf_child(calls):
+    """A child that answers as a real model's would (its spec kept in @calls): the copy
+    rate, the model saved, then 10 ms a step and an 8 GiB peak."""
     def run_child(spec, timeout):
         calls.append(spec)
         if spec["workload"] == "bandwidth":
@@ -244,10 +240,25 @@ def test_hf_optim_reaches_the_training_children():
         if spec["column"] == "save":
             return dict(param_bytes=4 * GiB)
         return dict(spec, ms=10.0, losses=[1.0], peak_bytes=8 * GiB)
+    return run_child
 
+
+def _hf_run(args):
+    """bench.main() on @args at 1.5, native and floor, with _hf_child(): its output and
+    the children's specs."""
+    calls = []
     with tempfile.TemporaryDirectory() as d:
-        out = _main(["--workload", "hf-train", "--ratios", "1.5", "--columns", "native,floor",
-                     "--hf-optim", "fused", "--hf-dir", d], run_child)
+        out = _main(["--ratios", "1.5", "--columns", "native,floor", "--hf-dir", d] + args,
+                    _hf_child(calls))
+    return out, calls
+
+
+def test_hf_optim_reaches_the_training_children():
+    """--hf-optim goes into every hf-train child's spec and names the optimizer in the
+    row's heading; AdamW's arguments follow it, and a name it does not know is refused
+    by name (the child's own check: a spec written by hand)."""
+    from vmmx_tools import bench_hf
+    out, calls = _hf_run(["--workload", "hf-train", "--hf-optim", "fused"])
     train = [c for c in calls if c["workload"] == "hf-train"]
     assert train and all(c["optim"] == "fused" for c in train), train
     assert "AdamW fused" in out, out
@@ -265,25 +276,11 @@ def test_hf_load_reaches_the_children():
     """--hf-load goes into every hf-infer child's spec and names the way in the heading;
     a way the child does not know is refused by name, and so is one on the command line."""
     from vmmx_tools import bench_hf
-    calls = []
-
-    def run_child(spec, timeout):
-        calls.append(spec)
-        if spec["workload"] == "bandwidth":
-            return dict(h2d_gbs=50.0, total_memory=80 * GiB, device_name="fake GPU", torch="0")
-        if spec["column"] == "save":
-            return dict(param_bytes=4 * GiB)
-        return dict(spec, ms=10.0, peak_bytes=8 * GiB)
-
-    with tempfile.TemporaryDirectory() as d:
-        out = _main(["--workload", "hf-infer", "--ratios", "1.5", "--columns", "native,floor",
-                     "--hf-load", "to", "--hf-dir", d], run_child)
-        infer = [c for c in calls if c["workload"] == "hf-infer"]
-        assert infer and all(c["load"] == "to" for c in infer), infer
-        assert "loaded with .to()" in out, out
-        calls.clear()
-        out = _main(["--workload", "hf-infer", "--ratios", "1.5", "--columns", "native,floor",
-                     "--hf-dir", d], run_child)
+    out, calls = _hf_run(["--workload", "hf-infer", "--hf-load", "to"])
+    infer = [c for c in calls if c["workload"] == "hf-infer"]
+    assert infer and all(c["load"] == "to" for c in infer), infer
+    assert "loaded with .to()" in out, out
+    out, calls = _hf_run(["--workload", "hf-infer"])
     assert all(c["load"] == "device-map" for c in calls if c["workload"] == "hf-infer"), calls
     assert "loaded with device_map" in out, out
     assert bench_hf._load_way(dict(load="to")) == "to"
