@@ -58,8 +58,10 @@
  * Spread (VMMX_RUN_PLACE_SPREAD=1).  Which segments stay is chosen for the
  * cycle rather than left to allocation's order (spread_choose()): a step
  * then has moves to overlap all along it, not only after its first,
- * resident, segments (on the H200 the matmul chain parked 11-13% faster).
- * Not the default: measured on the chain only.
+ * resident, segments (on the H200 the matmul chain parked 11-13% faster),
+ * and moves are looked for further ahead (AHEAD_SPREAD launches: the 7B
+ * Hugging Face prefill loaded a segment a weight, parked, 103 ms against
+ * 136 with AHEAD).  Not the default: decode was not shown no slower.
  *
  * The victim: never a segment this launch names, nor one the launches
  * ahead name before the segment brought in ahead is used (see
@@ -212,8 +214,14 @@
 #define PLAN_SLOTS 65536
 /* Segments kept per position (the launch's first ones). */
 #define PLAN_SEGS 8
-/* Launches looked ahead for segments to bring in (each a few hash lookups). */
+/*
+ * Launches looked ahead for segments to bring in (each a few hash lookups):
+ * by default, under VMMX_RUN_PLACE_SPREAD's kept set, and at most
+ * (VMMX_RUN_PLACE_AHEAD).
+ */
 #define AHEAD 32
+#define AHEAD_SPREAD 128
+#define AHEAD_MAX 1024
 /* Launches between two looks at whether the context holds host memory, until it does. */
 #define SPILL_CHECK 64
 /* Launches a move ahead of a segment read once waits after finding no free room. */
@@ -1237,6 +1245,21 @@ static int movers_wanted(void)
 	return n;
 }
 
+/*
+ * VMMX_RUN_PLACE_AHEAD, read once: the launches bring_in_ahead() looks at,
+ * 1 to AHEAD_MAX; 0 (unset) for the default, AHEAD, or AHEAD_SPREAD while
+ * the kept set rules (@spread).
+ */
+static uint64_t ahead(int spread)
+{
+	static int n = -1;
+
+	if (n < 0)
+		n = env_count("VMMX_RUN_PLACE_AHEAD", AHEAD_MAX, 0,
+			      "0 (the default: 32 launches, 128 under VMMX_RUN_PLACE_SPREAD=1)");
+	return n ? (uint64_t)n : spread ? AHEAD_SPREAD : AHEAD;
+}
+
 /* lock held: the moves ahead queued or under way at once: one per mover running, and two more. */
 static uint64_t depth(void)
 {
@@ -1618,6 +1641,7 @@ static void set_spilled(void)
 	/* Read (and a bad value said) before the first move. */
 	(void)park_wanted();
 	(void)spread_wanted();
+	(void)ahead(0);
 	if (!__atomic_load_n(&quiet_in_flight, __ATOMIC_SEQ_CST))
 		return;
 	pthread_mutex_unlock(&lock);
@@ -2087,7 +2111,11 @@ static int once_room(const struct tracked *t)
 
 /*
  * Bring in what the launches after the current one name, the cycle being
- * known: the segments of the launches ahead (up to AHEAD) in host memory
+ * known: the segments of the launches ahead (up to ahead(): AHEAD, or
+ * AHEAD_SPREAD under the kept set, whose segments in host memory are the
+ * ones not kept, a layer's two weights some 40 launches apart in a Hugging
+ * Face forward: the next layer's moves are queued while the one before
+ * still runs) in host memory
  * are queued for the mover in the order they are needed, so that their
  * copies run beside the kernels and the program goes on launching.
  * Without the mover (VMMX_RUN_PLACE_MOVER=0, or it could not start) the
@@ -2110,7 +2138,8 @@ static int once_room(const struct tracked *t)
  */
 static void bring_in_ahead(void)
 {
-	uint64_t len = cur.cycle_len, horizon = len - 1 < AHEAD ? len - 1 : AHEAD, bound = 0;
+	uint64_t len = cur.cycle_len, far = ahead(spread_on(len)), horizon = len - 1 < far ? len - 1 : far;
+	uint64_t bound = 0;
 	int queue = mover_on();
 
 	for (uint64_t d = 1; d <= horizon; d++) {

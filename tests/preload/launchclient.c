@@ -1233,6 +1233,70 @@ static int place_mover(int spread)
 }
 
 /*
+ * VMMX_RUN_PLACE_SPREAD=1 with weights far apart in the cycle: each of the
+ * MW weights is followed by FAR_GAP launches naming only x (an activation,
+ * kept; each launch, as each weight's, of a kernel of its own, so that
+ * the cycle is the step), so the next weight is FAR_GAP + 1 launches ahead, past a look of
+ * AHEAD (32) launches.  Moves on the launching thread (where each buffer
+ * lies does not depend on timing): once the kept set is chosen, a weight in
+ * host memory when the one before it is launched is brought in within
+ * @want launches naming x (0: by that launch's look already).  Each launch
+ * still finds its buffer on the device, the data intact.
+ */
+#define FAR_GAP 40
+static int place_far(int want)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kws[MW], kx[FAR_GAP];
+	void *w[MW] = { 0 }, *x = NULL;
+	int bad = 0, ok_data = 1, streamed = 0, late = 0;
+
+	for (int i = 0; i < MW; i++)
+		kws[i] = kw;
+	for (int g = 0; g < FAR_GAP; g++)
+		kx[g] = kw;
+	plan_lazy();
+	is_int(0, cudaMalloc(&x, MSIZE), "cudaMalloc x, 16 MiB");
+	for (int i = 0; i < MW; i++) {
+		bad += cudaMalloc(&w[i], MSIZE) != 0;
+		bad += !ends(w[i], (unsigned char)(0x10 + i), 0);
+	}
+	is_int(0, bad, "40 weights of 16 MiB made, each filled with its own byte");
+	for (int step = 0; step < 6; step++)
+		for (int i = 0; i < MW; i++) {
+			void *params[] = { &w[i] }, *xparams[] = { &x };
+			void *next = w[(i + 1) % MW];
+			int waited = on_device_range(next, MSIZE) ? -1 : 0;
+
+			bad += cuLaunchKernel(&kws[i], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += !on_device_range(w[i], MSIZE);
+			for (int g = 0; g < FAR_GAP; g++) {
+				if (waited >= 0 && !on_device_range(next, MSIZE))
+					waited++;
+				bad += cuLaunchKernel(&kx[g], 1, 1, 1, 32, 1, 1, 0, NULL, xparams, NULL) != 0;
+			}
+			/* From the fourth step: the cycle known, the kept set chosen, the plan written. */
+			if (step >= 3 && waited >= 0) {
+				streamed++;
+				if (waited > want) {
+					diag("step %d: w%d brought in after %d launches of x", step,
+					     (i + 1) % MW, waited);
+					late++;
+				}
+			}
+		}
+	is_int(0, bad, "%d launches succeed, each weight on the device at its launch", 6 * MW * (FAR_GAP + 1));
+	ok(streamed > 0, "weights streamed through the device in the last three steps (%d)", streamed);
+	is_int(0, late, "each brought in within %d launches after the weight before it", want);
+	for (int i = 0; i < MW; i++)
+		ok_data &= ends(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every weight still holds its byte after the moves");
+	for (int i = 0; i < MW; i++)
+		cudaFree(w[i]);
+	cudaFree(x);
+	return finish_tap();
+}
+
+/*
  * --placement launch with an activation: x is named by every other launch,
  * five weights once per step each; four buffers fit.  Once the cycle is
  * known, x, needed again two launches later, is never the one sent back.
@@ -2335,6 +2399,8 @@ int main(int argc, char **argv)
 		return place_mover(1);
 	if (argc > 1 && !strcmp(argv[1], "place-spread-skip"))
 		return place_mover(2);
+	if (argc > 1 && !strcmp(argv[1], "place-far"))
+		return place_far(argc > 2 ? atoi(argv[2]) : 0);
 	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))
 		return cycle_rotate();
 	if (argc > 1 && !strcmp(argv[1], "place"))

@@ -389,6 +389,19 @@ VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 placed 75 place-spread 'spread  *
 # the same, the place counted.
 VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 placed 78 place-spread-skip 'spread  *13 segments kept (208.0 MiB) of the cycle.s 40 (640.0 MiB), chosen 1 times; 1 of its places passed over$' \
 	"VMMX_RUN_PLACE_SPREAD=1, a place of the 41-launch cycle passed over in every pass after the first: 13 of 40 buffers kept all the same, spread over the cycle; each launch finds its buffer on the device, data intact"
+# Weights 41 launches apart, past the 32 looked at without the kept set:
+# under it the look reaches 128 launches, and each weight in host memory is
+# brought in as the one before it is launched; VMMX_RUN_PLACE_AHEAD=32 brings
+# each in 32 launches ahead only (after 9 of the 40 launches between).
+VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 placed 79 place-far 'spread  *14 segments kept (224.0 MiB) of the cycle.s 41 (656.0 MiB)' \
+	"VMMX_RUN_PLACE_SPREAD=1, weights 41 launches apart: each in host memory brought in as the one before it is launched (a look of 128 launches); each launch finds its buffer on the device, data intact"
+VMMX_RUN_PLACE_AHEAD=32 VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 "$run" $opts --placement launch -- "$lc" place-far 0 >"$tmp/tap80" 2>&1
+grep -q '^# step [3-5]: w[0-9]* brought in after 9 launches of x$' "$tmp/tap80" &&
+	! grep -q 'brought in after \([0-8]\|1[0-9]\|[2-9][0-9]\) launches' "$tmp/tap80"
+check $? "VMMX_RUN_PLACE_AHEAD=32: the same weights each brought in 32 launches ahead of its own, 9 launches after the one before it"
+VMMX_RUN_PLACE_AHEAD=2000 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap81" 2>&1
+grep -q '^vmmx-run: VMMX_RUN_PLACE_AHEAD=2000: expected 0 (the default: 32 launches, 128 under VMMX_RUN_PLACE_SPREAD=1) to 1024; using 0$' "$tmp/tap81"
+check $? "VMMX_RUN_PLACE_AHEAD=2000 is refused by name, with the range and the value used"
 VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_PARK=1 placed 76 place-mover 'spread  *[0-9]* segments kept.* chosen [1-9][0-9]* times$' \
 	"VMMX_RUN_PLACE_SPREAD=1 with two movers and parking: each launch finds its buffer on the device, data intact"
 VMMX_RUN_PLACE_SPREAD=2 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap77" 2>&1
