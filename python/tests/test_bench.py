@@ -165,7 +165,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 { echo 'vmmx-run: report'; echo '    cycle          learned 1 times'
-  echo '  placement        launch: 3 segments'; } >"$rep"
+  echo '  placement        launch: 3 segments'
+  echo '  spread           2 segments kept (1.0 GiB) of the cycle'"'"'s 4 (2.0 GiB), chosen 1 times'; } >"$rep"
 if [ "$FAKE_RUN_FAIL" = 1 ]; then echo "OutOfMemoryError: CUDA out of memory" >&2; exit 1; fi
 if [ "$FAKE_RUN_HANG" = 1 ]; then
 	sleep 60 >/dev/null 2>&1 &
@@ -179,7 +180,7 @@ def test_vmmx_run_columns(monkeypatch):
     """vmmx-run, vmmx-run-alloc and vmmx-run-launch run the native child under vmmx-run,
     the first with its default placement, the others with --placement alloc and launch;
     the report's launch lines come back with the result, also on a failure, and the
-    table prints the placement line."""
+    table prints the placement and spread lines."""
     from vmmx_tools import bench_hf
     with tempfile.TemporaryDirectory() as d:
         fake = os.path.join(d, "vmmx-run")
@@ -194,7 +195,9 @@ def test_vmmx_run_columns(monkeypatch):
                             "--report-file"]
         assert r["column"] == "vmmx-run-launch" and r["prefill_ms"] == 5.0
         assert r["report"] == ["cycle          learned 1 times",
-                               "placement        launch: 3 segments"]
+                               "placement        launch: 3 segments",
+                               "spread           2 segments kept (1.0 GiB) of the cycle's 4 "
+                               "(2.0 GiB), chosen 1 times"]
         assert "--trace" not in args
         # the native run inside is labelled with the column: its files (profiles) are its own
         child = json.loads(args[args.index("--child") + 1])
@@ -214,7 +217,7 @@ def test_vmmx_run_columns(monkeypatch):
                             "--report-file"]
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
-        assert bad["error"] == "OOM" and len(bad["report"]) == 2
+        assert bad["error"] == "OOM" and len(bad["report"]) == 3
         monkeypatch.delenv("FAKE_RUN_FAIL")
         monkeypatch.setenv("FAKE_RUN_HANG", "1")
         hung = bench_hf.run_column(spec, 3, None, fake)
@@ -225,7 +228,10 @@ def test_vmmx_run_columns(monkeypatch):
     lines = bench_hf.table("hf-infer", 1.5, row, 50.0)
     assert any(ln.startswith("  vmmx-run-launch prefill 5.0 ms 1.25x native") and
                "tokens=native" in ln for ln in lines), lines
+    # the placement and spread lines are printed under the row; the cycle line is not
     assert "    placement        launch: 3 segments" in lines
+    assert any(ln.startswith("    spread           2 segments kept") for ln in lines), lines
+    assert not any("cycle " in ln for ln in lines), lines
     assert bench_hf.run_column(dict(spec, column="vmmx-run"), 60, None, None)["error"].startswith(
         "no vmmx-run")
 

@@ -389,5 +389,6 @@ def table(wl, ratio, row, h2d_gbs):
             where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
                     f"{r['host_bytes'] / GiB:.2f} GiB host]"
         lines.append(f"  {col:15s} " + " | ".join(cells) + check + where)
-        lines.extend(f"    {ln}" for ln in r.get("report") or [] if ln.startswith(("placement ", "trial ")))
+        lines.extend(f"    {ln}" for ln in r.get("report") or []
+                     if ln.startswith(("placement ", "spread ", "trial ")))
     return lines
