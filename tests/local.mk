@@ -281,7 +281,7 @@ EXTRA_DIST += %D%/tools/vmmx-place.sh %D%/tools/vmmx-bench.sh %D%/tools/vmmx-plo
 TESTS += %D%/tools/vmmx-place-replay.sh
 EXTRA_DIST += %D%/tools/vmmx-place-replay.sh %D%/tools/replay-abc.jsonl %D%/tools/replay-places.jsonl \
 	%D%/tools/replay-freq.jsonl \
-	%D%/tools/replay-spread.jsonl
+	%D%/tools/replay-spread.jsonl %D%/tools/replay-spread-extra.jsonl
 # vmmx-demo; vmmx-run's checks and --report-file (the interposer's own tests are tests/preload/).
 TESTS += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh
 EXTRA_DIST += %D%/tools/vmmx-demo.sh %D%/tools/vmmx-run.sh

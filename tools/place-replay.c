@@ -60,8 +60,14 @@
 /* Movers modelled by default (vmmx-run's, preload/place.c MOVERS_DEFAULT), and at most. */
 #define DEFAULT_MOVERS 2
 #define MAX_MOVERS 4
-/* Launches ahead of its launch a move may be made, a cycle known (preload/place.c, AHEAD). */
+/*
+ * Launches ahead of its launch a move may be made, a cycle known: by
+ * default, under launch-spread's kept set, and at most (preload/place.c,
+ * AHEAD, AHEAD_SPREAD, AHEAD_MAX; --ahead).
+ */
 #define AHEAD_LAUNCHES 32
+#define AHEAD_SPREAD 128
+#define AHEAD_MAX 1024
 /* Dynamic shared memory from which a kernel is taken to work on tiles (preload/place.c). */
 #define TILED_SHARED (32u << 10)
 
@@ -92,6 +98,7 @@ struct ropts {
 	double tiled_reads;    /* --tiled-reads: a tiled launch's reads in place, times */
 	enum move_rates moves;
 	unsigned int movers;
+	unsigned int ahead;    /* --ahead: launches a move may be made ahead; 0: the default */
 	unsigned int cycle;    /* the step reported: the last of a cycle this long; 0: the last */
 	int json;
 	const char *plot;
@@ -138,6 +145,7 @@ struct rlaunch {
 	int truncated;	  /* chunks_named > the chunks listed */
 	double compute;	  /* the compute floor (s) */
 	size_t cycle_len; /* the known cycle's length at this launch; 0: none */
+	size_t in_cycle;  /* ... of the step it lies in, also for a launch at -1 in one */
 	int tiled;	  /* "shared" >= TILED_SHARED: it reads its operands' tiles again */
 };
 
@@ -723,8 +731,10 @@ static void find_cycle(struct trace *T)
 			top = T->l[i].pos > top ? T->l[i].pos : top;
 			extra += T->l[i].pos < 0;
 		}
-		for (size_t i = a; i < b; i++)
+		for (size_t i = a; i < b; i++) {
 			T->l[i].cycle_len = T->l[i].pos >= 0 ? (size_t)top + 1 : 0;
+			T->l[i].in_cycle = (size_t)(top + 1);
+		}
 		/* More unexpected launches than a cycle keeps (1 + L/8 a pass): not a step. */
 		if (T->l[a].pos != 0 || extra > 1 + (size_t)(top + 1) / 8 ||
 		    (b == T->nl &&
@@ -1002,6 +1012,7 @@ struct model {
 	double rate[2];   /* a move's bytes per second: [0] back to host memory, [1] in */
 	enum rate_from from[2]; /* ... where each came from */
 	unsigned int movers; /* threads that move ahead of the launches (0: none) */
+	unsigned int ahead;  /* launches ahead a move may start; 0: AHEAD_LAUNCHES, or AHEAD_SPREAD */
 	double tiled_reads;  /* a tiled launch's reads in place take this many times as long */
 };
 
@@ -1416,11 +1427,14 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 		/* Its moves' end: on the launching thread (one after another), or by the movers. */
 		double read_s, ready = now;
 		int ahead = M->movers && L->pos >= 0 && L->cycle_len > 1 && p != RP_READ;
-		size_t reach = ahead && L->cycle_len - 1 < AHEAD_LAUNCHES ? L->cycle_len - 1
-									 : AHEAD_LAUNCHES;
+		size_t reach;
 
-		/* launch-spread: chosen once a cycle is known, dropped when it changes. */
-		if (p == RP_SPREAD && spread_len && (L->pos < 0 || L->cycle_len != spread_len)) {
+		/*
+		 * launch-spread: chosen once a cycle is known, dropped when it
+		 * changes; a launch the cycle did not expect (at -1) inside a step
+		 * of it leaves it (the interposer's cycle stands through it).
+		 */
+		if (p == RP_SPREAD && spread_len && L->in_cycle != spread_len) {
 			for (size_t s = 0; s < T->nsegs; s++)
 				S[s].keep = 0;
 			spread_len = 0;
@@ -1430,6 +1444,10 @@ static int replay_policy(const struct trace *T, const struct model *M, enum rpol
 			spread_choose(T, S, M, i - L->cycle_len, L->cycle_len, used);
 			spread_len = L->cycle_len;
 		}
+		/* As vmmx-run: further under the kept set (its segments in host memory, those not kept). */
+		reach = M->ahead ? M->ahead : spread_len ? AHEAD_SPREAD : AHEAD_LAUNCHES;
+		if (ahead && L->cycle_len - 1 < reach)
+			reach = L->cycle_len - 1;
 		/* Gone before this launch: room freed, nothing moved. */
 		for (; dk < T->ndying && T->dying[dk].at == i; dk++) {
 			size_t s = T->dying[dk].seg;
@@ -1742,7 +1760,7 @@ static const char *const rate_from_text[] = {
 static void replay_head(const struct trace *T, const struct model *M, int dev_given,
 			const struct compute_choice *cc, struct rep *doc)
 {
-	char a[32], b[32], from[160], tiled[160];
+	char a[32], b[32], from[160], tiled[160], look[64];
 	uint64_t bytes = 0;
 	struct rep *o;
 	int ndev = 0;
@@ -1791,6 +1809,11 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	else
 		snprintf(from, sizeof(from), "in: %s; back: %s", rate_from_text[M->from[1]],
 			 rate_from_text[M->from[0]]);
+	if (M->ahead)
+		snprintf(look, sizeof(look), "up to %u (--ahead)", M->ahead);
+	else
+		snprintf(look, sizeof(look), "up to %d (%d under launch-spread's kept set)",
+			 AHEAD_LAUNCHES, AHEAD_SPREAD);
 	if (!T->have_shared)
 		snprintf(tiled, sizeof(tiled), "no launch records its shared memory: none tiled");
 	else
@@ -1800,12 +1823,12 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 			 T->tiled, T->nl, M->tiled_reads);
 	o = rep_label(rep_obj(doc, "model"), "model",
 		      "device %s (%s), hbm %.1f GB/s, pcie %.1f GB/s; moves in %.1f GB/s, back "
-		      "%.1f GB/s (%s), by %u movers once a cycle is known; compute per launch: %s; "
-		      "%s",
+		      "%.1f GB/s (%s), by %u movers once a cycle is known, %s launches ahead; "
+		      "compute per launch: %s; %s",
 		      rep_fmt_size(M->device, b, sizeof(b)),
 		      dev_given ? "--device-bytes" : "the most the trace shows on the device",
 		      M->hbm / 1e9, M->pcie / 1e9, M->rate[1] / 1e9, M->rate[0] / 1e9, from,
-		      M->movers, cc->why, tiled);
+		      M->movers, look, cc->why, tiled);
 	rep_bytes(o, "device_bytes", M->device);
 	rep_str(o, "device_bytes_from", dev_given ? "option" : "trace");
 	rep_num(o, "hbm_gbps", M->hbm / 1e9);
@@ -1815,6 +1838,8 @@ static void replay_head(const struct trace *T, const struct model *M, int dev_gi
 	rep_str(o, "move_in_from", rate_from_name[M->from[1]]);
 	rep_str(o, "move_out_from", rate_from_name[M->from[0]]);
 	rep_int(o, "movers", M->movers);
+	rep_int(o, "ahead", M->ahead ? M->ahead : AHEAD_LAUNCHES);
+	rep_int(o, "ahead_spread", M->ahead ? M->ahead : AHEAD_SPREAD);
 	rep_str(o, "compute", cc->step ? "step" : cc->gaps ? "gaps" : "none");
 	if (cc->step)
 		rep_num(o, "compute_step_ms", cc->step_ms);
@@ -1915,6 +1940,9 @@ static void replay_usage(FILE *f)
 	    "      --movers N         0 to %d: threads moving ahead of the launches once a\n"
 	    "                         cycle is known, as vmmx-run's (default %d); 0: every\n"
 	    "                         move before its launch, overlapping nothing\n"
+	    "      --ahead N          0 to %d: launches ahead of its launch a move may start\n"
+	    "                         (default 0: %d, or %d under launch-spread's kept set,\n"
+	    "                         as vmmx-run's VMMX_RUN_PLACE_AHEAD)\n"
 	    "      --cycle L          report the last step of a cycle of L launches (a prefill's\n"
 	    "                         among decode steps; default: the last step found)\n"
 	    "      --compute C        auto, gaps or none: the compute floor of a launch is the\n"
@@ -1931,7 +1959,8 @@ static void replay_usage(FILE *f)
 	    "                         .svg or .pdf)\n"
 	    "  -h, --help\n"
 	    "Exit status: 0 done, 1 the trace could not be read, 2 bad usage.\n",
-	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS, MAX_MOVERS, DEFAULT_MOVERS);
+	    DEFAULT_HBM_GBPS, DEFAULT_PCIE_GBPS, MAX_MOVERS, DEFAULT_MOVERS, AHEAD_MAX,
+	    AHEAD_LAUNCHES, AHEAD_SPREAD);
 }
 
 /* Whether @s is a finite number and nothing else, in *@v. */
@@ -2060,6 +2089,7 @@ static int replay_opts(int argc, char **argv, struct ropts *o)
 	    tool_opt_fn("tiled-reads", 0, opt_tiled_reads, &o->tiled_reads, NULL),
 	    tool_opt_fn("move-rates", 0, opt_moves, &o->moves, NULL),
 	    tool_opt_count("movers", 0, &o->movers, 0, MAX_MOVERS, NULL),
+	    tool_opt_count("ahead", 0, &o->ahead, 0, AHEAD_MAX, NULL),
 	    tool_opt_count("cycle", 0, &o->cycle, 1, MAX_CYCLE_LEN, NULL),
 	    tool_opt_json(&o->json),
 	    tool_opt_plot(&o->plot),
@@ -2167,6 +2197,7 @@ int replay_main(int argc, char **argv)
 			   .hbm = o.hbm * 1e9,
 			   .pcie = o.pcie * 1e9,
 			   .movers = o.movers,
+			   .ahead = o.ahead,
 			   .tiled_reads = o.tiled_reads};
 	if (move_rates(&T, o.moves, &M)) {
 		trace_free(&T);

@@ -395,6 +395,28 @@ pycheck "launch-spread moves no more than launch-cycle: 7 segments each way a st
 	>"$tmp/spread5.json" 2>"$tmp/err"
 pycheck "launch-spread with room for 5: W16 kept (on the device at every launch of the step), W1-W9 streamed" \
 	"$tmp/spread5.json" '(c := d["charts"][0]["segments"]) and c[15]["cells"] == "d" * 15 + "D" and all(c[w]["cells"].count("h") == 15 for w in range(9))'
+# replay-spread-extra.jsonl: the same with a launch the cycle did not expect
+# (at -1, naming W8) after W8's in each pass over it: the kept set stands
+# through it, as the interposer's does (once, it was dropped there and
+# Belady's choice ruled the rest of the step: 11 moves each way).
+"$place" --replay "$top_srcdir/tests/tools/replay-spread-extra.jsonl" --device-bytes 1280MiB \
+	--hbm 1000 --pcie 10 --compute-step 160 -p launch-spread --json >"$tmp/spreadx.json" 2>"$tmp/err"
+pycheck "launch-spread through a launch at -1 inside the step: W3, W6, W8, W11, W14 and W16 on the device at all 17 launches, 7 segments each way" \
+	"$tmp/spreadx.json" '(c := d["charts"][0]["segments"]) and all(c[w - 1]["cells"].lower() == "d" * 17 for w in (3, 6, 8, 11, 14, 16)) and [(x["moves_in"], x["moves_out"]) for x in d["step"]] == [(7, 7)]'
+# --ahead: how far ahead of its launch a move may start (vmmx-run's
+# VMMX_RUN_PLACE_AHEAD): by default 32 launches, 128 under launch-spread's
+# set; one launch ahead, each move of 128 MiB at 10 GB/s shows in the step.
+"$place" --replay "$spread" --device-bytes 1280MiB --hbm 1000 --pcie 10 --compute-step 160 \
+	-p launch-spread --json >"$tmp/ahead0.json" 2>"$tmp/err" &&
+	"$place" --replay "$spread" --device-bytes 1280MiB --hbm 1000 --pcie 10 --compute-step 160 \
+		-p launch-spread --ahead 1 --json >"$tmp/ahead1.json" 2>"$tmp/err"
+check $? "--replay --ahead 1 exits 0"
+pycheck "--ahead: the model says 32 and 128 by default; the step takes its compute (160 ms) with them, longer one launch ahead, the same moves" \
+	"$tmp/ahead0.json" '(e := json.load(open("'"$tmp"'/ahead1.json"))) and (d["model"]["ahead"], d["model"]["ahead_spread"], e["model"]["ahead"], e["model"]["ahead_spread"]) == (32, 128, 1, 1) and abs(d["step"][0]["time_s"] - 0.160) < 1e-5 and e["step"][0]["time_s"] > 0.200 and (d["step"][0]["moves_in"], e["step"][0]["moves_in"]) == (7, 7)'
+"$place" --replay "$spread" --ahead 2000 >"$tmp/out" 2>"$tmp/err"
+st=$?
+[ $st -eq 2 ] && grep -q -- '--ahead 2000: expected a whole number from 0 to 1024' "$tmp/err"
+check $? "--replay --ahead 2000 is refused by name with exit 2"
 
 # ---- the plot ----
 if [ -z "$py" ]; then
