@@ -316,7 +316,9 @@ static void do_sleep(int mode, char *out, size_t len)
 	}
 	/* Idle cached segments go back to the driver rather than to sleep. */
 	for (i = 0; i < n && !err; i++) {
+		vmmxp_place_hold();
 		err = vmmx_alloc_empty_cache(a[i]);
+		vmmxp_place_hold_done();
 		if (err)
 			snprintf(why, sizeof(why), "device %d: giving cached segments back: %s",
 				 dev[i], vmmx_last_error());

@@ -323,11 +323,13 @@ struct job {
 /*
  * The movers (see the top): jobs[head % DEPTH_MAX .. tail % DEPTH_MAX)
  * queued; @busy taken by a mover and under way; @running movers alive;
- * all under lock.
+ * @in_lib of them in libvmmx with the lock let go (move()), where the
+ * program's allocations and frees wait for them (vmmxp_place_hold()); all
+ * under lock.
  */
 static struct job jobs[DEPTH_MAX];
 static uint64_t head, tail;
-static int busy, running;
+static int busy, running, in_lib;
 static enum { MOVER_NONE, MOVER_RUNNING, MOVER_OFF, MOVER_QUIT } mover_state;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a job was queued, or quit */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a move finished, or the mover stopped */
@@ -681,15 +683,20 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 	uint64_t t0;
 	int err;
 
-	if (unlocked)
+	if (unlocked) {
+		in_lib++;
 		pthread_mutex_unlock(&lock);
+	}
 	t0 = now_ns();
 	err = park ? vmmx_park(ctx, base, size, to, NULL, &parked)
 		   : vmmx_prefetch(ctx, base, size, to, NULL);
 	t0 = now_ns() - t0;
 	vmmxp_trace_move(base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err, unlocked);
-	if (unlocked)
+	if (unlocked) {
 		pthread_mutex_lock(&lock);
+		if (!--in_lib)
+			pthread_cond_broadcast(&done_cv);
+	}
 	*ns += t0;
 	if (parked) {
 		/* Of what was parked, some may have moved since (a failed move
@@ -1372,6 +1379,29 @@ static int mover_on(void)
 	if (!armed++)
 		(void)atexit(mover_stop);
 	return 1;
+}
+
+/*
+ * An allocation, a free or a trim of the program's is about to call the
+ * allocator, which may destroy a buffer (a segment it lets go): no move may
+ * be in libvmmx meanwhile, whose buffer that may be (libvmmx finds a
+ * buffer by address, then works on it: one destroyed between the two is
+ * used after its free; it corrupted libvmmx's retired tables under
+ * PyTorch's cudaMallocAsync backend, a free every few launches).  Taken:
+ * the lock, once no mover is in libvmmx; the movers start nothing until
+ * vmmxp_place_hold_done(), and the placement, holding the lock, looks
+ * nothing up meanwhile.
+ */
+void vmmxp_place_hold(void)
+{
+	pthread_mutex_lock(&lock);
+	while (in_lib)
+		pthread_cond_wait(&done_cv, &lock);
+}
+
+void vmmxp_place_hold_done(void)
+{
+	pthread_mutex_unlock(&lock);
 }
 
 /* lock held: queue @t to be brought in ahead; the caller saw room in the ring (depth()). */

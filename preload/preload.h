@@ -921,6 +921,14 @@ void vmmxp_place_done(void);
 int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx, size_t n,
 		    CUstream stream, int (*capturing)(CUstream));
 void vmmxp_place_use_done(CUstream stream);
+/*
+ * vmmxp_place_hold() - the program's allocation, free or trim is about to
+ * call the allocator, which may destroy buffers: returns once no move is
+ * under way in libvmmx, and none starts until vmmxp_place_hold_done().
+ * Takes the placement's lock: not from inside the placement.
+ */
+void vmmxp_place_hold(void);
+void vmmxp_place_hold_done(void);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
 const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);

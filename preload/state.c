@@ -362,9 +362,12 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	if (!a)
 		return VMMXP_PASS;
 	vmmxp_gate_enter();
+	/* The allocator may let a segment go: not one a move is working on. */
+	vmmxp_place_hold();
 	err = vmmx_alloc_malloc(a, size, stream, &p);
 	if (!err && p && vmmxp_control_on())
 		err = track(a, p, stream);
+	vmmxp_place_hold_done();
 	if (err == -VMMX_ENODRIVER && !__atomic_exchange_n(&fork_said, 1, __ATOMIC_RELAXED))
 		fprintf(stderr,
 			"vmmx-run: process %d: allocations fail here with CUDA's initialization "
@@ -412,8 +415,11 @@ int vmmxp_free(const void *ptr, void *stream, int sync)
 	 * stream's event completes.
 	 */
 	err = sync ? vmmx_sync(vmmx_alloc_ctx(a)) : 0;
-	if (!err)
+	if (!err) {
+		vmmxp_place_hold();
 		err = vmmx_alloc_free(a, (void *)ptr, stream);
+		vmmxp_place_hold_done();
+	}
 	if (err)
 		fprintf(stderr, "vmmx-run: free of %p: %s\n", ptr, vmmx_last_error());
 	else
@@ -535,7 +541,9 @@ void vmmxp_trim(int device)
 	if (!a)
 		return;
 	enter();
+	vmmxp_place_hold();
 	vmmx_alloc_empty_cache(a);
+	vmmxp_place_hold_done();
 	leave();
 }
 

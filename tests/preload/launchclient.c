@@ -19,6 +19,10 @@
  * three buffers, so that some kernels name other memory at every step.
  * Mode "place-act": the same with an activation named every other launch;
  * "place-burst", named in bursts.
+ * Mode "place-churn": a training step's activations and gradients
+ * allocated and freed stream-ordered among the launches, the movers
+ * moving.  "place-far": weights 41 launches apart, brought in as the one
+ * before each is launched under VMMX_RUN_PLACE_SPREAD's look.
  * Mode "place-jitter": a step whose workspace moves and whose first steps
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
@@ -1233,6 +1237,61 @@ static int place_mover(int spread)
 }
 
 /*
+ * A training step's churn (PyTorch's cudaMallocAsync backend): CW weights
+ * of 32 MiB (half fit), each step a forward that makes an activation a
+ * layer with cudaMallocAsync, a backward that reads each and frees it with
+ * cudaFreeAsync and makes a gradient, and an optimizer pass over weights
+ * and gradients that frees each gradient.  Launches find their buffers
+ * wherever the placement left them; the weights keep their bytes.
+ */
+#define CW 12
+static int place_churn(void)
+{
+	static struct fake_kernel kt = { "kt", 0, 0, 2, { 0, 8 }, { 8, 8 } }, kf[CW], kb[CW], ko[CW];
+	void *w[CW] = { 0 }, *act[CW] = { 0 }, *grad[CW] = { 0 };
+	int bad = 0, ok_data = 1;
+
+	for (int i = 0; i < CW; i++)
+		kf[i] = kb[i] = ko[i] = kt;
+	plan_lazy();
+	for (int i = 0; i < CW; i++) {
+		bad += cudaMalloc(&w[i], 2 * MSIZE) != 0;
+		bad += !ends(w[i], (unsigned char)(0x40 + i), 0);
+	}
+	is_int(0, bad, "12 weights of 32 MiB made, each filled with its own byte");
+	for (int step = 0; step < 10; step++) {
+		for (int i = 0; i < CW; i++) {
+			void *in = i ? act[i - 1] : w[0];
+			void *params[] = { &w[i], &in };
+
+			bad += cudaMallocAsync(&act[i], MSIZE, NULL) != 0;
+			params[1] = &act[i];
+			bad += cuLaunchKernel(&kf[i], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		}
+		for (int i = CW - 1; i >= 0; i--) {
+			void *params[] = { &act[i], &grad[i] };
+
+			bad += cudaMallocAsync(&grad[i], 2 * MSIZE, NULL) != 0;
+			bad += cuLaunchKernel(&kb[i], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += cudaFreeAsync(act[i], NULL) != 0;
+		}
+		for (int i = 0; i < CW; i++) {
+			void *params[] = { &w[i], &grad[i] };
+
+			bad += cuLaunchKernel(&ko[i], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += cudaFreeAsync(grad[i], NULL) != 0;
+		}
+	}
+	is_int(0, bad, "10 steps: every allocation, launch and free succeeds");
+	for (int i = 0; i < CW; i++)
+		ok_data &= ends(w[i], (unsigned char)(0x40 + i), 1);
+	ok(ok_data, "every weight still holds its byte after the moves");
+	for (int i = 0; i < CW; i++)
+		cudaFree(w[i]);
+	return finish_tap();
+}
+
+/*
  * VMMX_RUN_PLACE_SPREAD=1 with weights far apart in the cycle: each of the
  * MW weights is followed by FAR_GAP launches naming only x (an activation,
  * kept; each launch, as each weight's, of a kernel of its own, so that
@@ -2399,6 +2458,8 @@ int main(int argc, char **argv)
 		return place_mover(1);
 	if (argc > 1 && !strcmp(argv[1], "place-spread-skip"))
 		return place_mover(2);
+	if (argc > 1 && !strcmp(argv[1], "place-churn"))
+		return place_churn();
 	if (argc > 1 && !strcmp(argv[1], "place-far"))
 		return place_far(argc > 2 ? atoi(argv[2]) : 0);
 	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))

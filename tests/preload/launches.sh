@@ -389,6 +389,15 @@ VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 placed 75 place-spread 'spread  *
 # the same, the place counted.
 VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_MOVER=0 placed 78 place-spread-skip 'spread  *13 segments kept (208.0 MiB) of the cycle.s 40 (640.0 MiB), chosen 1 times; 1 of its places passed over$' \
 	"VMMX_RUN_PLACE_SPREAD=1, a place of the 41-launch cycle passed over in every pass after the first: 13 of 40 buffers kept all the same, spread over the cycle; each launch finds its buffer on the device, data intact"
+# A training step's churn, as PyTorch's cudaMallocAsync backend makes it:
+# activations and gradients allocated and freed (cudaFreeAsync) among the
+# launches while the movers move.  The allocator lets idle segments go; a
+# mover once worked on one destroyed under it (libvmmx's retired tables
+# corrupted: a crash about one run in twelve, parked).
+placed 82 place-churn 'placement  *launch: [1-9][0-9]* segments brought' \
+	"--placement launch, activations and gradients allocated and freed stream-ordered among the launches, two movers: every call succeeds, the weights keep their bytes"
+VMMX_RUN_PLACE_PARK=1 VMMX_RUN_PLACE_SPREAD=1 placed 83 place-churn 'parking  *[1-9][0-9]* sends back parked' \
+	"the same parked and spread: every launch finds its memory mapped, the weights keep their bytes"
 # Weights 41 launches apart, past the 32 looked at without the kept set:
 # under it the look reaches 128 launches, and each weight in host memory is
 # brought in as the one before it is launched; VMMX_RUN_PLACE_AHEAD=32 brings
