@@ -94,6 +94,11 @@ static void usage(FILE *f)
 	      "                           VMMX_HOST_CPU_ACCESS=placed unless they are set);\n"
 	      "                           alloc: chunks stay where allocation put them, and\n"
 	      "                           launches are not watched (VMMX_RUN_PLACEMENT)\n"
+	      "      --torch-alloc MODE   async: PyTorch allocates each tensor with\n"
+	      "                           cudaMallocAsync (backend:cudaMallocAsync added to\n"
+	      "                           PYTORCH_ALLOC_CONF, or PYTORCH_CUDA_ALLOC_CONF), so\n"
+	      "                           that each is a segment of its own; program (default):\n"
+	      "                           left to the program (VMMX_RUN_TORCH_ALLOC)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "      --control[=PATH]     listen for sleep and wake requests on a Unix socket,\n"
 	      "                           PATH or vmmx-run-PID.sock in $XDG_RUNTIME_DIR (else\n"
@@ -454,6 +459,55 @@ static void placement_defaults(void)
 }
 
 /*
+ * VMMX_RUN_TORCH_ALLOC=async (--torch-alloc): PyTorch's allocator asked for
+ * its cudaMallocAsync backend, in PYTORCH_ALLOC_CONF where the program's
+ * environment has it (PyTorch reads it first), else PYTORCH_CUDA_ALLOC_CONF.
+ * PyTorch's own caching allocator carves many tensors out of one cudaMalloc
+ * (transformers' from_pretrained makes one of the free memory less 1.2 GiB
+ * before it loads, and the first layers land in it), which --placement
+ * launch can only move whole: kernels name tensors inside it, whose ends
+ * are not known.  With this backend each tensor is an allocation of its
+ * own, freed when PyTorch frees it, and each moves on its own
+ * (docs/PRELOAD.md, "Each tensor a segment").  The program's other settings
+ * are kept; one naming another backend is refused.
+ */
+static void torch_alloc_defaults(void)
+{
+	static const char want[] = "backend:cudaMallocAsync";
+	const char *mode = getenv("VMMX_RUN_TORCH_ALLOC"), *var, *conf, *b;
+	char *both;
+
+	if (!mode || !*mode || !strcmp(mode, "program"))
+		return;
+	if (strcmp(mode, "async"))
+		refuse("VMMX_RUN_TORCH_ALLOC", "expected async or program");
+	var = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+	conf = getenv(var);
+	if (!conf || !*conf) {
+		set(var, want);
+		return;
+	}
+	b = strstr(conf, "backend:");
+	if (b) {
+		size_t n = strcspn(b, ",");
+
+		if (n == sizeof(want) - 1 && !strncmp(b, want, n))
+			return;
+		fprintf(stderr, "vmmx-run: %s: %s=\"%s\" names another backend\n",
+			opt_of("VMMX_RUN_TORCH_ALLOC", strlen("VMMX_RUN_TORCH_ALLOC")) ?
+				"--torch-alloc async" : "VMMX_RUN_TORCH_ALLOC=async",
+			var, conf);
+		exit(2);
+	}
+	if (asprintf(&both, "%s,%s", conf, want) < 0) {
+		fprintf(stderr, "vmmx-run: %s: out of memory\n", var);
+		exit(2);
+	}
+	set(var, both);
+	free(both);
+}
+
+/*
  * Check the configuration the program will run with: every VMMX_* setting
  * (the options are in the environment by now) and the policy, on a sim
  * context with the program's number of devices.  The policy is
@@ -726,7 +780,7 @@ static void preload(void)
 int main(int argc, char **argv)
 {
 	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION, OPT_LAUNCHES, OPT_PLACEMENT,
-	       OPT_CONTROL, OPT_CTL };
+	       OPT_CONTROL, OPT_CTL, OPT_TORCH_ALLOC };
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "device-limit", required_argument, NULL, 'l' },
@@ -738,6 +792,7 @@ int main(int argc, char **argv)
 		{ "trace", required_argument, NULL, 't' },
 		{ "launches", no_argument, NULL, OPT_LAUNCHES },
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
+		{ "torch-alloc", required_argument, NULL, OPT_TORCH_ALLOC },
 		{ "log", required_argument, NULL, 'v' },
 		{ "control", optional_argument, NULL, OPT_CONTROL },
 		{ "ctl", required_argument, NULL, OPT_CTL },
@@ -787,6 +842,11 @@ int main(int argc, char **argv)
 				bad("--placement", optarg, "expected alloc or launch");
 			set_opt("--placement", "VMMX_RUN_PLACEMENT", optarg);
 			break;
+		case OPT_TORCH_ALLOC:
+			if (strcmp(optarg, "async") && strcmp(optarg, "program"))
+				bad("--torch-alloc", optarg, "expected async or program");
+			set_opt("--torch-alloc", "VMMX_RUN_TORCH_ALLOC", optarg);
+			break;
 		case 'v':
 			if (strcmp(optarg, "none") && strcmp(optarg, "error") &&
 			    strcmp(optarg, "warn") && strcmp(optarg, "info") &&
@@ -820,6 +880,7 @@ int main(int argc, char **argv)
 	}
 	report_opt(report, report_file);
 	placement_defaults();
+	torch_alloc_defaults();
 	check_config();
 	preload();
 	execvp(argv[optind], argv + optind);

@@ -122,6 +122,33 @@ ok_run "--placement launch: the chunk sizes left as they are" '^VMMX_RUN_PLACEME
 	--placement launch
 ! grep -q '^VMMX_CHUNK_MAX' "$tmp/out"
 check $? "--placement launch: VMMX_CHUNK_MAX not set"
+# --torch-alloc async: PyTorch's cudaMallocAsync backend, each tensor an allocation
+# (the settings the tests start from are their own).
+unset PYTORCH_ALLOC_CONF PYTORCH_CUDA_ALLOC_CONF
+ok_run "--torch-alloc async: PYTORCH_CUDA_ALLOC_CONF set to the cudaMallocAsync backend" \
+	'^PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync$' --torch-alloc async
+! grep -q '^PYTORCH_ALLOC_CONF' "$tmp/out"
+check $? "--torch-alloc async: PYTORCH_ALLOC_CONF not made when the program has none"
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True ok_run "--torch-alloc async: the program's other settings kept" \
+	'^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,backend:cudaMallocAsync$' --torch-alloc async
+PYTORCH_ALLOC_CONF=max_split_size_mb:128 ok_run "--torch-alloc async: PYTORCH_ALLOC_CONF (read first by PyTorch) used where set" \
+	'^PYTORCH_ALLOC_CONF=max_split_size_mb:128,backend:cudaMallocAsync$' --torch-alloc async
+! grep -q '^PYTORCH_CUDA_ALLOC_CONF' "$tmp/out"
+check $? "--torch-alloc async with PYTORCH_ALLOC_CONF set: PYTORCH_CUDA_ALLOC_CONF not made"
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ok_run "--torch-alloc async: the backend already asked for, left as it is" \
+	'^PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync$' --torch-alloc async
+VMMX_RUN_TORCH_ALLOC=async ok_run "VMMX_RUN_TORCH_ALLOC=async from the environment" \
+	'^PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync$'
+ok_run "--torch-alloc program: PyTorch's allocator left to the program" '^VMMX_RUN_TORCH_ALLOC=program$' \
+	--torch-alloc program
+! grep -q '^PYTORCH_CUDA_ALLOC_CONF\|^PYTORCH_ALLOC_CONF' "$tmp/out"
+check $? "--torch-alloc program: no PyTorch setting made"
+PYTORCH_CUDA_ALLOC_CONF=backend:native refused "--torch-alloc async with another backend asked for" \
+	'--torch-alloc async: PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend' --torch-alloc async
+PYTORCH_CUDA_ALLOC_CONF=backend:native VMMX_RUN_TORCH_ALLOC=async refused "VMMX_RUN_TORCH_ALLOC=async with another backend asked for" \
+	'VMMX_RUN_TORCH_ALLOC=async: PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend'
+refused "--torch-alloc asnyc" "--torch-alloc 'asnyc': expected async or program" --torch-alloc asnyc
+VMMX_RUN_TORCH_ALLOC=1 refused "VMMX_RUN_TORCH_ALLOC=1" 'VMMX_RUN_TORCH_ALLOC="1" (environment): expected async or program'
 VMMX_RUN_PLACE_PIECES=1 ok_run "VMMX_RUN_PLACE_PIECES=1: chunks of at most 128 MiB, the pieces a large segment moves in" \
 	'^VMMX_CHUNK_MAX=128MiB$' --placement launch
 VMMX_RUN_PLACE_PIECES=1 VMMX_CHUNK_MAX=1GiB ok_run "VMMX_RUN_PLACE_PIECES=1: VMMX_CHUNK_MAX from the environment is kept" \
