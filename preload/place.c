@@ -372,7 +372,11 @@ static int in_place_mode;
 /* lock: the cycle (generation) whose kept set spread_choose() chose; 0: none. */
 static uint64_t spread_gen;
 
-/* A forked child's lock afresh (launch.c's fork handler). */
+/*
+ * A forked child's lock afresh (launch.c's fork handler, and state.c's: the
+ * program's allocations and frees take it, vmmxp_place_hold(), whether or
+ * not launches were watched; run twice, it does the same again).
+ */
 void vmmxp_place_after_fork(void)
 {
 	pthread_mutex_init(&gate, NULL);
@@ -387,7 +391,7 @@ void vmmxp_place_after_fork(void)
 	/* Nor the launches they were passing on unread: a spill would wait for them forever. */
 	__atomic_store_n(&quiet_in_flight, 0, __ATOMIC_RELAXED);
 	head = tail = 0;
-	busy = running = 0;
+	busy = running = in_lib = 0;
 	if (mover_state != MOVER_OFF)
 		mover_state = MOVER_NONE;
 }

@@ -140,6 +140,8 @@ static void after_fork_child(void)
 	pthread_mutex_init(&make_lock, NULL);
 	pthread_mutex_init(&top_lock, NULL);
 	vmmxp_control_after_fork();
+	/* Allocations and frees take the placement's lock (vmmxp_place_hold()). */
+	vmmxp_place_after_fork();
 }
 
 static void atfork_init(void)
