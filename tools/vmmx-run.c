@@ -493,11 +493,7 @@ static void torch_alloc_defaults(void)
 
 		if (n == sizeof(want) - 1 && !strncmp(b, want, n))
 			return;
-		fprintf(stderr, "vmmx-run: %s: %s=\"%s\" names another backend\n",
-			opt_of("VMMX_RUN_TORCH_ALLOC", strlen("VMMX_RUN_TORCH_ALLOC")) ?
-				"--torch-alloc async" : "VMMX_RUN_TORCH_ALLOC=async",
-			var, conf);
-		exit(2);
+		refuse("VMMX_RUN_TORCH_ALLOC", "%s=\"%s\" names another backend", var, conf);
 	}
 	if (asprintf(&both, "%s,%s", conf, want) < 0) {
 		fprintf(stderr, "vmmx-run: %s: out of memory\n", var);

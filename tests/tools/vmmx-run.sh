@@ -144,9 +144,9 @@ ok_run "--torch-alloc program: PyTorch's allocator left to the program" '^VMMX_R
 ! grep -q '^PYTORCH_CUDA_ALLOC_CONF\|^PYTORCH_ALLOC_CONF' "$tmp/out"
 check $? "--torch-alloc program: no PyTorch setting made"
 PYTORCH_CUDA_ALLOC_CONF=backend:native refused "--torch-alloc async with another backend asked for" \
-	'--torch-alloc async: PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend' --torch-alloc async
+	"--torch-alloc 'async': PYTORCH_CUDA_ALLOC_CONF=\"backend:native\" names another backend" --torch-alloc async
 PYTORCH_CUDA_ALLOC_CONF=backend:native VMMX_RUN_TORCH_ALLOC=async refused "VMMX_RUN_TORCH_ALLOC=async with another backend asked for" \
-	'VMMX_RUN_TORCH_ALLOC=async: PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend'
+	'VMMX_RUN_TORCH_ALLOC="async" (environment): PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend'
 refused "--torch-alloc asnyc" "--torch-alloc 'asnyc': expected async or program" --torch-alloc asnyc
 VMMX_RUN_TORCH_ALLOC=1 refused "VMMX_RUN_TORCH_ALLOC=1" 'VMMX_RUN_TORCH_ALLOC="1" (environment): expected async or program'
 VMMX_RUN_PLACE_PIECES=1 ok_run "VMMX_RUN_PLACE_PIECES=1: chunks of at most 128 MiB, the pieces a large segment moves in" \
