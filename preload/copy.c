@@ -46,6 +46,13 @@
 #include "preload/preload.h"
 
 static __thread int in_copy;
+/* Copies with host memory at both ends, the CPU granted both first (the report). */
+static uint64_t both_host;
+
+uint64_t vmmxp_copy_both_host(void)
+{
+	return __atomic_load_n(&both_host, __ATOMIC_RELAXED);
+}
 
 int vmmxp_fn_is_copy(int fn)
 {
@@ -65,7 +72,8 @@ static void name_range(struct vmmxp_named *nm, uintptr_t p, size_t len)
 /*
  * The CPU for [@p, + @len) in the buffers of the first @n chunks of @nm:
  * the libvmmx end of a copy whose other end libvmmx does not map (pageable
- * memory, most likely), held by placement meanwhile.  vmmx-run sets VMMX_HOST_CPU_ACCESS=placed under
+ * memory, most likely), or an end of one with host memory at both ends,
+ * held by placement meanwhile.  vmmx-run sets VMMX_HOST_CPU_ACCESS=placed under
  * --placement launch: a segment it sends back is granted to the GPU only,
  * which makes the send back several times cheaper, but the driver's copy of
  * such memory to or from pageable memory goes through the CPU's mapping and
@@ -87,6 +95,23 @@ static int grant_cpu(const struct vmmxp_named *nm, size_t n, uintptr_t p, size_t
 			err = vmmx_buf_advise(buf, s - lo, e - s, VMMX_ADVISE_CPU);
 	}
 	return err;
+}
+
+/*
+ * Whether a chunk under an end of [@p, @p + @len) lies in host memory now:
+ * looked up again, as a move may have ended since the range was named
+ * (the segments are held after that, and stay where they are).
+ */
+static int host_end(uintptr_t p, size_t len)
+{
+	struct vmmxp_named nm;
+
+	vmmxp_named_start(&nm);
+	name_range(&nm, p, len);
+	for (size_t i = 0; i < nm.n; i++)
+		if (nm.chunk[i].loc.kind != VMMX_LOC_DEVICE)
+			return 1;
+	return 0;
 }
 
 struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t blen, void *stream)
@@ -132,15 +157,30 @@ struct vmmxp_use vmmxp_use_begin(uintptr_t a, size_t alen, uintptr_t b, size_t b
 	}
 	if (own && (u.held || !vmmxp_capturing(stream)))
 		err = grant_cpu(own, n, p, len);
+	else if (na && nb.n && (u.held || !vmmxp_capturing(stream)) && host_end(a, alen) &&
+		 host_end(b, blen)) {
+		/*
+		 * Host memory at both ends: the driver copied such a pair
+		 * through the CPU's mapping too, and died reading a segment
+		 * sent back (a 16 MiB cuMemcpyDtoDAsync between two, training
+		 * under PyTorch's cudaMallocAsync backend: docs/DRIVER.md).
+		 * Both ends are granted the CPU first (a no-op where granted).
+		 */
+		__atomic_fetch_add(&both_host, 1, __ATOMIC_RELAXED);
+		err = grant_cpu(&nm, na, a, alen);
+		if (!err)
+			err = grant_cpu(&nb, nb.n, b, blen);
+	}
 	if (err) {
 		static int said;
 
 		u.refused = 1;
 		if (!__atomic_fetch_add(&said, 1, __ATOMIC_RELAXED))
-			fprintf(stderr, "vmmx-run: a copy between pageable memory and memory "
-				"sent back to host memory was refused: granting the CPU that "
-				"memory failed (%s); the driver's copy would have killed the "
-				"process. Way out: VMMX_HOST_CPU_ACCESS=all\n", vmmx_last_error());
+			fprintf(stderr, "vmmx-run: a copy between host memory (pageable, or "
+				"libvmmx's) and memory sent back to host memory was refused: "
+				"granting the CPU that memory failed (%s); the driver's copy "
+				"would have killed the process. Way out: "
+				"VMMX_HOST_CPU_ACCESS=all\n", vmmx_last_error());
 	}
 	vmmxp_depth(-1);
 	return u;

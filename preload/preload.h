@@ -337,6 +337,8 @@ void vmmxp_use_end(struct vmmxp_use u);
 int vmmxp_copy_on(void);
 /* Whether @fn is one of the copy hooks. */
 int vmmxp_fn_is_copy(int fn);
+/* Copies passed on with host memory at both ends, the CPU granted both first. */
+uint64_t vmmxp_copy_both_host(void);
 
 VMMXP_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
 					      void *stream);

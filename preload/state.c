@@ -682,6 +682,8 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.parked, (unsigned long long)ps.unparked,
 			(double)ps.unpark_ns / 1e6,
 			ps.park_stopped ? "; stopped: a launch the watch could not read whole" : "");
+		fprintf(out, "  copies           %llu with host memory at both ends, the CPU granted "
+			     "both first\n", (unsigned long long)vmmxp_copy_both_host());
 	}
 }
 

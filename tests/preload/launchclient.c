@@ -28,8 +28,8 @@
  * weights read once, read in place.  "place-wait": moves wait for the
  * last use of what moves (the fake's events held until waited for);
  * "place-copy": copies and memsets between the kernels are last uses too;
- * "place-grant": a copy between pageable memory and a segment sent back
- * (granted to the GPU only) has the CPU granted it first;
+ * "place-grant": a copy between pageable or host memory and a segment sent
+ * back (granted to the GPU only) has the CPU granted it first;
  * "place-streams" and "place-streams2": each weight used on three streams
  * or two, each stream's work done in its own order only.
  * "place-noevent": "place" with every event record failing.
@@ -2009,7 +2009,8 @@ static int place_streams(int nstreams)
  * (VMMX_HOST_CPU_ACCESS=placed, vmmx-run's default there), whose copy by the
  * driver to or from pageable memory would kill the process: a copy between
  * such a segment and pageable memory has the CPU granted its part of the
- * segment first.  A copy of device memory grants nothing.  With
+ * segment first; so does a copy with host memory at both ends, both ends.
+ * A copy of device memory, at one end or both, grants nothing.  With
  * LC_GRANT_FAULT set (and VMMX_FAULT failing that grant's set_access, the
  * call counted by the run without it), the copy is refused with
  * cudaErrorInvalidValue, not passed on.
@@ -2070,13 +2071,13 @@ static int place_grant(void)
 	is_int(-VMMX_EFAULT, vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)),
 	       "w1, sent back too but not copied, still granted to the GPU only");
 	vmmx_stats_get(ctx_of(0), &s0);
-	ok(!cudaMemcpyAsync((char *)w[1] + 128, w[1], 64, 3, STREAM) &&
-	   !cudaMemcpyAsync(w[3], w[1], sizeof(host), 3, STREAM),
-	   "copies from w1 within itself and to w3, on the device, passed on");
+	ok(!cudaMemcpyAsync(w[3], w[1], sizeof(host), 3, STREAM) &&
+	   !cuMemcpyDtoDAsync_v2((uintptr_t)w[1] + 256, (uintptr_t)w[2], 64, STREAM),
+	   "copies from w1 to w3 and from w2 to w1, on the device, passed on");
 	vmmx_stats_get(ctx_of(0), &s1);
 	ok(s0.driver_calls[VMMX_OP_SET_ACCESS] == s1.driver_calls[VMMX_OP_SET_ACCESS] &&
 	   vmmx_memcpy(ctx_of(0), peek, w[1], sizeof(peek)) == -VMMX_EFAULT,
-	   "... both ends libvmmx memory: nothing granted, w1 still granted to the GPU only");
+	   "... device memory at one end: nothing granted, w1 still granted to the GPU only");
 	{
 		struct fake_memcpy2d p2 = { .src_type = 1, .src_host = host, .src_x = 8,
 					    .src_pitch = 64, .dst_type = 2,
@@ -2098,6 +2099,22 @@ static int place_grant(void)
 	vmmx_stats_get(ctx_of(0), &s1);
 	is_uint(s0.driver_calls[VMMX_OP_SET_ACCESS], s1.driver_calls[VMMX_OP_SET_ACCESS],
 		"... a copy of w2, on the device, to pageable memory, and one between two libvmmx buffers grant nothing");
+	/* Host memory at both ends: the driver copies it through the CPU's mapping too. */
+	ok(!vmmx_prefetch(ctx_of(0), w[2], WSIZE, (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, NULL) &&
+	   !vmmx_prefetch(ctx_of(0), w[3], WSIZE, (struct vmmx_loc){ VMMX_LOC_HOST, 0 }, NULL) &&
+	   vmmx_memcpy(ctx_of(0), peek, w[2], sizeof(peek)) == -VMMX_EFAULT &&
+	   vmmx_memcpy(ctx_of(0), peek, w[3], sizeof(peek)) == -VMMX_EFAULT,
+	   "w2 and w3 moved to host memory by vmmx_prefetch, granted to the GPU only");
+	vmmx_stats_get(ctx_of(0), &s0);
+	ok(!cuMemcpyDtoDAsync_v2((uintptr_t)w[2] + 4096, (uintptr_t)w[3] + 8192, 2 << 20, STREAM) &&
+	   copied("cuMemcpyDtoDAsync_v2", (uintptr_t)w[2] + 4096, (uintptr_t)w[3] + 8192, 2 << 20,
+		  STREAM),
+	   "cuMemcpyDtoDAsync_v2 of 2 MiB from w3 to w2, host memory at both ends, passed on");
+	vmmx_stats_get(ctx_of(0), &s1);
+	ok(s1.driver_calls[VMMX_OP_SET_ACCESS] > s0.driver_calls[VMMX_OP_SET_ACCESS] &&
+	   !vmmx_memcpy(ctx_of(0), peek, w[2], sizeof(peek)) &&
+	   !vmmx_memcpy(ctx_of(0), peek, w[3], sizeof(peek)),
+	   "... the CPU granted both ends first");
 	for (int i = 0; i < NW; i++)
 		data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
 	ok(data, "every buffer still holds its byte");

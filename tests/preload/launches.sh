@@ -227,16 +227,17 @@ grep -q '^vmmx-run: VMMX_RUN_PLACE_TRIAL=many: expected the cycles to measure ea
 check $? "VMMX_RUN_PLACE_TRIAL=many: a message names the variable, what it takes, and what is used"
 # Segments sent back are granted to the GPU only (VMMX_HOST_CPU_ACCESS=placed,
 # vmmx-run's default under --placement launch): a copy between one and
-# pageable memory has the CPU granted first; that grant failing (the
+# pageable memory, or host memory at both ends, has the CPU granted first
+# (counted in the report); that grant failing (the
 # set_access call the first run counted), the copy is refused, not passed on.
-placed 29 place-grant 'sent back' \
-	"--placement launch: a copy between pageable memory and a segment sent back, granted to the GPU only, has the CPU granted its part first; copies of device memory grant nothing"
+placed 29 place-grant 'copies  *1 with host memory at both ends, the CPU granted both first' \
+	"--placement launch: a copy between pageable memory and a segment sent back, granted to the GPU only, has the CPU granted its part first, as has one with host memory at both ends; copies of device memory grant nothing"
 calls=$(sed -n 's/^# set_access calls before the grant: \([0-9]*\)$/\1/p' "$tmp/tap29")
 LC_GRANT_FAULT=1 VMMX_FAULT=set_access:$((${calls:-0} + 1)) \
 	"$run" $opts --placement launch -- "$lc" place-grant >"$tmp/tap30" 2>&1
 st=$?
 { [ -n "$calls" ] && ! grep -q '^not ok' "$tmp/tap30" && grep -q '^ok .* is refused: cudaErrorInvalidValue' "$tmp/tap30" &&
-	grep -q '^vmmx-run: a copy between pageable memory and memory sent back to host memory was refused: granting the CPU that memory failed (vmmx_buf_advise: granting the CPU the host chunk at 0x[0-9a-f]* (67108864 bytes) failed: injected failure)' "$tmp/tap30"; } || st=1
+	grep -q '^vmmx-run: a copy between host memory (pageable, or libvmmx.s) and memory sent back to host memory was refused: granting the CPU that memory failed (vmmx_buf_advise: granting the CPU the host chunk at 0x[0-9a-f]* (67108864 bytes) failed: injected failure)' "$tmp/tap30"; } || st=1
 check $st "--placement launch: the grant failing (set_access call $((${calls:-0} + 1))), the copy is refused with cudaErrorInvalidValue and a message, not passed on; the data intact"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap30"
 # Each weight used on two streams at once (a kernel, then a copy on a side
