@@ -166,7 +166,8 @@ while [ $# -gt 0 ]; do
 done
 { echo 'vmmx-run: report'; echo '    cycle          learned 1 times'
   echo '  placement        launch: 3 segments'
-  echo '  spread           2 segments kept (1.0 GiB) of the cycle'"'"'s 4 (2.0 GiB), chosen 1 times'; } >"$rep"
+  echo '  spread           2 segments kept (1.0 GiB) of the cycle'"'"'s 4 (2.0 GiB), chosen 1 times'
+  echo "  copies           5 with host memory at both ends, the CPU granted both first"; } >"$rep"
 if [ "$FAKE_RUN_FAIL" = 1 ]; then echo "OutOfMemoryError: CUDA out of memory" >&2; exit 1; fi
 if [ "$FAKE_RUN_HANG" = 1 ]; then
 	sleep 60 >/dev/null 2>&1 &
@@ -180,7 +181,7 @@ def test_vmmx_run_columns(monkeypatch):
     """vmmx-run, vmmx-run-alloc and vmmx-run-launch run the native child under vmmx-run,
     the first with its default placement, the others with --placement alloc and launch;
     the report's launch lines come back with the result, also on a failure, and the
-    table prints the placement and spread lines."""
+    table prints the placement and spread lines, and the copies line when not 0."""
     from vmmx_tools import bench_hf
     with tempfile.TemporaryDirectory() as d:
         fake = os.path.join(d, "vmmx-run")
@@ -197,7 +198,9 @@ def test_vmmx_run_columns(monkeypatch):
         assert r["report"] == ["cycle          learned 1 times",
                                "placement        launch: 3 segments",
                                "spread           2 segments kept (1.0 GiB) of the cycle's 4 "
-                               "(2.0 GiB), chosen 1 times"]
+                               "(2.0 GiB), chosen 1 times",
+                               "copies           5 with host memory at both ends, the CPU "
+                               "granted both first"]
         assert "--trace" not in args
         # the native run inside is labelled with the column: its files (profiles) are its own
         child = json.loads(args[args.index("--child") + 1])
@@ -217,7 +220,7 @@ def test_vmmx_run_columns(monkeypatch):
                             "--report-file"]
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
-        assert bad["error"] == "OOM" and len(bad["report"]) == 3
+        assert bad["error"] == "OOM" and len(bad["report"]) == 4
         monkeypatch.delenv("FAKE_RUN_FAIL")
         monkeypatch.setenv("FAKE_RUN_HANG", "1")
         hung = bench_hf.run_column(spec, 3, None, fake)
@@ -232,6 +235,13 @@ def test_vmmx_run_columns(monkeypatch):
     assert "    placement        launch: 3 segments" in lines
     assert any(ln.startswith("    spread           2 segments kept") for ln in lines), lines
     assert not any("cycle " in ln for ln in lines), lines
+    # the copies line, when some copy had host memory at both ends; not with none
+    assert "    copies           5 with host memory at both ends, the CPU granted both first" \
+        in lines, lines
+    r0 = dict(r, report=[ln.replace("copies           5", "copies           0")
+                         for ln in r["report"]])
+    lines0 = bench_hf.table("hf-infer", 1.5, dict(row, **{"vmmx-run-launch": r0}), 50.0)
+    assert not any("copies " in ln for ln in lines0), lines0
     assert bench_hf.run_column(dict(spec, column="vmmx-run"), 60, None, None)["error"].startswith(
         "no vmmx-run")
 

@@ -270,12 +270,12 @@ def _optim_args(spec):
 
 
 def _report_lines(path):
-    """The launch lines of a vmmx-run report (cycle, placement, spread, trial), stripped; []
-    if none."""
+    """The launch lines of a vmmx-run report (cycle, placement, spread, trial, copies),
+    stripped; [] if none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return [ln.strip() for ln in f
-                    if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial "))]
+                    if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial ", "copies "))]
     except OSError:
         return []
 
@@ -389,6 +389,8 @@ def table(wl, ratio, row, h2d_gbs):
             where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
                     f"{r['host_bytes'] / GiB:.2f} GiB host]"
         lines.append(f"  {col:15s} " + " | ".join(cells) + check + where)
+        # copies: only when some copy had host memory at both ends
         lines.extend(f"    {ln}" for ln in r.get("report") or []
-                     if ln.startswith(("placement ", "spread ", "trial ")))
+                     if ln.startswith(("placement ", "spread ", "trial ")) or
+                     (ln.startswith("copies ") and ln.split()[1] != "0"))
     return lines
