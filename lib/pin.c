@@ -53,10 +53,15 @@ void vmmx__buf_unpin(struct vmmx_buf *buf)
 	__atomic_fetch_sub(&buf->users, 1, __ATOMIC_RELEASE);
 }
 
-/* Wait until no call pins @buf; each round yields, then sleeps (a copy may take long). */
+/*
+ * Wait until no call pins or holds @buf; each round yields, then sleeps (a
+ * copy or a move may take long).
+ */
 void vmmx__buf_wait_unpinned(struct vmmx_buf *buf)
 {
-	for (unsigned int i = 0; __atomic_load_n(&buf->users, __ATOMIC_SEQ_CST); i++)
+	for (unsigned int i = 0; __atomic_load_n(&buf->users, __ATOMIC_SEQ_CST) ||
+				 __atomic_load_n(&buf->holds, __ATOMIC_SEQ_CST);
+	     i++)
 		if (i < 64)
 			sched_yield();
 		else

@@ -12,9 +12,13 @@
  * on a stream of their own, made for the call, so kernels on other streams
  * keep running while the copies do.
  *
- * Lifetime: a buffer found by the lookup is used after the read side ends;
- * that the buffer (the tensor's memory) stays alive during the call is the
- * caller's part, as it is for any use of the memory.
+ * Lifetime: a buffer found by the lookup is used after the read side ends,
+ * so it is held (buf->holds) before the read side ends, until its part is
+ * done: a vmmx_buf_destroy() meanwhile (another thread freeing the memory,
+ * as a framework's allocator may while a placement thread moves it) waits
+ * for the part to finish, after unlisting the buffer, so that no later
+ * lookup finds it.  A range freed in part is the caller's to know: its
+ * later parts are then in no buffer (-VMMX_ENOENT).
  *
  * Locking: none of its own; each part takes its buffer's mutex in turn (in
  * the per-buffer calls).
@@ -42,18 +46,25 @@ static int walk(struct vmmx_ctx *ctx, const char *who, const void *ptr, size_t l
 		urcu_bp_read_lock();
 		buf = vmmx__ctx_find_buf(ctx, a);
 		size = buf ? rcu_dereference(buf->table)->size : 0;
+		/* Held inside the read side: a destroy's unlisting waits for it to end. */
+		if (buf)
+			__atomic_fetch_add(&buf->holds, 1, __ATOMIC_SEQ_CST);
 		urcu_bp_read_unlock();
 		if (!buf)
 			return vmmx__fail(&ctx->conf.log, -VMMX_ENOENT,
 					  "%s: address %p is in no buffer of this context", who,
 					  (void *)a);
 		off = a - buf->base;
-		if (off >= size)
-			return vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
-					  "%s: address %p is past its buffer's size (%zu bytes at %p)",
-					  who, (void *)a, size, (void *)buf->base);
+		if (off >= size) {
+			err = vmmx__fail(&ctx->conf.log, -VMMX_EFAULT,
+					 "%s: address %p is past its buffer's size (%zu bytes at %p)",
+					 who, (void *)a, size, (void *)buf->base);
+			__atomic_fetch_sub(&buf->holds, 1, __ATOMIC_RELEASE);
+			return err;
+		}
 		n = end - a < size - off ? end - a : size - off;
 		err = fn(arg, buf, off, n);
+		__atomic_fetch_sub(&buf->holds, 1, __ATOMIC_RELEASE);
 		if (err)
 			return err;
 		a += n;

@@ -37,6 +37,7 @@ vmmx_c_tests = \
 	%D%/lib/limits \
 	%D%/lib/fault_sweep \
 	%D%/lib/concurrency \
+	%D%/lib/prefetch_destroy \
 	%D%/lib/memcpy \
 	%D%/lib/lookup \
 	%D%/lib/info \
@@ -119,6 +120,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_fault_sweep_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_concurrency_LDADD = $(TEST_LDADD)
 %C%_lib_concurrency_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_prefetch_destroy_LDADD = $(TEST_LDADD)
+%C%_lib_prefetch_destroy_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_memcpy_LDADD = $(TEST_LDADD)
 %C%_lib_memcpy_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_copy_range_LDADD = $(TEST_LDADD)

@@ -279,6 +279,8 @@ struct vmmx_buf {
 	bool host_copies;               /* a chunk ever kept a verified host copy (shadow.c):
 					 * written under @lock, read atomically */
 	unsigned int users;             /* libvmmx calls using its memory now (pins); atomic */
+	unsigned int holds;             /* calls by address working on it (prefetch.c): destroy
+					 * waits for them; atomic */
 	bool moving;                    /* a writer is about to unmap chunks below the size:
 					 * written under @lock, read atomically */
 	/* Sleep and wake (sleep.c): written under vmmx__sleep_lock, read atomically. */
@@ -323,7 +325,11 @@ void vmmx__buf_sleep_free(struct vmmx_buf *buf, bool abandon);
 bool vmmx__buf_pin(struct vmmx_buf *buf);
 void vmmx__buf_unpin(struct vmmx_buf *buf);
 bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait);
-/* Wait until no libvmmx call pins @buf (destroy, after unlisting it). */
+/*
+ * Wait until no libvmmx call pins @buf, and none by address holds it
+ * (buf->holds, taken under the RCU read side where the lookup found it):
+ * destroy, after unlisting it.
+ */
 void vmmx__buf_wait_unpinned(struct vmmx_buf *buf);
 void vmmx__buf_unquiesce(struct vmmx_buf *buf);
 
