@@ -323,13 +323,11 @@ struct job {
 /*
  * The movers (see the top): jobs[head % DEPTH_MAX .. tail % DEPTH_MAX)
  * queued; @busy taken by a mover and under way; @running movers alive;
- * @in_lib of them in libvmmx with the lock let go (move()), where the
- * program's allocations and frees wait for them (vmmxp_place_hold()); all
- * under lock.
+ * all under lock.
  */
 static struct job jobs[DEPTH_MAX];
 static uint64_t head, tail;
-static int busy, running, in_lib;
+static int busy, running;
 static enum { MOVER_NONE, MOVER_RUNNING, MOVER_OFF, MOVER_QUIT } mover_state;
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a job was queued, or quit */
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a move finished, or the mover stopped */
@@ -391,7 +389,7 @@ void vmmxp_place_after_fork(void)
 	/* Nor the launches they were passing on unread: a spill would wait for them forever. */
 	__atomic_store_n(&quiet_in_flight, 0, __ATOMIC_RELAXED);
 	head = tail = 0;
-	busy = running = in_lib = 0;
+	busy = running = 0;
 	if (mover_state != MOVER_OFF)
 		mover_state = MOVER_NONE;
 }
@@ -687,20 +685,20 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 	uint64_t t0;
 	int err;
 
-	if (unlocked) {
-		in_lib++;
+	/*
+	 * Let go, the program may free the segment meanwhile: libvmmx holds
+	 * the buffer for the call (its destroy waits), and a segment freed
+	 * before is in no buffer (-VMMX_ENOENT: a failed move).
+	 */
+	if (unlocked)
 		pthread_mutex_unlock(&lock);
-	}
 	t0 = now_ns();
 	err = park ? vmmx_park(ctx, base, size, to, NULL, &parked)
 		   : vmmx_prefetch(ctx, base, size, to, NULL);
 	t0 = now_ns() - t0;
 	vmmxp_trace_move(base, bytes, to.kind == VMMX_LOC_DEVICE, t0, err, unlocked);
-	if (unlocked) {
+	if (unlocked)
 		pthread_mutex_lock(&lock);
-		if (!--in_lib)
-			pthread_cond_broadcast(&done_cv);
-	}
 	*ns += t0;
 	if (parked) {
 		/* Of what was parked, some may have moved since (a failed move
@@ -1387,20 +1385,18 @@ static int mover_on(void)
 
 /*
  * An allocation, a free or a trim of the program's is about to call the
- * allocator, which may destroy a buffer (a segment it lets go): no move may
- * be in libvmmx meanwhile, whose buffer that may be (libvmmx finds a
- * buffer by address, then works on it: one destroyed between the two is
- * used after its free; it corrupted libvmmx's retired tables under
- * PyTorch's cudaMallocAsync backend, a free every few launches).  Taken:
- * the lock, once no mover is in libvmmx; the movers start nothing until
- * vmmxp_place_hold_done(), and the placement, holding the lock, looks
- * nothing up meanwhile.
+ * allocator, which may destroy a buffer (a segment it lets go): the
+ * placement, which looks buffers up and works on them under the lock
+ * (seg_residency(), unpark()), must not meanwhile.  Taken: the lock.  A
+ * mover in libvmmx with the lock let go (move()) is not waited for:
+ * libvmmx holds a buffer it moves by address for the call, and a destroy
+ * waits for that part to finish (waiting here for every move under way
+ * instead held up each of the program's allocations and frees for a move:
+ * under PyTorch's cudaMallocAsync backend, one every few launches).
  */
 void vmmxp_place_hold(void)
 {
 	pthread_mutex_lock(&lock);
-	while (in_lib)
-		pthread_cond_wait(&done_cv, &lock);
 }
 
 void vmmxp_place_hold_done(void)

@@ -925,9 +925,10 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 void vmmxp_place_use_done(CUstream stream);
 /*
  * vmmxp_place_hold() - the program's allocation, free or trim is about to
- * call the allocator, which may destroy buffers: returns once no move is
- * under way in libvmmx, and none starts until vmmxp_place_hold_done().
- * Takes the placement's lock: not from inside the placement.
+ * call the allocator, which may destroy buffers: the placement looks none
+ * up until vmmxp_place_hold_done() (a move under way in libvmmx goes on:
+ * libvmmx holds its buffer, and a destroy waits for it).  Takes the
+ * placement's lock: not from inside the placement.
  */
 void vmmxp_place_hold(void);
 void vmmxp_place_hold_done(void);

@@ -364,7 +364,7 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	if (!a)
 		return VMMXP_PASS;
 	vmmxp_gate_enter();
-	/* The allocator may let a segment go: not one a move is working on. */
+	/* The allocator may let a segment go: the placement looks none up meanwhile. */
 	vmmxp_place_hold();
 	err = vmmx_alloc_malloc(a, size, stream, &p);
 	if (!err && p && vmmxp_control_on())
