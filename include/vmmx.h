@@ -688,8 +688,10 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
  * vmmx_buf_destroy() - unmap, release and unreserve a buffer.
  * @buf: buffer, or NULL.
  *
- * Context: no other thread may use @buf; takes the context's mutex; waits for
- * an RCU grace period; may block; calls the driver.
+ * Context: no other thread may use @buf, but for calls by address
+ * (vmmx_prefetch(), vmmx_park(), vmmx_unpark()) that found it before,
+ * which are waited for; takes the context's mutex; waits for an RCU grace
+ * period; may block; calls the driver.
  */
 VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf);
 
@@ -1324,7 +1326,11 @@ VMMX_API int vmmx_parse_size(const char *s, uint64_t total, uint64_t *out);
  * allocation of 10 MiB or more (a segment of its own) is safe to move.
  * The call returns when the move is done (run it on a helper thread to
  * overlap it with compute).  A chunk advised read-mostly keeps its host
- * copy when moved to a device (see vmmx_advise()).
+ * copy when moved to a device (see vmmx_advise()).  A buffer another
+ * thread destroys meanwhile (an allocator freeing the memory) is held
+ * until its part is done: vmmx_buf_destroy() waits for it; a part found
+ * destroyed already is in no buffer (-VMMX_ENOENT).  The same holds for
+ * vmmx_park() and vmmx_unpark().
  *
  * Return: 0; -VMMX_EINVAL for a NULL @ctx or @ptr or a location the context
  * cannot use; -VMMX_ENOENT when part of the range is in no buffer of @ctx;
