@@ -765,8 +765,8 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 		return;
 	}
 	vmmx__ctx_remove_buf(ctx, buf); /* waits for readers */
-	/* No call can find the buffer now; one that pinned it before finishes. */
-	vmmx__buf_wait_unpinned(buf);
+	/* No call can find the buffer now; one that pinned or held it before finishes. */
+	vmmx__buf_wait_released(buf);
 	t = buf->table;
 	for (size_t j = t->n; j > 0; j--) {
 		const struct vmmx__chunk *c = &t->c[j - 1];

@@ -53,19 +53,29 @@ void vmmx__buf_unpin(struct vmmx_buf *buf)
 	__atomic_fetch_sub(&buf->users, 1, __ATOMIC_RELEASE);
 }
 
-/*
- * Wait until no call pins or holds @buf; each round yields, then sleeps (a
- * copy or a move may take long).
- */
-void vmmx__buf_wait_unpinned(struct vmmx_buf *buf)
+/* Wait until @count is 0; each round yields, then sleeps (a copy or a move may take long). */
+static void wait_zero(const unsigned int *count)
 {
-	for (unsigned int i = 0; __atomic_load_n(&buf->users, __ATOMIC_SEQ_CST) ||
-				 __atomic_load_n(&buf->holds, __ATOMIC_SEQ_CST);
-	     i++)
+	for (unsigned int i = 0; __atomic_load_n(count, __ATOMIC_SEQ_CST); i++)
 		if (i < 64)
 			sched_yield();
 		else
 			usleep(50);
+}
+
+void vmmx__buf_wait_unpinned(struct vmmx_buf *buf)
+{
+	wait_zero(&buf->users);
+}
+
+/*
+ * Not the quiesce's wait: a move by address holds its buffer while it
+ * quiesces it, and would wait for itself.
+ */
+void vmmx__buf_wait_released(struct vmmx_buf *buf)
+{
+	wait_zero(&buf->users);
+	wait_zero(&buf->holds);
 }
 
 bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait)

@@ -325,12 +325,14 @@ void vmmx__buf_sleep_free(struct vmmx_buf *buf, bool abandon);
 bool vmmx__buf_pin(struct vmmx_buf *buf);
 void vmmx__buf_unpin(struct vmmx_buf *buf);
 bool vmmx__buf_quiesce(struct vmmx_buf *buf, bool wait);
+/* Wait until no libvmmx call pins @buf (a quiesce). */
+void vmmx__buf_wait_unpinned(struct vmmx_buf *buf);
 /*
  * Wait until no libvmmx call pins @buf, and none by address holds it
  * (buf->holds, taken under the RCU read side where the lookup found it):
  * destroy, after unlisting it.
  */
-void vmmx__buf_wait_unpinned(struct vmmx_buf *buf);
+void vmmx__buf_wait_released(struct vmmx_buf *buf);
 void vmmx__buf_unquiesce(struct vmmx_buf *buf);
 
 /*

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * prefetch_destroy.c - vmmx_prefetch() and vmmx_park() by address while the
- * main thread destroys the buffer under them and makes another, as a
+ * main thread destroys the buffer under them and makes another, and a
+ * fourth copies out of it (vmmx_memcpy(), which pins it), as a
  * framework's allocator frees memory that vmmx-run's placement threads are
  * moving.  Each call returns 0, or -VMMX_ENOENT (the address in no buffer
  * any more) or -VMMX_EFAULT (past the size of a new buffer not grown yet);
@@ -74,6 +75,23 @@ static void *mover(void *arg)
 	return NULL;
 }
 
+/* Copies out of the newest buffer, pinning it while the movers may quiesce it. */
+static void *copier(void *arg)
+{
+	static char out[4096];
+	unsigned long *wrong = arg;
+
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
+		void *p = (void *)__atomic_load_n(&cur, __ATOMIC_ACQUIRE);
+		int err = p ? vmmx_memcpy(ctx, out, p, sizeof(out)) : 0;
+
+		/* Gone, or parked (refused by name): both right. */
+		if (err && err != -VMMX_ENOENT && err != -VMMX_EFAULT)
+			(*wrong)++;
+	}
+	return NULL;
+}
+
 int main(void)
 {
 	static const char *const vars[] = { "VMMX_CHUNK_MAX=2MiB", "VMMX_HOST_COPIES=verified",
@@ -83,8 +101,12 @@ int main(void)
 	unsigned seed = 11;
 	int made = 0;
 
-	plan(4);
+	pthread_t cth;
+	unsigned long copy_wrong = 0;
+
+	plan(5);
 	ctx = test_ctx(vars);
+	pthread_create(&cth, NULL, copier, &copy_wrong);
 	for (int i = 0; i < MOVERS; i++) {
 		m[i] = (struct mover){ .id = i };
 		pthread_create(&m[i].th, NULL, mover, &m[i]);
@@ -105,6 +127,7 @@ int main(void)
 		vmmx_buf_destroy(buf); /* the movers may be in the middle of moving it */
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	pthread_join(cth, NULL);
 	for (int i = 0; i < MOVERS; i++) {
 		pthread_join(m[i].th, NULL);
 		calls += m[i].calls;
@@ -119,6 +142,8 @@ int main(void)
 	ok(done > 0, "%lu of %lu moves and parks done", done, calls);
 	ok(gone > 0, "%lu found the buffer gone (-VMMX_ENOENT) or not grown (-VMMX_EFAULT)", gone);
 	is_uint(0, wrong, "no other error");
+	is_uint(0, copy_wrong, "copies out of the buffers meanwhile (pins during the moves' "
+			       "quiesce): none failed otherwise than gone or parked, none hung");
 	vmmx_ctx_destroy(ctx);
 	return tap_done();
 }
