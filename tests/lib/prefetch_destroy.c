@@ -8,8 +8,8 @@
  * it while a move quiesces it).  The copier keeps off the buffers being
  * destroyed: a copy from memory its caller frees meanwhile is the caller's
  * bug, which no library can catch (vmmx_memcpy() takes foreign memory, and
- * the real driver still knows a freed range for a moment: such copies
- * faulted on an H200, SIGSEGV in cuMemcpy or CUDA_ERROR_LAUNCH_FAILED).  Each call returns 0, or -VMMX_ENOENT (the address in no buffer
+ * a copy begun as the range goes reads it unmapped: such copies faulted
+ * on an H200, SIGSEGV in cuMemcpy or CUDA_ERROR_LAUNCH_FAILED).  Each call returns 0, or -VMMX_ENOENT (the address in no buffer
  * any more) or -VMMX_EFAULT (past the size of a new buffer not grown yet);
  * a destroy waits for a move under way on its buffer, so nothing is used
  * after its free (the sanitizer build aborts on that: CI runs it).  The
