@@ -691,8 +691,9 @@ VMMX_API int vmmx_buf_advise(struct vmmx_buf *buf, size_t off, size_t len, int a
  * Context: no other thread may use @buf, but for calls by address
  * (vmmx_prefetch(), vmmx_park(), vmmx_unpark()) that found it before,
  * which are waited for; a vmmx_memcpy() or vmmx_memset() of its memory is
- * a use (one begun as the range goes reads or writes it unmapped); takes the context's mutex; waits for an RCU grace
- * period; may block; calls the driver.
+ * a use (one begun as the range goes reads or writes it unmapped); takes
+ * the context's mutex; waits for an RCU grace period; may block; calls the
+ * driver.
  */
 VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf);
 

@@ -9,8 +9,9 @@
  * destroyed: a copy from memory its caller frees meanwhile is the caller's
  * bug, which no library can catch (vmmx_memcpy() takes foreign memory, and
  * a copy begun as the range goes reads it unmapped: such copies faulted
- * on an H200, SIGSEGV in cuMemcpy or CUDA_ERROR_LAUNCH_FAILED).  Each call returns 0, or -VMMX_ENOENT (the address in no buffer
- * any more) or -VMMX_EFAULT (past the size of a new buffer not grown yet);
+ * on an H200, SIGSEGV in cuMemcpy or CUDA_ERROR_LAUNCH_FAILED).  Each
+ * call returns 0, or -VMMX_ENOENT (the address in no buffer any more) or
+ * -VMMX_EFAULT (past the size of a new buffer not grown yet);
  * a destroy waits for a move under way on its buffer, so nothing is used
  * after its free (the sanitizer build aborts on that: CI runs it).  The
  * window it guards is narrow, between the lookup and the per-buffer call:
@@ -83,9 +84,9 @@ static void *mover(void *arg)
 	return NULL;
 }
 
-/* Copies out of the buffer that lives, pinning it while the movers may quiesce it. */
-static unsigned long copies;
+static unsigned long copies; /* the copier's, read after it ends */
 
+/* Copies out of the buffer that lives, pinning it while the movers may quiesce it. */
 static void *copier(void *arg)
 {
 	static char out[4096];
@@ -157,7 +158,7 @@ int main(void)
 	ok(done > 0, "%lu of %lu moves and parks done", done, calls);
 	ok(gone > 0, "%lu found the buffer gone (-VMMX_ENOENT) or not grown (-VMMX_EFAULT)", gone);
 	is_uint(0, wrong, "no other error");
-	ok(kept > 0, "%lu of them on the buffer that lives", kept);
+	ok(kept > 0, "%lu of the moves and parks done on the buffer that lives", kept);
 	ok(copy_wrong == 0 && copies > 0,
 	   "%lu copies out of it meanwhile (pins during the moves' quiesce): %lu failed "
 	   "otherwise than parked, none hung", copies, copy_wrong);
