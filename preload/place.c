@@ -165,10 +165,13 @@
  * cycle moving settles and one is measured, then a cycle reading in place
  * settles and one is measured, and the side the GPU timed faster is kept
  * for that cycle (and one as long: the same step learned again; and while
- * no cycle is known).  Reading in place: no moves ahead, and a segment is
- * brought in on demand only in place of segments named fewer times in the
- * last cycle (freq), so that the device settles on those read most.  The
- * cycle gone mid-trial cuts the trial short, moving again.
+ * no cycle is known).  Under the spread kept set, a pass in which libvmmx
+ * made host memory (a send back's first) is settled past or measured
+ * again, up to TRIAL_SETTLE passes more a side.  Reading in place: no
+ * moves ahead, and a segment is brought in on demand only in place of
+ * segments named fewer times in the last cycle (freq), so that the device
+ * settles on those read most.  The cycle gone mid-trial cuts the trial
+ * short, moving again.
  * VMMX_RUN_PLACE_TRIAL: the cycles measured each way (0: no trial).
  * A naming by a tiled kernel weighs TILED_WEIGHT: one launched with
  * TILED_SHARED bytes of dynamic shared memory or more works on tiles it
@@ -237,6 +240,8 @@
 #define DEPTH_MAX (MOVERS_MAX + 2)
 /* Cycles the trial may measure each way (VMMX_RUN_PLACE_TRIAL). */
 #define TRIAL_MAX 8
+/* Passes more a side of the trial may settle while host memory is still being made. */
+#define TRIAL_SETTLE 2
 /* spread_choose(): a pass is known enough with all but at most 1 / SPREAD_GAPS of its places. */
 #define SPREAD_GAPS 8
 /* Dynamic shared memory from which a launch is taken for tiled, and what its namings weigh. */
@@ -347,7 +352,11 @@ static struct {
  * launches at the cycle's first position: the first starts a cycle moving
  * that settles, the next @cycles are measured (ev[0] to ev[1]), then one
  * cycle reading in place settles and @cycles more are measured (ev[2] to
- * ev[3]), timed on the GPU.
+ * ev[3]), timed on the GPU.  Under the spread kept set, a pass in which
+ * libvmmx made host memory (a send back's first, pinned at 40-70 ms a 128
+ * MiB segment on the H200) is not the step the side will run: the
+ * settling pass is followed by another, and the measured ones are
+ * measured again, up to TRIAL_SETTLE passes more a side.
  */
 static struct {
 	int cycles;             /* measured each way; 0: no trial; -1: not read yet */
@@ -355,6 +364,8 @@ static struct {
 	uint64_t generation;    /* the cycle tried, or decided for */
 	uint64_t len;           /* its length */
 	int boundary;           /* the trial's boundaries passed, after its first */
+	int settled;            /* passes this side settled or measured again (TRIAL_SETTLE) */
+	uint64_t made;          /* host_most() when this side's pass in hand began */
 	void *ev[4];            /* CUevent, timed: made at first use */
 	unsigned recorded;      /* bit i: ev[i] recorded this trial */
 	int untimed;            /* timed events cannot be had: no trial */
@@ -1047,9 +1058,11 @@ struct ctx_state {
  * to be made room for, or sent back, is a quarter of its device (its
  * limit), as first asked (a context's limit is set when it is made).
  */
+/* lock: the contexts seen, in the order first asked (state_of()). */
+static struct ctx_state known[VMMXP_MAX_DEVICES];
+
 static struct ctx_state *state_of(struct vmmx_ctx *ctx)
 {
-	static struct ctx_state known[VMMXP_MAX_DEVICES];
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	int i;
 
@@ -1065,6 +1078,29 @@ static struct ctx_state *state_of(struct vmmx_ctx *ctx)
 								      ci.device_total) / 4),
 	};
 	return &known[i];
+}
+
+/*
+ * lock held: the most host memory the contexts seen have held at once, as
+ * this is called (chunks mapped there and the host copies kept of chunks on
+ * a device), for the trial.  Once every segment that moves has its host
+ * copy, a send back maps it and a bring-in keeps it, and this stops
+ * growing; a pass in which it grew made host memory (pinned it).
+ */
+static uint64_t host_most(void)
+{
+	static uint64_t most;
+	uint64_t held = 0;
+
+	for (int i = 0; i < VMMXP_MAX_DEVICES && known[i].ctx; i++) {
+		struct vmmx_stats sts = { .size = sizeof(sts) };
+
+		if (!vmmx_stats_get(known[i].ctx, &sts))
+			held += sts.host_bytes + sts.shadow_bytes;
+	}
+	if (held > most)
+		most = held;
+	return most;
 }
 
 /* lock held: see state_of(); SIZE_MAX when it cannot be told. */
@@ -1494,19 +1530,25 @@ static int trial_cycles(void)
 			 "the cycles to measure each way, 0 (no trial)");
 }
 
-/* lock held: record the trial's event @i on @stream; made at first use (timed). */
-static void trial_record(int i, CUstream stream)
+/* lock held: the trial's event @i, made at first use (timed); 0 and untimed set when it cannot be. */
+static int trial_event(int i)
 {
 	CUresult (*create)(void **, unsigned int) = VMMXP_REAL(cuEventCreate);
-	CUresult (*record)(void *, CUstream) = VMMXP_REAL(cuEventRecord);
 
 	if (!trial.ev[i] && (!create || !VMMXP_REAL(cuEventElapsedTime) ||
 			     create(&trial.ev[i], 0) != CUDA_OK)) {
 		trial.ev[i] = NULL;
 		trial.untimed = 1;
-		return;
 	}
-	if (record && record(trial.ev[i], stream) == CUDA_OK)
+	return trial.ev[i] != NULL;
+}
+
+/* lock held: record the trial's event @i on @stream; made at first use (timed). */
+static void trial_record(int i, CUstream stream)
+{
+	CUresult (*record)(void *, CUstream) = VMMXP_REAL(cuEventRecord);
+
+	if (trial_event(i) && record && record(trial.ev[i], stream) == CUDA_OK)
 		trial.recorded |= 1u << i;
 }
 
@@ -1588,6 +1630,7 @@ static void trial_follow(void)
  */
 static void trial_boundary(CUstream stream)
 {
+	uint64_t made;
 	int k;
 
 	if (trial.cycles < 0)
@@ -1605,18 +1648,50 @@ static void trial_boundary(CUstream stream)
 		trial.len = cur.cycle_len;
 		trial.state = TRIAL_MOVING;
 		trial.boundary = 0;
+		trial.settled = 0;
+		trial.made = host_most();
 		trial.recorded = 0;
 		in_place_mode = 0;
+		/* No timed event to be had: no trial (and no pass settled for one). */
+		if (!trial_event(0))
+			trial_end(0, 0, 0, 0);
 		return;
 	}
 	if (trial.state != TRIAL_MOVING && trial.state != TRIAL_IN_PLACE)
 		return;
+	made = host_most();
+	/*
+	 * The pass (or the passes measured) just ended made host memory: once
+	 * more.  Only under the kept set spread over the cycle, which sends
+	 * back segments that allocation's order kept, each pinning its first
+	 * host memory then; a Hugging Face training step, whose moves make host
+	 * memory pass after pass, paid 2.7-3.3 s for each pass more (the
+	 * trial reads in place there: 257.5 ms a step without, 416.5 and
+	 * 472.6 with, H200).
+	 */
+	if (spread_wanted() && made != trial.made && trial.settled < TRIAL_SETTLE &&
+	    (trial.boundary == 0 || trial.boundary == k || trial.boundary == 1 + k ||
+	     trial.boundary == 1 + 2 * k)) {
+		trial.settled++;
+		st.trial_settled++;
+		trial.made = made;
+		if (trial.boundary == k || trial.boundary == 1 + 2 * k) {
+			/* Measured from here again. */
+			trial.boundary += 1 - k;
+			trial_record(trial.boundary == 1 ? 0 : 2, stream);
+		}
+		return;
+	}
 	trial.boundary++;
+	/* Each pass settling, and each run of measured ones, from its start. */
+	if (trial.boundary == 1 || trial.boundary == 1 + k || trial.boundary == 2 + k)
+		trial.made = made;
 	if (trial.boundary == 1) {
 		trial_record(0, stream);
 	} else if (trial.boundary == 1 + k) {
 		trial_record(1, stream);
 		trial.state = TRIAL_IN_PLACE;
+		trial.settled = 0;
 		in_place_mode = 1;
 		drop_queue();
 	} else if (trial.boundary == 2 + k) {

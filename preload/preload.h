@@ -828,6 +828,7 @@ struct vmmxp_place_stats {
 	uint64_t trial_in_place;            /* ... of them for reading in place */
 	uint64_t trial_unmeasured;          /* ... not timed (moving kept) */
 	uint64_t trial_cut;                 /* trials cut short: their cycle went */
+	uint64_t trial_settled;             /* passes settled or measured again: host memory made */
 	uint64_t trial_in_place_now;        /* 1: reading in place is in force now */
 	uint64_t trial_len;                 /* the last decided: its cycle's launches, */
 	uint64_t trial_moving_ns;           /* ... a cycle's time moving, */

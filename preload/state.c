@@ -671,6 +671,9 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.trials, (unsigned long long)ps.trial_in_place,
 			(unsigned long long)ps.trial_cut, (unsigned long long)ps.trial_unmeasured,
 			ps.trial_in_place_now ? "reading in place" : "moving");
+		if (ps.trial_settled)
+			fprintf(out, "; %llu passes more: host memory was made",
+				(unsigned long long)ps.trial_settled);
 		if (ps.trials)
 			fprintf(out, "; the last decided: a cycle of %llu launches, %.1f ms moving, "
 				     "%.1f ms reading in place",

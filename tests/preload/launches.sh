@@ -209,6 +209,11 @@ placed 40 place-trial 'trial  *1 decided (reading in place chosen 0), 0 cut shor
 	"--placement launch, the trial: moving (14 a cycle: 6 launches, 4 weights in and 4 back) beats reading in place (204): moving kept after a cycle of each"
 placed 41 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 6 launches, 8006.0 ms moving, 8.0 ms reading in place; launches taken for tiled 0$' \
 	"--placement launch, the trial: reading in place (8 a cycle) beats moving (8006): nothing moves after the trial, the data intact"
+# A program's first steps pin host memory (each costs 1000 on the clock):
+# measured then, moving (over 1000) would lose to reading in place (204).
+# Under the spread kept set, such passes are settled past.
+VMMX_RUN_PLACE_SPREAD=1 placed 84 place-trial-pin 'trial  *1 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; [12] passes more: host memory was made; the last decided: a cycle of 6 launches, 1[0-4].0 ms moving, 204.0 ms reading in place; launches taken for tiled 0$' \
+	"--placement launch under VMMX_RUN_PLACE_SPREAD=1, the trial: steps that make host memory (1000 each) are settled past, not measured: moving (10-14) chosen over reading in place (204)"
 placed 46 place-trial-hot 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 8 launches' \
 	"--placement launch reading in place: a weight named 3 times a cycle, found in host memory, is brought back in place of one named once, then nothing moves"
 placed 53 place-trial-tiled 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 7 launches.*; launches taken for tiled [1-9][0-9]*$' \
