@@ -365,7 +365,7 @@ static struct {
 	uint64_t len;           /* its length */
 	int boundary;           /* the trial's boundaries passed, after its first */
 	int settled;            /* passes this side settled or measured again (TRIAL_SETTLE) */
-	uint64_t made;          /* host_most() when this side's pass in hand began */
+	uint64_t made;          /* trial_made() when this side's pass in hand began */
 	void *ev[4];            /* CUevent, timed: made at first use */
 	unsigned recorded;      /* bit i: ev[i] recorded this trial */
 	int untimed;            /* timed events cannot be had: no trial */
@@ -1103,6 +1103,13 @@ static uint64_t host_most(void)
 	return most;
 }
 
+/* lock held: host_most() where the trial settles past passes that made host memory
+ * (under the spread), else 0: the default pays no walk of the buffers for it. */
+static uint64_t trial_made(void)
+{
+	return spread_wanted() ? host_most() : 0;
+}
+
 /* lock held: see state_of(); SIZE_MAX when it cannot be told. */
 static size_t most_moved(struct vmmx_ctx *ctx)
 {
@@ -1649,7 +1656,7 @@ static void trial_boundary(CUstream stream)
 		trial.state = TRIAL_MOVING;
 		trial.boundary = 0;
 		trial.settled = 0;
-		trial.made = host_most();
+		trial.made = trial_made();
 		trial.recorded = 0;
 		in_place_mode = 0;
 		/* No timed event to be had: no trial (and no pass settled for one). */
@@ -1659,17 +1666,17 @@ static void trial_boundary(CUstream stream)
 	}
 	if (trial.state != TRIAL_MOVING && trial.state != TRIAL_IN_PLACE)
 		return;
-	made = host_most();
+	made = trial_made();
 	/*
 	 * The pass (or the passes measured) just ended made host memory: once
-	 * more.  Only under the kept set spread over the cycle, which sends
-	 * back segments that allocation's order kept, each pinning its first
-	 * host memory then; a Hugging Face training step, whose moves make host
-	 * memory pass after pass, paid 2.7-3.3 s for each pass more (the
-	 * trial reads in place there: 257.5 ms a step without, 416.5 and
-	 * 472.6 with, H200).
+	 * more.  Only under the kept set spread over the cycle (trial_made()
+	 * is 0 otherwise), which sends back segments that allocation's order
+	 * kept, each pinning its first host memory then; a Hugging Face
+	 * training step, whose moves make host memory pass after pass, paid
+	 * 2.7-3.3 s for each pass more (the trial reads in place there: 257.5
+	 * ms a step without, 416.5 and 472.6 with, H200).
 	 */
-	if (spread_wanted() && made != trial.made && trial.settled < TRIAL_SETTLE &&
+	if (made != trial.made && trial.settled < TRIAL_SETTLE &&
 	    (trial.boundary == 0 || trial.boundary == k || trial.boundary == 1 + k ||
 	     trial.boundary == 1 + 2 * k)) {
 		trial.settled++;
