@@ -55,13 +55,20 @@
  * H200 it made a 7B prefill 29% faster, the matmul chain a median 12%:
  * docs/PRELOAD.md).
  *
- * Spread (VMMX_RUN_PLACE_SPREAD=1).  Which segments stay is chosen for the
- * cycle rather than left to allocation's order (spread_choose()): a step
- * then has moves to overlap all along it, not only after its first,
- * resident, segments (on the H200 the matmul chain parked 11-13% faster),
- * and moves are looked for further ahead (AHEAD_SPREAD launches: the 7B
- * Hugging Face prefill loaded a segment a weight, parked, 103 ms against
- * 136 with AHEAD).  Not the default: decode was not shown no slower.
+ * Spread.  Which segments stay is chosen for the cycle rather than left to
+ * allocation's order (spread_choose()): a step then has moves to overlap
+ * all along it, not only after its first, resident, segments (on the H200
+ * the matmul chain at batch 4096 parked 11-13% faster, sent back mapped
+ * 9-12%), and moves are looked for further ahead (AHEAD_SPREAD launches:
+ * the 7B Hugging Face prefill loaded a segment a weight, parked, 103 ms
+ * against 136 with AHEAD).  By default only for a cycle the trial timed
+ * moving clearly faster for (SPREAD_MARGIN; spread_now()): the trial
+ * measures moving as allocation's order keeps it, and a cycle reading in
+ * place, not yet decided, or about even keeps Belady's set.  Spread over
+ * every moving cycle, the trial's too, a Hugging Face training step took
+ * 337-341 ms against 279-293 (its cycles changing, those undecided moving
+ * spread; H200).  VMMX_RUN_PLACE_SPREAD=1 spreads every moving cycle (the
+ * trial's moving side too), 0 none.
  *
  * The victim: never a segment this launch names, nor one the launches
  * ahead name before the segment brought in ahead is used (see
@@ -165,12 +172,12 @@
  * cycle moving settles and one is measured, then a cycle reading in place
  * settles and one is measured, and the side the GPU timed faster is kept
  * for that cycle (and one as long: the same step learned again; and while
- * no cycle is known).  Under the spread kept set, a pass in which libvmmx
- * made host memory (a send back's first) is settled past or measured
- * again, up to TRIAL_SETTLE passes more a side.  Reading in place: no
- * moves ahead, and a segment is brought in on demand only in place of
- * segments named fewer times in the last cycle (freq), so that the device
- * settles on those read most.  The cycle gone mid-trial cuts the trial
+ * no cycle is known).  With its moving side spread
+ * (VMMX_RUN_PLACE_SPREAD=1), a pass in which libvmmx made host memory (a
+ * send back's first) is settled past or measured again, up to TRIAL_SETTLE
+ * passes more a side.  Reading in place: no moves ahead, and a segment is
+ * brought in on demand only in place of segments named fewer times in the
+ * last cycle (freq), so that the device settles on those read most.  The cycle gone mid-trial cuts the trial
  * short, moving again.
  * VMMX_RUN_PLACE_TRIAL: the cycles measured each way (0: no trial).
  * A naming by a tiled kernel weighs TILED_WEIGHT: one launched with
@@ -219,7 +226,7 @@
 #define PLAN_SEGS 8
 /*
  * Launches looked ahead for segments to bring in (each a few hash lookups):
- * by default, under VMMX_RUN_PLACE_SPREAD's kept set, and at most
+ * by default, while the kept set is spread (spread_choose()), and at most
  * (VMMX_RUN_PLACE_AHEAD).
  */
 #define AHEAD 32
@@ -242,6 +249,8 @@
 #define TRIAL_MAX 8
 /* Passes more a side of the trial may settle while host memory is still being made. */
 #define TRIAL_SETTLE 2
+/* By default the kept set is spread over a cycle moving timed at most this much of reading in place. */
+#define SPREAD_MARGIN 0.9
 /* spread_choose(): a pass is known enough with all but at most 1 / SPREAD_GAPS of its places. */
 #define SPREAD_GAPS 8
 /* Dynamic shared memory from which a launch is taken for tiled, and what its namings weigh. */
@@ -352,9 +361,10 @@ static struct {
  * launches at the cycle's first position: the first starts a cycle moving
  * that settles, the next @cycles are measured (ev[0] to ev[1]), then one
  * cycle reading in place settles and @cycles more are measured (ev[2] to
- * ev[3]), timed on the GPU.  Under the spread kept set, a pass in which
- * libvmmx made host memory (a send back's first, pinned at 40-70 ms a 128
- * MiB segment on the H200) is not the step the side will run: the
+ * ev[3]), timed on the GPU.  Its moving side spread
+ * (VMMX_RUN_PLACE_SPREAD=1), a pass in which libvmmx made host memory (a
+ * send back's first, pinned at 40-70 ms a 128 MiB segment on the H200) is
+ * not the step the side will run: the
  * settling pass is followed by another, and the measured ones are
  * measured again, up to TRIAL_SETTLE passes more a side.
  */
@@ -370,6 +380,8 @@ static struct {
 	unsigned recorded;      /* bit i: ev[i] recorded this trial */
 	int untimed;            /* timed events cannot be had: no trial */
 	int chose_in_place;     /* TRIAL_DONE: what was chosen for cycles of @len */
+	int measured;           /* TRIAL_DONE: ... chosen by timing both sides (not for want of events) */
+	int clear;              /* ... moving timed at most SPREAD_MARGIN of reading in place */
 } trial = { .cycles = -1 };
 /*
  * lock: reading in place (the trial's side, or its choice): no moves
@@ -380,6 +392,8 @@ static struct {
 static int in_place_mode;
 /* lock: the cycle (generation) whose kept set spread_choose() chose; 0: none. */
 static uint64_t spread_gen;
+/* VMMX_RUN_PLACE_SPREAD (spread_wanted()): where the kept set is spread. */
+enum { SPREAD_NEVER, SPREAD_ALWAYS, SPREAD_CHOSEN };
 
 /*
  * A forked child's lock afresh (launch.c's fork handler, and state.c's: the
@@ -867,8 +881,8 @@ static void used(struct tracked *const *t, size_t n, CUstream stream)
 
 /*
  * lock held: whether the kept set of spread_choose() rules the victims:
- * VMMX_RUN_PLACE_SPREAD=1, a cycle known (@cycle_len) and moving, and the
- * set chosen for the cycle now known.
+ * spread (spread_now() when it was chosen), a cycle known (@cycle_len)
+ * and moving, and the set chosen for the cycle now known.
  */
 static int spread_on(uint64_t cycle_len)
 {
@@ -1104,10 +1118,11 @@ static uint64_t host_most(void)
 }
 
 /* lock held: host_most() where the trial settles past passes that made host memory
- * (under the spread), else 0: the default pays no walk of the buffers for it. */
+ * (its moving side spread: VMMX_RUN_PLACE_SPREAD=1), else 0: the default pays no
+ * walk of the buffers for it. */
 static uint64_t trial_made(void)
 {
-	return spread_wanted() ? host_most() : 0;
+	return spread_wanted() == SPREAD_ALWAYS ? host_most() : 0;
 }
 
 /* lock held: see state_of(); SIZE_MAX when it cannot be told. */
@@ -1308,7 +1323,7 @@ static uint64_t ahead(int spread)
 
 	if (n < 0)
 		n = env_count("VMMX_RUN_PLACE_AHEAD", AHEAD_MAX, 0,
-			      "0 (the default: 32 launches, 128 under VMMX_RUN_PLACE_SPREAD=1)");
+			      "0 (the default: 32 launches, 128 while the kept set is spread)");
 	return n ? (uint64_t)n : spread ? AHEAD_SPREAD : AHEAD;
 }
 
@@ -1563,6 +1578,8 @@ static void trial_record(int i, CUstream stream)
 static void trial_end(int measured, int in_place, float moving_ms, float in_place_ms)
 {
 	trial.state = TRIAL_DONE;
+	trial.measured = measured;
+	trial.clear = measured && moving_ms <= (float)SPREAD_MARGIN * in_place_ms;
 	trial.chose_in_place = in_place_mode = measured && in_place;
 	if (!measured) {
 		st.trial_unmeasured++;
@@ -1669,10 +1686,10 @@ static void trial_boundary(CUstream stream)
 	made = trial_made();
 	/*
 	 * The pass (or the passes measured) just ended made host memory: once
-	 * more.  Only under the kept set spread over the cycle (trial_made()
-	 * is 0 otherwise), which sends back segments that allocation's order
-	 * kept, each pinning its first host memory then; a Hugging Face
-	 * training step, whose moves make host memory pass after pass, paid
+	 * more.  Only with the moving side spread (VMMX_RUN_PLACE_SPREAD=1;
+	 * trial_made() is 0 otherwise), which sends back segments that
+	 * allocation's order kept, each pinning its first host memory then; a
+	 * Hugging Face training step, whose moves make host memory pass after pass, paid
 	 * 2.7-3.3 s for each pass more (the trial reads in place there: 257.5
 	 * ms a step without, 416.5 and 472.6 with, H200).
 	 */
@@ -1923,18 +1940,58 @@ static int read_once(size_t size, size_t total, size_t nseg)
 	return nseg > 1 && size >= total - total / 3;
 }
 
-/* VMMX_RUN_PLACE_SPREAD, read once: whether the kept set is spread over the cycle. */
+/*
+ * VMMX_RUN_PLACE_SPREAD, read once: where the kept set is spread over the
+ * cycle: SPREAD_CHOSEN when unset (cycles the trial timed moving clearly
+ * faster for),
+ * SPREAD_ALWAYS at 1 (every moving cycle), SPREAD_NEVER at 0; a bad value
+ * is said, and the default used.
+ */
 static int spread_wanted(void)
 {
-	static int on = -1;
+	static int mode = -1;
 
-	return env_flag(&on, "VMMX_RUN_PLACE_SPREAD",
-			"0 (the segments that stay are those Belady keeps)");
+	if (mode < 0) {
+		const char *s = getenv("VMMX_RUN_PLACE_SPREAD");
+
+		mode = !s || !*s ? SPREAD_CHOSEN : !strcmp(s, "0") ? SPREAD_NEVER :
+			!strcmp(s, "1") ? SPREAD_ALWAYS : -1;
+		if (mode < 0) {
+			fprintf(stderr,
+				"vmmx-run: VMMX_RUN_PLACE_SPREAD=%s: expected 0 (the segments that stay are those Belady keeps) "
+				"or 1 (spread over every moving cycle); using the default (spread over the cycles the "
+				"trial timed moving clearly faster for)\n",
+				s);
+			mode = SPREAD_CHOSEN;
+		}
+	}
+	return mode;
+}
+
+/*
+ * lock held: whether the kept set is spread over the current cycle now
+ * (see the top): every cycle under SPREAD_ALWAYS, none under SPREAD_NEVER;
+ * by default one the trial timed moving clearly faster for (at most
+ * SPREAD_MARGIN of reading in place), as trial_follow() applies its choice
+ * (that cycle, or one as long); not one moving for want of a trial
+ * (VMMX_RUN_PLACE_TRIAL=0, no timed events), nor one whose sides timed
+ * about the same (a decode step's cycles: their choice is noise, and a
+ * kept set chosen again costs the first sends back of the segments it
+ * changes).
+ */
+static int spread_now(void)
+{
+	int mode = spread_wanted();
+
+	if (mode != SPREAD_CHOSEN)
+		return mode == SPREAD_ALWAYS;
+	return trial.state == TRIAL_DONE && trial.clear && cur.cycle_len &&
+	       (cur.generation == trial.generation || cur.cycle_len == trial.len);
 }
 
 /*
  * lock held, at the first launch of a pass over the cycle of @len launches
- * (VMMX_RUN_PLACE_SPREAD=1): choose the segments that stay on the device,
+ * (spread_now(): see the top): choose the segments that stay on the device,
  * spread over the cycle.  Belady's choice keeps a set and streams the rest
  * through the room left, but which set is left to history: allocation put
  * the first segments on the device, so a step's first launches run on
@@ -1976,7 +2033,7 @@ static void spread_choose(uint64_t len)
 	double frac, acc = 0;
 	uint64_t gaps = 0;
 
-	if (!spread_wanted() || spread_gen == cur.generation || len > PLAN_SLOTS)
+	if (!spread_now() || spread_gen == cur.generation || len > PLAN_SLOTS)
 		return;
 	stamp = ++stamps;
 	for (int i = 0; i < ntracked; i++)

@@ -230,6 +230,16 @@ VMMX_RUN_PLACE_TRIAL=many placed 45 place-trial 'trial  *1 decided (reading in p
 	"VMMX_RUN_PLACE_TRIAL=many: the default, one cycle each way, used"
 grep -q '^vmmx-run: VMMX_RUN_PLACE_TRIAL=many: expected the cycles to measure each way, 0 (no trial) to 8; using 1$' "$tmp/tap45"
 check $? "VMMX_RUN_PLACE_TRIAL=many: a message names the variable, what it takes, and what is used"
+# By default the kept set is spread over a cycle once the trial timed
+# moving faster for it, and only then (VMMX_RUN_PLACE_SPREAD unset).
+grep -q '^  spread  *2 segments kept (128.0 MiB) of the cycle.s 6 (384.0 MiB), chosen 1 times$' "$tmp/rep40"
+check $? "the default, the trial timed moving faster (14 against 204): the kept set spread over that cycle after it, 2 of its 6 weights kept"
+! grep -q '^  spread' "$tmp/rep41" "$tmp/rep42" "$tmp/rep43"
+check $? "the default: no kept set spread where the trial chose reading in place, nor where moving was kept for want of a trial (no timed events; VMMX_RUN_PLACE_TRIAL=0)"
+VMMX_RUN_PLACE_SPREAD=0 placed 85 place-trial 'trial  *1 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; the last decided: a cycle of 6 launches, 14.0 ms moving, 204.0 ms reading in place' \
+	"VMMX_RUN_PLACE_SPREAD=0, the trial choosing moving: the same choice"
+! grep -q '^  spread' "$tmp/rep85"
+check $? "VMMX_RUN_PLACE_SPREAD=0: no kept set spread, though the trial chose moving"
 # Segments sent back are granted to the GPU only (VMMX_HOST_CPU_ACCESS=placed,
 # vmmx-run's default under --placement launch): a copy between one and
 # pageable memory, or host memory at both ends, has the CPU granted first
@@ -415,13 +425,13 @@ grep -q '^# step [3-5]: w[0-9]* brought in after 9 launches of x$' "$tmp/tap80" 
 	! grep -q 'brought in after \([0-8]\|1[0-9]\|[2-9][0-9]\) launches' "$tmp/tap80"
 check $? "VMMX_RUN_PLACE_AHEAD=32: the same weights each brought in 32 launches ahead of its own, 9 launches after the one before it"
 VMMX_RUN_PLACE_AHEAD=2000 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap81" 2>&1
-grep -q '^vmmx-run: VMMX_RUN_PLACE_AHEAD=2000: expected 0 (the default: 32 launches, 128 under VMMX_RUN_PLACE_SPREAD=1) to 1024; using 0$' "$tmp/tap81"
+grep -q '^vmmx-run: VMMX_RUN_PLACE_AHEAD=2000: expected 0 (the default: 32 launches, 128 while the kept set is spread) to 1024; using 0$' "$tmp/tap81"
 check $? "VMMX_RUN_PLACE_AHEAD=2000 is refused by name, with the range and the value used"
 VMMX_RUN_PLACE_SPREAD=1 VMMX_RUN_PLACE_PARK=1 placed 76 place-mover 'spread  *[0-9]* segments kept.* chosen [1-9][0-9]* times$' \
 	"VMMX_RUN_PLACE_SPREAD=1 with two movers and parking: each launch finds its buffer on the device, data intact"
 VMMX_RUN_PLACE_SPREAD=2 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap77" 2>&1
-grep -q '^vmmx-run: VMMX_RUN_PLACE_SPREAD=2: expected 0 (the segments that stay are those Belady keeps) to 1; using 0$' "$tmp/tap77"
-check $? "VMMX_RUN_PLACE_SPREAD=2 is refused by name, with the range and the value used"
+grep -q '^vmmx-run: VMMX_RUN_PLACE_SPREAD=2: expected 0 (the segments that stay are those Belady keeps) or 1 (spread over every moving cycle); using the default (spread over the cycles the trial timed moving clearly faster for)$' "$tmp/tap77"
+check $? "VMMX_RUN_PLACE_SPREAD=2 is refused by name, with the values taken and the default used"
 "$run" --placement bogus -- true 2>"$tmp/err"
 st=$?
 [ $st -eq 2 ] && grep -q -- "--placement 'bogus'" "$tmp/err"
