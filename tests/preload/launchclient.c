@@ -2527,6 +2527,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "place-trial"))
 		return place_trial(1, 100, 1, 0, 0, 0);
+	if (argc > 1 && !strcmp(argv[1], "place-trial-even"))
+		return place_trial(1, 43, 10, 0, 0, 0);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-pin"))
 		return place_trial(1, 100, 1, 0, 0, 6);
 	if (argc > 1 && !strcmp(argv[1], "place-trial-dear"))

@@ -236,6 +236,15 @@ grep -q '^  spread  *2 segments kept (128.0 MiB) of the cycle.s 6 (384.0 MiB), c
 check $? "the default, the trial timed moving faster (14 against 204): the kept set spread over that cycle after it, 2 of its 6 weights kept"
 ! grep -q '^  spread' "$tmp/rep41" "$tmp/rep42" "$tmp/rep43"
 check $? "the default: no kept set spread where the trial chose reading in place, nor where moving was kept for want of a trial (no timed events; VMMX_RUN_PLACE_TRIAL=0)"
+# Moving timed only a little faster (86 against 90, a move costing 10 and a
+# launch reading in place 43): moving kept, but no kept set spread (the
+# margin: at most 0.9 of reading in place).
+placed 86 place-trial-even 'trial  *1 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; the last decided: a cycle of 6 launches, 86.0 ms moving, 90.0 ms reading in place' \
+	"the default, the trial timing moving at 86 against 90 reading in place: moving kept"
+! grep -q '^  spread' "$tmp/rep86"
+check $? "the default: no kept set spread where moving was timed less than clearly faster (86 against 90, over 0.9 of reading in place)"
+VMMX_RUN_PLACE_SPREAD=1 placed 87 place-trial-even 'spread  *2 segments kept (128.0 MiB) of the cycle.s 6 (384.0 MiB), chosen 1 times$' \
+	"VMMX_RUN_PLACE_SPREAD=1, the same trial: the kept set spread all the same"
 VMMX_RUN_PLACE_SPREAD=0 placed 85 place-trial 'trial  *1 decided (reading in place chosen 0), 0 cut short by a cycle change, 0 not timed; now moving; the last decided: a cycle of 6 launches, 14.0 ms moving, 204.0 ms reading in place' \
 	"VMMX_RUN_PLACE_SPREAD=0, the trial choosing moving: the same choice"
 ! grep -q '^  spread' "$tmp/rep85"
