@@ -177,8 +177,8 @@
  * send back's first) is settled past or measured again, up to TRIAL_SETTLE
  * passes more a side.  Reading in place: no moves ahead, and a segment is
  * brought in on demand only in place of segments named fewer times in the
- * last cycle (freq), so that the device settles on those read most.  The cycle gone mid-trial cuts the trial
- * short, moving again.
+ * last cycle (freq), so that the device settles on those read most.  The
+ * cycle gone mid-trial cuts the trial short, moving again.
  * VMMX_RUN_PLACE_TRIAL: the cycles measured each way (0: no trial).
  * A naming by a tiled kernel weighs TILED_WEIGHT: one launched with
  * TILED_SHARED bytes of dynamic shared memory or more works on tiles it
@@ -364,9 +364,9 @@ static struct {
  * ev[3]), timed on the GPU.  Its moving side spread
  * (VMMX_RUN_PLACE_SPREAD=1), a pass in which libvmmx made host memory (a
  * send back's first, pinned at 40-70 ms a 128 MiB segment on the H200) is
- * not the step the side will run: the
- * settling pass is followed by another, and the measured ones are
- * measured again, up to TRIAL_SETTLE passes more a side.
+ * not the step the side will run: the settling pass is followed by
+ * another, and the measured ones are measured again, up to TRIAL_SETTLE
+ * passes more a side.
  */
 static struct {
 	int cycles;             /* measured each way; 0: no trial; -1: not read yet */
@@ -380,8 +380,7 @@ static struct {
 	unsigned recorded;      /* bit i: ev[i] recorded this trial */
 	int untimed;            /* timed events cannot be had: no trial */
 	int chose_in_place;     /* TRIAL_DONE: what was chosen for cycles of @len */
-	int measured;           /* TRIAL_DONE: ... chosen by timing both sides (not for want of events) */
-	int clear;              /* ... moving timed at most SPREAD_MARGIN of reading in place */
+	int clear;              /* ... both sides timed, moving at most SPREAD_MARGIN of reading in place */
 } trial = { .cycles = -1 };
 /*
  * lock: reading in place (the trial's side, or its choice): no moves
@@ -1578,7 +1577,6 @@ static void trial_record(int i, CUstream stream)
 static void trial_end(int measured, int in_place, float moving_ms, float in_place_ms)
 {
 	trial.state = TRIAL_DONE;
-	trial.measured = measured;
 	trial.clear = measured && moving_ms <= (float)SPREAD_MARGIN * in_place_ms;
 	trial.chose_in_place = in_place_mode = measured && in_place;
 	if (!measured) {
@@ -1623,6 +1621,17 @@ static void trial_decide(void)
 }
 
 /*
+ * lock held: the trial decided, and its choice holds for the current
+ * cycle: the one it was decided for, or one as long (the same step learned
+ * again).
+ */
+static int trial_holds(void)
+{
+	return trial.state == TRIAL_DONE && cur.cycle_len &&
+	       (cur.generation == trial.generation || cur.cycle_len == trial.len);
+}
+
+/*
  * lock held, at each placed launch: the cycle the trial is under way for
  * went (dropped, or another proposed): the trial is cut short, and moving
  * resumes.  Decided: its choice holds for its cycle and any as long (the
@@ -1641,8 +1650,7 @@ static void trial_follow(void)
 		return;
 	}
 	if (trial.state == TRIAL_DONE && cur.cycle_len)
-		in_place_mode = trial.chose_in_place &&
-				(cur.generation == trial.generation || cur.cycle_len == trial.len);
+		in_place_mode = trial.chose_in_place && trial_holds();
 }
 
 /*
@@ -1689,9 +1697,9 @@ static void trial_boundary(CUstream stream)
 	 * more.  Only with the moving side spread (VMMX_RUN_PLACE_SPREAD=1;
 	 * trial_made() is 0 otherwise), which sends back segments that
 	 * allocation's order kept, each pinning its first host memory then; a
-	 * Hugging Face training step, whose moves make host memory pass after pass, paid
-	 * 2.7-3.3 s for each pass more (the trial reads in place there: 257.5
-	 * ms a step without, 416.5 and 472.6 with, H200).
+	 * Hugging Face training step, whose moves make host memory pass after
+	 * pass, paid 2.7-3.3 s for each pass more (the trial reads in place
+	 * there: 257.5 ms a step without, 416.5 and 472.6 with, H200).
 	 */
 	if (made != trial.made && trial.settled < TRIAL_SETTLE &&
 	    (trial.boundary == 0 || trial.boundary == k || trial.boundary == 1 + k ||
@@ -1943,9 +1951,8 @@ static int read_once(size_t size, size_t total, size_t nseg)
 /*
  * VMMX_RUN_PLACE_SPREAD, read once: where the kept set is spread over the
  * cycle: SPREAD_CHOSEN when unset (cycles the trial timed moving clearly
- * faster for),
- * SPREAD_ALWAYS at 1 (every moving cycle), SPREAD_NEVER at 0; a bad value
- * is said, and the default used.
+ * faster for), SPREAD_ALWAYS at 1 (every moving cycle), SPREAD_NEVER at 0;
+ * a bad value is said, and the default used.
  */
 static int spread_wanted(void)
 {
@@ -1972,8 +1979,8 @@ static int spread_wanted(void)
  * lock held: whether the kept set is spread over the current cycle now
  * (see the top): every cycle under SPREAD_ALWAYS, none under SPREAD_NEVER;
  * by default one the trial timed moving clearly faster for (at most
- * SPREAD_MARGIN of reading in place), as trial_follow() applies its choice
- * (that cycle, or one as long); not one moving for want of a trial
+ * SPREAD_MARGIN of reading in place), where its choice holds (trial_holds());
+ * not one moving for want of a trial
  * (VMMX_RUN_PLACE_TRIAL=0, no timed events), nor one whose sides timed
  * about the same (a decode step's cycles: their choice is noise, and a
  * kept set chosen again costs the first sends back of the segments it
@@ -1985,8 +1992,7 @@ static int spread_now(void)
 
 	if (mode != SPREAD_CHOSEN)
 		return mode == SPREAD_ALWAYS;
-	return trial.state == TRIAL_DONE && trial.clear && cur.cycle_len &&
-	       (cur.generation == trial.generation || cur.cycle_len == trial.len);
+	return trial.clear && trial_holds();
 }
 
 /*
