@@ -92,6 +92,9 @@ struct mig {
 	 * from staging to the chunk; otherwise the new handle is staged.
 	 */
 	bool stage_src;
+	/* Run once the first batch's copies are queued (a swap's send back). */
+	void (*during)(void *arg);
+	void *during_arg;
 };
 
 static void give_back(struct vmmx_ctx *ctx, struct vmmx_loc loc, vmm_handle_t h, size_t size)
@@ -432,19 +435,10 @@ account:
 	}
 }
 
-/*
- * A chunk going back to the host location of its copy (read-mostly, or
- * verified unchanged): the copy is mapped again in place of the device
- * handle, which goes to the cache; no copy, no new handle.  0, or the error after putting the chunk
- * back as it was.
- */
-static int remap_shadow(struct mig *g, size_t i)
+/* The entry of chunk @c once its host copy is its memory again, mapped in place. */
+static struct vmmx__chunk shadow_entry(const struct vmmx_ctx *ctx, const struct vmmx__chunk *c)
 {
-	struct vmmx_ctx *ctx = g->ctx;
-	const struct vmmx__chunk *c = &g->t->c[i];
 	struct vmmx__chunk back = *c;
-	void *va = (void *)(g->buf->base + c->off);
-	int err;
 
 	back.loc = c->shadow_loc;
 	back.handle = c->shadow;
@@ -454,6 +448,41 @@ static int remap_shadow(struct mig *g, size_t i)
 	back.verified = false;
 	back.shadow_sum = 0;
 	back.hva = NULL;
+	return back;
+}
+
+/* Chunk @i (as @c was) is its copy @back again, mapped in place: counted, and
+ * its copy's own mapping (a park's) dropped.  Its device handle is the caller's. */
+static void shadow_mapped(struct mig *g, size_t i, const struct vmmx__chunk *c,
+			  const struct vmmx__chunk *back)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+
+	if (c->hva)
+		(void)vmmx__hva_drop(ctx, c->hva, c->size);
+	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.copies_saved, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->ctr.copy_bytes_saved, c->size, __ATOMIC_RELAXED);
+	if (c->verified)
+		__atomic_fetch_add(&ctx->ctr.verified_saved, 1, __ATOMIC_RELAXED);
+	g->nt->c[i] = *back;
+	moved_one(g, &g->nt->c[i]);
+}
+
+/*
+ * A chunk going back to the host location of its copy (read-mostly, or
+ * verified unchanged): the copy is mapped again in place of the device
+ * handle, which goes to the cache; no copy, no new handle.  0, or the error
+ * after putting the chunk back as it was.
+ */
+static int remap_shadow(struct mig *g, size_t i)
+{
+	struct vmmx_ctx *ctx = g->ctx;
+	const struct vmmx__chunk *c = &g->t->c[i];
+	struct vmmx__chunk back = shadow_entry(ctx, c);
+	void *va = (void *)(g->buf->base + c->off);
+	int err;
+
 	err = vmm_unmap(ctx->vmm, va, c->size);
 	if (err)
 		return err;
@@ -463,17 +492,8 @@ static int remap_shadow(struct mig *g, size_t i)
 			lost(g, c);
 		return err;
 	}
-	/* The copy is the chunk's memory now, mapped where it belongs. */
-	if (c->hva)
-		(void)vmmx__hva_drop(ctx, c->hva, c->size);
 	give_back(ctx, c->loc, c->handle, c->size);
-	__atomic_fetch_sub(&ctx->shadow_bytes, c->size, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&ctx->ctr.copies_saved, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&ctx->ctr.copy_bytes_saved, c->size, __ATOMIC_RELAXED);
-	if (c->verified)
-		__atomic_fetch_add(&ctx->ctr.verified_saved, 1, __ATOMIC_RELAXED);
-	g->nt->c[i] = back;
-	moved_one(g, &g->nt->c[i]);
+	shadow_mapped(g, i, c, &back);
 	return 0;
 }
 
@@ -605,13 +625,15 @@ static void chunk_range(const struct vmmx__table *t, size_t off, size_t len, siz
 }
 
 static int migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
-			  vmm_stream_t s, bool park, size_t *moved_p, size_t *parked_p)
+			  vmm_stream_t s, bool park, size_t *moved_p, size_t *parked_p,
+			  void (*during)(void *), void *during_arg)
 {
 	struct vmmx_ctx *ctx = buf->ctx;
 	struct vmmx__table *t = buf->table;
 	struct batch b[2] = { { 0 }, { 0 } };
 	struct mig g = { .buf = buf, .ctx = ctx, .to = to, .s = s, .park = park,
-			 .stage_src = vmm_loc_is_host(to) };
+			 .stage_src = vmm_loc_is_host(to), .during = during,
+			 .during_arg = during_arg };
 	size_t first, maxn = 0;
 	void *stage = NULL;
 	int err, cur = 0;
@@ -680,6 +702,8 @@ static int migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct v
 	/* prepare(k+1) overlaps copy(k); finish(k) overlaps copy(k+1). */
 	prepare(&g, &b[0]);
 	launch(&g, &b[0]);
+	if (g.during && b[0].n)
+		g.during(g.during_arg);
 	while (b[cur].n) {
 		struct batch *nb = &b[!cur];
 
@@ -725,7 +749,7 @@ out_publish:
 int vmmx__migrate_locked(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
 			 vmm_stream_t s, size_t *moved_p)
 {
-	return migrate_locked(buf, off, len, to, s, false, moved_p, NULL);
+	return migrate_locked(buf, off, len, to, s, false, moved_p, NULL, NULL, NULL);
 }
 
 static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc to,
@@ -772,7 +796,7 @@ static int migrate(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc
 	if (!err) {
 		/* and copies and memsets of other threads through libvmmx */
 		vmmx__buf_quiesce(buf, true);
-		err = migrate_locked(buf, off, len, to, s, park, &moved, parked_p);
+		err = migrate_locked(buf, off, len, to, s, park, &moved, parked_p, NULL, NULL);
 		vmmx__buf_unquiesce(buf);
 	}
 	pthread_mutex_unlock(&buf->lock);
@@ -818,5 +842,145 @@ int vmmx__unpark(struct vmmx_buf *buf, size_t off, size_t len, size_t *done_p)
 	err = unpark_range(buf, first, end, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, "vmmx_unpark",
 			   done_p);
 	pthread_mutex_unlock(&buf->lock);
+	return err;
+}
+
+/*
+ * vmmx_swap(): @out's part goes back to host memory and @in's comes to a
+ * device in one call.  A send back to the copies the chunks kept in host
+ * memory (read-mostly, or verified unchanged) is a remap: the device
+ * handle off the chunk's address, the copy mapped there and granted to the
+ * GPU.  The grant of host memory is the costly step (about 1 ms a 128 MiB
+ * chunk on an H200), and in a send back followed by a bring-in it runs
+ * before the bring-in's copy can start.  Here it runs while that copy does:
+ *
+ *  1. every chunk of @out that moves is checked first: its copy at @to_out
+ *     and its checksum unchanged, or the swap is the two moves in turn;
+ *  2. each is unmapped from the device, its handle given to the cache,
+ *     where @in's first batch finds it (the room it makes);
+ *  3. @in's migration prepares and queues its first batch's copies, then
+ *     (swap_remap(), its "during" hook) @out's copies are mapped and
+ *     granted at their addresses while those copies run.
+ *
+ * An @out chunk's data is in its copy from step 1 on (checked unchanged),
+ * so a failed map in step 3 is tried again (vmmx__chunk_restore()); one
+ * that fails every time is logged lost, its address unmapped, as a failed
+ * restore is in every move.  Its address is unmapped from step 2 to step
+ * 3 (about as long as the grant itself, which a plain send back leaves it
+ * unmapped for too): nothing may use @out meanwhile, the caller's promise
+ * for any move.  Both buffers locked and quiesced (the caller).
+ */
+struct swap_out {
+	struct mig g;           /* @out's move: buf, ctx, t, nt, to */
+	size_t *idx;            /* chunks unmapped, their copies still to map */
+	size_t n;
+	bool done;
+	int err;
+};
+
+/* Step 3: @out's copies mapped and granted at their addresses. */
+static void swap_remap(void *arg)
+{
+	struct swap_out *so = arg;
+	struct mig *g = &so->g;
+
+	so->done = true;
+	for (size_t k = 0; k < so->n; k++) {
+		const struct vmmx__chunk *c = &g->t->c[so->idx[k]];
+		struct vmmx__chunk back = shadow_entry(g->ctx, c);
+		int err = vmmx__chunk_restore(g->ctx, (void *)(g->buf->base + c->off), &back);
+
+		if (err) {
+			/* The data is in the copy: the table says so, unmapped. */
+			lost(g, c);
+			so->err = so->err ? so->err : err;
+		}
+		shadow_mapped(g, so->idx[k], c, &back);
+	}
+}
+
+int vmmx__swap_locked(struct vmmx_buf *out, size_t out_off, size_t out_len,
+		      struct vmmx_loc to_out, struct vmmx_buf *in, size_t in_off, size_t in_len,
+		      struct vmmx_loc to_in, vmm_stream_t s, size_t *out_moved_p, size_t *in_moved_p)
+{
+	struct vmmx_ctx *ctx = out->ctx;
+	const struct vmmx__table *t = out->table;
+	struct swap_out so = { .g = { .buf = out, .ctx = ctx, .t = t, .to = to_out } };
+	size_t first, end, n = 0;
+	bool fast = out != in, dropped = false;
+	int err;
+
+	*out_moved_p = *in_moved_p = 0;
+	chunk_range(t, out_off, out_len, &first, &end);
+	/* 1: what moves, and whether every one has its copy where it goes. */
+	for (size_t i = first; i < end; i++) {
+		const struct vmmx__chunk *c = &t->c[i];
+
+		if (vmmx__same_loc(c->loc, to_out))
+			continue;
+		n++;
+		if (vmm_loc_is_host(c->loc) || c->parked || !VMMX__HAS_SHADOW(c) ||
+		    !vmmx__same_loc(c->shadow_loc, to_out))
+			fast = false;
+	}
+	if (!n)
+		return migrate_locked(in, in_off, in_len, to_in, s, false, in_moved_p, NULL, NULL,
+				      NULL);
+	if (!fast)
+		goto plain;
+	so.g.nt = vmmx__table_dup(t);
+	so.idx = calloc(n, sizeof(*so.idx));
+	if (!so.g.nt || !so.idx) {
+		free(so.g.nt);
+		free(so.idx);
+		return vmmx__fail(&ctx->conf.log, -VMMX_ENOMEM, "vmmx_swap: out of memory");
+	}
+	/* Checked before any is unmapped: one written since its promotion
+	 * drops its copy (published), and the swap is two plain moves. */
+	for (size_t i = first; i < end; i++)
+		if (!vmmx__same_loc(t->c[i].loc, to_out) &&
+		    !vmmx__shadow_unchanged(out, &so.g.nt->c[i]))
+			dropped = true;
+	if (dropped) {
+		vmmx__table_publish(out, so.g.nt);
+		free(so.idx);
+		goto plain;
+	}
+	/* 2: off the device; the handles make the room @in's batch takes. */
+	for (size_t i = first; i < end; i++) {
+		const struct vmmx__chunk *c = &t->c[i];
+
+		if (vmmx__same_loc(c->loc, to_out))
+			continue;
+		err = vmm_unmap(ctx->vmm, (void *)(out->base + c->off), c->size);
+		if (err) {
+			/* This one and those after it stay on the device. */
+			so.err = err;
+			break;
+		}
+		give_back(ctx, c->loc, c->handle, c->size);
+		so.idx[so.n++] = i;
+	}
+	/* 3: @in's copies, @out's remaps while they run; an @out that failed
+	 * (a sequence of moves stops there) is mapped back alone. */
+	err = 0;
+	if (!so.err)
+		err = migrate_locked(in, in_off, in_len, to_in, s, false, in_moved_p, NULL,
+				     swap_remap, &so);
+	if (!so.done)
+		swap_remap(&so);
+	if (so.n)
+		vmmx__table_publish(out, so.g.nt);
+	else
+		free(so.g.nt);
+	*out_moved_p = so.g.moved;
+	free(so.idx);
+	return so.err ? so.err : err;
+
+plain:
+	err = migrate_locked(out, out_off, out_len, to_out, s, false, out_moved_p, NULL, NULL, NULL);
+	if (!err)
+		err = migrate_locked(in, in_off, in_len, to_in, s, false, in_moved_p, NULL, NULL,
+				     NULL);
 	return err;
 }

@@ -81,6 +81,7 @@ vmmx_c_tests = \
 	%D%/lib/room \
 	%D%/lib/verified \
 	%D%/lib/park \
+	%D%/lib/swap \
 	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
@@ -182,6 +183,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_verified_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_park_LDADD = $(TEST_LDADD)
 %C%_lib_park_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_swap_LDADD = $(TEST_LDADD)
+%C%_lib_swap_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
 %C%_lib_foreign_LDADD = $(TEST_LDADD)
 %C%_lib_fork_LDADD = $(TEST_LDADD)

@@ -142,6 +142,17 @@ int vmmx__park_on(struct vmmx_buf *buf, size_t off, size_t len, struct vmmx_loc 
  * bytes mapped in place added to *@done_p. */
 int vmmx__unpark(struct vmmx_buf *buf, size_t off, size_t len, size_t *done_p);
 /*
+ * vmmx_swap() of one buffer's part each: [out_off, +out_len) of @out to the
+ * host location @to_out, then [in_off, +in_len) of @in to device @to_in,
+ * the first's remaps onto its kept host copies made while the second's
+ * copies run.  Both locks held, both quiesced.  *@out_moved_p,
+ * *@in_moved_p: bytes moved.  The first error; @in is not moved when @out
+ * failed.
+ */
+int vmmx__swap_locked(struct vmmx_buf *out, size_t out_off, size_t out_len,
+		      struct vmmx_loc to_out, struct vmmx_buf *in, size_t in_off, size_t in_len,
+		      struct vmmx_loc to_in, vmm_stream_t s, size_t *out_moved_p, size_t *in_moved_p);
+/*
  * Map every parked chunk of @buf at its address again (unparked), for a
  * call (@fn, named in the error) that uses the buffer's memory or
  * mappings.  buf->lock held.  0 (also when none is parked), or the error of
