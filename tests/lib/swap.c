@@ -339,7 +339,7 @@ static void fault_pairs(void)
 
 int main(void)
 {
-	plan(27 + 19 + 18 + 2 + 2 * NSWEEP + 2);
+	plan(28 + 22 + 17 + 2 + 2 * NSWEEP + 2);
 	swap_and_back();
 	in_turn();
 	bad_args();
