@@ -738,6 +738,39 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 	return err;
 }
 
+static int swap_wanted(void);
+
+/*
+ * vmmx_swap(): victim @vt's segment sent back to @host and @t's brought to
+ * @dev in one call, the send back's mapping of its host copy made while the
+ * bring-in's copy runs (libvmmx makes the two moves in turn where @vt has no
+ * such copy).  Its time added to st.in_ns (a pair's: not split), both moves
+ * traced (the send back with no time of its own) with @out_bytes and
+ * @in_bytes; lock let go with @unlocked, as move() does.
+ */
+static int swap_move(struct tracked *vt, size_t out_bytes, struct vmmx_loc host,
+		     struct tracked *t, size_t in_bytes, struct vmmx_loc dev, int unlocked)
+{
+	struct vmmx_ctx *ctx = t->ctx;
+	void *out = vt->base, *in = t->base;
+	size_t out_size = vt->size, in_size = t->size;
+	uint64_t t0;
+	int err;
+
+	if (unlocked)
+		pthread_mutex_unlock(&lock);
+	t0 = now_ns();
+	err = vmmx_swap(ctx, out, out_size, host, in, in_size, dev, NULL);
+	t0 = now_ns() - t0;
+	vmmxp_trace_move(out, out_bytes, 0, 0, err, unlocked);
+	vmmxp_trace_move(in, in_bytes, 1, t0, err, unlocked);
+	if (unlocked)
+		pthread_mutex_lock(&lock);
+	st.in_ns += t0;
+	st.swaps++;
+	return err;
+}
+
 /*
  * lock held: @t, maybe parked, mapped at its addresses again (its chunks
  * on the device left alone): a launch or a copy is about to use it where
@@ -1132,6 +1165,30 @@ static size_t most_moved(struct vmmx_ctx *ctx)
 	return cs ? cs->most : SIZE_MAX;
 }
 
+/* lock held: @t brought to the device, counted (@ahead: for a launch ahead). */
+static void promoted(struct tracked *t, int ahead)
+{
+	st.promoted++;
+	st.promoted_bytes += t->size;
+	if (ahead)
+		st.ahead++;
+	else
+		st.on_demand++;
+	t->on_device = 1;
+}
+
+/* lock held: victim @vt sent back for room, counted (by next use when a cycle is known). */
+static void evicted(struct tracked *vt, uint64_t cycle_len)
+{
+	vt->on_device = 0;
+	st.evicted++;
+	st.evicted_bytes += vt->size;
+	if (cycle_len)
+		st.evicted_next_use++;
+	else
+		st.evicted_lru++;
+}
+
 /*
  * Bring @t's segment to its context's device, sending victims back as
  * needed.  @once: the launch reads it once (see the top); @t was named by
@@ -1157,7 +1214,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 {
 	struct vmmx_ctx_info ci = { .size = sizeof(ci) };
 	struct vmmx_loc host = { VMMX_LOC_HOST, 0 };
-	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, sent = 0;
+	int unlocked = how == MOVER, ahead = how != ON_DEMAND, waited = 0, sent = 0, nv, swap;
 	struct tracked *v[MAX_EVICT];
 	size_t dev_bytes[MAX_EVICT], most;
 	int err;
@@ -1193,13 +1250,7 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 			err = move(t, dev, in_host, unlocked, &st.in_ns);
 		}
 		if (!err) {
-			st.promoted++;
-			st.promoted_bytes += t->size;
-			if (ahead)
-				st.ahead++;
-			else
-				st.on_demand++;
-			t->on_device = 1;
+			promoted(t, ahead);
 			return 0;
 		}
 		if (err != -VMMX_ENOMEM) {
@@ -1244,8 +1295,9 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		 */
 		if (!lack)
 			room_for(t, dev, &lack, &in_host);
-		if (!plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most, v,
-				  dev_bytes, &why)) {
+		nv = plan_victims(t, how, once, cycle_len, bound, lack ? lack : in_host, most, v,
+				  dev_bytes, &why);
+		if (!nv) {
 			st.no_room += why == REFUSE_NO_ROOM;
 			st.in_place += why == REFUSE_IN_PLACE;
 			return -VMMX_ENOMEM;
@@ -1253,25 +1305,41 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 		vt = v[0];
 		sent++;
 		vt->moving = 1;
+		/*
+		 * One victim makes the room: sent back and @t brought in by one
+		 * vmmx_swap() (not when sends back park: a park maps nothing).
+		 * Whatever both queued uses is waited for first.
+		 */
+		swap = nv == 1 && swap_wanted() && !park_wanted();
 		err = wait_last_use(vt, unlocked);
-		if (!err)
+		if (!err && swap && !waited) {
+			err = wait_last_use(t, unlocked);
+			waited = 1;
+		}
+		if (!err && swap) {
+			err = swap_move(vt, dev_bytes[0], host, t, in_host, dev, unlocked);
+		} else if (!err) {
 			err = move(vt, host, dev_bytes[0], unlocked, &st.out_ns);
+		}
 		vt->moving = 0;
 		if (unlocked)
 			pthread_cond_broadcast(&done_cv);
+		if (swap && (!err || (err == -VMMX_ENOMEM && !on_device_bytes(vt)))) {
+			/* Sent back; @t in, or (ENOMEM) room taken meanwhile: ask again. */
+			evicted(vt, cycle_len);
+			if (err)
+				continue;
+			t->parked = 0;
+			promoted(t, ahead);
+			return 0;
+		}
 		if (err) {
 			/* What moved stays moved; what did not is still on the device. */
 			vt->on_device = on_device_bytes(vt) != 0;
 			st.failed++;
 			return err;
 		}
-		vt->on_device = 0;
-		st.evicted++;
-		st.evicted_bytes += vt->size;
-		if (cycle_len)
-			st.evicted_next_use++;
-		else
-			st.evicted_lru++;
+		evicted(vt, cycle_len);
 	}
 }
 
@@ -1856,6 +1924,23 @@ static int park_wanted(void)
 			       "0 (segments sent back stay mapped in host memory)") &&
 		     !wait_device();
 	return on && !__atomic_load_n(&unseen, __ATOMIC_RELAXED);
+}
+
+/*
+ * VMMX_RUN_PLACE_SWAP, read once: 1, a bring-in that one send back makes
+ * room for is one vmmx_swap(), the send back's remap made while the
+ * bring-in's copy runs; 0 (the default), two moves in turn.  Not the
+ * default: with two movers a pair is 4-8% faster in libvmmx alone (H200,
+ * 128 MiB), and no workload measured faster (docs/PRELOAD.md).
+ */
+static int swap_wanted(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = env_count("VMMX_RUN_PLACE_SWAP", 1, 0,
+			       "0 (the default: a send back, then the bring-in it makes room for)");
+	return on;
 }
 
 void vmmxp_place_unseen(void)

@@ -811,6 +811,7 @@ struct vmmxp_place_stats {
 	uint64_t waits;                     /* moves that waited for a last use still running */
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
 	uint64_t in_ns, out_ns, wait_ns;    /* time in moves to the device, back, and in waits */
+	uint64_t swaps;                     /* send backs made with their bring-in (vmmx_swap()) */
 	uint64_t queued;                    /* moves ahead queued for the mover threads */
 	uint64_t cancelled;                 /* ... of them not begun when their launch came */
 	uint64_t movers;                    /* mover threads started */

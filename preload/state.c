@@ -632,7 +632,7 @@ static void report_launches(FILE *out)
 			     "on demand %llu), %llu sent back (%s: by next use %llu, least recently "
 			     "named %llu); left in host memory: no room %llu, read in place %llu, too "
 			     "large %llu, failed moves %llu; waits for last uses %llu, device syncs %llu; time moving in "
-			     "%.1f ms, sending back %.1f ms, waiting %.1f ms; mover: %llu queued, %llu "
+			     "%.1f ms (%llu swaps: a send back with the bring-in it made room for, one call timed here), sending back %.1f ms, waiting %.1f ms; mover: %llu queued, %llu "
 			     "of them cancelled, %llu threads, at most %llu moves under way at once, "
 			     "launches waited for it %llu times, %.1f ms; copies "
 			     "and memsets held %llu; streams joined %llu\n",
@@ -642,6 +642,7 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.no_room, (unsigned long long)ps.in_place,
 			(unsigned long long)ps.too_large, (unsigned long long)ps.failed, (unsigned long long)ps.waits,
 			(unsigned long long)ps.device_syncs, (double)ps.in_ns / 1e6,
+			(unsigned long long)ps.swaps,
 			(double)ps.out_ns / 1e6, (double)ps.wait_ns / 1e6,
 			(unsigned long long)ps.queued, (unsigned long long)ps.cancelled,
 			(unsigned long long)ps.movers, (unsigned long long)ps.busy_most,

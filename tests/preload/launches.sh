@@ -153,7 +153,7 @@ st=$?
 grep -q '^not ok' "$tmp/tap5" && st=1
 check $st "--placement launch: $(grep -c '^ok' "$tmp/tap5") checks of residency at each step and of the data after 16 moves"
 [ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap5"
-grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms, sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, 0 threads, at most 0 moves under way at once, launches waited for it 0 times, 0.0 ms; copies and memsets held 0; streams joined 0$' "$tmp/rep5"
+grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2); left in host memory: no room 0, read in place 0, too large 0, failed moves 0; waits for last uses 0, device syncs 2; time moving in [0-9.]* ms ([0-9]* swaps: a send back with the bring-in it made room for, one call timed here), sending back [0-9.]* ms, waiting [0-9.]* ms; mover: 0 queued, 0 of them cancelled, 0 threads, at most 0 moves under way at once, launches waited for it 0 times, 0.0 ms; copies and memsets held 0; streams joined 0$' "$tmp/rep5"
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 grep -q 'host copies  *4 moves to host memory mapped a kept copy (256.0 MiB not copied), 4 of them verified unchanged, 0 found changed (copied); 12 checksums; 256.0 MiB kept now$' "$tmp/rep5"
 check $? "--report: of the 8 sends back, the 4 of weights brought in before mapped their verified copy again (8 checksums at the bring-ins, 4 at those sends back); 4 copies kept"
@@ -209,6 +209,15 @@ placed 40 place-trial 'trial  *1 decided (reading in place chosen 0), 0 cut shor
 	"--placement launch, the trial: moving (14 a cycle: 6 launches, 4 weights in and 4 back) beats reading in place (204): moving kept after a cycle of each"
 placed 41 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place; the last decided: a cycle of 6 launches, 8006.0 ms moving, 8.0 ms reading in place; launches taken for tiled 0$' \
 	"--placement launch, the trial: reading in place (8 a cycle) beats moving (8006): nothing moves after the trial, the data intact"
+# VMMX_RUN_PLACE_SWAP=1: a bring-in that one send back makes room for is one
+# vmmx_swap(); the same placement as the rep5 run above, every move of it a swap.
+VMMX_RUN_PLACE_SWAP=1 placed 90 place '8 segments brought to the device (512.0 MiB: ahead 3, on demand 5), 8 sent back (512.0 MiB: by next use 6, least recently named 2);.* time moving in [0-9.]* ms (8 swaps: a send back with the bring-in it made room for, one call timed here), sending back 0.0 ms,' \
+	"VMMX_RUN_PLACE_SWAP=1: the same 8 segments brought in and 8 sent back, each pair one vmmx_swap(), residency at each step and the data right"
+grep -q 'host copies  *4 moves to host memory mapped a kept copy (256.0 MiB not copied), 4 of them verified unchanged' "$tmp/rep90"
+check $? "VMMX_RUN_PLACE_SWAP=1: the 4 sends back of weights brought in before mapped their verified copy again (the swap's remap), as without it"
+VMMX_RUN_PLACE_SWAP=2 "$run" $opts --placement launch -- "$lc" place >"$tmp/tap92" 2>&1
+grep -q '^vmmx-run: VMMX_RUN_PLACE_SWAP=2: expected 0 (the default: a send back, then the bring-in it makes room for) to 1; using 0$' "$tmp/tap92"
+check $? "VMMX_RUN_PLACE_SWAP=2 is refused by name, with the range and the value used"
 # A program's first steps pin host memory (each costs 1000 on the clock):
 # measured then, moving (over 1000) would lose to reading in place (204).
 # Under the spread kept set, such passes are settled past.
@@ -356,6 +365,8 @@ placed 15 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* mover: [1-9][0-9]*
 # each launch still finds its buffer on the device, the data intact.
 placed 49 place-mover 'failed moves 0;.* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 2 threads, at most 2 moves under way at once,' \
 	"--placement launch with two movers (the default): two moves ahead under way at once; each launch finds its buffer on the device, data intact"
+VMMX_RUN_PLACE_SWAP=1 placed 91 place-mover 'failed moves 0;.* ([1-9][0-9]* swaps: .* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 2 threads,' \
+	"VMMX_RUN_PLACE_SWAP=1 with two movers: swaps made on both while the launches go on; each launch finds its buffer on the device, data intact"
 VMMX_RUN_PLACE_MOVER=4 placed 50 place-mover 'failed moves 0;.* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 4 threads, at most [2-4] moves under way at once,' \
 	"VMMX_RUN_PLACE_MOVER=4: four movers, moves ahead under way at once; each launch finds its buffer on the device, data intact"
 VMMX_RUN_PLACE_MOVER=1 placed 51 place-mover 'failed moves 0;.* mover: [1-9][0-9]* queued, [0-9]* of them cancelled, 1 threads, at most 1 moves under way at once,' \
