@@ -16,7 +16,7 @@
  *  - without host copies, ranges in one buffer, a range over two buffers:
  *    the two moves in turn, right;
  *  - bad arguments by code and message;
- *  - every reserve, create, map, unmap, set_access, copy, sync, event and
+ *  - every reserve, create, map, unmap, set_access, copy, sync and
  *    checksum of a swap-write-swap scenario failed in turn, and pairs of
  *    failed map, unmap, set_access, copy and create calls: no byte lost, no
  *    leak.
@@ -265,7 +265,7 @@ out:
 
 static const int sweep_ops[] = {
 	VMMX_OP_RESERVE, VMMX_OP_CREATE, VMMX_OP_MAP, VMMX_OP_UNMAP, VMMX_OP_SET_ACCESS,
-	VMMX_OP_COPY, VMMX_OP_SYNC, VMM_OP_EVENT, VMM_OP_CHECKSUM,
+	VMMX_OP_COPY, VMMX_OP_SYNC, VMM_OP_CHECKSUM,
 };
 #define NSWEEP (sizeof(sweep_ops) / sizeof(sweep_ops[0]))
 

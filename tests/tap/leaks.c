@@ -70,7 +70,9 @@ void test_fault_sweep_ops(const char *const *vars, const int *ops, size_t nops,
 {
 	for (size_t i = 0; i < nops; i++)
 		test_fault_sweep(vars, ops[i],
-				 ops[i] == VMM_OP_CHECKSUM ? base->checksum_calls : base->calls[ops[i]],
+				 ops[i] == VMM_OP_CHECKSUM ? base->checksum_calls
+				 : ops[i] == VMM_OP_EVENT  ? base->event_calls
+							   : base->calls[ops[i]],
 				 scenario, arg, promise);
 }
 
