@@ -108,12 +108,9 @@ static void swap_and_back(void)
 	       "out already in host memory: only the bring-in, which finds no room");
 	is_string("0H00", test_layout(a), "a as it was");
 	is_string("HH0H", test_layout(b), "b as it was");
-	vmmx_buf_destroy(a);
 	vmmx_buf_destroy(b);
-	free(wa);
 	free(wb);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	test_finish(ctx, a, wa);
 }
 
 /* ---- 2. the two moves in turn ---- */
@@ -176,12 +173,9 @@ static void in_turn(void)
 	is_string("0000", test_layout(b), "b on the device");
 	ok(test_holds(ctx, a, wa, 0, 16 * MiB) && test_holds(ctx, b, wb, 0, 16 * MiB),
 	   "both intact");
-	vmmx_buf_destroy(a);
 	vmmx_buf_destroy(b);
-	free(wa);
 	free(wb);
-	ok(test_no_leaks(ctx), "nothing leaked");
-	vmmx_ctx_destroy(ctx);
+	test_finish(ctx, a, wa);
 }
 
 /* ---- 3. bad arguments ---- */
