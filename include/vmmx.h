@@ -204,7 +204,7 @@ enum vmmx_host_access {
 };
 
 /** VMMX_STATS_VERSION - version of struct vmmx_stats filled by this library. */
-#define VMMX_STATS_VERSION 6
+#define VMMX_STATS_VERSION 7
 
 /** VMMX_STATS_DEVICES - devices described one by one in struct vmmx_stats. */
 #define VMMX_STATS_DEVICES 16
@@ -279,6 +279,16 @@ struct vmmx_stats {
 	uint64_t parked_bytes;        /**< bytes of chunks parked now */
 	uint64_t parks;               /**< chunks parked (counted in @copies_saved too) */
 	uint64_t unparks;             /**< parked chunks mapped at their address again */
+	/* version 7: where the driver time went */
+	uint64_t driver_ns[VMMX_OP_COUNT]; /**< nanoseconds spent in the driver calls counted in
+				                @driver_calls, by op, summed over threads: each
+				                call's wall time, waits included (a stream sync
+				                waits for its copies, a mapping call for the lock
+				                the driver holds across threads) */
+	uint64_t checksum_ns;         /**< nanoseconds spent taking the device checksums */
+	uint64_t event_calls;         /**< event records, queries and waits: vmmx_event_record(),
+				           vmmx_event_query(), vmmx_event_sync() and libvmmx's own */
+	uint64_t event_ns;            /**< nanoseconds spent in them */
 };
 
 /**
@@ -1083,6 +1093,17 @@ VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st);
  * Context: any thread; lock-free (RCU read side).
  */
 VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t *len_p);
+
+/**
+ * vmmx_op_name() - the name of a driver operation, as vmmx_stats_json()
+ * writes it ("reserve", "map", "set_access", ...).
+ * @op: an enum vmmx_op below VMMX_OP_COUNT.
+ *
+ * Return: a static string; NULL for an op out of range.
+ *
+ * Context: any thread.
+ */
+VMMX_API const char *vmmx_op_name(enum vmmx_op op);
 
 /**
  * struct vmmx_device_info - what one device offers, from vmmx_device_info().

@@ -87,6 +87,15 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->host_access = (enum vmmx_host_access)ctx->host_access;
 	vmm_counts(ctx->vmm, &vc);
 	memcpy(out->driver_calls, vc.calls, sizeof(out->driver_calls));
+	memcpy(out->driver_ns, vc.ns, sizeof(out->driver_ns));
+	out->checksum_ns = vc.ns[VMM_OP_CHECKSUM];
+	out->event_calls = vc.event_calls;
+	out->event_ns = vc.ns[VMM_OP_EVENT];
+}
+
+VMMX_API const char *vmmx_op_name(enum vmmx_op op)
+{
+	return (unsigned int)op < VMMX_OP_COUNT ? vmm_op_name(op) : NULL;
 }
 
 VMMX_API int vmmx_stats_get(struct vmmx_ctx *ctx, struct vmmx_stats *st)
@@ -160,13 +169,17 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(migrations); U(migrated_bytes); U(evictions); U(promotions);
 	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved); U(slack_bytes); U(moves_busy);
 	U(checksums); U(verified_saved); U(verified_changed);
-	U(parked_bytes); U(parks); U(unparks);
+	U(parked_bytes); U(parks); U(unparks); U(checksum_ns); U(event_calls); U(event_ns);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");
 	for (int i = 0; i < VMMX_OP_COUNT; i++)
 		put(&o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
 		    (unsigned long long)st.driver_calls[i]);
+	put(&o, "},\"driver_ns\":{");
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		put(&o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
+		    (unsigned long long)st.driver_ns[i]);
 	put(&o, "},\"locations\":[");
 	for (int k = 0; k < VMMX__NSLOTS; k++) {
 		char name[32];

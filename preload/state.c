@@ -691,6 +691,28 @@ static void report_launches(FILE *out)
 	}
 }
 
+/*
+ * The driver time line: each op's calls and the time spent in them, summed
+ * over the program's threads and the movers (a call that waits, for the
+ * GPU or for the lock the driver holds across mapping calls, counts it).
+ */
+static void report_driver_time(FILE *out, const struct vmmx_stats *st)
+{
+	const char *sep = "";
+
+	fprintf(out, "    driver time    ");
+	for (int i = 0; i < VMMX_OP_COUNT; i++) {
+		if (!st->driver_calls[i])
+			continue;
+		fprintf(out, "%s%s %.1f ms (%llu)", sep, vmmx_op_name((enum vmmx_op)i),
+			(double)st->driver_ns[i] / 1e6, (unsigned long long)st->driver_calls[i]);
+		sep = ", ";
+	}
+	fprintf(out, "%schecksums %.1f ms (%llu), events %.1f ms (%llu)\n", sep,
+		(double)st->checksum_ns / 1e6, (unsigned long long)st->checksums,
+		(double)st->event_ns / 1e6, (unsigned long long)st->event_calls);
+}
+
 static void report(void)
 {
 	FILE *out = stderr;
@@ -779,6 +801,7 @@ static void report(void)
 			(unsigned long long)st.verified_saved,
 			(unsigned long long)st.verified_changed,
 			(unsigned long long)st.checksums, b2);
+		report_driver_time(out, &st);
 	}
 	if (!any)
 		fprintf(out, "  no allocation went through libvmmx\n");

@@ -82,6 +82,7 @@ vmmx_c_tests = \
 	%D%/lib/verified \
 	%D%/lib/park \
 	%D%/lib/swap \
+	%D%/lib/drivertime \
 	%D%/gpu/peer_spill
 
 check_PROGRAMS += $(vmmx_c_tests) %D%/api/cxx
@@ -185,6 +186,8 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_park_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_swap_LDADD = $(TEST_LDADD)
 %C%_lib_swap_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_drivertime_LDADD = $(TEST_LDADD)
+%C%_lib_drivertime_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_policies_lru_LDADD = $(TEST_LDADD)
 %C%_lib_foreign_LDADD = $(TEST_LDADD)
 %C%_lib_fork_LDADD = $(TEST_LDADD)

@@ -19,12 +19,20 @@
  * of this layer only (struct vmmx_stats keeps the public enum vmmx_op), as
  * checksums are, as VMM_OP_CHECKSUM.  Live counts (reservations,
  * handles, mapped bytes, registrations, streams) move on success only.
+ *
+ * The time in each counted call is summed per op too (ns[]: the calling
+ * thread's wall time from entry to return, clock_gettime(CLOCK_MONOTONIC)
+ * around the backend), so that a run can say where its driver time went:
+ * a call that waits, for the GPU or for a lock the driver holds across
+ * threads, counts its wait.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm/vmm.h"
@@ -159,9 +167,16 @@ static uint64_t mix64(uint64_t x)
 static int enter(struct vmm *v, int op)
 {
 	uint32_t rate = __atomic_load_n(&v->fault_rate, __ATOMIC_RELAXED);
+	uint64_t slow = __atomic_load_n(&v->slow_ns[op], __ATOMIC_RELAXED);
 	uint64_t armed;
 
 	__atomic_fetch_add(&v->calls[op], 1, __ATOMIC_RELAXED);
+	if (slow) {
+		struct timespec ts = { (time_t)(slow / 1000000000u), (long)(slow % 1000000000u) };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	if (rate) {
 		uint64_t n = __atomic_fetch_add(&v->fault_seq, 1, __ATOMIC_RELAXED);
 
@@ -193,6 +208,22 @@ static void add(int64_t *ctr, int64_t d)
 	__atomic_fetch_add(ctr, d, __ATOMIC_RELAXED);
 }
 
+/* Now, for the time counted per op (a vDSO call, tens of ns). */
+static uint64_t clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Count the calling thread's time in a call of @op since @t0 (clock_ns()); returns @err. */
+static int spent(struct vmm *v, int op, uint64_t t0, int err)
+{
+	__atomic_fetch_add(&v->ns[op], clock_ns() - t0, __ATOMIC_RELAXED);
+	return err;
+}
+
 int vmm_query(struct vmm *v, struct vmm_info *info)
 {
 	memset(info, 0, sizeof(*info));
@@ -221,96 +252,106 @@ int vmm_device_name(struct vmm *v, int device, char *buf, size_t len)
 
 int vmm_reserve(struct vmm *v, size_t size, size_t align, void **va_p)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_RESERVE);
 
 	if (!err)
 		err = v->ops->reserve(v, size, align, va_p);
 	if (!err)
 		add(&v->live_reservations, 1);
-	return err;
+	return spent(v, VMMX_OP_RESERVE, t0, err);
 }
 
 int vmm_unreserve(struct vmm *v, void *va, size_t size)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_UNRESERVE);
 
 	if (!err)
 		err = v->ops->unreserve(v, va, size);
 	if (!err)
 		add(&v->live_reservations, -1);
-	return err;
+	return spent(v, VMMX_OP_UNRESERVE, t0, err);
 }
 
 int vmm_create(struct vmm *v, struct vmmx_loc loc, size_t size, vmm_handle_t *h_p)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_CREATE);
 
 	if (!err)
 		err = v->ops->create(v, loc, size, h_p);
 	if (!err)
 		add(&v->live_handles, 1);
-	return err;
+	return spent(v, VMMX_OP_CREATE, t0, err);
 }
 
 int vmm_release(struct vmm *v, vmm_handle_t h)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_RELEASE);
 
 	if (!err)
 		err = v->ops->release(v, h);
 	if (!err)
 		add(&v->live_handles, -1);
-	return err;
+	return spent(v, VMMX_OP_RELEASE, t0, err);
 }
 
 int vmm_map(struct vmm *v, void *va, size_t size, vmm_handle_t h)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_MAP);
 
 	if (!err)
 		err = v->ops->map(v, va, size, h);
 	if (!err)
 		add(&v->live_mapped, (int64_t)size);
-	return err;
+	return spent(v, VMMX_OP_MAP, t0, err);
 }
 
 int vmm_unmap(struct vmm *v, void *va, size_t size)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_UNMAP);
 
 	if (!err)
 		err = v->ops->unmap(v, va, size);
 	if (!err)
 		add(&v->live_mapped, -(int64_t)size);
-	return err;
+	return spent(v, VMMX_OP_UNMAP, t0, err);
 }
 
 int vmm_set_access(struct vmm *v, void *va, size_t size, const struct vmm_access *acc, int n)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_SET_ACCESS);
 
-	return err ? err : v->ops->set_access(v, va, size, acc, n);
+	return spent(v, VMMX_OP_SET_ACCESS, t0, err ? err : v->ops->set_access(v, va, size, acc, n));
 }
 
 int vmm_copy(struct vmm *v, void *dst, const void *src, size_t n)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_COPY);
 
-	return err ? err : v->ops->copy(v, dst, src, n);
+	return spent(v, VMMX_OP_COPY, t0, err ? err : v->ops->copy(v, dst, src, n));
 }
 
 int vmm_memset(struct vmm *v, void *dst, int c, size_t n)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_MEMSET);
 
-	return err ? err : v->ops->memset(v, dst, c, n);
+	return spent(v, VMMX_OP_MEMSET, t0, err ? err : v->ops->memset(v, dst, c, n));
 }
 
 int vmm_sync(struct vmm *v)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_SYNC);
 
-	return err ? err : v->ops->sync(v);
+	return spent(v, VMMX_OP_SYNC, t0, err ? err : v->ops->sync(v));
 }
 
 /* Queries: argument checks here, the device's existence in the backend. */
@@ -341,24 +382,26 @@ int vmm_can_access_peer(struct vmm *v, int dev, int peer, int *val)
 
 int vmm_host_register(struct vmm *v, void *ptr, size_t len, void **dptr_p)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_REGISTER);
 
 	if (!err)
 		err = v->ops->host_register(v, ptr, len, dptr_p);
 	if (!err)
 		add(&v->live_registrations, 1);
-	return err;
+	return spent(v, VMMX_OP_REGISTER, t0, err);
 }
 
 int vmm_host_unregister(struct vmm *v, void *ptr)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_UNREGISTER);
 
 	if (!err)
 		err = v->ops->host_unregister(v, ptr);
 	if (!err)
 		add(&v->live_registrations, -1);
-	return err;
+	return spent(v, VMMX_OP_UNREGISTER, t0, err);
 }
 
 int vmm_stream_create(struct vmm *v, vmm_stream_t *s_p)
@@ -392,16 +435,18 @@ int vmm_stream_destroy(struct vmm *v, vmm_stream_t s)
 
 int vmm_copy_async(struct vmm *v, void *dst, const void *src, size_t n, vmm_stream_t s)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_COPY);
 
-	return err ? err : v->ops->copy_async(v, dst, src, n, s);
+	return spent(v, VMMX_OP_COPY, t0, err ? err : v->ops->copy_async(v, dst, src, n, s));
 }
 
 int vmm_stream_sync(struct vmm *v, vmm_stream_t s)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMMX_OP_SYNC);
 
-	return err ? err : v->ops->stream_sync(v, s);
+	return spent(v, VMMX_OP_SYNC, t0, err ? err : v->ops->stream_sync(v, s));
 }
 
 int vmm_event_create(struct vmm *v, vmm_event_t *e_p)
@@ -434,27 +479,31 @@ int vmm_event_destroy(struct vmm *v, vmm_event_t e)
 
 int vmm_event_record(struct vmm *v, vmm_event_t e, vmm_stream_t s)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMM_OP_EVENT);
 
-	return err ? err : v->ops->event_record(v, e, s);
+	return spent(v, VMM_OP_EVENT, t0, err ? err : v->ops->event_record(v, e, s));
 }
 
 int vmm_event_query(struct vmm *v, vmm_event_t e)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMM_OP_EVENT);
 
-	return err ? err : v->ops->event_query(v, e);
+	return spent(v, VMM_OP_EVENT, t0, err ? err : v->ops->event_query(v, e));
 }
 
 int vmm_event_sync(struct vmm *v, vmm_event_t e)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMM_OP_EVENT);
 
-	return err ? err : v->ops->event_sync(v, e);
+	return spent(v, VMM_OP_EVENT, t0, err ? err : v->ops->event_sync(v, e));
 }
 
 int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
 {
+	uint64_t t0 = clock_ns();
 	int err = enter(v, VMM_OP_CHECKSUM);
 
 	if (err)
@@ -479,7 +528,7 @@ int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
 		*sum_p = 0;
 		return 0;
 	}
-	return v->ops->checksum(v, va, size, sum_p);
+	return spent(v, VMM_OP_CHECKSUM, t0, v->ops->checksum(v, va, size, sum_p));
 }
 
 void vmm_counts(struct vmm *v, struct vmm_counts *c)
@@ -495,6 +544,8 @@ void vmm_counts(struct vmm *v, struct vmm_counts *c)
 	c->events = __atomic_load_n(&v->live_events, __ATOMIC_RELAXED);
 	c->event_calls = __atomic_load_n(&v->calls[VMM_OP_EVENT], __ATOMIC_RELAXED);
 	c->checksum_calls = __atomic_load_n(&v->calls[VMM_OP_CHECKSUM], __ATOMIC_RELAXED);
+	for (int i = 0; i < VMM_OP_COUNT; i++)
+		c->ns[i] = __atomic_load_n(&v->ns[i], __ATOMIC_RELAXED);
 }
 
 int vmm_fault_arm(struct vmm *v, enum vmmx_op op, uint64_t nth, int err)
@@ -509,6 +560,14 @@ int vmm_fault_arm_n(struct vmm *v, enum vmmx_op op, uint64_t nth, uint64_t count
 	v->fault_err[op] = err;
 	__atomic_store_n(&v->fault_more[op], nth ? count - 1 : 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->fault_at[op], nth, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int vmm_fault_slow(struct vmm *v, enum vmmx_op op, uint64_t ns)
+{
+	if ((unsigned int)op >= VMM_OP_COUNT)
+		return -VMMX_EINVAL;
+	__atomic_store_n(&v->slow_ns[op], ns, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -225,6 +225,7 @@ struct vmm_counts {
 	int64_t events;               /* event_create minus successful event_destroy */
 	uint64_t event_calls;         /* event records, queries and waits (VMM_OP_EVENT) */
 	uint64_t checksum_calls;      /* checksums (VMM_OP_CHECKSUM) */
+	uint64_t ns[VMM_OP_COUNT];    /* time in the calls of each op, ns, summed over threads */
 };
 
 /*
@@ -243,6 +244,7 @@ struct vmm {
 	int64_t live_streams;
 	int64_t live_events;
 	uint64_t calls[VMM_OP_COUNT];
+	uint64_t ns[VMM_OP_COUNT];      /* time in those calls (vmm_counts()) */
 	uint64_t injected;
 	/* fault layer: fail the fault_at[op]-th next call of op (0: disarmed) */
 	uint64_t fault_at[VMM_OP_COUNT];
@@ -252,6 +254,7 @@ struct vmm {
 	uint32_t fault_rate;            /* in millionths of calls, 0: off */
 	uint64_t fault_seed;
 	uint64_t fault_seq;             /* atomic: calls seen while random faults were on */
+	uint64_t slow_ns[VMM_OP_COUNT]; /* atomic: vmm_fault_slow(), 0: full speed */
 };
 
 /**
@@ -510,6 +513,14 @@ int vmm_fault_arm_n(struct vmm *v, enum vmmx_op op, uint64_t nth, uint64_t count
  * Context: any thread; lock-free.
  */
 void vmm_fault_random(struct vmm *v, uint32_t ppm, uint64_t seed);
+/**
+ * vmm_fault_slow() - make every next call of @op take @ns nanoseconds more
+ * (a sleep before the backend is reached, timed as the call's: a slow driver
+ * on demand); 0 puts it back to full speed.  Not undone by
+ * vmm_fault_disarm_all().
+ * Return: 0, or -VMMX_EINVAL for an op out of range.
+ */
+int vmm_fault_slow(struct vmm *v, enum vmmx_op op, uint64_t ns);
 /** vmm_fault_disarm_all() - disarm every op and the random faults. */
 void vmm_fault_disarm_all(struct vmm *v);
 /** vmm_op_name() - "create", "map", ...; NULL for an unknown op. */

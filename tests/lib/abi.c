@@ -32,7 +32,7 @@ int main(void)
 #if !defined(__x86_64__) || !defined(__LP64__)
 	skip_all("the literals are the x86-64 LP64 layout");
 #endif
-	plan(183);
+	plan(187);
 
 	/* struct vmmx_config */
 	STRUCT(vmmx_config, 144);
@@ -56,7 +56,7 @@ int main(void)
 	MEMBER(vmmx_config, trace, 136, 8);
 
 	/* struct vmmx_stats */
-	STRUCT(vmmx_stats, 928);
+	STRUCT(vmmx_stats, 1048);
 	MEMBER(vmmx_stats, size, 0, 8);
 	MEMBER(vmmx_stats, version, 8, 4);
 	MEMBER(vmmx_stats, buffers, 12, 4);
@@ -108,6 +108,11 @@ int main(void)
 	MEMBER(vmmx_stats, parked_bytes, 904, 8);
 	MEMBER(vmmx_stats, parks, 912, 8);
 	MEMBER(vmmx_stats, unparks, 920, 8);
+	/* version 7: driver time */
+	MEMBER(vmmx_stats, driver_ns, 928, 96);
+	MEMBER(vmmx_stats, checksum_ns, 1024, 8);
+	MEMBER(vmmx_stats, event_calls, 1032, 8);
+	MEMBER(vmmx_stats, event_ns, 1040, 8);
 
 	/* struct vmmx_ctx_info */
 	STRUCT(vmmx_ctx_info, 408);
@@ -260,7 +265,7 @@ int main(void)
 	is_int(3, VMMX_OP_RELEASE, "VMMX_OP_RELEASE is 3");
 	is_int(12, VMMX_OP_COUNT, "VMMX_OP_COUNT is 12 (the length of vmmx_stats.driver_calls)");
 
-	is_int(6, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 6");
+	is_int(7, VMMX_STATS_VERSION, "VMMX_STATS_VERSION is 7");
 	ok(VMMX_ADVISE_HOT == 1 && VMMX_ADVISE_COLD == 2 && VMMX_ADVISE_READ_MOSTLY == 3 &&
 		   VMMX_ADVISE_WILL_NEED == 4 && VMMX_ADVISE_NOT_READ_MOSTLY == 5 &&
 		   VMMX_ADVISE_CPU == 6,

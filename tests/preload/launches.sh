@@ -157,6 +157,8 @@ grep -q 'placement  *launch: 8 segments brought to the device (512.0 MiB: ahead 
 check $? "--report: 8 segments brought in (3 ahead of their launch, the cycle known), 8 sent back, 2 by least recent use (first step), 6 by next use; no wait (the fake's kernels are done), the first 2 moves after a device sync (nothing named them before)"
 grep -q 'host copies  *4 moves to host memory mapped a kept copy (256.0 MiB not copied), 4 of them verified unchanged, 0 found changed (copied); 12 checksums; 256.0 MiB kept now$' "$tmp/rep5"
 check $? "--report: of the 8 sends back, the 4 of weights brought in before mapped their verified copy again (8 checksums at the bring-ins, 4 at those sends back); 4 copies kept"
+grep -q 'driver time  *reserve [0-9.]* ms ([1-9][0-9]*), .*, map [0-9.]* ms ([1-9][0-9]*), unmap [0-9.]* ms ([1-9][0-9]*), set_access [0-9.]* ms ([1-9][0-9]*), copy [0-9.]* ms ([1-9][0-9]*), .*checksums [0-9.]* ms (12), events [0-9.]* ms ([0-9]*)$' "$tmp/rep5"
+check $? "--report: the driver time line names each op called with its time and calls, the 12 checksums among them"
 # An activation named every other launch stays; the weights around it move.
 "$run" $opts --placement launch --report-file "$tmp/rep9" -- "$lc" place-act >"$tmp/tap9" 2>&1
 st=$?
