@@ -167,7 +167,9 @@ done
 { echo 'vmmx-run: report'; echo '    cycle          learned 1 times'
   echo '  placement        launch: 3 segments'
   echo '  spread           2 segments kept (1.0 GiB) of the cycle'"'"'s 4 (2.0 GiB), chosen 1 times'
-  echo "  copies           5 with host memory at both ends, the CPU granted both first"; } >"$rep"
+  echo "  copies           5 with host memory at both ends, the CPU granted both first"
+  echo "    driver time    map 1.5 ms (12), set_access 20.0 ms (10), checksums 0.5 ms (4), events 0.0 ms (0)"
+  echo "    host copies    4 moves to host memory mapped a kept copy"; } >"$rep"
 if [ "$FAKE_RUN_FAIL" = 1 ]; then echo "OutOfMemoryError: CUDA out of memory" >&2; exit 1; fi
 if [ "$FAKE_RUN_HANG" = 1 ]; then
 	sleep 60 >/dev/null 2>&1 &
@@ -180,8 +182,9 @@ echo '{"column": "native", "prefill_ms": 5.0, "decode_ms": 2.0, "tokens": [1, 2]
 def test_vmmx_run_columns(monkeypatch):
     """vmmx-run, vmmx-run-alloc and vmmx-run-launch run the native child under vmmx-run,
     the first with its default placement, the others with --placement alloc and launch;
-    the report's launch lines come back with the result, also on a failure, and the
-    table prints the placement and spread lines, and the copies line when not 0."""
+    the report's launch lines and its driver time come back with the result, also on a
+    failure, and the table prints the placement, spread and driver time lines, and the
+    copies line when not 0."""
     from vmmx_tools import bench_hf
     with tempfile.TemporaryDirectory() as d:
         fake = os.path.join(d, "vmmx-run")
@@ -200,7 +203,9 @@ def test_vmmx_run_columns(monkeypatch):
                                "spread           2 segments kept (1.0 GiB) of the cycle's 4 "
                                "(2.0 GiB), chosen 1 times",
                                "copies           5 with host memory at both ends, the CPU "
-                               "granted both first"]
+                               "granted both first",
+                               "driver time    map 1.5 ms (12), set_access 20.0 ms (10), "
+                               "checksums 0.5 ms (4), events 0.0 ms (0)"]
         assert "--trace" not in args
         # the native run inside is labelled with the column: its files (profiles) are its own
         child = json.loads(args[args.index("--child") + 1])
@@ -220,7 +225,7 @@ def test_vmmx_run_columns(monkeypatch):
                             "--report-file"]
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
-        assert bad["error"] == "OOM" and len(bad["report"]) == 4
+        assert bad["error"] == "OOM" and len(bad["report"]) == 5
         monkeypatch.delenv("FAKE_RUN_FAIL")
         monkeypatch.setenv("FAKE_RUN_HANG", "1")
         hung = bench_hf.run_column(spec, 3, None, fake)
@@ -235,6 +240,10 @@ def test_vmmx_run_columns(monkeypatch):
     assert "    placement        launch: 3 segments" in lines
     assert any(ln.startswith("    spread           2 segments kept") for ln in lines), lines
     assert not any("cycle " in ln for ln in lines), lines
+    # the driver time line too (where the moves' driver time went); the host copies line not
+    assert "    driver time    map 1.5 ms (12), set_access 20.0 ms (10), checksums 0.5 ms (4), " \
+        "events 0.0 ms (0)" in lines, lines
+    assert not any("host copies" in ln for ln in lines), lines
     # the copies line, when some copy had host memory at both ends; not with none
     assert "    copies           5 with host memory at both ends, the CPU granted both first" \
         in lines, lines

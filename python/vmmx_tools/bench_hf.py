@@ -26,7 +26,7 @@ Columns (each a process of its own):
   offload      the same plus vmmx.torch.offload(model) (optimizer=opt in training)
   vmmx-run     the native script, unmodified, under vmmx-run --device-limit cap
                (its default placement, driven by the kernel launches); its
-               report's cycle, placement and trial lines are kept
+               report's cycle, placement, trial and driver time lines are kept
   vmmx-run-alloc   the same with --placement alloc (segments stay where
                allocation put them)
   vmmx-run-launch  the same with --placement launch, named: the default
@@ -270,12 +270,13 @@ def _optim_args(spec):
 
 
 def _report_lines(path):
-    """The launch lines of a vmmx-run report (cycle, placement, spread, trial, copies),
-    stripped; [] if none."""
+    """The launch lines of a vmmx-run report (cycle, placement, spread, trial, copies) and
+    its driver time, stripped; [] if none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return [ln.strip() for ln in f
-                    if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial ", "copies "))]
+                    if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial ", "copies ",
+                                              "driver time "))]
     except OSError:
         return []
 
@@ -391,6 +392,6 @@ def table(wl, ratio, row, h2d_gbs):
         lines.append(f"  {col:15s} " + " | ".join(cells) + check + where)
         # copies: only when some copy had host memory at both ends
         lines.extend(f"    {ln}" for ln in r.get("report") or []
-                     if ln.startswith(("placement ", "spread ", "trial ")) or
+                     if ln.startswith(("placement ", "spread ", "trial ", "driver time ")) or
                      (ln.startswith("copies ") and ln.split()[1] != "0"))
     return lines
