@@ -289,6 +289,9 @@ struct vmmx_stats {
 	uint64_t event_calls;         /**< event records, queries and waits: vmmx_event_record(),
 				           vmmx_event_query(), vmmx_event_sync() and libvmmx's own */
 	uint64_t event_ns;            /**< nanoseconds spent in them */
+	uint64_t checksum_calls;      /**< device checksums asked of the driver layer, failed
+				           ones included: the calls @checksum_ns is over
+				           (@checksums counts those taken) */
 };
 
 /**

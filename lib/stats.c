@@ -91,6 +91,7 @@ static void collect(struct vmmx_ctx *ctx, struct vmmx_stats *out)
 	out->checksum_ns = vc.ns[VMM_OP_CHECKSUM];
 	out->event_calls = vc.event_calls;
 	out->event_ns = vc.ns[VMM_OP_EVENT];
+	out->checksum_calls = vc.checksum_calls;
 }
 
 VMMX_API const char *vmmx_op_name(enum vmmx_op op)
@@ -170,6 +171,7 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(shadow_bytes); U(copies_saved); U(copy_bytes_saved); U(slack_bytes); U(moves_busy);
 	U(checksums); U(verified_saved); U(verified_changed);
 	U(parked_bytes); U(parks); U(unparks); U(checksum_ns); U(event_calls); U(event_ns);
+	U(checksum_calls);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
 	put(&o, "\"driver_calls\":{");

@@ -709,7 +709,7 @@ static void report_driver_time(FILE *out, const struct vmmx_stats *st)
 		sep = ", ";
 	}
 	fprintf(out, "%schecksums %.1f ms (%llu), events %.1f ms (%llu)\n", sep,
-		(double)st->checksum_ns / 1e6, (unsigned long long)st->checksums,
+		(double)st->checksum_ns / 1e6, (unsigned long long)st->checksum_calls,
 		(double)st->event_ns / 1e6, (unsigned long long)st->event_calls);
 }
 

@@ -501,13 +501,9 @@ int vmm_event_sync(struct vmm *v, vmm_event_t e)
 	return spent(v, VMM_OP_EVENT, t0, err ? err : v->ops->event_sync(v, e));
 }
 
-int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
+/* vmm_checksum()'s arguments: 0, or -VMMX_EINVAL with the reason reported. */
+static int checksum_args(struct vmm *v, const void *va, size_t size, const uint64_t *sum_p)
 {
-	uint64_t t0 = clock_ns();
-	int err = enter(v, VMM_OP_CHECKSUM);
-
-	if (err)
-		return err;
 	if (!va || !sum_p) {
 		vmm_reportf(v, VMMX_LOG_DEBUG, -VMMX_EINVAL, "checksum(%p, %zu): NULL %s", va, size,
 			    va ? "output" : "address");
@@ -524,11 +520,22 @@ int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
 			    "checksum(%p, %zu): the range wraps around the address space", va, size);
 		return -VMMX_EINVAL;
 	}
-	if (!size) {
+	return 0;
+}
+
+int vmm_checksum(struct vmm *v, const void *va, size_t size, uint64_t *sum_p)
+{
+	uint64_t t0 = clock_ns();
+	int err = enter(v, VMM_OP_CHECKSUM);
+
+	if (!err)
+		err = checksum_args(v, va, size, sum_p);
+	if (!err && size)
+		err = v->ops->checksum(v, va, size, sum_p);
+	else if (!err)
 		*sum_p = 0;
-		return 0;
-	}
-	return spent(v, VMM_OP_CHECKSUM, t0, v->ops->checksum(v, va, size, sum_p));
+	/* Every exit timed, as every counted call's is. */
+	return spent(v, VMM_OP_CHECKSUM, t0, err);
 }
 
 void vmm_counts(struct vmm *v, struct vmm_counts *c)

@@ -32,7 +32,7 @@ int main(void)
 #if !defined(__x86_64__) || !defined(__LP64__)
 	skip_all("the literals are the x86-64 LP64 layout");
 #endif
-	plan(187);
+	plan(188);
 
 	/* struct vmmx_config */
 	STRUCT(vmmx_config, 144);
@@ -56,7 +56,7 @@ int main(void)
 	MEMBER(vmmx_config, trace, 136, 8);
 
 	/* struct vmmx_stats */
-	STRUCT(vmmx_stats, 1048);
+	STRUCT(vmmx_stats, 1056);
 	MEMBER(vmmx_stats, size, 0, 8);
 	MEMBER(vmmx_stats, version, 8, 4);
 	MEMBER(vmmx_stats, buffers, 12, 4);
@@ -113,6 +113,7 @@ int main(void)
 	MEMBER(vmmx_stats, checksum_ns, 1024, 8);
 	MEMBER(vmmx_stats, event_calls, 1032, 8);
 	MEMBER(vmmx_stats, event_ns, 1040, 8);
+	MEMBER(vmmx_stats, checksum_calls, 1048, 8);
 
 	/* struct vmmx_ctx_info */
 	STRUCT(vmmx_ctx_info, 408);
