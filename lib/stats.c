@@ -146,6 +146,16 @@ static void put_limit(struct out *o, uint64_t v)
 		put(o, "%llu", (unsigned long long)v);
 }
 
+/* "@key":{"reserve":N,...}, one member per enum vmmx_op, and a comma. */
+static void put_ops(struct out *o, const char *key, const uint64_t v[VMMX_OP_COUNT])
+{
+	put(o, "\"%s\":{", key);
+	for (int i = 0; i < VMMX_OP_COUNT; i++)
+		put(o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
+		    (unsigned long long)v[i]);
+	put(o, "},");
+}
+
 VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t *len_p)
 {
 	struct out o = { buf, len, 0 };
@@ -174,15 +184,9 @@ VMMX_API int vmmx_stats_json(struct vmmx_ctx *ctx, char *buf, size_t len, size_t
 	U(checksum_calls);
 #undef U
 	put(&o, "\"host_access\":\"%s\",", vmmx__host_access_name(ctx->host_access));
-	put(&o, "\"driver_calls\":{");
-	for (int i = 0; i < VMMX_OP_COUNT; i++)
-		put(&o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
-		    (unsigned long long)st.driver_calls[i]);
-	put(&o, "},\"driver_ns\":{");
-	for (int i = 0; i < VMMX_OP_COUNT; i++)
-		put(&o, "%s\"%s\":%llu", i ? "," : "", vmm_op_name((enum vmmx_op)i),
-		    (unsigned long long)st.driver_ns[i]);
-	put(&o, "},\"locations\":[");
+	put_ops(&o, "driver_calls", st.driver_calls);
+	put_ops(&o, "driver_ns", st.driver_ns);
+	put(&o, "\"locations\":[");
 	for (int k = 0; k < VMMX__NSLOTS; k++) {
 		char name[32];
 		struct vmmx_loc loc = k == VMMX__HOST_SLOT ? (struct vmmx_loc){ VMMX_LOC_HOST, 0 }
