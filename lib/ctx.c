@@ -201,9 +201,13 @@ VMMX_API int vmmx_ctx_create(const struct vmmx_config *cfg, struct vmmx_ctx **ct
 		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
 		goto err_cache_lock;
 	}
+	if (pthread_mutex_init(&ctx->hva_lock, NULL)) {
+		err = vmmx__fail(NULL, -VMMX_ENOMEM, "vmmx_ctx_create: pthread_mutex_init failed");
+		goto err_mutex;
+	}
 	err = vmmx__ctx_list_add(ctx);
 	if (err)
-		goto err_mutex;
+		goto err_hva_lock;
 
 	p = (struct vmm_params){
 		.backend = ctx->conf.backend,
@@ -255,6 +259,8 @@ err_vmm:
 	vmm_close(ctx->vmm);
 err_list:
 	vmmx__ctx_list_del(ctx);
+err_hva_lock:
+	pthread_mutex_destroy(&ctx->hva_lock);
 err_mutex:
 	pthread_mutex_destroy(&ctx->reg_lock);
 err_cache_lock:
@@ -291,6 +297,8 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 	}
 	vmmx__host_teardown(ctx);
 	vmmx__cache_evict(ctx, (struct vmmx_loc){ VMMX_LOC_NONE, 0 }, UINT64_MAX);
+	/* Every handle is released by now, with its own mapping: none is left but a leak's. */
+	vmmx__hva_teardown(ctx, false);
 	if (vmmx__deferred_retry(ctx)) {
 		for (d = ctx->deferred; d; d = next) {
 			next = d->next;
@@ -308,6 +316,7 @@ VMMX_API void vmmx_ctx_destroy(struct vmmx_ctx *ctx)
 	vmmx__reclaim(ctx);
 	vmm_close(ctx->vmm);
 	vmmx__ctx_list_del(ctx);
+	pthread_mutex_destroy(&ctx->hva_lock);
 	pthread_mutex_destroy(&ctx->reg_lock);
 	pthread_mutex_destroy(&ctx->cache_lock);
 	pthread_mutex_destroy(&ctx->lock);
@@ -414,6 +423,7 @@ void vmmx__ctx_abandon(struct vmmx_ctx *ctx)
 	vmmx__table_abandon(ctx);
 	vmmx__deferred_abandon(ctx);
 	vmmx__cache_abandon(ctx);
+	vmmx__hva_teardown(ctx, true);
 	vmmx__host_abandon(ctx);
 	vmmx__policy_abandon(ctx);
 	vmmx__trace_close(ctx);

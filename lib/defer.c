@@ -76,6 +76,9 @@ int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
 
 int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size)
 {
+	/* A host handle's own mapping goes first (hva.c). */
+	if (vmm_loc_is_host(loc))
+		vmmx__hva_forget(ctx, h);
 	if (!vmm_release(ctx->vmm, h)) {
 		vmmx__uncharge(ctx, loc, size);
 		vmmx__freecache_forget(ctx, loc);

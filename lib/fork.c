@@ -31,8 +31,8 @@
  *      the process-wide allocators' lock (vmmx__alloc_global_lock), the allocator
  *      list's lock, then each allocator's a->lock;
  *   2. the context list's lock (ctx_list_lock);
- *   3. each context's ctx->lock, reg_lock, cache_lock (in that order, the
- *      order the library nests them in, never the reverse);
+ *   3. each context's ctx->lock, reg_lock, cache_lock, hva_lock (in that
+ *      order, the order the library nests them in, never the reverse);
  *   4. urcu-bp's locks (urcu_bp_before_fork(), as its documentation asks of
  *      any fork without exec);
  *   5. the driver layer's process-wide lock (the sim's; vmm_atfork_*).
@@ -90,6 +90,7 @@ static void prepare(void)
 		pthread_mutex_lock(&c->lock);
 		pthread_mutex_lock(&c->reg_lock);
 		pthread_mutex_lock(&c->cache_lock);
+		pthread_mutex_lock(&c->hva_lock);
 	}
 	urcu_bp_before_fork();
 	vmm_atfork_prepare();
@@ -98,6 +99,7 @@ static void prepare(void)
 static void release_ctx_locks(void)
 {
 	for (struct vmmx_ctx *c = ctx_list; c; c = c->list_next) {
+		pthread_mutex_unlock(&c->hva_lock);
 		pthread_mutex_unlock(&c->cache_lock);
 		pthread_mutex_unlock(&c->reg_lock);
 		pthread_mutex_unlock(&c->lock);

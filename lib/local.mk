@@ -23,6 +23,7 @@ noinst_LTLIBRARIES += %D%/libvmmx_core.la
 	%D%/table.c \
 	%D%/map.c \
 	%D%/cache.c \
+	%D%/hva.c \
 	%D%/internal/obj.h \
 	%D%/ctx.c \
 	%D%/buf.c \

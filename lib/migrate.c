@@ -22,7 +22,9 @@
  * mapping the copy at the chunk's address: the copy is mapped once at an
  * address of its own (@hva) and the chunk's address left unmapped
  * (park_shadow()); moving it to a device copies from @hva, and to host
- * memory maps it in place again first (unpark_range()).
+ * memory maps it in place again first (unpark_range()).  The mapping at
+ * @hva outlives the chunk's use of it (hva.c): a later park of the same
+ * handle finds it made and granted.
  *
  * Speed: chunks move in batches (up to MIGRATE_BATCH bytes) through two
  * staging slots.  While batch k's copies run, batch k+1's handles are made

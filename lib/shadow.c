@@ -41,7 +41,10 @@
  * park and kept while the chunk is on a device again); the sum checked at
  * the park stays the chunk's, since nothing can write an unmapped chunk,
  * and serves its next promotion (vmmx__shadow_kept()).  A copy dropped
- * is unmapped from its @hva first (vmmx__shadow_drop()).
+ * lets go of its @hva first (vmmx__shadow_drop()); the mapping itself stays
+ * with the handle until the handle is released (hva.c), so that the
+ * handle's next park, after the chunk was mapped in place and brought in
+ * again, maps and grants nothing.
  *
  * A shadow is host memory held: charged against VMMX_HOST_LIMIT like a
  * cached handle, counted as room by vmmx__room() like one, and released
@@ -136,45 +139,6 @@ bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c)
 		__atomic_fetch_add(&buf->ctx->ctr.verified_changed, 1, __ATOMIC_RELAXED);
 	vmmx__shadow_drop(buf->ctx, c, false);
 	return false;
-}
-
-int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size,
-		   void **hva_p)
-{
-	void *va;
-	int err = vmm_reserve(ctx->vmm, size, ctx->gran, &va);
-
-	if (err)
-		return err;
-	err = vmm_map(ctx->vmm, va, size, h);
-	if (err)
-		goto err_reserve;
-	/* Only the copy engine reads it: the GPU alone (a CPU grant would
-	 * cost more than twice as much, map.c). */
-	err = vmmx__chunk_set_access(ctx, va, size, loc, false);
-	if (err) {
-		if (!vmmx__hva_drop(ctx, va, size))
-			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
-				   "vmmx_park: a host copy's own mapping could not be undone at once; it is retried later");
-		return err;
-	}
-	*hva_p = va;
-	return 0;
-
-err_reserve:
-	vmmx__unreserve_or_defer(ctx, va, size);
-	return err;
-}
-
-bool vmmx__hva_drop(struct vmmx_ctx *ctx, void *hva, size_t size)
-{
-	if (vmmx__unmap_or_defer(ctx, hva, size)) {
-		/* A range still holding a mapping must not be freed yet. */
-		vmmx__defer(ctx, VMMX_OP_UNRESERVE, hva, size, 0, (struct vmmx_loc){ 0 });
-		return false;
-	}
-	vmmx__unreserve_or_defer(ctx, hva, size);
-	return true;
 }
 
 size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release)

@@ -24,6 +24,7 @@
  *   buf->lock   (a writer of one buffer: resize, destroy)
  *   ctx->lock   (the buffer list and the deferred-teardown list)
  *   ctx->reg_lock, then ctx->cache_lock (fork.c takes all three in this order)
+ *   ctx->hva_lock (innermost: nothing is called under it; fork.c takes it last)
  * fork.c's prepare handler takes every one of them but buf->lock, in this
  * order, then urcu-bp's locks and the driver layer's (fork.c says why).
  * Readers (lookup, residency, chunks, memcpy splitting, size) take neither:
@@ -154,6 +155,7 @@ struct vmmx__counters {
 	uint64_t verified_changed;      /* verified copies found stale (chunk written) */
 	uint64_t parks;                 /* chunks parked (vmmx_park) */
 	uint64_t unparks;               /* parked chunks mapped again in place */
+	uint64_t hva_reused;            /* parks that found their copy's own mapping kept */
 };
 
 /* A released handle kept for reuse (cache.c). */
@@ -162,6 +164,15 @@ struct vmmx__cached {
 	vmm_handle_t handle;
 	size_t size;
 	struct vmmx_loc loc;
+};
+
+/* A host handle's own mapping (shadow.c): kept from its first park until
+ * the handle is released. */
+struct vmmx__hva {
+	vmm_handle_t handle;
+	void *va;
+	size_t size;
+	bool used;                      /* a chunk holds it (its @hva) */
 };
 
 struct vmmx_ctx {
@@ -199,6 +210,11 @@ struct vmmx_ctx {
 	uint64_t cache_limit;           /* read-only after create */
 	uint64_t shadow_bytes;          /* host copies kept by read-mostly chunks: atomic */
 	uint64_t parked_bytes;          /* bytes of parked chunks: atomic */
+	/* Host handles' own mappings (vmmx__hva_make), kept while the handle
+	 * lives: innermost, held across no other lock or driver call (shadow.c). */
+	pthread_mutex_t hva_lock;
+	struct vmmx__hva *hvas;         /* @hva_lock */
+	size_t nhvas, hvas_cap;         /* @hva_lock */
 
 	int host_access;                /* enum vmmx_host_access: read-only after create */
 	pthread_mutex_t reg_lock;       /* protects @regs */
@@ -405,7 +421,8 @@ struct vmmx__chunk {
 					 * after it was promoted */
 	void *hva;                      /* NULL, or where the host copy is also mapped, at an
 					 * address of its own, granted to the GPU: @shadow's
-					 * of a chunk on a device, @handle's of a parked one */
+					 * of a chunk on a device, @handle's of a parked one
+					 * (kept by hva.c past the chunk's use of it) */
 	bool parked;                    /* vmmx_park(): the chunk's address is unmapped; its
 					 * data is @handle (host memory), mapped at @hva */
 };
@@ -470,6 +487,7 @@ void vmmx__table_abandon(struct vmmx_ctx *ctx);
  */
 int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc,
 			   bool cpu);
+
 /* Map @c's handle at @va and grant it as @c says; on failure nothing stays mapped. */
 int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c);
 /*
@@ -492,5 +510,29 @@ static inline bool vmmx__cpu_grant(const struct vmmx_ctx *ctx, struct vmmx_loc l
 	return ctx->conf.host_cpu_access == VMMX__CPU_ALL ||
 	       (ctx->conf.host_cpu_access == VMMX__CPU_PLACED && !moved);
 }
+
+/* ---- host handles' own mappings (hva.c) ---- */
+
+/*
+ * Map host handle @h (at @loc, @size bytes) at an address of its own,
+ * granted to the context's GPU only: where a parked chunk's data is read
+ * from (vmmx_park()).  The mapping is kept while the handle lives, and
+ * found again here for free.  0 with *@hva_p set, or the error,
+ * everything undone.
+ */
+int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size,
+		   void **hva_p);
+/* A chunk is done with what vmmx__hva_make() gave it: kept for the handle's
+ * next park (released with the handle, vmmx__hva_forget()).  False when a
+ * mapping the table could not keep was dropped and its unmap had to be
+ * deferred: the handle is still mapped there, so it must be released,
+ * never cached. */
+bool vmmx__hva_drop(struct vmmx_ctx *ctx, void *hva, size_t size);
+/* Handle @h is about to be released: its own mapping, if one is kept,
+ * unmapped and unreserved first (defer.c). */
+void vmmx__hva_forget(struct vmmx_ctx *ctx, vmm_handle_t h);
+/* Context teardown: every kept mapping dropped (@abandon: forgotten, no
+ * driver call, in a forked child), the table freed. */
+void vmmx__hva_teardown(struct vmmx_ctx *ctx, bool abandon);
 
 #endif /* VMMX_LIB_INTERNAL_MEM_H */

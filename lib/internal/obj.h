@@ -195,17 +195,6 @@ bool vmmx__shadow_unchanged(struct vmmx_buf *buf, struct vmmx__chunk *c);
  * the cache (@release false) or back to the driver.  Returns the bytes it
  * held (0: none). */
 size_t vmmx__shadow_drop(struct vmmx_ctx *ctx, struct vmmx__chunk *c, bool release);
-/*
- * Map host handle @h (at @loc, @size bytes) at an address of its own,
- * granted to the context's GPU only: where a parked chunk's data is read
- * from (vmmx_park()).  0 with *@hva_p set, or the error, everything undone.
- */
-int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size,
-		   void **hva_p);
-/* Unmap and unreserve what vmmx__hva_make() made.  False when the unmap
- * had to be deferred: the handle is still mapped there, so it must be
- * released, never cached. */
-bool vmmx__hva_drop(struct vmmx_ctx *ctx, void *hva, size_t size);
 /* VMMX_ADVISE_READ_MOSTLY (@on) or VMMX_ADVISE_NOT_READ_MOSTLY on
  * [off, off+len): publishes a new table when a chunk changes; buf->lock held. */
 int vmmx__read_mostly_advise(struct vmmx_buf *buf, size_t off, size_t len, bool on);

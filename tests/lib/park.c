@@ -304,6 +304,61 @@ static void buffer_calls(void)
 	vmmx_ctx_destroy(ctx);
 }
 
+/* ---- 6. the copy's own mapping, kept while its handle lives ---- */
+
+/*
+ * Parked, mapped in place, written there, brought in and parked again: the
+ * second park finds each copy's own mapping kept (lib/hva.c) and makes no
+ * reserve, map or grant; the move back reads the write through it.  The
+ * mappings go when their handles are released.
+ */
+static void kept_mapping(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(verified);
+	struct vmmx_buf *buf = test_host_buf(ctx, 16 * MiB, 7);
+	uint8_t *want = test_pattern(16 * MiB, 7), *p = vmmx_buf_ptr(buf);
+	struct vmm *v = vmmx__ctx_vmm(ctx);
+	uint64_t res, maps, grants, reused;
+	struct vmm_counts c;
+	size_t bytes = 0;
+
+	is_err(0, vmmx_prefetch(ctx, p, 16 * MiB, DEV, NULL), "kept: promoted");
+	res = calls(ctx, VMMX_OP_RESERVE);
+	is_err(0, vmmx_park(ctx, p, 16 * MiB, HOST, NULL, &bytes), "parked");
+	is_uint(16 * MiB, bytes, "every chunk");
+	is_uint(res + 4, calls(ctx, VMMX_OP_RESERVE), "each copy mapped at an address of its own");
+	is_err(0, vmmx_unpark(ctx, p, 16 * MiB, &bytes), "mapped in place again");
+	is_string("----", parked(buf), "none parked");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact, read in place");
+	is_err(0, vmm_memset(v, p + 5 * MiB, 0x11, 4096), "chunk 1 written in place (plain host memory now)");
+	memset(want + 5 * MiB, 0x11, 4096);
+	is_err(0, vmmx_prefetch(ctx, p, 16 * MiB, DEV, NULL), "brought in again");
+	res = calls(ctx, VMMX_OP_RESERVE);
+	maps = calls(ctx, VMMX_OP_MAP);
+	grants = calls(ctx, VMMX_OP_SET_ACCESS);
+	reused = __atomic_load_n(&ctx->ctr.hva_reused, __ATOMIC_RELAXED);
+	is_err(0, vmmx_park(ctx, p, 16 * MiB, HOST, NULL, &bytes), "parked again");
+	is_uint(16 * MiB, bytes, "every chunk (its copy taken at this promotion)");
+	ok(calls(ctx, VMMX_OP_RESERVE) == res && calls(ctx, VMMX_OP_MAP) == maps &&
+		   calls(ctx, VMMX_OP_SET_ACCESS) == grants,
+	   "with no reserve, map or grant: each copy's own mapping was kept");
+	is_uint(reused + 4, __atomic_load_n(&ctx->ctr.hva_reused, __ATOMIC_RELAXED),
+		"four kept mappings found again");
+	is_err(0, vmmx_prefetch(ctx, p, 16 * MiB, DEV, NULL), "and back to the device, copied from them");
+	ok(test_holds(ctx, buf, want, 0, 16 * MiB), "data intact, the write made in place included");
+	vmmx_buf_destroy(buf);
+	vmm_counts(v, &c);
+	ok(c.reservations > 0, "the buffer gone, its handles cached: their own mappings stay (%zu reservations)",
+	   (size_t)c.reservations);
+	vmmx_ctx_trim(ctx, 0);
+	vmm_counts(v, &c);
+	ok(c.reservations == 0 && c.mapped_bytes == 0 && c.handles == 0,
+	   "trimmed: every handle released with its own mapping, nothing reserved or mapped");
+	free(want);
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
 /* ---- 5. the fault sweep ---- */
 
 /*
@@ -379,11 +434,12 @@ static void fault_sweep(void)
 
 int main(void)
 {
-	plan(45 + 30 + 18 + 19 + 3 + 2 * NSWEEP);
+	plan(45 + 30 + 18 + 19 + 18 + 3 + 2 * NSWEEP);
 	round_trip();
 	written_unpark();
 	bad_args();
 	buffer_calls();
+	kept_mapping();
 	fault_sweep();
 	return 0;
 }
