@@ -598,8 +598,13 @@ static int trim(struct vmmx_buf *buf, struct vmmx__table *old, bool *moved_host)
 	c = &old->c[old->n - 1];
 	nc = *c;
 	nc.size = old->size - c->off;
-	/* A copy of the whole chunk is no copy of the kept part. */
+	/* A copy of the whole chunk is no copy of the kept part: neither
+	 * are its own mapping (hva.c) and its sum. */
 	nc.shadow_loc = (struct vmmx_loc){ VMMX_LOC_NONE, 0 };
+	nc.shadow = 0;
+	nc.hva = NULL;
+	nc.verified = false;
+	nc.shadow_sum = 0;
 	err = cut_prepare(buf, c, &nc);
 	if (err == -VMMX_ENOMEM && !vmm_loc_is_host(c->loc)) {
 		char a[32];

@@ -359,6 +359,72 @@ static void kept_mapping(void)
 	vmmx_ctx_destroy(ctx);
 }
 
+/* ---- 7. a trimmed chunk, and a kept mapping's unmap deferred ---- */
+
+/*
+ * A chunk back on the device after a park keeps its copy and the copy's
+ * own mapping; a trim cuts it into a new, smaller handle, which has no
+ * copy and so no such mapping.  Carried over, the old copy's mapping would
+ * be taken for the new copy's at the next park, and the move back would
+ * read the old copy (found by a review: the bytes rewritten were lost).
+ */
+static void trimmed_chunk(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(verified);
+	struct vmmx_buf *buf = test_host_buf(ctx, 8 * MiB, 3);
+	uint8_t *want = test_pattern(8 * MiB, 3), *p = vmmx_buf_ptr(buf);
+	struct vmm_counts c;
+
+	is_err(0, vmmx_prefetch(ctx, p, 8 * MiB, DEV, NULL), "trim: promoted");
+	is_err(0, vmmx_park(ctx, p, 8 * MiB, HOST, NULL, NULL), "parked");
+	is_err(0, vmmx_prefetch(ctx, p, 8 * MiB, DEV, NULL), "back to the device, copies kept");
+	is_err(0, vmmx_buf_resize(buf, 6 * MiB), "shrunk into chunk 1");
+	is_err(0, vmmx_buf_trim(buf), "trimmed: chunk 1 cut to 2 MiB");
+	ok(buf->table->c[1].hva == NULL && buf->table->c[1].shadow == 0 && !buf->table->c[1].verified,
+	   "the cut chunk carries no copy, no copy's mapping, no sum");
+	is_err(0, vmmx_memset(ctx, p + 4 * MiB, 0x5a, 2 * MiB), "its bytes rewritten");
+	memset(want + 4 * MiB, 0x5a, 2 * MiB);
+	is_err(0, vmmx_prefetch(ctx, p, 6 * MiB, HOST, NULL), "to host memory");
+	is_err(0, vmmx_prefetch(ctx, p, 6 * MiB, DEV, NULL), "promoted again (a new copy)");
+	is_err(0, vmmx_park(ctx, p, 6 * MiB, HOST, NULL, NULL), "parked again");
+	is_err(0, vmmx_prefetch(ctx, p, 6 * MiB, DEV, NULL), "back to the device");
+	ok(test_holds(ctx, buf, want, 0, 6 * MiB), "data intact: the rewritten bytes came back");
+	vmmx_buf_destroy(buf);
+	vmmx_ctx_trim(ctx, 0);
+	vmm_counts(vmmx__ctx_vmm(ctx), &c);
+	ok(c.reservations == 0 && c.mapped_bytes == 0 && c.handles == 0,
+	   "trimmed: nothing reserved, mapped or held");
+	free(want);
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
+/* Released with every unmap failing: the kept mappings' teardown deferred, then retried. */
+static void forget_deferred(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(verified);
+	struct vmmx_buf *buf = test_host_buf(ctx, 8 * MiB, 4);
+	uint8_t *p = vmmx_buf_ptr(buf);
+	struct vmm *v = vmmx__ctx_vmm(ctx);
+	struct vmm_counts c;
+
+	is_err(0, vmmx_prefetch(ctx, p, 8 * MiB, DEV, NULL), "deferred: promoted");
+	is_err(0, vmmx_park(ctx, p, 8 * MiB, HOST, NULL, NULL), "parked");
+	is_err(0, vmmx_unpark(ctx, p, 8 * MiB, NULL), "mapped in place (the copies' mappings kept)");
+	vmmx_buf_destroy(buf);
+	vmm_fault_arm_n(v, VMMX_OP_UNMAP, 1, 100, -VMMX_EBUSY);
+	vmmx_ctx_trim(ctx, 0);
+	vmm_fault_disarm_all(v);
+	ok(__atomic_load_n(&ctx->ndeferred, __ATOMIC_RELAXED) > 0,
+	   "a trim with every unmap failing defers the kept mappings' teardown");
+	vmmx_ctx_trim(ctx, 0);
+	vmm_counts(v, &c);
+	ok(c.reservations == 0 && c.mapped_bytes == 0 && c.handles == 0,
+	   "the next trim retries it: nothing reserved, mapped or held");
+	ok(test_no_leaks(ctx), "nothing leaked");
+	vmmx_ctx_destroy(ctx);
+}
+
 /* ---- 5. the fault sweep ---- */
 
 /*
@@ -434,12 +500,14 @@ static void fault_sweep(void)
 
 int main(void)
 {
-	plan(45 + 30 + 18 + 19 + 18 + 3 + 2 * NSWEEP);
+	plan(45 + 30 + 18 + 19 + 18 + 14 + 6 + 3 + 2 * NSWEEP);
 	round_trip();
 	written_unpark();
 	bad_args();
 	buffer_calls();
 	kept_mapping();
+	trimmed_chunk();
+	forget_deferred();
 	fault_sweep();
 	return 0;
 }
