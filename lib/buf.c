@@ -416,14 +416,11 @@ static int cut_prepare(struct vmmx_buf *buf, const struct vmmx__chunk *c, struct
 	if (!err)
 		err = vmm_copy(ctx->vmm, stage, (void *)(buf->base + c->off), nc->size);
 	/* The handle keeps its memory (and now the data) without this mapping. */
-	if (vmmx__unmap_or_defer(ctx, stage, nc->size)) {
-		/* A range still holding a mapping must not be freed yet. */
-		vmmx__defer(ctx, VMMX_OP_UNRESERVE, stage, nc->size, 0, (struct vmmx_loc){ 0 });
+	if (vmmx__unmap_unreserve_or_defer(ctx, stage, nc->size)) {
 		if (err)
 			vmmx__release_or_defer(ctx, nc->handle, nc->loc, nc->size);
 		return err;
 	}
-	vmmx__unreserve_or_defer(ctx, stage, nc->size);
 	if (!err)
 		return 0;
 	goto err_handle;

@@ -74,6 +74,16 @@ int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
 	return 1;
 }
 
+int vmmx__unmap_unreserve_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
+{
+	if (vmmx__unmap_or_defer(ctx, va, size)) {
+		vmmx__defer(ctx, VMMX_OP_UNRESERVE, va, size, 0, (struct vmmx_loc){ 0 });
+		return 1;
+	}
+	vmmx__unreserve_or_defer(ctx, va, size);
+	return 0;
+}
+
 int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size)
 {
 	/* A host handle's own mapping goes first (hva.c). */

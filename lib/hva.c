@@ -37,25 +37,10 @@ static struct vmmx__hva *hva_find(struct vmmx_ctx *ctx, vmm_handle_t h, size_t s
 	return NULL;
 }
 
-/* Unmap and unreserve an own mapping (deferred when the driver refuses):
- * false when the unmap was deferred. */
-static bool hva_unmap(struct vmmx_ctx *ctx, void *hva, size_t size)
-{
-	if (vmmx__unmap_or_defer(ctx, hva, size)) {
-		/* A range still holding a mapping must not be freed yet. */
-		vmmx__defer(ctx, VMMX_OP_UNRESERVE, hva, size, 0, (struct vmmx_loc){ 0 });
-		return false;
-	}
-	vmmx__unreserve_or_defer(ctx, hva, size);
-	return true;
-}
-
-/* Remember @hva as @h's own mapping, in use; false when the table cannot
+/* Remember @hva as @h's own mapping, in use; not kept when the table cannot
  * grow (the mapping is then dropped with its chunk, as before). */
-static bool hva_keep(struct vmmx_ctx *ctx, vmm_handle_t h, void *hva, size_t size)
+static void hva_keep(struct vmmx_ctx *ctx, vmm_handle_t h, void *hva, size_t size)
 {
-	bool kept = true;
-
 	pthread_mutex_lock(&ctx->hva_lock);
 	if (ctx->nhvas == ctx->hvas_cap) {
 		size_t cap = ctx->hvas_cap ? 2 * ctx->hvas_cap : 16;
@@ -68,10 +53,7 @@ static bool hva_keep(struct vmmx_ctx *ctx, vmm_handle_t h, void *hva, size_t siz
 	}
 	if (ctx->nhvas < ctx->hvas_cap)
 		ctx->hvas[ctx->nhvas++] = (struct vmmx__hva){ h, hva, size, true };
-	else
-		kept = false;
 	pthread_mutex_unlock(&ctx->hva_lock);
-	return kept;
 }
 
 int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, size_t size,
@@ -103,14 +85,14 @@ int vmmx__hva_make(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc, si
 	 * cost more than twice as much, map.c). */
 	err = vmmx__chunk_set_access(ctx, va, size, loc, false);
 	if (err) {
-		if (!hva_unmap(ctx, va, size))
+		if (vmmx__unmap_unreserve_or_defer(ctx, va, size))
 			vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN,
 				   "vmmx_park: a host copy's own mapping could not be undone at once; it is retried later");
 		return err;
 	}
 	/* Not kept (no memory for the table): dropped with its chunk, as a
 	 * mapping of no table is (vmmx__hva_drop()). */
-	(void)hva_keep(ctx, h, va, size);
+	hva_keep(ctx, h, va, size);
 	*hva_p = va;
 	return 0;
 
@@ -128,7 +110,7 @@ bool vmmx__hva_drop(struct vmmx_ctx *ctx, void *hva, size_t size)
 	if (e)
 		e->used = false;
 	pthread_mutex_unlock(&ctx->hva_lock);
-	return e ? true : hva_unmap(ctx, hva, size);
+	return e ? true : !vmmx__unmap_unreserve_or_defer(ctx, hva, size);
 }
 
 void vmmx__hva_forget(struct vmmx_ctx *ctx, vmm_handle_t h)
@@ -148,14 +130,14 @@ void vmmx__hva_forget(struct vmmx_ctx *ctx, vmm_handle_t h)
 		pthread_mutex_unlock(&ctx->hva_lock);
 		if (!found)
 			return;
-		(void)hva_unmap(ctx, gone.va, gone.size);
+		(void)vmmx__unmap_unreserve_or_defer(ctx, gone.va, gone.size);
 	}
 }
 
 void vmmx__hva_teardown(struct vmmx_ctx *ctx, bool abandon)
 {
 	for (size_t i = 0; !abandon && i < ctx->nhvas; i++)
-		(void)hva_unmap(ctx, ctx->hvas[i].va, ctx->hvas[i].size);
+		(void)vmmx__unmap_unreserve_or_defer(ctx, ctx->hvas[i].va, ctx->hvas[i].size);
 	free(ctx->hvas);
 	ctx->hvas = NULL;
 	ctx->nhvas = ctx->hvas_cap = 0;

@@ -166,7 +166,7 @@ struct vmmx__cached {
 	struct vmmx_loc loc;
 };
 
-/* A host handle's own mapping (shadow.c): kept from its first park until
+/* A host handle's own mapping (hva.c): kept from its first park until
  * the handle is released. */
 struct vmmx__hva {
 	vmm_handle_t handle;
@@ -211,7 +211,7 @@ struct vmmx_ctx {
 	uint64_t shadow_bytes;          /* host copies kept by read-mostly chunks: atomic */
 	uint64_t parked_bytes;          /* bytes of parked chunks: atomic */
 	/* Host handles' own mappings (vmmx__hva_make), kept while the handle
-	 * lives: innermost, held across no other lock or driver call (shadow.c). */
+	 * lives: innermost, held across no other lock or driver call (hva.c). */
 	pthread_mutex_t hva_lock;
 	struct vmmx__hva *hvas;         /* @hva_lock */
 	size_t nhvas, hvas_cap;         /* @hva_lock */
@@ -393,6 +393,11 @@ int vmmx__unmap_or_defer(struct vmmx_ctx *ctx, void *va, size_t size);
 int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc loc,
 			   size_t size);
 int vmmx__unreserve_or_defer(struct vmmx_ctx *ctx, void *va, size_t size);
+/* A mapping of a range reserved for it alone, unmapped and the range
+ * unreserved; the unreserve is queued behind the unmap when that was
+ * deferred (a range still holding a mapping must not be freed).  0 if the
+ * unmap was done now, 1 if deferred. */
+int vmmx__unmap_unreserve_or_defer(struct vmmx_ctx *ctx, void *va, size_t size);
 /* Queue a teardown step without trying it now. */
 void vmmx__defer(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, vmm_handle_t h,
 		 struct vmmx_loc loc);
@@ -487,7 +492,6 @@ void vmmx__table_abandon(struct vmmx_ctx *ctx);
  */
 int vmmx__chunk_set_access(struct vmmx_ctx *ctx, void *va, size_t size, struct vmmx_loc loc,
 			   bool cpu);
-
 /* Map @c's handle at @va and grant it as @c says; on failure nothing stays mapped. */
 int vmmx__chunk_remap(struct vmmx_ctx *ctx, void *va, const struct vmmx__chunk *c);
 /*
