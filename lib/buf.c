@@ -769,6 +769,11 @@ VMMX_API void vmmx_buf_destroy(struct vmmx_buf *buf)
 	vmmx__ctx_remove_buf(ctx, buf); /* waits for readers */
 	/* No call can find the buffer now; one that pinned or held it before finishes. */
 	vmmx__buf_wait_released(buf);
+	/* A policy move or a host-copy reclaim found the buffer in the list
+	 * and took its lock (trylock under ctx->lock) before it was unlisted:
+	 * wait for it to finish with the table. */
+	pthread_mutex_lock(&buf->lock);
+	pthread_mutex_unlock(&buf->lock);
 	t = buf->table;
 	for (size_t j = t->n; j > 0; j--) {
 		const struct vmmx__chunk *c = &t->c[j - 1];

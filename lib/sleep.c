@@ -536,6 +536,11 @@ static int sleep_one(struct vmmx_buf *buf, int mode, size_t *bytes, bool *stash)
 			return err;
 		}
 	} else if (mode == VMMX_SLEEP_OFFLOAD) {
+		/* The stash is copied from the buffer's addresses: parked
+		 * chunks (vmmx_park) are mapped in place first. */
+		err = size ? vmmx__unpark(buf, 0, size, NULL) : 0;
+		if (err)
+			return err;
 		*stash = size > 0;
 		if (*stash)
 			return 0;

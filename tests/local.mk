@@ -81,6 +81,8 @@ vmmx_c_tests = \
 	%D%/lib/room \
 	%D%/lib/verified \
 	%D%/lib/park \
+	%D%/lib/sleep_parked \
+	%D%/lib/destroy_reclaim \
 	%D%/lib/swap \
 	%D%/lib/drivertime \
 	%D%/gpu/peer_spill
@@ -184,6 +186,10 @@ EXTRA_DIST += %D%/python/pytest.sh
 %C%_lib_verified_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_park_LDADD = $(TEST_LDADD)
 %C%_lib_park_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_sleep_parked_LDADD = $(TEST_LDADD)
+%C%_lib_sleep_parked_CPPFLAGS = $(TEST_CPPFLAGS)
+%C%_lib_destroy_reclaim_LDADD = $(TEST_LDADD)
+%C%_lib_destroy_reclaim_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_swap_LDADD = $(TEST_LDADD)
 %C%_lib_swap_CPPFLAGS = $(TEST_CPPFLAGS)
 %C%_lib_drivertime_LDADD = $(TEST_LDADD)
