@@ -198,6 +198,50 @@ void vmmxp_use_end(struct vmmxp_use u)
 	in_copy--;
 }
 
+/* The most bytes of a copy to the device read for addresses (pointer tables are small). */
+#define POINTERS_MAX (64u << 10)
+
+/*
+ * Host data at @src, @n bytes, about to be copied to the device, read for
+ * addresses: a kernel may reach a segment through an address held in
+ * device memory, which the watch never sees, and a segment being moved is
+ * unmapped for a moment (a parked one until brought in): the GPU would
+ * fault (CUDA_ERROR_ILLEGAL_ADDRESS, seen on the H200 with a table of
+ * weights' addresses under CuPy).  Each 8-byte word at an 8-byte-aligned
+ * address that is a libvmmx address (a user-space one: bits 32 to 46 only)
+ * names its segment, which then never moves nor parks (place.c:
+ * vmmxp_place_pointed()).  Tables of pointers built on the CPU (grouped
+ * GEMMs' operands, descriptors) reach the GPU this way; addresses a kernel
+ * writes to device memory do not (docs/PRELOAD.md).  Only copies of at
+ * most POINTERS_MAX bytes with a source the driver is told is host memory
+ * (the HtoD calls, the runtime's with cudaMemcpyHostToDevice) are read; a
+ * source libvmmx maps is not (its host copies may be granted to the GPU
+ * only).
+ */
+static void scan_pointers(const void *src, size_t n)
+{
+	const unsigned char *p = src, *end = p + n;
+	struct vmmxp_named nm;
+
+	if (!src || !n || n > POINTERS_MAX || in_copy || !vmmxp_copy_on() || vmmxp_busy())
+		return;
+	vmmxp_depth(1);
+	vmmxp_named_start(&nm);
+	vmmxp_name_word(&nm, (uintptr_t)src);
+	if (!nm.total) {
+		p += (8 - (uintptr_t)p % 8) % 8;
+		for (; p + 8 <= end; p += 8) {
+			uint64_t w = *(const uint64_t *)(const void *)p;
+
+			if ((w >> 32) && !(w >> 47))
+				vmmxp_name_word(&nm, w);
+		}
+		if (nm.total)
+			vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n, nm.total);
+	}
+	vmmxp_depth(-1);
+}
+
 /* A copy refused (vmmxp_use_begin()): CUDA_ERROR_INVALID_VALUE, cudaErrorInvalidValue. */
 #define COPY_REFUSED 1
 
@@ -210,9 +254,10 @@ static CUstream on(CUstream s, int pt)
 /*
  * COPY: the hook @name(@params), whose real call is @name@args, reading
  * [@src, + @slen) and writing [@dst, + @dlen) on @stream; code @missing
- * when the real entry point cannot be found.
+ * when the real entry point cannot be found; @h2d true when @src is host
+ * memory copied to the device (read for addresses: scan_pointers()).
  */
-#define COPY(type, missing, name, params, args, dst, dlen, src, slen, stream)                   \
+#define COPY(type, missing, name, params, args, dst, dlen, src, slen, stream, h2d)              \
 	VMMXP_EXPORT type name params                                                           \
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
@@ -221,6 +266,8 @@ static CUstream on(CUstream s, int pt)
                                                                                                 \
 		if (!real)                                                                      \
 			return missing;                                                         \
+		if (h2d)                                                                        \
+			scan_pointers((const void *)(uintptr_t)(src), (slen));                  \
 		u = vmmxp_use_begin((uintptr_t)(dst), (dlen), (uintptr_t)(src), (slen),          \
 				    (stream));                                                  \
 		r = u.refused ? (type)COPY_REFUSED : real args;                                \
@@ -229,28 +276,28 @@ static CUstream on(CUstream s, int pt)
 	}
 
 /* The driver's 1D copies: (dst, src, n) and (dst, src, n, stream), each pair with its twin. */
-#define DRV_COPY(name, dtype, stype, pt)                                                        \
+#define DRV_COPY(name, dtype, stype, pt, h2d)                                                   \
 	COPY(CUresult, CUDA_ENOTFOUND, name, (dtype dst, stype src, size_t n), (dst, src, n),   \
-	     dst, n, src, n, on(NULL, pt))
-#define DRV_COPY_ASYNC(name, dtype, stype, pt)                                                  \
+	     dst, n, src, n, on(NULL, pt), h2d)
+#define DRV_COPY_ASYNC(name, dtype, stype, pt, h2d)                                             \
 	COPY(CUresult, CUDA_ENOTFOUND, name, (dtype dst, stype src, size_t n, void *stream),    \
-	     (dst, src, n, stream), dst, n, src, n, on(stream, pt))
-DRV_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr, 0)
-DRV_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, 1)
-DRV_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, 0)
-DRV_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, 1)
-DRV_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *, 0)
-DRV_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, 1)
-DRV_COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr, 0)
-DRV_COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, 1)
-DRV_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, 0)
-DRV_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, 1)
-DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, 0)
-DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, 1)
-DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, 0)
-DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, 1)
-DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, 0)
-DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1)
+	     (dst, src, n, stream), dst, n, src, n, on(stream, pt), h2d)
+DRV_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr, 0, 0)
+DRV_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, 1, 0)
+DRV_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, 0, 0)
+DRV_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, 1, 0)
+DRV_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *, 0, 1)
+DRV_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, 1, 1)
+DRV_COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr, 0, 0)
+DRV_COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, 1, 0)
+DRV_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, 0, 0)
+DRV_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, 1, 0)
+DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, 0, 1)
+DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, 1, 1)
+DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, 0, 0)
+DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, 1, 0)
+DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, 0, 0)
+DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1, 0)
 #undef DRV_COPY
 #undef DRV_COPY_ASYNC
 
@@ -258,13 +305,13 @@ DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1)
 #define PEER_ASYNC_PARAMS                                                                       \
 	(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n, void *stream)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeer, PEER_PARAMS, (dst, dctx, src, sctx, n), dst, n, src,
-     n, on(NULL, 0))
+     n, on(NULL, 0), 0)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeer_ptds, PEER_PARAMS, (dst, dctx, src, sctx, n), dst, n,
-     src, n, on(NULL, 1))
+     src, n, on(NULL, 1), 0)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync, PEER_ASYNC_PARAMS,
-     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 0))
+     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 0), 0)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync_ptsz, PEER_ASYNC_PARAMS,
-     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 1))
+     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 1), 0)
 #undef PEER_PARAMS
 #undef PEER_ASYNC_PARAMS
 
@@ -316,23 +363,28 @@ DRV_COPY2D(cuMemcpy2DAsync_v2_ptsz, (const struct vmmxp_memcpy2d *p, void *strea
 	   on(stream, 1))
 #undef DRV_COPY2D
 
-/* The runtime's: the kind does not matter (a pointer libvmmx does not map is not named). */
+/*
+ * The runtime's: the kind does not matter (a pointer libvmmx does not map is
+ * not named), but cudaMemcpyHostToDevice's source is read for addresses.
+ */
 #define RT_PARAMS (void *dst, const void *src, size_t n, int kind)
+#define H2D(kind) ((kind) == 1) /* cudaMemcpyHostToDevice */
 #define RT_ASYNC_PARAMS (void *dst, const void *src, size_t n, int kind, void *stream)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
-     on(NULL, 0))
+     on(NULL, 0), H2D(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy_ptds, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
-     on(NULL, 1))
+     on(NULL, 1), H2D(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync, RT_ASYNC_PARAMS, (dst, src, n, kind, stream),
-     dst, n, src, n, on(stream, 0))
+     dst, n, src, n, on(stream, 0), H2D(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync_ptsz, RT_ASYNC_PARAMS,
-     (dst, src, n, kind, stream), dst, n, src, n, on(stream, 1))
+     (dst, src, n, kind, stream), dst, n, src, n, on(stream, 1), H2D(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeer,
      (void *dst, int ddev, const void *src, int sdev, size_t n), (dst, ddev, src, sdev, n), dst,
-     n, src, n, on(NULL, 0))
+     n, src, n, on(NULL, 0), 0)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeerAsync,
      (void *dst, int ddev, const void *src, int sdev, size_t n, void *stream),
-     (dst, ddev, src, sdev, n, stream), dst, n, src, n, on(stream, 0))
+     (dst, ddev, src, sdev, n, stream), dst, n, src, n, on(stream, 0), 0)
+#undef H2D
 #undef RT_PARAMS
 #undef RT_ASYNC_PARAMS
 
@@ -343,13 +395,13 @@ COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeerAsync,
 	 void *stream)
 #define SPAN(pitch) (w && h ? (h - 1) * (pitch) + w : 0)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2D, RT2D_PARAMS, (dst, dp, src, sp, w, h, kind), dst,
-     SPAN(dp), src, SPAN(sp), on(NULL, 0))
+     SPAN(dp), src, SPAN(sp), on(NULL, 0), 0)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2D_ptds, RT2D_PARAMS, (dst, dp, src, sp, w, h, kind),
-     dst, SPAN(dp), src, SPAN(sp), on(NULL, 1))
+     dst, SPAN(dp), src, SPAN(sp), on(NULL, 1), 0)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2DAsync, RT2D_ASYNC_PARAMS,
-     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 0))
+     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 0), 0)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2DAsync_ptsz, RT2D_ASYNC_PARAMS,
-     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 1))
+     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 1), 0)
 #undef SPAN
 #undef RT2D_PARAMS
 #undef RT2D_ASYNC_PARAMS

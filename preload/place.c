@@ -50,8 +50,10 @@
  * memset that names it is passed on while it lies in host memory; and the
  * first launch the watch cannot read whole stops parking for good, with
  * everything parked mapped in place first (vmmxp_place_unseen()).  A
- * piece is never parked.  Not the default: a kernel reaching a parked
- * segment through a pointer held in device memory would fault (on the
+ * piece is never parked, nor a segment that host data copied to the
+ * device points into (copy.c reads small copies for addresses:
+ * vmmxp_place_pointed()).  Not the default: a kernel reaching a parked
+ * segment through a pointer the GPU wrote to device memory would fault (on the
  * H200 it made a 7B prefill 29% faster, the matmul chain a median 12%:
  * docs/PRELOAD.md).
  *
@@ -280,6 +282,8 @@ struct tracked {
 	int parked;             /* sent back with vmmx_park(): some of it may be unmapped until
 				 * brought in or mapped in place (unpark()) */
 	int keep;               /* in the kept set spread over the cycle (spread_choose()) */
+	int pointed;            /* an address in it was seen in data copied to the device
+				 * (vmmxp_place_pointed()): never moved nor parked again */
 	uint64_t seen;          /* spread_choose()'s stamp: counted once a choice */
 };
 
@@ -318,6 +322,8 @@ static int spilled;                       /* memory was seen in host memory (sti
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
 /* Set (atomically, under lock) by vmmxp_place_unseen(): nothing parks any more. */
 static int unseen;
+/* lock: set by vmmxp_place_pointed() when it could not mark them all: nothing moves any more. */
+static int frozen;
 /* lock: the launch (seq) that named a piece the table had no room for: no piece moves meanwhile */
 static uint64_t untracked_piece = UINT64_MAX;
 /* lock: changes of what the newest launch names or copies hold (busy_floor_kept() asks again) */
@@ -704,7 +710,7 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 	struct vmmx_ctx *ctx = t->ctx;
 	void *base = t->base;
 	size_t size = t->size;
-	int park = to.kind != VMMX_LOC_DEVICE && !t->whole && park_wanted();
+	int park = to.kind != VMMX_LOC_DEVICE && !t->whole && !t->pointed && park_wanted();
 	size_t parked = 0;
 	uint64_t t0;
 	int err;
@@ -729,8 +735,11 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 		 * after): parked means "maybe", and is cleared by unpark(). */
 		t->parked = 1;
 		st.parked++;
-		/* An unseen launch stopped parking while the lock was let go. */
-		if (__atomic_load_n(&unseen, __ATOMIC_RELAXED))
+		/*
+		 * An unseen launch stopped parking, or a copy's data pointed into
+		 * it, while the lock was let go.
+		 */
+		if (__atomic_load_n(&unseen, __ATOMIC_RELAXED) || t->pointed)
 			unpark(t);
 	} else if (to.kind == VMMX_LOC_DEVICE && !err) {
 		t->parked = 0;
@@ -985,7 +994,7 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		int j;
 
 		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
-		    t->size > most)
+		    t->size > most || t->pointed)
 			continue;
 		/* A piece at or above one in use in its buffer stays. */
 		if (piece_blocked(t))
@@ -1221,6 +1230,12 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 
 	if (t->held)
 		return -VMMX_ENOMEM; /* a copy on another thread uses it: read in place */
+	/*
+	 * A kernel may read it through an address held in device memory, at
+	 * any time (vmmxp_place_pointed()): it stays where it lies, mapped.
+	 */
+	if (t->pointed || frozen)
+		return -VMMX_ENOMEM;
 	if (vmmx_ctx_query(t->ctx, &ci)) {
 		st.failed++;
 		return -VMMX_EINVAL;
@@ -1943,20 +1958,87 @@ static int swap_wanted(void)
 	return on;
 }
 
+static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+			  size_t n, struct seg *seg);
+
+/*
+ * lock held: nothing parks any more, for @why (1 a launch, 2 a copy's
+ * pointers); what is parked is mapped in place.
+ */
+static void stop_parking(int why)
+{
+	if (__atomic_load_n(&unseen, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&unseen, 1, __ATOMIC_RELAXED);
+	st.park_stopped = (uint64_t)why;
+	/* Parks under way finish (move() maps them back: unseen is set). */
+	drop_queue();
+	while (busy)
+		pthread_cond_wait(&done_cv, &lock);
+	for (int i = 0; i < ntracked; i++)
+		unpark(&track[i]);
+}
+
 void vmmxp_place_unseen(void)
 {
 	if (!park_wanted())
 		return;
 	pthread_mutex_lock(&lock);
-	if (!__atomic_load_n(&unseen, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&unseen, 1, __ATOMIC_RELAXED);
-		st.park_stopped = 1;
-		/* Parks under way finish (move() maps them back: unseen is set). */
+	stop_parking(1);
+	pthread_mutex_unlock(&lock);
+}
+
+void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+			 size_t n, size_t total)
+{
+	struct seg seg[VMMXP_PLACE_MAX];
+	struct tracked *t[VMMXP_PLACE_MAX];
+	size_t nseg;
+	int lost = total > n, again;
+
+	if (n > VMMXP_PLACE_MAX)
+		n = VMMXP_PLACE_MAX;
+	pthread_mutex_lock(&lock);
+	nseg = segments_of(chunk, ctx, n, seg);
+	for (size_t i = 0; i < nseg; i++) {
+		/*
+		 * Made untracked (no context) when no launch named it yet: never
+		 * a victim until one does, which keeps the mark.
+		 */
+		t[i] = find(seg[i].base, 1);
+		if (!t[i]) {
+			lost = 1;
+			continue;
+		}
+		if (!t[i]->pointed) {
+			t[i]->pointed = 1;
+			st.pointed++;
+		}
+	}
+	/*
+	 * Marked, none begins a move; one under way is waited for (the lock
+	 * is let go meanwhile: all are looked at again after a wait), then
+	 * what is parked is mapped in place.
+	 */
+	do {
+		again = 0;
+		for (size_t i = 0; i < nseg && !again; i++)
+			if (t[i] && t[i]->moving) {
+				wait_mover(t[i]);
+				again = 1;
+			}
+	} while (again);
+	for (size_t i = 0; i < nseg; i++)
+		if (t[i])
+			unpark(t[i]);
+	/* An address that could not be marked may be anywhere: nothing moves or parks any more. */
+	if (lost && !frozen) {
+		frozen = 1;
+		st.frozen = 1;
+		stop_parking(2);
 		drop_queue();
 		while (busy)
 			pthread_cond_wait(&done_cv, &lock);
-		for (int i = 0; i < ntracked; i++)
-			unpark(&track[i]);
 	}
 	pthread_mutex_unlock(&lock);
 }

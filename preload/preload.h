@@ -837,7 +837,11 @@ struct vmmxp_place_stats {
 	uint64_t tiled;                     /* launches placed taken for tiled (their namings weigh more) */
 	uint64_t parked;                    /* sends back that parked (VMMX_RUN_PLACE_PARK) */
 	uint64_t unparked, unpark_ns;       /* parked segments mapped in place for a launch or copy */
-	uint64_t park_stopped;              /* 1: an unseen use stopped parking (vmmxp_place_unseen) */
+	uint64_t park_stopped;              /* why parking stopped: 1 a launch the watch could not
+					     * read whole (vmmxp_place_unseen), 2 a copy's pointers
+					     * that could not all be marked (vmmxp_place_pointed) */
+	uint64_t pointed;                   /* segments never moved again: copied data points into them */
+	uint64_t frozen;                    /* 1: nothing moves any more (park_stopped 2) */
 };
 
 /*
@@ -878,6 +882,18 @@ int vmmxp_place_on(void);
  * before this returns (place.c).  Cheap when nothing parks.
  */
 void vmmxp_place_unseen(void);
+/*
+ * vmmxp_place_pointed() - host data about to be copied to the device holds
+ * addresses in the @n chunks (@chunk, each on @ctx; @total found, more
+ * than @n when some were not kept): the segments of those chunks never
+ * move nor park from now on (a kernel may reach them through the copy at
+ * any time, unnamed); before this returns, a move of one under way is
+ * done and one parked is mapped in place.  When one cannot be marked
+ * (@total > @n, the table full), nothing moves or parks any more (place.c).
+ * Context: inside libvmmx (vmmxp_depth()); may block (the movers).
+ */
+void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
+			 size_t n, size_t total);
 /*
  * vmmxp_place_quiet() - whether a launch may be passed on unread: launch
  * placement alone reads launches (no --launches, no --trace) and none of

@@ -682,10 +682,16 @@ static void report_launches(FILE *out)
 				(double)ps.trial_in_place_ns / 1e6);
 		fprintf(out, "; launches taken for tiled %llu\n", (unsigned long long)ps.tiled);
 		fprintf(out, "  parking          %llu sends back parked, %llu parked segments mapped in "
-			     "place (%.1f ms)%s\n",
+			     "place (%.1f ms)",
 			(unsigned long long)ps.parked, (unsigned long long)ps.unparked,
-			(double)ps.unpark_ns / 1e6,
-			ps.park_stopped ? "; stopped: a launch the watch could not read whole" : "");
+			(double)ps.unpark_ns / 1e6);
+		if (ps.pointed)
+			fprintf(out, "; %llu never moved (data copied to the device points into "
+				     "them)", (unsigned long long)ps.pointed);
+		fprintf(out, "%s\n",
+			ps.park_stopped == 1 ? "; stopped: a launch the watch could not read whole" :
+			ps.park_stopped ? "; stopped, and every move: data copied to the device "
+					  "points into more segments than could be marked" : "");
 		fprintf(out, "  copies           %llu with host memory at both ends, the CPU granted "
 			     "both first\n", (unsigned long long)vmmxp_copy_both_host());
 	}

@@ -201,6 +201,8 @@ echo "== CuPy: 6 GiB past a 4 GiB device limit, unmodified"
 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
 echo "== CuPy: the same with VMMX_CHUNK_MAX=64MiB (the 1 GiB array zeroed spans 16 host chunks)"
 VMMX_CHUNK_MAX=64MiB "$run" --device-limit 4GiB -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
+echo "== CuPy, parked (VMMX_RUN_PLACE_PARK=1): a kernel reading weights through a table of their addresses copied to the device"
+VMMX_RUN_PLACE_PARK=1 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_pointers.py" 24 host; echo "exit $?"
 fi
 
 if want candidates; then

@@ -1075,6 +1075,149 @@ static int place_park(int nccl)
 	return finish_tap();
 }
 
+/* place_pointers(): the addresses its tables hold, the weights they point into, and where those lay. */
+static uintptr_t ptr_at[2];
+static void *ptr_w[2];
+static int ptr_dev[2];
+
+/*
+ * fake_launch_check(): an address a table holds is unmapped (the GPU would
+ * fault reading it), or a weight it points into moved since (its move
+ * could have unmapped it under a kernel reading through the table).
+ */
+static int pointed_moved(const void *f, void **params)
+{
+	(void)f;
+	(void)params;
+	return unmapped(ptr_at[0]) || unmapped(ptr_at[1]) ||
+	       on_device_range(ptr_w[0], WSIZE) != ptr_dev[0] ||
+	       on_device_range(ptr_w[1], WSIZE) != ptr_dev[1];
+}
+
+/* One step of place_park()'s weights, each named by a launch of its own; the failures counted. */
+static int park_step(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	int bad = 0;
+
+	for (int i = 0; i < NW; i++) {
+		void *params[] = { &park_w[i] };
+
+		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	return bad;
+}
+
+/* The first weight of place_park() in host memory (parked or not), or -1. */
+static int first_in_host(void)
+{
+	for (int i = 0; i < NW; i++)
+		if (!on_device_range(park_w[i], WSIZE))
+			return i;
+	return -1;
+}
+
+/*
+ * launches.sh, with and without VMMX_RUN_PLACE_PARK=1, the weights of
+ * place_park(): a table of addresses built on the CPU and copied to the
+ * device, which a kernel naming only the table reads through (a grouped
+ * GEMM's operands).  A weight in host memory (parked: unmapped) when a
+ * table pointing inside it is copied is mapped where it lies before the
+ * copy is passed on (a move of it under way done first), and a weight on
+ * the device when a second table pointing to it is copied
+ * (cuMemcpyHtoDAsync); neither moves after (a move unmaps for a moment),
+ * though a launch names each every step; the other weights still move.  With @many, one table points into 260 chunks, more than a
+ * copy's addresses are kept for (launches.sh sets VMMX_CHUNK_MAX=2MiB):
+ * nothing moves or parks after, every parked weight mapped in place first.
+ */
+static int place_pointers(int many)
+{
+	static struct fake_kernel kg = { "kg_gather", 0, 0, 1, { 0 }, { 8 } };
+	enum { SMALL = 260 };
+	struct vmmx_stats st0 = { .size = sizeof(st0) }, st1 = { .size = sizeof(st1) };
+	uint64_t tab_host[SMALL + 4];
+	void *tab = NULL, *big = NULL, *gp[] = { &tab };
+	int bad = 0, p1, q = -1, ok_data = 1;
+
+	plan_lazy();
+	for (int i = 0; i < NW; i++)
+		bad += cudaMalloc(&park_w[i], WSIZE) != 0 ||
+		       !pattern(park_w[i], (unsigned char)(0x20 + i), 0);
+	bad += cudaMalloc(&tab, sizeof(tab_host)) != 0;
+	is_int(0, bad, "six weights of 64 MiB and a table made, the weights filled");
+	for (int step = 0; step < 3; step++)
+		bad += park_step();
+	p1 = first_in_host();
+	is_int(0, bad, "18 launches succeed");
+	ok(p1 >= 0, "after three steps, a weight is in host memory (w%d)%s", p1,
+	   park_on() && p1 >= 0 && unmapped((uintptr_t)park_w[p1]) ? ", parked" : "");
+	if (p1 < 0)
+		return finish_tap();
+	if (many) {
+		/* Chunks of 2 MiB, an address in each. */
+		bad += cudaMalloc(&big, SMALL * (2 * MiB)) != 0;
+		for (int i = 0; i < SMALL; i++)
+			tab_host[i] = (uintptr_t)big + (size_t)i * (2 * MiB) + 64;
+		tab_host[SMALL] = (uintptr_t)park_w[p1];
+		bad += cudaMemcpy(tab, tab_host, sizeof(tab_host), 1 /* cudaMemcpyHostToDevice */) != 0;
+		bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
+		is_int(0, bad, "a table of %d addresses in as many chunks copied to the device", SMALL + 1);
+		ok(park_on() ? first_parked() < 0 : 1, "every weight is mapped before the copy is passed on");
+		bad += park_step() + park_step();
+		bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
+		ok(!bad && first_parked() < 0 && st1.migrations == st0.migrations,
+		   "two more steps succeed, nothing moved or parked (%llu chunks moved)",
+		   (unsigned long long)(st1.migrations - st0.migrations));
+		cudaFree(big);
+		goto out;
+	}
+	/* Inside w[p1]; the other words no libvmmx address. */
+	tab_host[0] = (uintptr_t)park_w[p1] + 4096;
+	tab_host[1] = 0x12345678;
+	tab_host[2] = (uintptr_t)&tab_host[0];
+	tab_host[3] = 0;
+	ptr_at[0] = ptr_at[1] = (uintptr_t)tab_host[0];
+	ptr_w[0] = park_w[p1];
+	bad += cudaMemcpy(tab, tab_host, 4 * sizeof(uint64_t), 1 /* cudaMemcpyHostToDevice */) != 0;
+	is_int(0, bad, "a table pointing inside that weight copied to the device (cudaMemcpy)");
+	ok(!unmapped(ptr_at[0]), "the weight is mapped where it lies before the copy is passed on");
+	/* Where it lies now, after a move under way then (the copy waited for it). */
+	ptr_dev[0] = on_device_range(ptr_w[0], WSIZE);
+	for (int i = 0; i < NW && q < 0; i++)
+		if (i != p1 && on_device_range(park_w[i], WSIZE))
+			q = i;
+	ok(q >= 0, "another weight is on the device (w%d)", q);
+	if (q < 0)
+		goto out;
+	tab_host[0] = (uintptr_t)park_w[q];
+	ptr_at[1] = (uintptr_t)park_w[q];
+	ptr_w[1] = park_w[q];
+	bad += cuMemcpyHtoDAsync_v2((uintptr_t)tab + 32, tab_host, 8, NULL) != 0;
+	is_int(0, bad, "a table pointing to it copied (cuMemcpyHtoDAsync)");
+	ptr_dev[1] = on_device_range(ptr_w[1], WSIZE);
+	bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
+	set_check(pointed_moved);
+	for (int step = 0; step < 4; step++) {
+		bad += park_step();
+		bad += cuLaunchKernel(&kg, 1, 1, 1, 32, 1, 1, 0, NULL, gp, NULL) != 0;
+	}
+	set_check(NULL);
+	bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
+	is_int(0, bad, "four more steps, each with a kernel reading through the tables, succeed");
+	is_int(0, (int)fake_launch_bad(),
+	       "no launch found a weight the tables point into unmapped or moved");
+	ok(st1.migrations > st0.migrations, "the other weights still move (%llu chunks moved)",
+	   (unsigned long long)(st1.migrations - st0.migrations));
+out:
+	for (int i = 0; i < NW; i++)
+		ok_data &= pattern(park_w[i], (unsigned char)(0x20 + i), 1);
+	ok(ok_data, "every weight still holds its bytes");
+	for (int i = 0; i < NW; i++)
+		cudaFree(park_w[i]);
+	cudaFree(tab);
+	return finish_tap();
+}
+
 /*
  * --placement launch when the victims cannot make the room: under the
  * 256 MiB limit, a 128 MiB buffer every launch names, two of 16 MiB named
@@ -2559,6 +2702,10 @@ int main(int argc, char **argv)
 		return place_plan();
 	if (argc > 1 && !strcmp(argv[1], "place-park"))
 		return place_park(0);
+	if (argc > 1 && !strcmp(argv[1], "place-pointers"))
+		return place_pointers(0);
+	if (argc > 1 && !strcmp(argv[1], "place-pointers-many"))
+		return place_pointers(1);
 	if (argc > 1 && !strcmp(argv[1], "place-park-nccl"))
 		return place_park(1);
 	if (argc > 1 && !strcmp(argv[1], "place-pieces"))

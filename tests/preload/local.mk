@@ -63,7 +63,7 @@ EXTRA_DIST += %D%/graph_gpu.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 # Sleep and wake from outside on the GPU machine (docs/PRELOAD.md has the command).
 EXTRA_DIST += %D%/ctl_gpu.sh %D%/ctl_torch.py %D%/wait_for.sh
-EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_bench.cu %D%/bench_time.h %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/gpu.sh
+EXTRA_DIST += docs/PRELOAD.md %D%/gpu_fill.cu %D%/alloc_bench.cu %D%/launch_bench.cu %D%/bench_time.h %D%/fork_threads.cu %D%/torch_chain.py %D%/cupy_fill.py %D%/cupy_pointers.py %D%/gpu.sh
 # Unmodified JAX, Triton and numba-cuda past a device limit, and numba-cuda's
 # own driver tests, on the GPU machine from a built tree (docs/PRELOAD.md).
 EXTRA_DIST += %D%/frameworks.sh %D%/numba_suite.sh %D%/frameworks/common.py \
