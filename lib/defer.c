@@ -128,6 +128,18 @@ static int run_deferred(struct vmmx_ctx *ctx, const struct vmmx__deferred *d)
 	}
 }
 
+/* Whether an unmap in @kept (still failing) overlaps the range of @d. */
+static bool still_mapped(const struct vmmx__deferred *kept, const struct vmmx__deferred *d)
+{
+	uintptr_t a = (uintptr_t)d->va, b = a + d->size;
+
+	for (; kept; kept = kept->next)
+		if (kept->op == VMMX_OP_UNMAP && (uintptr_t)kept->va < b &&
+		    a < (uintptr_t)kept->va + kept->size)
+			return true;
+	return false;
+}
+
 uint64_t vmmx__deferred_retry(struct vmmx_ctx *ctx)
 {
 	struct vmmx__deferred *list, *d, *next, *kept = NULL, **kept_tail = &kept;
@@ -141,11 +153,15 @@ uint64_t vmmx__deferred_retry(struct vmmx_ctx *ctx)
 	ctx->deferred_tail = &ctx->deferred;
 	pthread_mutex_unlock(&ctx->lock);
 
-	/* In order: unmaps were queued before the unreserve of their range. */
+	/*
+	 * In order: unmaps were queued before the unreserve of their range,
+	 * which is kept without being tried while one of them still fails
+	 * (the driver is never asked to free a range that is mapped).
+	 */
 	for (d = list; d; d = next) {
 		next = d->next;
 		d->next = NULL;
-		if (!run_deferred(ctx, d)) {
+		if (!(d->op == VMMX_OP_UNRESERVE && still_mapped(kept, d)) && !run_deferred(ctx, d)) {
 			free(d);
 			continue;
 		}

@@ -406,6 +406,7 @@ static void forget_deferred(void)
 	struct vmmx_buf *buf = test_host_buf(ctx, 8 * MiB, 4);
 	uint8_t *p = vmmx_buf_ptr(buf);
 	struct vmm *v = vmmx__ctx_vmm(ctx);
+	struct vmmx_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
 	struct vmm_counts c;
 
 	is_err(0, vmmx_prefetch(ctx, p, 8 * MiB, DEV, NULL), "deferred: promoted");
@@ -417,6 +418,18 @@ static void forget_deferred(void)
 	vmm_fault_disarm_all(v);
 	ok(__atomic_load_n(&ctx->ndeferred, __ATOMIC_RELAXED) > 0,
 	   "a trim with every unmap failing defers the kept mappings' teardown");
+	/* Retried while the unmaps still fail: their ranges' unreserves are not tried. */
+	is_err(0, vmmx_stats_get(ctx, &s0), "stats before the retry");
+	vmm_fault_arm_n(v, VMMX_OP_UNMAP, 1, 100, -VMMX_EBUSY);
+	vmmx_ctx_trim(ctx, 0);
+	vmm_fault_disarm_all(v);
+	is_err(0, vmmx_stats_get(ctx, &s1), "stats after it");
+	ok(s1.driver_calls[VMMX_OP_UNMAP] > s0.driver_calls[VMMX_OP_UNMAP] &&
+	   s1.driver_calls[VMMX_OP_UNRESERVE] == s0.driver_calls[VMMX_OP_UNRESERVE],
+	   "a retry whose unmaps fail again asks for no unreserve of a range still mapped (%llu unmaps, %llu unreserves tried)",
+	   (unsigned long long)(s1.driver_calls[VMMX_OP_UNMAP] - s0.driver_calls[VMMX_OP_UNMAP]),
+	   (unsigned long long)(s1.driver_calls[VMMX_OP_UNRESERVE] - s0.driver_calls[VMMX_OP_UNRESERVE]));
+	ok(__atomic_load_n(&ctx->ndeferred, __ATOMIC_RELAXED) > 0, "both still queued");
 	vmmx_ctx_trim(ctx, 0);
 	vmm_counts(v, &c);
 	ok(c.reservations == 0 && c.mapped_bytes == 0 && c.handles == 0,
@@ -500,7 +513,7 @@ static void fault_sweep(void)
 
 int main(void)
 {
-	plan(45 + 30 + 18 + 19 + 18 + 14 + 6 + 3 + 2 * NSWEEP);
+	plan(45 + 30 + 18 + 19 + 18 + 14 + 6 + 7 + 2 * NSWEEP);
 	round_trip();
 	written_unpark();
 	bad_args();
