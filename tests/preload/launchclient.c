@@ -991,6 +991,20 @@ static int first_parked(void)
 	return -1;
 }
 
+/* One step of place_park()'s weights, each named by a launch of its own; the failures counted. */
+static int park_step(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
+	int bad = 0;
+
+	for (int i = 0; i < NW; i++) {
+		void *params[] = { &park_w[i] };
+
+		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	return bad;
+}
+
 /*
  * VMMX_RUN_PLACE_PARK=1 (launches.sh): six weights of 64 MiB, four of
  * which fit, each named by a launch of its own, three steps: those sent
@@ -1004,8 +1018,7 @@ static int first_parked(void)
  */
 static int place_park(int nccl)
 {
-	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } },
-				  kn = { "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 0, 1, { 0 }, { 8 } };
+	static struct fake_kernel kn = { "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 0, 1, { 0 }, { 8 } };
 	static unsigned char host[256];
 	void *pu[] = { &park_w[0] };
 	struct vmmx_stats st0 = { .size = sizeof(st0) }, st1 = { .size = sizeof(st1) };
@@ -1016,51 +1029,39 @@ static int place_park(int nccl)
 		bad += cudaMalloc(&park_w[i], WSIZE) != 0 ||
 		       !pattern(park_w[i], (unsigned char)(0x20 + i), 0);
 	is_int(0, bad, "six weights of 64 MiB made and filled");
-	for (int step = 0; step < 3; step++)
-		for (int i = 0; i < NW; i++) {
-			void *params[] = { &park_w[i] };
-
-			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
-		}
-	p1 = first_parked();
-	is_int(0, bad, "18 launches succeed");
-	ok(p1 >= 0, "after three steps, a weight is parked, its addresses unmapped (w%d)", p1);
+	/* Three steps, or more until one is parked: the movers may be bringing it in again. */
+	for (int step = 0; step < 8 && (step < 3 || p1 < 0); step++) {
+		bad += park_step();
+		p1 = step >= 2 ? first_parked() : -1;
+	}
+	is_int(0, bad, "the launches succeed");
+	ok(p1 >= 0, "after three steps or a few more, a weight is parked, its addresses unmapped (w%d)", p1);
 	if (p1 < 0)
 		return finish_tap();
 	bad += cuMemcpyDtoHAsync_v2(host, (uintptr_t)park_w[p1] + 4096, sizeof(host), NULL) != 0;
 	is_int(0, bad, "a copy from it passed on");
 	ok(!unmapped((uintptr_t)park_w[p1]), "it is mapped in place for the copy");
-	for (int i = 0; i < NW; i++) {
-		void *params[] = { &park_w[i] };
-
-		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	for (int step = 0; step < 6 && p2 < 0; step++) {
+		bad += park_step();
+		p2 = first_parked();
 	}
-	p2 = first_parked();
-	ok(!bad && p2 >= 0, "another step parks a weight again (w%d)", p2);
+	ok(!bad && p2 >= 0, "another step or a few park a weight again (w%d)", p2);
 	if (p2 < 0)
 		return finish_tap();
 	bad += cuMemsetD8Async((uintptr_t)park_w[p2] + 4096, (unsigned char)(0x20 + p2), 64, NULL) != 0;
 	is_int(0, bad, "a memset into it passed on");
 	is_int(0, (int)fake_use_bad(),
 	       "the copy and the memset each found their memory mapped at the driver");
-	for (int i = 0; i < NW; i++) {
-		void *params[] = { &park_w[i] };
-
-		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
-	}
-	ok(!bad && first_parked() >= 0, "another step parks a weight again");
+	for (int step = 0; step < 6 && (!step || first_parked() < 0); step++)
+		bad += park_step();
+	ok(!bad && first_parked() >= 0, "another step or a few park a weight again");
 	set_check(weight_unmapped);
 	bad += cuLaunchKernel(nccl ? &kn : &k5, 1, 1, 1, 32, 1, 1, 0, NULL, pu, NULL) != 0;
 	set_check(NULL);
 	is_int(0, (int)fake_launch_bad(), "a launch of %s found every weight mapped: what was parked was mapped in place before it",
 	       nccl ? "an NCCL kernel" : "a kernel with no parameter layout");
 	bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
-	for (int step = 0; step < 2; step++)
-		for (int i = 0; i < NW; i++) {
-			void *params[] = { &park_w[i] };
-
-			bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
-		}
+	bad += park_step() + park_step();
 	bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
 	is_int(0, bad, "two more steps succeed");
 	ok(st1.parks == st0.parks && st1.parked_bytes == 0 && st1.copies_saved > st0.copies_saved,
@@ -1094,20 +1095,6 @@ static int pointed_moved(const void *f, void **params)
 	       on_device_range(ptr_w[1], WSIZE) != ptr_dev[1];
 }
 
-/* One step of place_park()'s weights, each named by a launch of its own; the failures counted. */
-static int park_step(void)
-{
-	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } };
-	int bad = 0;
-
-	for (int i = 0; i < NW; i++) {
-		void *params[] = { &park_w[i] };
-
-		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
-	}
-	return bad;
-}
-
 /* The first weight of place_park() in host memory (parked or not), or -1. */
 static int first_in_host(void)
 {
@@ -1137,7 +1124,7 @@ static int place_pointers(int many)
 	struct vmmx_stats st0 = { .size = sizeof(st0) }, st1 = { .size = sizeof(st1) };
 	uint64_t tab_host[SMALL + 4];
 	void *tab = NULL, *big = NULL, *gp[] = { &tab };
-	int bad = 0, p1, q = -1, ok_data = 1;
+	int bad = 0, p1 = -1, q = -1, ok_data = 1;
 
 	plan_lazy();
 	for (int i = 0; i < NW; i++)
@@ -1145,11 +1132,12 @@ static int place_pointers(int many)
 		       !pattern(park_w[i], (unsigned char)(0x20 + i), 0);
 	bad += cudaMalloc(&tab, sizeof(tab_host)) != 0;
 	is_int(0, bad, "six weights of 64 MiB and a table made, the weights filled");
-	for (int step = 0; step < 3; step++)
+	for (int step = 0; step < 8 && (step < 3 || p1 < 0); step++) {
 		bad += park_step();
-	p1 = first_in_host();
-	is_int(0, bad, "18 launches succeed");
-	ok(p1 >= 0, "after three steps, a weight is in host memory (w%d)%s", p1,
+		p1 = step >= 2 ? first_in_host() : -1;
+	}
+	is_int(0, bad, "the launches succeed");
+	ok(p1 >= 0, "after three steps or a few more, a weight is in host memory (w%d)%s", p1,
 	   park_on() && p1 >= 0 && unmapped((uintptr_t)park_w[p1]) ? ", parked" : "");
 	if (p1 < 0)
 		return finish_tap();
