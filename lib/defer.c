@@ -12,29 +12,40 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "internal/mem.h"
 
-void vmmx__defer(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, vmm_handle_t h,
-		 struct vmmx_loc loc)
+/* The step queued, @why logged ("failed (...)" or why it was not tried). */
+static void enqueue(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, vmm_handle_t h,
+		    struct vmmx_loc loc, const char *why)
 {
 	struct vmmx__deferred *d = calloc(1, sizeof(*d));
 
 	if (!d) {
 		vmmx__logf(&ctx->conf.log, VMMX_LOG_ERROR,
-			   "%s of %p (%zu bytes) failed and cannot be queued for a retry: leaked",
-			   vmm_op_name(op), va, size);
+			   "%s of %p (%zu bytes) %s and cannot be queued for a retry: leaked",
+			   vmm_op_name(op), va, size, why);
 		return;
 	}
 	*d = (struct vmmx__deferred){ .op = op, .va = va, .size = size, .handle = h, .loc = loc };
-	vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN, "%s of %p (%zu bytes) failed (%s); will retry",
-		   vmm_op_name(op), va, size, vmmx_last_error());
+	vmmx__logf(&ctx->conf.log, VMMX_LOG_WARN, "%s of %p (%zu bytes) %s; will retry",
+		   vmm_op_name(op), va, size, why);
 	pthread_mutex_lock(&ctx->lock);
 	*ctx->deferred_tail = d;
 	ctx->deferred_tail = &d->next;
 	__atomic_fetch_add(&ctx->ndeferred, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ctx->lock);
+}
+
+void vmmx__defer(struct vmmx_ctx *ctx, enum vmmx_op op, void *va, size_t size, vmm_handle_t h,
+		 struct vmmx_loc loc)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "failed (%s)", vmmx_last_error());
+	enqueue(ctx, op, va, size, h, loc, why);
 }
 
 int vmmx__unmap_tries(struct vmmx_ctx *ctx, void *va, size_t size)
@@ -99,8 +110,34 @@ int vmmx__release_or_defer(struct vmmx_ctx *ctx, vmm_handle_t h, struct vmmx_loc
 	return 1;
 }
 
+/* Whether an unmap in @kept (still failing) overlaps the range of @d. */
+static bool still_mapped(const struct vmmx__deferred *kept, const struct vmmx__deferred *d)
+{
+	uintptr_t a = (uintptr_t)d->va, b = a + d->size;
+
+	for (; kept; kept = kept->next)
+		if (kept->op == VMMX_OP_UNMAP && (uintptr_t)kept->va < b &&
+		    a < (uintptr_t)kept->va + kept->size)
+			return true;
+	return false;
+}
+
 int vmmx__unreserve_or_defer(struct vmmx_ctx *ctx, void *va, size_t size)
 {
+	const struct vmmx__deferred range = { .op = VMMX_OP_UNRESERVE, .va = va, .size = size };
+	bool mapped = false;
+
+	/* A failed unmap of some of it is queued: queued behind it, untried. */
+	if (__atomic_load_n(&ctx->ndeferred, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&ctx->lock);
+		mapped = still_mapped(ctx->deferred, &range);
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	if (mapped) {
+		enqueue(ctx, VMMX_OP_UNRESERVE, va, size, 0, (struct vmmx_loc){ 0 },
+			"not tried behind a failed unmap of its range");
+		return 1;
+	}
 	if (!vmm_unreserve(ctx->vmm, va, size))
 		return 0;
 	vmmx__defer(ctx, VMMX_OP_UNRESERVE, va, size, 0, (struct vmmx_loc){ 0 });
@@ -126,18 +163,6 @@ static int run_deferred(struct vmmx_ctx *ctx, const struct vmmx__deferred *d)
 	default:
 		abort(); /* only teardown steps are ever deferred */
 	}
-}
-
-/* Whether an unmap in @kept (still failing) overlaps the range of @d. */
-static bool still_mapped(const struct vmmx__deferred *kept, const struct vmmx__deferred *d)
-{
-	uintptr_t a = (uintptr_t)d->va, b = a + d->size;
-
-	for (; kept; kept = kept->next)
-		if (kept->op == VMMX_OP_UNMAP && (uintptr_t)kept->va < b &&
-		    a < (uintptr_t)kept->va + kept->size)
-			return true;
-	return false;
 }
 
 uint64_t vmmx__deferred_retry(struct vmmx_ctx *ctx)

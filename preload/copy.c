@@ -41,7 +41,11 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "preload/preload.h"
 
@@ -202,43 +206,83 @@ void vmmxp_use_end(struct vmmxp_use u)
 #define POINTERS_MAX (64u << 10)
 
 /*
- * Host data at @src, @n bytes, about to be copied to the device, read for
- * addresses: a kernel may reach a segment through an address held in
- * device memory, which the watch never sees, and a segment being moved is
+ * Up to @n bytes at @src read into @to, through the kernel where it lets
+ * us (a source the CPU cannot read fails with EFAULT, where a load would
+ * kill the process); where it does not (a seccomp profile without
+ * process_vm_readv), read directly: the driver reads it as host memory too.
+ * Return: the bytes read, 0 when none could be.
+ */
+static size_t read_host(void *to, const void *src, size_t n)
+{
+	static int direct;
+	struct iovec local = { to, n }, remote = { (void *)(uintptr_t)src, n };
+	ssize_t got;
+
+	if (!__atomic_load_n(&direct, __ATOMIC_RELAXED)) {
+		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got >= 0)
+			return (size_t)got;
+		if (errno != EPERM && errno != ENOSYS)
+			return 0;
+		__atomic_store_n(&direct, 1, __ATOMIC_RELAXED);
+	}
+	memcpy(to, src, n);
+	return n;
+}
+
+/*
+ * Host data at @src, @n bytes, about to be copied to the device at @dst,
+ * read for addresses: a kernel may reach a segment through an address held
+ * in device memory, which the watch never sees, and a segment being moved is
  * unmapped for a moment (a parked one until brought in): the GPU would
  * fault (CUDA_ERROR_ILLEGAL_ADDRESS, seen on the H200 with a table of
- * weights' addresses under CuPy).  Each 8-byte word at an 8-byte-aligned
- * address that is a libvmmx address (a user-space one: bits 32 to 46 only)
- * names its segment, which then never moves nor parks (place.c:
+ * weights' addresses under CuPy).  Each 8-byte word that lands 8-byte
+ * aligned at @dst and is a libvmmx address (a user-space one: bits 32 to 46
+ * only) names its segment, which then never moves nor parks (place.c:
  * vmmxp_place_pointed()).  Tables of pointers built on the CPU (grouped
  * GEMMs' operands, descriptors) reach the GPU this way; addresses a kernel
  * writes to device memory do not (docs/PRELOAD.md).  Only copies of at
  * most POINTERS_MAX bytes with a source the driver is told is host memory
  * (the HtoD calls, the runtime's with cudaMemcpyHostToDevice) are read; a
  * source libvmmx maps is not (its host copies may be granted to the GPU
- * only).
+ * only).  A table into more chunks than a call keeps is marked in turns.
  */
-static void scan_pointers(const void *src, size_t n)
+static void scan_pointers(uintptr_t dst, const void *src, size_t n)
 {
-	const unsigned char *p = src, *end = p + n;
+	uint64_t words[512];
 	struct vmmxp_named nm;
+	/* The words the GPU will read: 8-byte aligned at the destination. */
+	size_t off = (8 - dst % 8) % 8;
 
 	if (!src || !n || n > POINTERS_MAX || in_copy || !vmmxp_copy_on() || vmmxp_busy())
 		return;
 	vmmxp_depth(1);
 	vmmxp_named_start(&nm);
 	vmmxp_name_word(&nm, (uintptr_t)src);
-	if (!nm.total) {
-		p += (8 - (uintptr_t)p % 8) % 8;
-		for (; p + 8 <= end; p += 8) {
-			uint64_t w = *(const uint64_t *)(const void *)p;
-
-			if ((w >> 32) && !(w >> 47))
-				vmmxp_name_word(&nm, w);
-		}
-		if (nm.total)
-			vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n, nm.total);
+	if (nm.total) { /* libvmmx's (below): not read */
+		vmmxp_depth(-1);
+		return;
 	}
+	while (off + 8 <= n) {
+		size_t want = (n - off) / 8 < 512 ? (n - off) / 8 * 8 : sizeof(words);
+		size_t got = read_host(words, (const char *)src + off, want) / 8;
+
+		for (size_t i = 0; i < got; i++) {
+			if (!(words[i] >> 32) || words[i] >> 47)
+				continue;
+			vmmxp_name_word(&nm, words[i]);
+			/* Full: these marked, then the next (a table into many chunks). */
+			if (nm.n == VMMXP_PLACE_MAX) {
+				vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n, nm.total);
+				vmmxp_named_start(&nm);
+			}
+		}
+		if (got * 8 < want)
+			break;
+		off += want;
+	}
+	if (nm.n)
+		vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n, nm.total);
 	vmmxp_depth(-1);
 }
 
@@ -267,7 +311,7 @@ static CUstream on(CUstream s, int pt)
 		if (!real)                                                                      \
 			return missing;                                                         \
 		if (h2d)                                                                        \
-			scan_pointers((const void *)(uintptr_t)(src), (slen));                  \
+			scan_pointers((uintptr_t)(dst), (const void *)(uintptr_t)(src), (slen)); \
 		u = vmmxp_use_begin((uintptr_t)(dst), (dlen), (uintptr_t)(src), (slen),          \
 				    (stream));                                                  \
 		r = u.refused ? (type)COPY_REFUSED : real args;                                \

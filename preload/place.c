@@ -324,6 +324,15 @@ static uint64_t unspilled_launches;       /* lock: launches placed before that *
 static int unseen;
 /* lock: set by vmmxp_place_pointed() when it could not mark them all: nothing moves any more. */
 static int frozen;
+
+/*
+ * lock held: whether @t may never move: a kernel may read it through an
+ * address held in device memory, at any time (vmmxp_place_pointed()).
+ */
+static int unmovable(const struct tracked *t)
+{
+	return t->pointed || frozen;
+}
 /* lock: the launch (seq) that named a piece the table had no room for: no piece moves meanwhile */
 static uint64_t untracked_piece = UINT64_MAX;
 /* lock: changes of what the newest launch names or copies hold (busy_floor_kept() asks again) */
@@ -994,7 +1003,7 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		int j;
 
 		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
-		    t->size > most || t->pointed)
+		    t->size > most || unmovable(t))
 			continue;
 		/* A piece at or above one in use in its buffer stays. */
 		if (piece_blocked(t))
@@ -1230,11 +1239,8 @@ static int promote(struct tracked *t, enum how how, int once, uint64_t cycle_len
 
 	if (t->held)
 		return -VMMX_ENOMEM; /* a copy on another thread uses it: read in place */
-	/*
-	 * A kernel may read it through an address held in device memory, at
-	 * any time (vmmxp_place_pointed()): it stays where it lies, mapped.
-	 */
-	if (t->pointed || frozen)
+	/* It stays where it lies, mapped (read there). */
+	if (unmovable(t))
 		return -VMMX_ENOMEM;
 	if (vmmx_ctx_query(t->ctx, &ci)) {
 		st.failed++;
@@ -1967,11 +1973,15 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
  */
 static void stop_parking(int why)
 {
-	if (__atomic_load_n(&unseen, __ATOMIC_RELAXED))
-		return;
-	__atomic_store_n(&unseen, 1, __ATOMIC_RELAXED);
-	st.park_stopped = (uint64_t)why;
-	/* Parks under way finish (move() maps them back: unseen is set). */
+	if (!__atomic_load_n(&unseen, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&unseen, 1, __ATOMIC_RELAXED);
+		st.park_stopped = (uint64_t)why;
+	}
+	/*
+	 * Parks under way finish (move() maps them back: unseen is set), also
+	 * when another thread stopped parking and waits for them still: none
+	 * returns before all is mapped in place.
+	 */
 	drop_queue();
 	while (busy)
 		pthread_cond_wait(&done_cv, &lock);
@@ -2014,6 +2024,13 @@ void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *c
 			t[i]->pointed = 1;
 			st.pointed++;
 		}
+		/*
+		 * A piece (VMMX_RUN_PLACE_PIECES): a kernel reading through the
+		 * address may read on to the end of its buffer, whose pieces
+		 * above move on their own: nothing moves any more.
+		 */
+		if (seg[i].whole)
+			lost = 1;
 	}
 	/*
 	 * Marked, none begins a move; one under way is waited for (the lock
@@ -2031,14 +2048,15 @@ void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *c
 	for (size_t i = 0; i < nseg; i++)
 		if (t[i])
 			unpark(t[i]);
-	/* An address that could not be marked may be anywhere: nothing moves or parks any more. */
-	if (lost && !frozen) {
+	/*
+	 * What could not be marked may be anywhere: nothing moves or parks any
+	 * more, and what moves or parks now is waited for and mapped in place
+	 * (by every copy that finds so, until none is under way).
+	 */
+	if (lost) {
 		frozen = 1;
 		st.frozen = 1;
 		stop_parking(2);
-		drop_queue();
-		while (busy)
-			pthread_cond_wait(&done_cv, &lock);
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -2484,6 +2502,8 @@ static void bring_in_ahead(void)
 	uint64_t bound = 0;
 	int queue = mover_on();
 
+	if (frozen)
+		return; /* nothing moves any more (vmmxp_place_pointed()) */
 	for (uint64_t d = 1; d <= horizon; d++) {
 		uint64_t q = ((uint64_t)cur.at + d) % len;
 		const struct plan *pl = q < PLAN_SLOTS ? &plan[q] : NULL;
@@ -2520,7 +2540,7 @@ static void bring_in_ahead(void)
 			 * to its launch, as is one too large to make room for.
 			 */
 			if (!(live >> i & 1) || t->on_device || t->moving || t->size > most_moved(t->ctx) ||
-			    piece_blocked(t))
+			    piece_blocked(t) || unmovable(t))
 				continue;
 			if (once && !once_room(t))
 				continue;

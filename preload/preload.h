@@ -838,10 +838,10 @@ struct vmmxp_place_stats {
 	uint64_t parked;                    /* sends back that parked (VMMX_RUN_PLACE_PARK) */
 	uint64_t unparked, unpark_ns;       /* parked segments mapped in place for a launch or copy */
 	uint64_t park_stopped;              /* why parking stopped: 1 a launch the watch could not
-					     * read whole (vmmxp_place_unseen), 2 a copy's pointers
-					     * that could not all be marked (vmmxp_place_pointed) */
+					     * read whole (vmmxp_place_unseen), 2 frozen (below) */
 	uint64_t pointed;                   /* segments never moved again: copied data points into them */
-	uint64_t frozen;                    /* 1: nothing moves any more (park_stopped 2) */
+	uint64_t frozen;                    /* 1: nothing moves any more: a copy's addresses
+					     * could not all be marked (vmmxp_place_pointed) */
 };
 
 /*
@@ -889,7 +889,9 @@ void vmmxp_place_unseen(void);
  * move nor park from now on (a kernel may reach them through the copy at
  * any time, unnamed); before this returns, a move of one under way is
  * done and one parked is mapped in place.  When one cannot be marked
- * (@total > @n, the table full), nothing moves or parks any more (place.c).
+ * (@total > @n, the table full, or a piece of a segment moved in pieces,
+ * whose pieces above a kernel may read too), nothing moves or parks any
+ * more (place.c).
  * Context: inside libvmmx (vmmxp_depth()); may block (the movers).
  */
 void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,

@@ -688,10 +688,10 @@ static void report_launches(FILE *out)
 		if (ps.pointed)
 			fprintf(out, "; %llu never moved (data copied to the device points into "
 				     "them)", (unsigned long long)ps.pointed);
-		fprintf(out, "%s\n",
-			ps.park_stopped == 1 ? "; stopped: a launch the watch could not read whole" :
-			ps.park_stopped ? "; stopped, and every move: data copied to the device "
-					  "points into more segments than could be marked" : "");
+		fprintf(out, "%s%s\n",
+			ps.park_stopped == 1 ? "; stopped: a launch the watch could not read whole" : "",
+			ps.frozen ? "; every move stopped: data copied to the device points into a "
+				    "segment moved in pieces or past those tracked" : "");
 		fprintf(out, "  copies           %llu with host memory at both ends, the CPU granted "
 			     "both first\n", (unsigned long long)vmmxp_copy_both_host());
 	}

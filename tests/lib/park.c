@@ -438,6 +438,41 @@ static void forget_deferred(void)
 	vmmx_ctx_destroy(ctx);
 }
 
+/*
+ * An unreserve asked for (as a migration's staging range is given back)
+ * while a failed unmap of its range is queued is queued behind it, not
+ * tried: the driver is never asked to free a range still mapped.
+ */
+static void unreserve_behind_unmap(void)
+{
+	struct vmmx_ctx *ctx = test_ctx(verified);
+	struct vmm *v = vmmx__ctx_vmm(ctx);
+	struct vmmx_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
+	struct vmm_counts c;
+	vmm_handle_t h;
+	void *va;
+
+	if (vmm_reserve(v, 4 * MiB, 0, &va) || vmm_create(v, DEV, 2 * MiB, &h) ||
+	    vmm_map(v, (char *)va + 2 * MiB, 2 * MiB, h))
+		bail("reserve, create or map: %s", vmmx_last_error());
+	vmm_fault_arm_n(v, VMMX_OP_UNMAP, 1, 100, -VMMX_EBUSY);
+	ok(vmmx__unmap_or_defer(ctx, (char *)va + 2 * MiB, 2 * MiB) == 1,
+	   "behind: an unmap failing every try is queued");
+	vmm_fault_disarm_all(v);
+	is_err(0, vmmx_stats_get(ctx, &s0), "stats");
+	ok(vmmx__unreserve_or_defer(ctx, va, 4 * MiB) == 1, "the unreserve of its range is queued");
+	is_err(0, vmmx_stats_get(ctx, &s1), "stats again");
+	is_int(0, (int)(s1.driver_calls[VMMX_OP_UNRESERVE] - s0.driver_calls[VMMX_OP_UNRESERVE]),
+	       "and not tried");
+	ok(vmmx__deferred_retry(ctx) == 0, "the retry unmaps, then unreserves");
+	if (vmm_release(v, h))
+		bail("release: %s", vmmx_last_error());
+	vmm_counts(v, &c);
+	ok(c.reservations == 0 && c.mapped_bytes == 0 && c.handles == 0,
+	   "nothing reserved, mapped or held");
+	vmmx_ctx_destroy(ctx);
+}
+
 /* ---- 5. the fault sweep ---- */
 
 /*
@@ -513,7 +548,7 @@ static void fault_sweep(void)
 
 int main(void)
 {
-	plan(45 + 30 + 18 + 19 + 18 + 14 + 6 + 7 + 2 * NSWEEP);
+	plan(45 + 30 + 18 + 19 + 18 + 14 + 6 + 7 + 7 + 2 * NSWEEP);
 	round_trip();
 	written_unpark();
 	bad_args();
@@ -521,6 +556,7 @@ int main(void)
 	kept_mapping();
 	trimmed_chunk();
 	forget_deferred();
+	unreserve_behind_unmap();
 	fault_sweep();
 	return 0;
 }

@@ -1088,11 +1088,16 @@ static int ptr_dev[2];
  */
 static int pointed_moved(const void *f, void **params)
 {
+	struct vmmx_chunk_info ci;
+	size_t size;
+
 	(void)f;
 	(void)params;
-	return unmapped(ptr_at[0]) || unmapped(ptr_at[1]) ||
-	       on_device_range(ptr_w[0], WSIZE) != ptr_dev[0] ||
-	       on_device_range(ptr_w[1], WSIZE) != ptr_dev[1];
+	if (unmapped(ptr_at[0]) || unmapped(ptr_at[1]) ||
+	    on_device_range(ptr_w[0], WSIZE) != ptr_dev[0])
+		return 1;
+	size = vmmx_lookup(ctx_of(0), ptr_w[1], &ci) ? WSIZE : vmmx_buf_size(ci.buf);
+	return on_device_range(ptr_w[1], size) != ptr_dev[1];
 }
 
 /* The first weight of place_park() in host memory (parked or not), or -1. */
@@ -1113,9 +1118,12 @@ static int first_in_host(void)
  * copy is passed on (a move of it under way done first), and a weight on
  * the device when a second table pointing to it is copied
  * (cuMemcpyHtoDAsync); neither moves after (a move unmaps for a moment),
- * though a launch names each every step; the other weights still move.  With @many, one table points into 260 chunks, more than a
- * copy's addresses are kept for (launches.sh sets VMMX_CHUNK_MAX=2MiB):
- * nothing moves or parks after, every parked weight mapped in place first.
+ * though a launch names each every step; the other weights still move.
+ * With @many, one table points into 260 chunks of one buffer, more than a
+ * copy keeps at once (launches.sh sets VMMX_CHUNK_MAX=2MiB): that buffer
+ * never moves, the others still do; under VMMX_RUN_PLACE_PIECES=1 the
+ * buffer moves in pieces, and nothing moves or parks after, every parked
+ * weight mapped in place first.
  */
 static int place_pointers(int many)
 {
@@ -1124,7 +1132,8 @@ static int place_pointers(int many)
 	struct vmmx_stats st0 = { .size = sizeof(st0) }, st1 = { .size = sizeof(st1) };
 	uint64_t tab_host[SMALL + 4];
 	void *tab = NULL, *big = NULL, *gp[] = { &tab };
-	int bad = 0, p1 = -1, q = -1, ok_data = 1;
+	const char *pv = getenv("VMMX_RUN_PLACE_PIECES");
+	int bad = 0, p1 = -1, q = -1, ok_data = 1, pieces = pv && !strcmp(pv, "1");
 
 	plan_lazy();
 	for (int i = 0; i < NW; i++)
@@ -1150,12 +1159,30 @@ static int place_pointers(int many)
 		bad += cudaMemcpy(tab, tab_host, sizeof(tab_host), 1 /* cudaMemcpyHostToDevice */) != 0;
 		bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
 		is_int(0, bad, "a table of %d addresses in as many chunks copied to the device", SMALL + 1);
-		ok(park_on() ? first_parked() < 0 : 1, "every weight is mapped before the copy is passed on");
-		bad += park_step() + park_step();
-		bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
-		ok(!bad && first_parked() < 0 && st1.migrations == st0.migrations,
-		   "two more steps succeed, nothing moved or parked (%llu chunks moved)",
-		   (unsigned long long)(st1.migrations - st0.migrations));
+		ok(!unmapped((uintptr_t)park_w[p1]), "the weight it points into is mapped before the copy is passed on");
+		if (pieces) {
+			ok(first_parked() < 0, "every weight is mapped (the buffer in pieces: nothing moves)");
+			bad += park_step() + park_step();
+			bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
+			ok(!bad && first_parked() < 0 && st1.migrations == st0.migrations,
+			   "two more steps succeed, nothing moved or parked (%llu chunks moved)",
+			   (unsigned long long)(st1.migrations - st0.migrations));
+		} else {
+			ptr_at[0] = ptr_at[1] = (uintptr_t)park_w[p1];
+			ptr_w[0] = park_w[p1];
+			ptr_dev[0] = on_device_range(ptr_w[0], WSIZE);
+			ptr_w[1] = big;
+			ptr_dev[1] = on_device_range(big, SMALL * (2 * MiB));
+			set_check(pointed_moved);
+			for (int step = 0; step < 4; step++)
+				bad += park_step();
+			set_check(NULL);
+			bad += vmmx_stats_get(ctx_of(0), &st1) != 0;
+			is_int(0, bad, "four more steps succeed");
+			is_int(0, (int)fake_launch_bad(), "neither the weight nor the buffer moved");
+			ok(st1.migrations > st0.migrations, "the other weights still move (%llu chunks moved)",
+			   (unsigned long long)(st1.migrations - st0.migrations));
+		}
 		cudaFree(big);
 		goto out;
 	}
@@ -1177,11 +1204,12 @@ static int place_pointers(int many)
 	ok(q >= 0, "another weight is on the device (w%d)", q);
 	if (q < 0)
 		goto out;
-	tab_host[0] = (uintptr_t)park_w[q];
+	/* From a host address 4 bytes off alignment: the word lands aligned on the device. */
+	memcpy((unsigned char *)&tab_host[4] + 4, &park_w[q], sizeof(void *));
 	ptr_at[1] = (uintptr_t)park_w[q];
 	ptr_w[1] = park_w[q];
-	bad += cuMemcpyHtoDAsync_v2((uintptr_t)tab + 32, tab_host, 8, NULL) != 0;
-	is_int(0, bad, "a table pointing to it copied (cuMemcpyHtoDAsync)");
+	bad += cuMemcpyHtoDAsync_v2((uintptr_t)tab + 32, (unsigned char *)&tab_host[4] + 4, 8, NULL) != 0;
+	is_int(0, bad, "a table pointing to it copied (cuMemcpyHtoDAsync, from an unaligned host address)");
 	ptr_dev[1] = on_device_range(ptr_w[1], WSIZE);
 	bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
 	set_check(pointed_moved);
