@@ -273,7 +273,7 @@ static void scan_pointers(uintptr_t dst, const void *src, size_t n)
 			vmmxp_name_word(&nm, words[i]);
 			/* Full: these marked, then the next (a table into many chunks). */
 			if (nm.n == VMMXP_PLACE_MAX) {
-				vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n, nm.total);
+				vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n);
 				vmmxp_named_start(&nm);
 			}
 		}
@@ -282,7 +282,7 @@ static void scan_pointers(uintptr_t dst, const void *src, size_t n)
 		off += want;
 	}
 	if (nm.n)
-		vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n, nm.total);
+		vmmxp_place_pointed(nm.chunk, nm.chunk_ctx, nm.n);
 	vmmxp_depth(-1);
 }
 

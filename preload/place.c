@@ -1999,12 +1999,12 @@ void vmmxp_place_unseen(void)
 }
 
 void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-			 size_t n, size_t total)
+			 size_t n)
 {
 	struct seg seg[VMMXP_PLACE_MAX];
 	struct tracked *t[VMMXP_PLACE_MAX];
 	size_t nseg;
-	int lost = total > n, again;
+	int lost = 0, again;
 
 	if (n > VMMXP_PLACE_MAX)
 		n = VMMXP_PLACE_MAX;

@@ -884,18 +884,17 @@ int vmmxp_place_on(void);
 void vmmxp_place_unseen(void);
 /*
  * vmmxp_place_pointed() - host data about to be copied to the device holds
- * addresses in the @n chunks (@chunk, each on @ctx; @total found, more
- * than @n when some were not kept): the segments of those chunks never
- * move nor park from now on (a kernel may reach them through the copy at
- * any time, unnamed); before this returns, a move of one under way is
- * done and one parked is mapped in place.  When one cannot be marked
- * (@total > @n, the table full, or a piece of a segment moved in pieces,
- * whose pieces above a kernel may read too), nothing moves or parks any
- * more (place.c).
+ * addresses in the @n chunks (@chunk, each on @ctx; a caller with more
+ * calls again for the rest): the segments of those chunks never move nor
+ * park from now on (a kernel may reach them through the copy at any time,
+ * unnamed); before this returns, a move of one under way is done and one
+ * parked is mapped in place.  When one cannot be marked (the table full,
+ * or a piece of a segment moved in pieces, whose pieces above a kernel may
+ * read too), nothing moves or parks any more (place.c).
  * Context: inside libvmmx (vmmxp_depth()); may block (the movers).
  */
 void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-			 size_t n, size_t total);
+			 size_t n);
 /*
  * vmmxp_place_quiet() - whether a launch may be passed on unread: launch
  * placement alone reads launches (no --launches, no --trace) and none of
