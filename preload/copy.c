@@ -230,6 +230,29 @@ static size_t read_host(void *to, const void *src, size_t n)
 	return n;
 }
 
+/* What scan_pointers() may take a copy's source to be. */
+enum scan {
+	SCAN_NO,    /* device memory, or nothing to read: not read */
+	SCAN_HOST,  /* host memory: the HtoD calls, cudaMemcpyHostToDevice */
+	SCAN_MAYBE, /* unified addressing (cuMemcpy, cuMemcpyAsync, cudaMemcpyDefault):
+		     * read when the CPU can read the source and not the destination */
+};
+
+/*
+ * Whether the CPU can read the byte at @p: 1, 0 when it cannot (EFAULT:
+ * device memory, which the driver maps for the GPU only), -1 when the
+ * kernel will not say (a seccomp profile without process_vm_readv).
+ */
+static int cpu_readable(uintptr_t p)
+{
+	unsigned char b;
+	struct iovec local = { &b, 1 }, remote = { (void *)p, 1 };
+
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1)
+		return 1;
+	return errno == EFAULT ? 0 : -1;
+}
+
 /*
  * Host data at @src, @n bytes, about to be copied to the device at @dst,
  * read for addresses: a kernel may reach a segment through an address held
@@ -242,19 +265,24 @@ static size_t read_host(void *to, const void *src, size_t n)
  * vmmxp_place_pointed()).  Tables of pointers built on the CPU (grouped
  * GEMMs' operands, descriptors) reach the GPU this way; addresses a kernel
  * writes to device memory do not (docs/PRELOAD.md).  Only copies of at
- * most POINTERS_MAX bytes with a source the driver is told is host memory
- * (the HtoD calls, the runtime's with cudaMemcpyHostToDevice) are read; a
- * source libvmmx maps is not (its host copies may be granted to the GPU
- * only).  A table into more chunks than a call keeps is marked in turns.
+ * most POINTERS_MAX bytes are read, and only when their source is host
+ * memory (@how): the HtoD calls and the runtime's cudaMemcpyHostToDevice
+ * say so; a unified copy (@how SCAN_MAYBE) is read when the CPU can read
+ * its source and not its destination (a destination libvmmx maps counts as
+ * device memory wherever it lies), which process_vm_readv() tells without
+ * touching either (where seccomp refuses it, such a copy is not read).  A
+ * source libvmmx maps is not read (its host copies may be granted to the
+ * GPU only).  A table into more chunks than a call keeps is marked in turns.
  */
-static void scan_pointers(uintptr_t dst, const void *src, size_t n)
+static void scan_pointers(uintptr_t dst, const void *src, size_t n, enum scan how)
 {
 	uint64_t words[512];
 	struct vmmxp_named nm;
 	/* The words the GPU will read: 8-byte aligned at the destination. */
 	size_t off = (8 - dst % 8) % 8;
 
-	if (!src || !n || n > POINTERS_MAX || in_copy || !vmmxp_copy_on() || vmmxp_busy())
+	if (how == SCAN_NO || !src || !n || n > POINTERS_MAX || in_copy || !vmmxp_copy_on() ||
+	    vmmxp_busy())
 		return;
 	vmmxp_depth(1);
 	vmmxp_named_start(&nm);
@@ -262,6 +290,14 @@ static void scan_pointers(uintptr_t dst, const void *src, size_t n)
 	if (nm.total) { /* libvmmx's (below): not read */
 		vmmxp_depth(-1);
 		return;
+	}
+	if (how == SCAN_MAYBE) {
+		vmmxp_name_word(&nm, dst);
+		if (cpu_readable((uintptr_t)src) != 1 || (!nm.total && cpu_readable(dst) != 0)) {
+			vmmxp_depth(-1);
+			return;
+		}
+		vmmxp_named_start(&nm);
 	}
 	while (off + 8 <= n) {
 		size_t want = (n - off) / 8 < 512 ? (n - off) / 8 * 8 : sizeof(words);
@@ -298,10 +334,10 @@ static CUstream on(CUstream s, int pt)
 /*
  * COPY: the hook @name(@params), whose real call is @name@args, reading
  * [@src, + @slen) and writing [@dst, + @dlen) on @stream; code @missing
- * when the real entry point cannot be found; @h2d true when @src is host
- * memory copied to the device (read for addresses: scan_pointers()).
+ * when the real entry point cannot be found; @scan what its source may be
+ * (an enum scan: read for addresses, scan_pointers()).
  */
-#define COPY(type, missing, name, params, args, dst, dlen, src, slen, stream, h2d)              \
+#define COPY(type, missing, name, params, args, dst, dlen, src, slen, stream, scan)              \
 	VMMXP_EXPORT type name params                                                           \
 	{                                                                                       \
 		__typeof__(&name) real = VMMXP_REAL(name);                                      \
@@ -310,8 +346,7 @@ static CUstream on(CUstream s, int pt)
                                                                                                 \
 		if (!real)                                                                      \
 			return missing;                                                         \
-		if (h2d)                                                                        \
-			scan_pointers((uintptr_t)(dst), (const void *)(uintptr_t)(src), (slen)); \
+		scan_pointers((uintptr_t)(dst), (const void *)(uintptr_t)(src), (slen), (scan)); \
 		u = vmmxp_use_begin((uintptr_t)(dst), (dlen), (uintptr_t)(src), (slen),          \
 				    (stream));                                                  \
 		r = u.refused ? (type)COPY_REFUSED : real args;                                \
@@ -320,28 +355,28 @@ static CUstream on(CUstream s, int pt)
 	}
 
 /* The driver's 1D copies: (dst, src, n) and (dst, src, n, stream), each pair with its twin. */
-#define DRV_COPY(name, dtype, stype, pt, h2d)                                                   \
+#define DRV_COPY(name, dtype, stype, pt, scan)                                                   \
 	COPY(CUresult, CUDA_ENOTFOUND, name, (dtype dst, stype src, size_t n), (dst, src, n),   \
-	     dst, n, src, n, on(NULL, pt), h2d)
-#define DRV_COPY_ASYNC(name, dtype, stype, pt, h2d)                                             \
+	     dst, n, src, n, on(NULL, pt), scan)
+#define DRV_COPY_ASYNC(name, dtype, stype, pt, scan)                                             \
 	COPY(CUresult, CUDA_ENOTFOUND, name, (dtype dst, stype src, size_t n, void *stream),    \
-	     (dst, src, n, stream), dst, n, src, n, on(stream, pt), h2d)
-DRV_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr, 0, 0)
-DRV_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, 1, 0)
-DRV_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, 0, 0)
-DRV_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, 1, 0)
-DRV_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *, 0, 1)
-DRV_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, 1, 1)
-DRV_COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr, 0, 0)
-DRV_COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, 1, 0)
-DRV_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, 0, 0)
-DRV_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, 1, 0)
-DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, 0, 1)
-DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, 1, 1)
-DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, 0, 0)
-DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, 1, 0)
-DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, 0, 0)
-DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1, 0)
+	     (dst, src, n, stream), dst, n, src, n, on(stream, pt), scan)
+DRV_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr, 0, SCAN_MAYBE)
+DRV_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr, 1, SCAN_MAYBE)
+DRV_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, 0, SCAN_MAYBE)
+DRV_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr, 1, SCAN_MAYBE)
+DRV_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void *, 0, SCAN_HOST)
+DRV_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void *, 1, SCAN_HOST)
+DRV_COPY(cuMemcpyDtoH_v2, void *, CUdeviceptr, 0, SCAN_NO)
+DRV_COPY(cuMemcpyDtoH_v2_ptds, void *, CUdeviceptr, 1, SCAN_NO)
+DRV_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, 0, SCAN_NO)
+DRV_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr, 1, SCAN_NO)
+DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void *, 0, SCAN_HOST)
+DRV_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void *, 1, SCAN_HOST)
+DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void *, CUdeviceptr, 0, SCAN_NO)
+DRV_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void *, CUdeviceptr, 1, SCAN_NO)
+DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, 0, SCAN_NO)
+DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1, SCAN_NO)
 #undef DRV_COPY
 #undef DRV_COPY_ASYNC
 
@@ -349,13 +384,13 @@ DRV_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1, 0)
 #define PEER_ASYNC_PARAMS                                                                       \
 	(CUdeviceptr dst, void *dctx, CUdeviceptr src, void *sctx, size_t n, void *stream)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeer, PEER_PARAMS, (dst, dctx, src, sctx, n), dst, n, src,
-     n, on(NULL, 0), 0)
+     n, on(NULL, 0), SCAN_NO)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeer_ptds, PEER_PARAMS, (dst, dctx, src, sctx, n), dst, n,
-     src, n, on(NULL, 1), 0)
+     src, n, on(NULL, 1), SCAN_NO)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync, PEER_ASYNC_PARAMS,
-     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 0), 0)
+     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 0), SCAN_NO)
 COPY(CUresult, CUDA_ENOTFOUND, cuMemcpyPeerAsync_ptsz, PEER_ASYNC_PARAMS,
-     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 1), 0)
+     (dst, dctx, src, sctx, n, stream), dst, n, src, n, on(stream, 1), SCAN_NO)
 #undef PEER_PARAMS
 #undef PEER_ASYNC_PARAMS
 
@@ -409,10 +444,12 @@ DRV_COPY2D(cuMemcpy2DAsync_v2_ptsz, (const struct vmmxp_memcpy2d *p, void *strea
 
 /*
  * The runtime's: the kind does not matter (a pointer libvmmx does not map is
- * not named), but cudaMemcpyHostToDevice's source is read for addresses.
+ * not named), but cudaMemcpyHostToDevice's source is read for addresses, and
+ * cudaMemcpyDefault's where it is host memory (scan_pointers()).
  */
 #define RT_PARAMS (void *dst, const void *src, size_t n, int kind)
-#define H2D(kind) ((kind) == 1) /* cudaMemcpyHostToDevice */
+/* cudaMemcpyHostToDevice (1), cudaMemcpyDefault (4) */
+#define H2D(kind) ((kind) == 1 ? SCAN_HOST : (kind) == 4 ? SCAN_MAYBE : SCAN_NO)
 #define RT_ASYNC_PARAMS (void *dst, const void *src, size_t n, int kind, void *stream)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
      on(NULL, 0), H2D(kind))
@@ -424,10 +461,10 @@ COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync_ptsz, RT_ASYNC_PARAMS,
      (dst, src, n, kind, stream), dst, n, src, n, on(stream, 1), H2D(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeer,
      (void *dst, int ddev, const void *src, int sdev, size_t n), (dst, ddev, src, sdev, n), dst,
-     n, src, n, on(NULL, 0), 0)
+     n, src, n, on(NULL, 0), SCAN_NO)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeerAsync,
      (void *dst, int ddev, const void *src, int sdev, size_t n, void *stream),
-     (dst, ddev, src, sdev, n, stream), dst, n, src, n, on(stream, 0), 0)
+     (dst, ddev, src, sdev, n, stream), dst, n, src, n, on(stream, 0), SCAN_NO)
 #undef H2D
 #undef RT_PARAMS
 #undef RT_ASYNC_PARAMS
@@ -439,13 +476,13 @@ COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeerAsync,
 	 void *stream)
 #define SPAN(pitch) (w && h ? (h - 1) * (pitch) + w : 0)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2D, RT2D_PARAMS, (dst, dp, src, sp, w, h, kind), dst,
-     SPAN(dp), src, SPAN(sp), on(NULL, 0), 0)
+     SPAN(dp), src, SPAN(sp), on(NULL, 0), SCAN_NO)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2D_ptds, RT2D_PARAMS, (dst, dp, src, sp, w, h, kind),
-     dst, SPAN(dp), src, SPAN(sp), on(NULL, 1), 0)
+     dst, SPAN(dp), src, SPAN(sp), on(NULL, 1), SCAN_NO)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2DAsync, RT2D_ASYNC_PARAMS,
-     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 0), 0)
+     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 0), SCAN_NO)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy2DAsync_ptsz, RT2D_ASYNC_PARAMS,
-     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 1), 0)
+     (dst, dp, src, sp, w, h, kind, stream), dst, SPAN(dp), src, SPAN(sp), on(stream, 1), SCAN_NO)
 #undef SPAN
 #undef RT2D_PARAMS
 #undef RT2D_ASYNC_PARAMS

@@ -10,7 +10,10 @@ named only through the table, and the sums are compared with the host's.
 The table is built (argv[2]):
   host     on the CPU and copied to the device (cudaMemcpyAsync, host to
            device): vmmx-run reads such copies for addresses, and never
-           parks what they point into;
+           moves nor parks what they point into;
+  default  the same, copied with cudaMemcpy's cudaMemcpyDefault (unified
+           addressing: the driver tells host from device memory), read
+           the same way;
   device   on the GPU, an element at a time (kernels that write the
            addresses): unseen, so a parked weight faults the kernel.
 Prints PASS or FAIL with the steps run; exits 1 on a wrong sum."""
@@ -22,14 +25,19 @@ import numpy as np
 nw = int(sys.argv[1]) if len(sys.argv) > 1 else 24
 way = sys.argv[2] if len(sys.argv) > 2 else "host"
 steps = int(sys.argv[3]) if len(sys.argv) > 3 else 8
-if way not in ("host", "device"):
-    sys.exit(f"cupy_pointers.py: unknown way {way!r} (host or device)")
+if way not in ("host", "default", "device"):
+    sys.exit(f"cupy_pointers.py: unknown way {way!r} (host, default or device)")
 side, k, picked = 8192, 1 << 20, (0, nw // 2, nw - 1)
 ws = [cp.random.default_rng(i).standard_normal((side, side), dtype=cp.float32) * 0.01
       for i in range(nw)]
 want = [float(cp.asnumpy(ws[i].ravel()[:k]).astype(np.float64).sum()) for i in picked]
 if way == "host":
     tab = cp.asarray(np.array([ws[i].data.ptr for i in picked], dtype=np.uint64))
+elif way == "default":
+    addrs = np.array([ws[i].data.ptr for i in picked], dtype=np.uint64)
+    tab = cp.empty(len(picked), dtype=cp.uint64)
+    cp.cuda.runtime.memcpy(tab.data.ptr, addrs.ctypes.data, addrs.nbytes,
+                           cp.cuda.runtime.memcpyDefault)
 else:
     tab = cp.zeros(len(picked), dtype=cp.uint64)
     for j, i in enumerate(picked):

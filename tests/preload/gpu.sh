@@ -203,6 +203,8 @@ echo "== CuPy: the same with VMMX_CHUNK_MAX=64MiB (the 1 GiB array zeroed spans 
 VMMX_CHUNK_MAX=64MiB "$run" --device-limit 4GiB -- "$py" "$src/cupy_fill.py" 6; echo "exit $?"
 echo "== CuPy, parked (VMMX_RUN_PLACE_PARK=1): a kernel reading weights through a table of their addresses copied to the device"
 VMMX_RUN_PLACE_PARK=1 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_pointers.py" 24 host; echo "exit $?"
+echo "== CuPy, parked: the same table copied with cudaMemcpyDefault (unified addressing)"
+VMMX_RUN_PLACE_PARK=1 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_pointers.py" 24 default; echo "exit $?"
 fi
 
 if want candidates; then

@@ -1123,17 +1123,25 @@ static int first_in_host(void)
  * copy keeps at once (launches.sh sets VMMX_CHUNK_MAX=2MiB): that buffer
  * never moves, the others still do; under VMMX_RUN_PLACE_PIECES=1 the
  * buffer moves in pieces, and nothing moves or parks after, every parked
- * weight mapped in place first.
+ * weight mapped in place first.  With @how POINTERS_UNIFIED the two tables
+ * go through the calls of unified addressing, cudaMemcpy with
+ * cudaMemcpyDefault and cuMemcpyAsync, read as their source is host memory
+ * and their destination device memory; a third table, copied between two
+ * host buffers with cudaMemcpyDefault, points to another weight, which is
+ * not marked (launches.sh counts 2).
  */
-static int place_pointers(int many)
+enum { POINTERS_ONE, POINTERS_MANY, POINTERS_UNIFIED };
+
+static int place_pointers(int how)
 {
 	static struct fake_kernel kg = { "kg_gather", 0, 0, 1, { 0 }, { 8 } };
 	enum { SMALL = 260 };
 	struct vmmx_stats st0 = { .size = sizeof(st0) }, st1 = { .size = sizeof(st1) };
-	uint64_t tab_host[SMALL + 4];
+	uint64_t tab_host[SMALL + 4], other[2];
 	void *tab = NULL, *big = NULL, *gp[] = { &tab };
 	const char *pv = getenv("VMMX_RUN_PLACE_PIECES");
 	int bad = 0, p1 = -1, q = -1, ok_data = 1, pieces = pv && !strcmp(pv, "1");
+	int many = how == POINTERS_MANY, unified = how == POINTERS_UNIFIED;
 
 	plan_lazy();
 	for (int i = 0; i < NW; i++)
@@ -1193,8 +1201,10 @@ static int place_pointers(int many)
 	tab_host[3] = 0;
 	ptr_at[0] = ptr_at[1] = (uintptr_t)tab_host[0];
 	ptr_w[0] = park_w[p1];
-	bad += cudaMemcpy(tab, tab_host, 4 * sizeof(uint64_t), 1 /* cudaMemcpyHostToDevice */) != 0;
-	is_int(0, bad, "a table pointing inside that weight copied to the device (cudaMemcpy)");
+	bad += cudaMemcpy(tab, tab_host, 4 * sizeof(uint64_t),
+			  unified ? 4 /* cudaMemcpyDefault */ : 1 /* cudaMemcpyHostToDevice */) != 0;
+	is_int(0, bad, "a table pointing inside that weight copied to the device (cudaMemcpy, %s)",
+	       unified ? "cudaMemcpyDefault" : "cudaMemcpyHostToDevice");
 	ok(!unmapped(ptr_at[0]), "the weight is mapped where it lies before the copy is passed on");
 	/* Where it lies now, after a move under way then (the copy waited for it). */
 	ptr_dev[0] = on_device_range(ptr_w[0], WSIZE);
@@ -1208,8 +1218,23 @@ static int place_pointers(int many)
 	memcpy((unsigned char *)&tab_host[4] + 4, &park_w[q], sizeof(void *));
 	ptr_at[1] = (uintptr_t)park_w[q];
 	ptr_w[1] = park_w[q];
-	bad += cuMemcpyHtoDAsync_v2((uintptr_t)tab + 32, (unsigned char *)&tab_host[4] + 4, 8, NULL) != 0;
-	is_int(0, bad, "a table pointing to it copied (cuMemcpyHtoDAsync, from an unaligned host address)");
+	if (unified)
+		bad += cuMemcpyAsync((uintptr_t)tab + 32, (uintptr_t)&tab_host[4] + 4, 8, NULL) != 0;
+	else
+		bad += cuMemcpyHtoDAsync_v2((uintptr_t)tab + 32, (unsigned char *)&tab_host[4] + 4, 8,
+					    NULL) != 0;
+	is_int(0, bad, "a table pointing to it copied (%s, from an unaligned host address)",
+	       unified ? "cuMemcpyAsync" : "cuMemcpyHtoDAsync");
+	if (unified) {
+		/* Between two host buffers: no table the GPU reads, nothing marked. */
+		int o = 0;
+
+		while (o == p1 || o == q)
+			o++;
+		tab_host[8] = (uintptr_t)park_w[o];
+		bad += cudaMemcpy(other, &tab_host[8], sizeof(uint64_t), 4 /* cudaMemcpyDefault */) != 0;
+		is_int(0, bad, "a table pointing to w%d copied between two host buffers (cudaMemcpyDefault)", o);
+	}
 	ptr_dev[1] = on_device_range(ptr_w[1], WSIZE);
 	bad += vmmx_stats_get(ctx_of(0), &st0) != 0;
 	set_check(pointed_moved);
@@ -2719,9 +2744,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "place-park"))
 		return place_park(0);
 	if (argc > 1 && !strcmp(argv[1], "place-pointers"))
-		return place_pointers(0);
+		return place_pointers(POINTERS_ONE);
 	if (argc > 1 && !strcmp(argv[1], "place-pointers-many"))
-		return place_pointers(1);
+		return place_pointers(POINTERS_MANY);
+	if (argc > 1 && !strcmp(argv[1], "place-pointers-unified"))
+		return place_pointers(POINTERS_UNIFIED);
 	if (argc > 1 && !strcmp(argv[1], "place-park-nccl"))
 		return place_park(1);
 	if (argc > 1 && !strcmp(argv[1], "place-pieces"))

@@ -423,6 +423,8 @@ VMMX_CHUNK_MAX=2MiB placed 93 place-pointers-many 'parking  *[1-9][0-9]* sends b
 	"VMMX_RUN_PLACE_PARK=1: a table pointing into 260 chunks of one buffer, more than a copy keeps at once: marked in turns, that buffer and the weight never move, the others still do"
 VMMX_CHUNK_MAX=2MiB VMMX_RUN_PLACE_PIECES=1 placed 96 place-pointers-many 'parking  *[1-9][0-9]* sends back parked, .*; every move stopped: data copied to the device points into a segment moved in pieces or past those tracked$' \
 	"VMMX_RUN_PLACE_PARK=1 VMMX_RUN_PLACE_PIECES=1: a table pointing into a buffer moved in pieces stops every move and park (a kernel may read the pieces above), every parked weight mapped in place first"
+placed 97 place-pointers-unified 'parking  *[1-9][0-9]* sends back parked, [0-9]* parked segments mapped in place (.*); 2 never moved (data copied to the device points into them)$' \
+	"VMMX_RUN_PLACE_PARK=1: tables copied with the calls of unified addressing (cudaMemcpyDefault, cuMemcpyAsync) from host memory are read as the HtoD ones: neither weight they point to moves after; one copied between two host buffers marks nothing"
 VMMX_RUN_PLACE_PARK=0 placed 94 place-pointers 'parking  *0 sends back parked, 0 parked segments mapped in place (0.0 ms); 2 never moved (data copied to the device points into them)$' \
 	"--placement launch: neither weight two tables copied to the device point into moves after (a move unmaps it for a moment), the others still do"
 VMMX_RUN_PLACE_PARK=0 VMMX_CHUNK_MAX=2MiB placed 95 place-pointers-many 'parking  *0 sends back parked, 0 parked segments mapped in place (0.0 ms); 2 never moved (data copied to the device points into them)$' \
