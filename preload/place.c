@@ -167,7 +167,8 @@
  * the rest of the queue.  At exit the moves in flight finish first.
  * VMMX_RUN_PLACE_MOVER=N sets the movers (1 to MOVERS_MAX, default 2);
  * 0 makes moves ahead on the launching thread, one launch's worth after
- * each launch, as the first version did.
+ * each launch, as the first version did, and so does
+ * VMMX_RUN_PLACE_WAIT=device (movers_wanted()).
  *
  * The trial: moving against reading in place, timed.  Once a cycle is
  * confirmed, a timed event is recorded at its first launch each pass: a
@@ -1389,14 +1390,33 @@ static int env_count(const char *name, int most, int dflt, const char *what)
 /*
  * VMMX_RUN_PLACE_MOVER, read once: the mover threads, 0 to MOVERS_MAX
  * (0: moves ahead on the launching thread, as the first version did).
+ * None under VMMX_RUN_PLACE_WAIT=device: that mode is for programs whose
+ * kernels reach memory the watch cannot see (through addresses the GPU
+ * wrote, in copies passed on unwatched), and a mover moves with the lock
+ * let go, so such a kernel launched meanwhile, naming nothing that moves,
+ * would find its memory unmapped; on the launching thread a move holds the
+ * lock, after the device is idle, and the program's launches wait for it.
  */
 static int movers_wanted(void)
 {
 	static int n = -1;
 
-	if (n < 0)
+	if (n < 0) {
 		n = env_count("VMMX_RUN_PLACE_MOVER", MOVERS_MAX, MOVERS_DEFAULT,
 			      "the mover threads, 0 (moves on the launching thread)");
+		if (n && wait_device()) {
+			const char *v = getenv("VMMX_RUN_PLACE_MOVER");
+
+			if (v && *v)
+				fprintf(stderr,
+					"vmmx-run: VMMX_RUN_PLACE_MOVER=%s: no movers under "
+					"VMMX_RUN_PLACE_WAIT=device (a kernel the watch cannot "
+					"see whole could run while one moves its memory); moves "
+					"are made on the launching thread\n",
+					v);
+			n = 0;
+		}
+	}
 	return n;
 }
 

@@ -15,7 +15,8 @@ The table is built (argv[2]):
            addressing: the driver tells host from device memory), read
            the same way;
   device   on the GPU, an element at a time (kernels that write the
-           addresses): unseen, so a parked weight faults the kernel.
+           addresses): unseen, so a weight being moved or parked faults
+           the kernel; VMMX_RUN_PLACE_WAIT=device is the way to run it.
 Prints PASS or FAIL with the steps run; exits 1 on a wrong sum."""
 import sys
 

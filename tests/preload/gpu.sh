@@ -205,6 +205,8 @@ echo "== CuPy, parked (VMMX_RUN_PLACE_PARK=1): a kernel reading weights through 
 VMMX_RUN_PLACE_PARK=1 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_pointers.py" 24 host; echo "exit $?"
 echo "== CuPy, parked: the same table copied with cudaMemcpyDefault (unified addressing)"
 VMMX_RUN_PLACE_PARK=1 "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_pointers.py" 24 default; echo "exit $?"
+echo "== CuPy: a table the GPU writes (unseen) under VMMX_RUN_PLACE_WAIT=device (no mover, every move after a device sync)"
+VMMX_RUN_PLACE_WAIT=device "$run" --device-limit 4GiB --report -- "$py" "$src/cupy_pointers.py" 24 device; echo "exit $?"
 fi
 
 if want candidates; then
