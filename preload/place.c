@@ -1395,28 +1395,30 @@ static int env_count(const char *name, int most, int dflt, const char *what)
  * wrote, in copies passed on unwatched), and a mover moves with the lock
  * let go, so such a kernel launched meanwhile, naming nothing that moves,
  * would find its memory unmapped; on the launching thread a move holds the
- * lock, after the device is idle, and the program's launches wait for it.
+ * lock and the gate, after the device is idle, and the program's launches
+ * wait for it (a kernel that waits for another thread's launch, as NCCL's
+ * with a thread a GPU, then waits forever: that mode is for programs that
+ * launch from one thread).
  */
 static int movers_wanted(void)
 {
 	static int n = -1;
 
-	if (n < 0) {
+	if (n < 0 && wait_device()) {
+		const char *v = getenv("VMMX_RUN_PLACE_MOVER");
+
+		if (v && *v && strcmp(v, "0"))
+			fprintf(stderr,
+				"vmmx-run: VMMX_RUN_PLACE_MOVER=%s: no movers under "
+				"VMMX_RUN_PLACE_WAIT=device (a kernel the watch cannot see "
+				"whole could run while one moves its memory); moves are made "
+				"on the launching thread\n",
+				v);
+		n = 0;
+	}
+	if (n < 0)
 		n = env_count("VMMX_RUN_PLACE_MOVER", MOVERS_MAX, MOVERS_DEFAULT,
 			      "the mover threads, 0 (moves on the launching thread)");
-		if (n && wait_device()) {
-			const char *v = getenv("VMMX_RUN_PLACE_MOVER");
-
-			if (v && *v)
-				fprintf(stderr,
-					"vmmx-run: VMMX_RUN_PLACE_MOVER=%s: no movers under "
-					"VMMX_RUN_PLACE_WAIT=device (a kernel the watch cannot "
-					"see whole could run while one moves its memory); moves "
-					"are made on the launching thread\n",
-					v);
-			n = 0;
-		}
-	}
 	return n;
 }
 

@@ -382,9 +382,10 @@ check $? "VMMX_RUN_PLACE_MOVER=9 is refused by name, with the range and the numb
 # meanwhile would find its memory unmapped); moves ahead on the launching thread.
 VMMX_RUN_PLACE_WAIT=device placed 98 place-mover 'ahead [1-9][0-9]*, .*failed moves 0;.* device syncs [1-9][0-9]*;.* mover: 0 queued, 0 of them cancelled, 0 threads, at most 0 moves under way at once,' \
 	"VMMX_RUN_PLACE_WAIT=device: no mover thread; moves ahead made on the launching thread, each after a device sync; data intact"
-VMMX_RUN_PLACE_WAIT=device VMMX_RUN_PLACE_MOVER=4 placed 99 place-mover 'mover: 0 queued, 0 of them cancelled, 0 threads,' \
-	"VMMX_RUN_PLACE_WAIT=device with VMMX_RUN_PLACE_MOVER=4: still no mover"
-grep -q '^vmmx-run: VMMX_RUN_PLACE_MOVER=4: no movers under VMMX_RUN_PLACE_WAIT=device (a kernel the watch cannot see whole could run while one moves its memory); moves are made on the launching thread$' "$tmp/tap99"
+VMMX_RUN_PLACE_WAIT=device VMMX_RUN_PLACE_MOVER=9 placed 99 place-mover 'mover: 0 queued, 0 of them cancelled, 0 threads,' \
+	"VMMX_RUN_PLACE_WAIT=device with VMMX_RUN_PLACE_MOVER=9: still no mover"
+! grep -q 'VMMX_RUN_PLACE_MOVER=9: expected' "$tmp/tap99" &&
+	grep -q '^vmmx-run: VMMX_RUN_PLACE_MOVER=9: no movers under VMMX_RUN_PLACE_WAIT=device (a kernel the watch cannot see whole could run while one moves its memory); moves are made on the launching thread$' "$tmp/tap99"
 check $? "VMMX_RUN_PLACE_WAIT=device: movers asked for are refused, saying why"
 placed 48 place-trial-dear 'trial  *1 decided (reading in place chosen 1), 0 cut short by a cycle change, 0 not timed; now reading in place;' \
 	"--placement launch with the mover, the trial: the moves queued when reading in place starts are dropped; reading in place chosen, nothing moves after it"
