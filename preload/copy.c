@@ -205,27 +205,37 @@ void vmmxp_use_end(struct vmmxp_use u)
 /* The most bytes of a copy to the device read for addresses (pointer tables are small). */
 #define POINTERS_MAX (64u << 10)
 
+/* @n bytes at @src into @to through the kernel: process_vm_readv() on ourselves. */
+static ssize_t self_read(void *to, const void *src, size_t n)
+{
+	struct iovec local = { to, n }, remote = { (void *)(uintptr_t)src, n };
+
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}
+
 /*
  * Up to @n bytes at @src read into @to, through the kernel where it lets
  * us (a source the CPU cannot read fails with EFAULT, where a load would
  * kill the process); where it does not (a seccomp profile without
- * process_vm_readv), read directly: the driver reads it as host memory too.
+ * process_vm_readv), read directly when @direct_ok (a source the driver is
+ * told is host memory: it reads it as such too), else not at all.
  * Return: the bytes read, 0 when none could be.
  */
-static size_t read_host(void *to, const void *src, size_t n)
+static size_t read_host(void *to, const void *src, size_t n, int direct_ok)
 {
 	static int direct;
-	struct iovec local = { to, n }, remote = { (void *)(uintptr_t)src, n };
 	ssize_t got;
 
 	if (!__atomic_load_n(&direct, __ATOMIC_RELAXED)) {
-		got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		got = self_read(to, src, n);
 		if (got >= 0)
 			return (size_t)got;
 		if (errno != EPERM && errno != ENOSYS)
 			return 0;
 		__atomic_store_n(&direct, 1, __ATOMIC_RELAXED);
 	}
+	if (!direct_ok)
+		return 0;
 	memcpy(to, src, n);
 	return n;
 }
@@ -246,9 +256,8 @@ enum scan {
 static int cpu_readable(uintptr_t p)
 {
 	unsigned char b;
-	struct iovec local = { &b, 1 }, remote = { (void *)p, 1 };
 
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1)
+	if (self_read(&b, (const void *)p, 1) == 1)
 		return 1;
 	return errno == EFAULT ? 0 : -1;
 }
@@ -291,9 +300,13 @@ static void scan_pointers(uintptr_t dst, const void *src, size_t n, enum scan ho
 		vmmxp_depth(-1);
 		return;
 	}
+	/*
+	 * Unified: a destination the CPU can read is host memory; the source,
+	 * maybe device memory, is read through the kernel only (below).
+	 */
 	if (how == SCAN_MAYBE) {
 		vmmxp_name_word(&nm, dst);
-		if (cpu_readable((uintptr_t)src) != 1 || (!nm.total && cpu_readable(dst) != 0)) {
+		if (!nm.total && cpu_readable(dst) != 0) {
 			vmmxp_depth(-1);
 			return;
 		}
@@ -301,7 +314,7 @@ static void scan_pointers(uintptr_t dst, const void *src, size_t n, enum scan ho
 	}
 	while (off + 8 <= n) {
 		size_t want = (n - off) / 8 < 512 ? (n - off) / 8 * 8 : sizeof(words);
-		size_t got = read_host(words, (const char *)src + off, want) / 8;
+		size_t got = read_host(words, (const char *)src + off, want, how == SCAN_HOST) / 8;
 
 		for (size_t i = 0; i < got; i++) {
 			if (!(words[i] >> 32) || words[i] >> 47)
@@ -449,23 +462,23 @@ DRV_COPY2D(cuMemcpy2DAsync_v2_ptsz, (const struct vmmxp_memcpy2d *p, void *strea
  */
 #define RT_PARAMS (void *dst, const void *src, size_t n, int kind)
 /* cudaMemcpyHostToDevice (1), cudaMemcpyDefault (4) */
-#define H2D(kind) ((kind) == 1 ? SCAN_HOST : (kind) == 4 ? SCAN_MAYBE : SCAN_NO)
+#define SCAN_KIND(kind) ((kind) == 1 ? SCAN_HOST : (kind) == 4 ? SCAN_MAYBE : SCAN_NO)
 #define RT_ASYNC_PARAMS (void *dst, const void *src, size_t n, int kind, void *stream)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
-     on(NULL, 0), H2D(kind))
+     on(NULL, 0), SCAN_KIND(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpy_ptds, RT_PARAMS, (dst, src, n, kind), dst, n, src, n,
-     on(NULL, 1), H2D(kind))
+     on(NULL, 1), SCAN_KIND(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync, RT_ASYNC_PARAMS, (dst, src, n, kind, stream),
-     dst, n, src, n, on(stream, 0), H2D(kind))
+     dst, n, src, n, on(stream, 0), SCAN_KIND(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyAsync_ptsz, RT_ASYNC_PARAMS,
-     (dst, src, n, kind, stream), dst, n, src, n, on(stream, 1), H2D(kind))
+     (dst, src, n, kind, stream), dst, n, src, n, on(stream, 1), SCAN_KIND(kind))
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeer,
      (void *dst, int ddev, const void *src, int sdev, size_t n), (dst, ddev, src, sdev, n), dst,
      n, src, n, on(NULL, 0), SCAN_NO)
 COPY(cudaError_t, RT_ENOTFOUND, cudaMemcpyPeerAsync,
      (void *dst, int ddev, const void *src, int sdev, size_t n, void *stream),
      (dst, ddev, src, sdev, n, stream), dst, n, src, n, on(stream, 0), SCAN_NO)
-#undef H2D
+#undef SCAN_KIND
 #undef RT_PARAMS
 #undef RT_ASYNC_PARAMS
 
