@@ -94,6 +94,12 @@ static void usage(FILE *f)
 	      "                           VMMX_HOST_CPU_ACCESS=placed unless they are set);\n"
 	      "                           alloc: chunks stay where allocation put them, and\n"
 	      "                           launches are not watched (VMMX_RUN_PLACEMENT)\n"
+	      "      --preset NAME        inference: the settings measured fastest for a\n"
+	      "                           model's forward passes (--torch-alloc async,\n"
+	      "                           VMMX_RUN_PLACE_PARK=1, VMMX_RUN_PLACE_SPREAD=1),\n"
+	      "                           each where not set; not for training, nor for\n"
+	      "                           kernels that follow addresses the GPU wrote;\n"
+	      "                           none (default) (VMMX_RUN_PRESET)\n"
 	      "      --torch-alloc MODE   async: PyTorch allocates each tensor with\n"
 	      "                           cudaMallocAsync (backend:cudaMallocAsync added to\n"
 	      "                           PYTORCH_ALLOC_CONF, or PYTORCH_CUDA_ALLOC_CONF), so\n"
@@ -459,6 +465,45 @@ static void placement_defaults(void)
 }
 
 /*
+ * VMMX_RUN_PRESET=inference (--preset): the launch placement's settings
+ * that were measured fastest for inference with Hugging Face models, each
+ * set where the program's environment or an option has not set it (those
+ * win): PyTorch's cudaMallocAsync backend (each tensor a segment, so that
+ * the weights in transformers' warm-up block move too), sends back parked
+ * (no host mapping at the program's addresses), and the kept set spread
+ * over the cycle.  On the H200, a 7B prefill at 1.5x the cap took 1.33x
+ * to 1.49x the floor with them against 2.4x by default (docs/PRELOAD.md).
+ * Not the default: a parked segment faults a kernel that reaches it
+ * through an address the GPU wrote, and the async backend makes training
+ * slower (each activation a segment of its own).  It needs --placement
+ * launch; alloc with it is refused.
+ */
+static void preset_defaults(void)
+{
+	static const char *const inference[][2] = {
+		{ "VMMX_RUN_TORCH_ALLOC", "async" },
+		{ "VMMX_RUN_PLACE_PARK", "1" },
+		{ "VMMX_RUN_PLACE_SPREAD", "1" },
+	};
+	const char *preset = getenv("VMMX_RUN_PRESET"), *pl;
+
+	if (!preset || !*preset || !strcmp(preset, "none"))
+		return;
+	if (strcmp(preset, "inference"))
+		refuse("VMMX_RUN_PRESET", "expected inference or none");
+	pl = getenv("VMMX_RUN_PLACEMENT");
+	if (pl && *pl && strcmp(pl, "launch"))
+		refuse("VMMX_RUN_PRESET", "its settings are --placement launch's, and "
+					  "VMMX_RUN_PLACEMENT is \"%s\"", pl);
+	for (size_t i = 0; i < sizeof(inference) / sizeof(inference[0]); i++) {
+		const char *v = getenv(inference[i][0]);
+
+		if (!v || !*v)
+			set(inference[i][0], inference[i][1]);
+	}
+}
+
+/*
  * VMMX_RUN_TORCH_ALLOC=async (--torch-alloc): PyTorch's allocator asked for
  * its cudaMallocAsync backend, in PYTORCH_ALLOC_CONF where the program's
  * environment has it (PyTorch reads it first), else PYTORCH_CUDA_ALLOC_CONF.
@@ -776,7 +821,7 @@ static void preload(void)
 int main(int argc, char **argv)
 {
 	enum { OPT_HOST_LIMIT = 256, OPT_REPORT_FILE, OPT_VERSION, OPT_LAUNCHES, OPT_PLACEMENT,
-	       OPT_CONTROL, OPT_CTL, OPT_TORCH_ALLOC };
+	       OPT_CONTROL, OPT_CTL, OPT_TORCH_ALLOC, OPT_PRESET };
 	static const struct option opts[] = {
 		{ "policy", required_argument, NULL, 'p' },
 		{ "device-limit", required_argument, NULL, 'l' },
@@ -789,6 +834,7 @@ int main(int argc, char **argv)
 		{ "launches", no_argument, NULL, OPT_LAUNCHES },
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "torch-alloc", required_argument, NULL, OPT_TORCH_ALLOC },
+		{ "preset", required_argument, NULL, OPT_PRESET },
 		{ "log", required_argument, NULL, 'v' },
 		{ "control", optional_argument, NULL, OPT_CONTROL },
 		{ "ctl", required_argument, NULL, OPT_CTL },
@@ -838,6 +884,11 @@ int main(int argc, char **argv)
 				bad("--placement", optarg, "expected alloc or launch");
 			set_opt("--placement", "VMMX_RUN_PLACEMENT", optarg);
 			break;
+		case OPT_PRESET:
+			if (strcmp(optarg, "inference") && strcmp(optarg, "none"))
+				bad("--preset", optarg, "expected inference or none");
+			set_opt("--preset", "VMMX_RUN_PRESET", optarg);
+			break;
 		case OPT_TORCH_ALLOC:
 			if (strcmp(optarg, "async") && strcmp(optarg, "program"))
 				bad("--torch-alloc", optarg, "expected async or program");
@@ -875,6 +926,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	report_opt(report, report_file);
+	preset_defaults();
 	placement_defaults();
 	torch_alloc_defaults();
 	check_config();

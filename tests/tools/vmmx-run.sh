@@ -149,6 +149,26 @@ PYTORCH_CUDA_ALLOC_CONF=backend:native VMMX_RUN_TORCH_ALLOC=async refused "VMMX_
 	'VMMX_RUN_TORCH_ALLOC="async" (environment): PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend'
 refused "--torch-alloc asnyc" "--torch-alloc 'asnyc': expected async or program" --torch-alloc asnyc
 VMMX_RUN_TORCH_ALLOC=1 refused "VMMX_RUN_TORCH_ALLOC=1" 'VMMX_RUN_TORCH_ALLOC="1" (environment): expected async or program'
+# --preset inference: the launch placement's inference settings, each where unset.
+unset VMMX_RUN_PLACE_PARK VMMX_RUN_PLACE_SPREAD VMMX_RUN_TORCH_ALLOC
+ok_run "--preset inference: parking, the spread kept set and PyTorch's async backend" \
+	'^VMMX_RUN_PLACE_PARK=1$' --preset inference
+grep -q '^VMMX_RUN_PLACE_SPREAD=1$' "$tmp/out" && grep -q '^VMMX_RUN_TORCH_ALLOC=async$' "$tmp/out" &&
+	grep -q '^PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync$' "$tmp/out" &&
+	grep -q '^VMMX_RUN_PLACEMENT=launch$' "$tmp/out"
+check $? "--preset inference: VMMX_RUN_PLACE_SPREAD=1, VMMX_RUN_TORCH_ALLOC=async (so PYTORCH_CUDA_ALLOC_CONF) and the launch placement set"
+VMMX_RUN_PLACE_PARK=0 ok_run "--preset inference: a setting of the program's own wins (VMMX_RUN_PLACE_PARK=0 kept)" \
+	'^VMMX_RUN_PLACE_PARK=0$' --preset inference --torch-alloc program
+! grep -q '^PYTORCH_CUDA_ALLOC_CONF\|^PYTORCH_ALLOC_CONF' "$tmp/out" && grep -q '^VMMX_RUN_PLACE_SPREAD=1$' "$tmp/out"
+check $? "--preset inference with --torch-alloc program: the option wins (no PyTorch setting made), the rest of the preset set"
+VMMX_RUN_PRESET=inference ok_run "VMMX_RUN_PRESET=inference from the environment" '^VMMX_RUN_PLACE_PARK=1$'
+ok_run "--preset none: nothing set" '^VMMX_RUN_PRESET=none$' --preset none
+! grep -q '^VMMX_RUN_PLACE_PARK\|^VMMX_RUN_PLACE_SPREAD\|^VMMX_RUN_TORCH_ALLOC\|^PYTORCH_CUDA_ALLOC_CONF' "$tmp/out"
+check $? "--preset none: no placement or PyTorch setting made"
+refused "--preset fast" "--preset 'fast': expected inference or none" --preset fast
+VMMX_RUN_PRESET=1 refused "VMMX_RUN_PRESET=1" 'VMMX_RUN_PRESET="1" (environment): expected inference or none'
+refused "--preset inference with --placement alloc" \
+	"--preset 'inference': its settings are --placement launch's, and VMMX_RUN_PLACEMENT is \"alloc\"" --preset inference --placement alloc
 VMMX_RUN_PLACE_PIECES=1 ok_run "VMMX_RUN_PLACE_PIECES=1: chunks of at most 128 MiB, the pieces a large segment moves in" \
 	'^VMMX_CHUNK_MAX=128MiB$' --placement launch
 VMMX_RUN_PLACE_PIECES=1 VMMX_CHUNK_MAX=1GiB ok_run "VMMX_RUN_PLACE_PIECES=1: VMMX_CHUNK_MAX from the environment is kept" \
