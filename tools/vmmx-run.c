@@ -471,12 +471,13 @@ static void placement_defaults(void)
  * win): PyTorch's cudaMallocAsync backend (each tensor a segment, so that
  * the weights in transformers' warm-up block move too), sends back parked
  * (no host mapping at the program's addresses), and the kept set spread
- * over the cycle.  On the H200, a 7B prefill at 1.5x the cap took 1.33x
- * to 1.49x the floor with them against 2.4x by default (docs/PRELOAD.md).
- * Not the default: a parked segment faults a kernel that reaches it
- * through an address the GPU wrote, and the async backend makes training
- * slower (each activation a segment of its own).  It needs --placement
- * launch; alloc with it is refused.
+ * over the cycle.  On the H200, a 7B prefill at 1.5x the cap took 1.26x
+ * to 1.58x the floor with them against about 2.4x by default
+ * (docs/PRELOAD.md).  Not the default: a parked segment faults a kernel
+ * that reaches it through an address the GPU wrote, and the async backend
+ * makes training slower (each activation a segment of its own).  A
+ * PyTorch allocator backend the program asked for itself is kept (no
+ * async then).  It needs --placement launch; alloc with it is refused.
  */
 static void preset_defaults(void)
 {
@@ -485,21 +486,30 @@ static void preset_defaults(void)
 		{ "VMMX_RUN_PLACE_PARK", "1" },
 		{ "VMMX_RUN_PLACE_SPREAD", "1" },
 	};
-	const char *preset = getenv("VMMX_RUN_PRESET"), *pl;
+	const char *preset = getenv("VMMX_RUN_PRESET"), *pl, *conf;
 
 	if (!preset || !*preset || !strcmp(preset, "none"))
 		return;
 	if (strcmp(preset, "inference"))
 		refuse("VMMX_RUN_PRESET", "expected inference or none");
+	/* Any other value is placement_defaults()'s to refuse, by its own name. */
 	pl = getenv("VMMX_RUN_PLACEMENT");
-	if (pl && *pl && strcmp(pl, "launch"))
-		refuse("VMMX_RUN_PRESET", "its settings are --placement launch's, and "
-					  "VMMX_RUN_PLACEMENT is \"%s\"", pl);
+	if (pl && !strcmp(pl, "alloc"))
+		refuse("VMMX_RUN_PRESET", "its settings are --placement launch's, and %s",
+		       opt_of("VMMX_RUN_PLACEMENT", strlen("VMMX_RUN_PLACEMENT")) ?
+			       "--placement alloc was given" : "VMMX_RUN_PLACEMENT is \"alloc\"");
 	for (size_t i = 0; i < sizeof(inference) / sizeof(inference[0]); i++) {
 		const char *v = getenv(inference[i][0]);
 
-		if (!v || !*v)
-			set(inference[i][0], inference[i][1]);
+		if (v && *v)
+			continue;
+		/* The program's own backend for PyTorch's allocator wins. */
+		conf = getenv("PYTORCH_ALLOC_CONF") ? getenv("PYTORCH_ALLOC_CONF") :
+						      getenv("PYTORCH_CUDA_ALLOC_CONF");
+		if (!strcmp(inference[i][0], "VMMX_RUN_TORCH_ALLOC") && conf &&
+		    strstr(conf, "backend:"))
+			continue;
+		set(inference[i][0], inference[i][1]);
 	}
 }
 

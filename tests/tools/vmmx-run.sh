@@ -162,13 +162,23 @@ VMMX_RUN_PLACE_PARK=0 ok_run "--preset inference: a setting of the program's own
 ! grep -q '^PYTORCH_CUDA_ALLOC_CONF\|^PYTORCH_ALLOC_CONF' "$tmp/out" && grep -q '^VMMX_RUN_PLACE_SPREAD=1$' "$tmp/out"
 check $? "--preset inference with --torch-alloc program: the option wins (no PyTorch setting made), the rest of the preset set"
 VMMX_RUN_PRESET=inference ok_run "VMMX_RUN_PRESET=inference from the environment" '^VMMX_RUN_PLACE_PARK=1$'
-ok_run "--preset none: nothing set" '^VMMX_RUN_PRESET=none$' --preset none
+VMMX_RUN_PRESET=inference ok_run "--preset none over VMMX_RUN_PRESET=inference: nothing set" '^VMMX_RUN_PRESET=none$' --preset none
 ! grep -q '^VMMX_RUN_PLACE_PARK\|^VMMX_RUN_PLACE_SPREAD\|^VMMX_RUN_TORCH_ALLOC\|^PYTORCH_CUDA_ALLOC_CONF' "$tmp/out"
 check $? "--preset none: no placement or PyTorch setting made"
 refused "--preset fast" "--preset 'fast': expected inference or none" --preset fast
 VMMX_RUN_PRESET=1 refused "VMMX_RUN_PRESET=1" 'VMMX_RUN_PRESET="1" (environment): expected inference or none'
 refused "--preset inference with --placement alloc" \
-	"--preset 'inference': its settings are --placement launch's, and VMMX_RUN_PLACEMENT is \"alloc\"" --preset inference --placement alloc
+	"--preset 'inference': its settings are --placement launch's, and --placement alloc was given" --preset inference --placement alloc
+refused "--placement alloc with --preset inference (the other order)" \
+	"--preset 'inference': its settings are --placement launch's, and --placement alloc was given" --placement alloc --preset inference
+VMMX_RUN_PLACEMENT=alloc refused "--preset inference with VMMX_RUN_PLACEMENT=alloc" \
+	"--preset 'inference': its settings are --placement launch's, and VMMX_RUN_PLACEMENT is \"alloc\"" --preset inference
+VMMX_RUN_PLACEMENT=bogus refused "--preset inference with VMMX_RUN_PLACEMENT=bogus: refused by its own name" \
+	'VMMX_RUN_PLACEMENT="bogus" (environment): expected alloc or launch' --preset inference
+PYTORCH_CUDA_ALLOC_CONF=backend:native ok_run "--preset inference: the program's own PyTorch backend kept" \
+	'^PYTORCH_CUDA_ALLOC_CONF=backend:native$' --preset inference
+! grep -q '^VMMX_RUN_TORCH_ALLOC' "$tmp/out" && grep -q '^VMMX_RUN_PLACE_PARK=1$' "$tmp/out"
+check $? "--preset inference with the program's own backend: no async asked for, parking still set"
 VMMX_RUN_PLACE_PIECES=1 ok_run "VMMX_RUN_PLACE_PIECES=1: chunks of at most 128 MiB, the pieces a large segment moves in" \
 	'^VMMX_CHUNK_MAX=128MiB$' --placement launch
 VMMX_RUN_PLACE_PIECES=1 VMMX_CHUNK_MAX=1GiB ok_run "VMMX_RUN_PLACE_PIECES=1: VMMX_CHUNK_MAX from the environment is kept" \
