@@ -465,6 +465,17 @@ static void placement_defaults(void)
 }
 
 /*
+ * The setting PyTorch's allocator reads: PYTORCH_ALLOC_CONF where the
+ * environment has it (PyTorch reads it first), else PYTORCH_CUDA_ALLOC_CONF;
+ * its name in *@var_p, its value (NULL if unset) returned.
+ */
+static const char *torch_conf(const char **var_p)
+{
+	*var_p = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+	return getenv(*var_p);
+}
+
+/*
  * VMMX_RUN_PRESET=inference (--preset): the launch placement's settings
  * that were measured fastest for inference with Hugging Face models, each
  * set where the program's environment or an option has not set it (those
@@ -486,7 +497,7 @@ static void preset_defaults(void)
 		{ "VMMX_RUN_PLACE_PARK", "1" },
 		{ "VMMX_RUN_PLACE_SPREAD", "1" },
 	};
-	const char *preset = getenv("VMMX_RUN_PRESET"), *pl, *conf;
+	const char *preset = getenv("VMMX_RUN_PRESET"), *pl, *conf, *var;
 
 	if (!preset || !*preset || !strcmp(preset, "none"))
 		return;
@@ -498,14 +509,13 @@ static void preset_defaults(void)
 		refuse("VMMX_RUN_PRESET", "its settings are --placement launch's, and %s",
 		       opt_of("VMMX_RUN_PLACEMENT", strlen("VMMX_RUN_PLACEMENT")) ?
 			       "--placement alloc was given" : "VMMX_RUN_PLACEMENT is \"alloc\"");
+	conf = torch_conf(&var);
 	for (size_t i = 0; i < sizeof(inference) / sizeof(inference[0]); i++) {
 		const char *v = getenv(inference[i][0]);
 
 		if (v && *v)
 			continue;
 		/* The program's own backend for PyTorch's allocator wins. */
-		conf = getenv("PYTORCH_ALLOC_CONF") ? getenv("PYTORCH_ALLOC_CONF") :
-						      getenv("PYTORCH_CUDA_ALLOC_CONF");
 		if (!strcmp(inference[i][0], "VMMX_RUN_TORCH_ALLOC") && conf &&
 		    strstr(conf, "backend:"))
 			continue;
@@ -536,8 +546,7 @@ static void torch_alloc_defaults(void)
 		return;
 	if (strcmp(mode, "async"))
 		refuse("VMMX_RUN_TORCH_ALLOC", "expected async or program");
-	var = getenv("PYTORCH_ALLOC_CONF") ? "PYTORCH_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
-	conf = getenv(var);
+	conf = torch_conf(&var);
 	if (!conf || !*conf) {
 		set(var, want);
 		return;
