@@ -75,6 +75,8 @@
  */
 #define MAX_NAMED VMMXP_PLACE_MAX
 #define TRACE_CHUNKS 64
+/* A word whose low half is this close to zero may be two integers (vmmxp_word_pair()). */
+#define PAIR_NEAR (64u << 10)
 /*
  * Places of a kernel's recent launches kept for the cycle learner's key
  * (note_cycle()): the first PLACES_PER of each of its last RECENT_LAUNCHES.
@@ -117,7 +119,7 @@ static struct layout *cache[CACHE_SLOTS]; /* written once under cache_lock; acqu
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int in_launch; /* > 0: a runtime launch of this thread is being passed on */
 
-static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_spilled_launch,
+static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_named_pairs, n_spilled_launch,
 	n_uncached, n_captured;
 
 static void count(uint64_t *c, uint64_t n)
@@ -244,25 +246,49 @@ out:
 void vmmxp_named_start(struct vmmxp_named *nm)
 {
 	nm->nctx = vmmxp_ctxs(nm->ctx, VMMXP_MAX_DEVICES);
-	nm->n = nm->total = nm->host = 0;
+	nm->n = nm->total = nm->host = nm->pairs = 0;
 	nm->shared = 0;
+	nm->cur_param = nm->cur_off = -1;
 }
 
-/* The chunk @ci of @ctx, named by the word @w, added to @nm unless named already. */
+/*
+ * The chunk @ci of @ctx, named by the word @w (parameter @param, byte @off),
+ * added to @nm unless named already.
+ */
 static void add_named(struct vmmxp_named *nm, const struct vmmx_chunk_info *ci,
-		      struct vmmx_ctx *ctx, uint64_t w)
+		      struct vmmx_ctx *ctx, uint64_t w, int32_t param, int32_t off, int pair)
 {
 	for (size_t i = 0; i < nm->n; i++)
-		if (nm->chunk[i].base == ci->base)
+		if (nm->chunk[i].base == ci->base) {
+			/* A pointer after a pair: the pointer names it. */
+			if (nm->pair[i] && !pair) {
+				nm->pair[i] = 0;
+				nm->pairs--;
+				nm->word[i] = w;
+				nm->param[i] = param;
+				nm->off[i] = off;
+			}
 			return;
+		}
 	nm->total++;
+	nm->pairs += pair != 0;
 	if (ci->loc.kind != VMMX_LOC_DEVICE)
 		nm->host++;
 	if (nm->n < MAX_NAMED) {
 		nm->chunk_ctx[nm->n] = ctx;
 		nm->word[nm->n] = w;
+		nm->param[nm->n] = param;
+		nm->off[nm->n] = off;
+		nm->pair[nm->n] = pair != 0;
 		nm->chunk[nm->n++] = *ci;
 	}
+}
+
+int vmmxp_word_pair(uint64_t w, const void *seg)
+{
+	uint32_t lo = (uint32_t)w;
+
+	return (lo < PAIR_NEAR || lo > UINT32_MAX - PAIR_NEAR) && w != (uint64_t)(uintptr_t)seg;
 }
 
 void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
@@ -274,7 +300,9 @@ void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 	for (int c = 0; c < nm->nctx; c++) {
 		if (vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)w, &ci))
 			continue;
-		add_named(nm, &ci, nm->ctx[c], w);
+		/* Only a parameter's word may be a pair: a copy's are its pointers. */
+		add_named(nm, &ci, nm->ctx[c], w, nm->cur_param, nm->cur_off,
+			  nm->cur_off >= 0 && vmmxp_word_pair(w, vmmx_buf_ptr(ci.buf)));
 		return;
 	}
 }
@@ -282,20 +310,28 @@ void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from)
 {
 	for (size_t i = 0; i < from->n; i++)
-		add_named(nm, &from->chunk[i], from->chunk_ctx[i], from->word[i]);
+		add_named(nm, &from->chunk[i], from->chunk_ctx[i], from->word[i],
+			  from->param[i], from->off[i], from->pair[i]);
 }
 
-/* Each 8-byte-aligned word of [@base_off, @base_off + @len) of the block; its bytes are at @p. */
-static void name_words(struct vmmxp_named *nm, const unsigned char *p, size_t base_off, size_t len)
+/*
+ * Each 8-byte-aligned word of [@base_off, @base_off + @len) of the block,
+ * parameter @param (-1: a packed buffer); its bytes are at @p.
+ */
+static void name_words(struct vmmxp_named *nm, const unsigned char *p, int param,
+		       size_t base_off, size_t len)
 {
 	size_t first = (base_off + 7) & ~(size_t)7;
 
+	nm->cur_param = param;
 	for (size_t w = first; w + 8 <= base_off + len; w += 8) {
 		uint64_t v;
 
 		memcpy(&v, p + (w - base_off), sizeof(v));
+		nm->cur_off = (int32_t)w;
 		vmmxp_name_word(nm, v);
 	}
+	nm->cur_param = nm->cur_off = -1;
 }
 
 /* The packed buffer of CU_LAUNCH_PARAM_BUFFER_POINTER, if @extra gives one with its size. */
@@ -311,7 +347,7 @@ static void name_extra(struct vmmxp_named *nm, void **extra)
 			len = *(const size_t *)extra[i + 1];
 	}
 	if (buf && len)
-		name_words(nm, buf, 0, len);
+		name_words(nm, buf, -1, 0, len);
 }
 
 static int trace_fd = -1;
@@ -438,10 +474,12 @@ static void trace_launch(const char *api, const char *kernel, int nparams, CUstr
 			      stream, nparams, at, nm->shared, nm->total, nm->host);
 	for (size_t i = 0; i < nm->n && i < TRACE_CHUNKS && n + 128 < room; i++)
 		n += (size_t)snprintf(line + n, room - n,
-				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\",\"at\":\"%p\"}",
+				      "%s{\"base\":\"%p\",\"size\":%zu,\"loc\":\"%s\",\"at\":\"%p\","
+				      "\"param\":%d,\"off\":%d%s}",
 				      i ? "," : "", nm->chunk[i].base, nm->chunk[i].size,
 				      vmmx_loc_name(nm->chunk[i].loc, loc, sizeof(loc)),
-				      (void *)(uintptr_t)nm->word[i]);
+				      (void *)(uintptr_t)nm->word[i], nm->param[i], nm->off[i],
+				      nm->pair[i] ? ",\"pair\":1" : "");
 	if (n + 4 > room)
 		return;
 	n += (size_t)snprintf(line + n, room - n, "]}\n");
@@ -536,6 +574,9 @@ static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named 
 			age = age_of(l->recent, row, nm->word[i]);
 			age_seg = age_of(l->recent_seg, row, segs[i]);
 		}
+		/* Two integers, not a place: never the key (cycle.c matches them all the same). */
+		if (nm->pair[i])
+			continue;
 		if (pick == nm->n || age > best ||
 		    (age == best && (age_seg > best_seg ||
 				     (age_seg == best_seg && sizes[i] > sizes[pick])))) {
@@ -560,7 +601,7 @@ static void name_by(struct vmmxp_named *nm, const struct layout *l, void **param
 	if (params && l && l->nparams > 0) {
 		for (int i = 0; i < l->nparams; i++)
 			if (params[i])
-				name_words(nm, params[i], l->off[i], l->size[i]);
+				name_words(nm, params[i], i, l->off[i], l->size[i]);
 	} else if (!params && extra) {
 		name_extra(nm, extra);
 	}
@@ -607,6 +648,7 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 	at = note_cycle(l, key, nm);
 	count(&n_named, nm->total);
 	count(&n_named_host, nm->host);
+	count(&n_named_pairs, nm->pairs);
 	if (nm->host)
 		count(&n_spilled_launch, 1);
 	if (trace_on())
@@ -616,7 +658,7 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 	/* Named past what is kept: the rest must not be parked. */
 	if (nm->total > nm->n)
 		vmmxp_place_unseen();
-	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->n, at, stream, nm->shared,
+	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->pair, nm->n, at, stream, nm->shared,
 				  capturing);
 }
 
@@ -694,6 +736,7 @@ struct vmmxp_launch_stats vmmxp_launch_stats(void)
 	st.uncached = __atomic_load_n(&n_uncached, __ATOMIC_RELAXED);
 	st.named = __atomic_load_n(&n_named, __ATOMIC_RELAXED);
 	st.named_host = __atomic_load_n(&n_named_host, __ATOMIC_RELAXED);
+	st.named_pairs = __atomic_load_n(&n_named_pairs, __ATOMIC_RELAXED);
 	st.spilled_launches = __atomic_load_n(&n_spilled_launch, __ATOMIC_RELAXED);
 	st.captured = __atomic_load_n(&n_captured, __ATOMIC_RELAXED);
 	vmmxp_graph_stats(&st);

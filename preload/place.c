@@ -91,6 +91,14 @@
  * to make room for: never a victim, brought in only into free room (see
  * promote()), unless it moves in pieces (above).
  *
+ * Pairs.  A segment a launch names only by words that read as two 32-bit
+ * integers (vmmxp_word_pair(): PyTorch's index calculators hold sizes such
+ * as { 3, 4 }, the address 0x400000003) is held as the launch's (never a
+ * victim for it, its mover waited for, mapped in place if parked, the
+ * launch its last use) but is not brought in, and the launch is not a
+ * naming of it (last, named, the plan): a kernel that did read there reads
+ * it where it lies, and one that did not holds nothing on the device.
+ *
  * When not to move: a segment that is at least two thirds of the bytes its
  * launch names, beside other segments, is taken to be read once by it (a
  * matrix-vector product: batch 1 to a few dozen, decode; a launch naming
@@ -286,6 +294,7 @@ struct tracked {
 	int pointed;            /* an address in it was seen in data copied to the device
 				 * (vmmxp_place_pointed()): never moved nor parked again */
 	uint64_t seen;          /* spread_choose()'s stamp: counted once a choice */
+	uint64_t pair_seq;      /* the launch (seq) that last named it by two integers only */
 };
 
 /* A segment (or a piece) one launch names. */
@@ -296,6 +305,7 @@ struct seg {
 	struct vmmx_buf *buf;
 	void *whole;            /* a piece's buffer base, NULL for a segment */
 	int host;               /* some of it lies in host memory */
+	int pair;               /* named only by words that read as two integers */
 };
 
 /* What the launch at one position of the cycle named. */
@@ -657,7 +667,7 @@ static void *busy_floor(const void *whole)
 	for (int i = 0; i < ntracked; i++) {
 		const struct tracked *q = &track[i];
 
-		if (q->whole == whole && (q->last == seq || q->held) &&
+		if (q->whole == whole && (q->last == seq || q->pair_seq == seq || q->held) &&
 		    (!low || (char *)q->base < (char *)low))
 			low = q->base;
 	}
@@ -1004,7 +1014,7 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		int j;
 
 		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
-		    t->size > most || unmovable(t))
+		    t->pair_seq == seq || t->size > most || unmovable(t))
 			continue;
 		/* A piece at or above one in use in its buffer stays. */
 		if (piece_blocked(t))
@@ -1987,7 +1997,7 @@ static int swap_wanted(void)
 }
 
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-			  size_t n, struct seg *seg);
+			  const unsigned char *pair, size_t n, struct seg *seg);
 
 /*
  * lock held: nothing parks any more, for @why (1 a launch, 2 a copy's
@@ -2031,7 +2041,7 @@ void vmmxp_place_pointed(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *c
 	if (n > VMMXP_PLACE_MAX)
 		n = VMMXP_PLACE_MAX;
 	pthread_mutex_lock(&lock);
-	nseg = segments_of(chunk, ctx, n, seg);
+	nseg = segments_of(chunk, ctx, NULL, n, seg);
 	for (size_t i = 0; i < nseg; i++) {
 		/*
 		 * Made untracked (no context) when no launch named it yet: never
@@ -2105,7 +2115,7 @@ static int pieces_wanted(void)
  * several chunks: see the top).
  */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-			  size_t n, struct seg *seg)
+			  const unsigned char *pair, size_t n, struct seg *seg)
 {
 	size_t nseg = 0;
 
@@ -2124,9 +2134,13 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 		}
 		for (j = 0; j < nseg && seg[j].base != base; j++)
 			;
-		if (j < nseg)
+		if (j < nseg) {
+			/* A pointer to any of its chunks names it. */
+			seg[j].pair &= pair && pair[i];
 			continue;
-		seg[nseg++] = (struct seg){ base, size, ctx[i], chunk[i].buf, whole, host };
+		}
+		seg[nseg++] = (struct seg){ base, size, ctx[i], chunk[i].buf, whole, host,
+					    pair && pair[i] };
 	}
 	return nseg;
 }
@@ -2330,7 +2344,7 @@ static void spread_choose(uint64_t len)
 }
 
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n, long at, CUstream stream, size_t shared,
+		       const unsigned char *pair, size_t n, long at, CUstream stream, size_t shared,
 		       int (*capturing)(CUstream))
 {
 	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
@@ -2348,7 +2362,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	cur.stream = stream;
 	cur.at = at;
 	cur.cycle_len = vmmxp_cycle_len(&cur.generation);
-	nseg = segments_of(chunk, ctx, n, seg);
+	nseg = segments_of(chunk, ctx, pair, n, seg);
 	cur.nt = 0;
 	if (at >= 0 && (uint64_t)at < PLAN_SLOTS && cur.cycle_len) {
 		pl = &plan[at];
@@ -2360,7 +2374,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	 * decode GEMV reads) would make every weight beside it look small.
 	 */
 	for (size_t i = 0; i < nseg; i++) {
-		if (seg[i].size <= most_moved(seg[i].ctx)) {
+		if (seg[i].size <= most_moved(seg[i].ctx) && !seg[i].pair) {
 			total += seg[i].size;
 			judged++;
 		}
@@ -2372,6 +2386,20 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	/* First mark them all named now, so that none is a victim for another. */
 	for (size_t i = 0; i < nseg; i++) {
 		t[i] = find(seg[i].base, 1);
+		/* Two integers, maybe: held as this launch's, not placed for it (see the top). */
+		if (seg[i].pair) {
+			if (!t[i]) {
+				if (seg[i].whole)
+					unrecorded_piece(seg[i].whole);
+				continue;
+			}
+			cur.t[cur.nt++] = t[i];
+			t[i]->size = seg[i].size;
+			t[i]->whole = seg[i].whole;
+			t[i]->ctx = seg[i].ctx;
+			t[i]->pair_seq = seq;
+			continue;
+		}
 		if (pl && pl->n < PLAN_SEGS) {
 			if (read_once(seg[i].size, total, judged))
 				pl->once |= 1u << pl->n;
@@ -2449,7 +2477,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	for (size_t i = 0; i < nseg; i++) {
 		int once = read_once(seg[i].size, total, judged);
 
-		if (!seg[i].host)
+		if (!seg[i].host || seg[i].pair)
 			continue;
 		if (t[i]) {
 			(void)promote(t[i], ON_DEMAND, once, cur.cycle_len, 0);
@@ -2660,7 +2688,7 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 		pthread_mutex_unlock(&lock);
 		return 0;
 	}
-	nseg = segments_of(chunk, ctx, n, seg);
+	nseg = segments_of(chunk, ctx, NULL, n, seg);
 	/*
 	 * One the mover is moving is waited for (one queued, dropped): the
 	 * lock is let go meanwhile, so all are looked at again after a wait.

@@ -678,6 +678,7 @@ struct vmmxp_launch_stats {
 	uint64_t uncached;         /* launches whose layout found no room in the cache */
 	uint64_t named;            /* distinct libvmmx chunks named, summed over launches */
 	uint64_t named_host;       /* ... of them in host memory at launch */
+	uint64_t named_pairs;      /* ... of them only by words read as two 32-bit integers */
 	uint64_t spilled_launches; /* launches that named at least one chunk in host memory */
 	uint64_t graphs;           /* graph launches watched (cuGraphLaunch, cudaGraphLaunch) */
 	uint64_t graphs_unread;    /* ... not read: an executable graph not read at instantiation */
@@ -705,10 +706,38 @@ struct vmmxp_named {
 	struct vmmx_chunk_info chunk[VMMXP_PLACE_MAX];
 	struct vmmx_ctx *chunk_ctx[VMMXP_PLACE_MAX];
 	uint64_t word[VMMXP_PLACE_MAX];
+	/*
+	 * Where each word lay: the index of the parameter and the word's byte
+	 * offset in the launch's parameter block (a graph: in its kernel node's);
+	 * a packed "extra" buffer's word has its offset in the buffer and
+	 * parameter -1; a word not read from parameters (a copy's) has both -1.
+	 * For the trace: which argument named a chunk.
+	 */
+	int32_t param[VMMXP_PLACE_MAX], off[VMMXP_PLACE_MAX];
+	/*
+	 * 1: named only by parameter words that read as two 32-bit integers
+	 * (vmmxp_word_pair()); held and waited for, never placed by them.
+	 */
+	unsigned char pair[VMMXP_PLACE_MAX];
+	int32_t cur_param, cur_off;   /* the word being named */
 	size_t n, total, host;
+	size_t pairs;           /* ... of total, named only by such words */
 	size_t shared;          /* the launch's dynamic shared memory, bytes (0 for a graph) */
 };
 
+/*
+ * vmmxp_word_pair() - whether the parameter word @w, which names memory
+ * whose allocation (libvmmx buffer) begins at @seg, reads better as two
+ * 32-bit integers than as a pointer: its low half within 64 KiB of zero
+ * (a small int, or a small negative one, in the low half) and @w not the
+ * allocation's base.  The CUDA driver hands out device addresses from a
+ * few GiB up (0x302000000 on the H200), so the high half of a real
+ * pointer is a small number too, and a pair such as { 3, 4 } (two sizes
+ * of an index calculator, PyTorch's OffsetCalculator) is the address
+ * 0x400000003, inside whatever allocation spans 16 GiB.  A pointer inside
+ * an allocation lies that close above a 4 GiB boundary once in 32768.
+ */
+int vmmxp_word_pair(uint64_t w, const void *seg);
 /* Empty @nm, on the contexts of the allocators made so far. */
 void vmmxp_named_start(struct vmmxp_named *nm);
 /* The chunk that maps the address @w, if any, added to @nm (once). */
@@ -916,6 +945,10 @@ uint64_t vmmxp_place_quiet_count(void);
 /*
  * vmmxp_place_launch() - place the segments of the @n chunks one launch
  * names (@chunk, each of context @ctx[i]) before it is passed on.
+ * @pair[i] set: chunk i was named only by words that read as two 32-bit
+ * integers (vmmxp_word_pair()): its segment is held as this launch's (not
+ * moved under it, mapped in place if parked, its last use recorded) but
+ * neither brought in nor counted as named for placement.
  * @shared: the launch's dynamic shared memory in bytes (a kernel with 32
  * KiB or more works on tiles it reads again: its namings weigh more when
  * reading in place, see place.c's TILED_SHARED).  @capturing, asked only
@@ -927,7 +960,7 @@ uint64_t vmmxp_place_quiet_count(void);
  * the device, copies); calls the driver.
  */
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       size_t n, long at, CUstream stream, size_t shared,
+		       const unsigned char *pair, size_t n, long at, CUstream stream, size_t shared,
 		       int (*capturing)(CUstream));
 void vmmxp_place_done(void);
 /*

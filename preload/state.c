@@ -615,6 +615,9 @@ static void report_launches(FILE *out)
 		     "memory\n",
 		(unsigned long long)ls.named, (unsigned long long)ls.named_host,
 		(unsigned long long)ls.spilled_launches);
+	fprintf(out, "    int pairs      %llu of the chunks named only by words that read as two "
+		     "32-bit integers: held, not placed\n",
+		(unsigned long long)ls.named_pairs);
 	fprintf(out, "    cycle          learned %llu times (the last %llu launches long), dropped %llu "
 		     "times when the order changed; %llu launches where a known cycle expected them; "
 		     "%llu proposed, %llu of them rejected unconfirmed; %llu refused by verification\n",

@@ -495,6 +495,9 @@ static int take_launch(struct trace *T, const struct where *w, const struct json
 			    "chunk %zu of the launch: expected {\"base\":\"0x...\",\"size\":N,"
 			    "\"loc\":\"device:N\" or \"host\"}",
 			    i + 1);
+		/* Named by two integers, not a pointer: the interposer does not place it either. */
+		if (json_type(json_get(c, "pair")) == JSON_NUM && json_num(json_get(c, "pair")) == 1)
+			continue;
 		s = seg_of(T, base, size, host);
 		if (s == NONE)
 			return oom();

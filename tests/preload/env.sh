@@ -26,3 +26,7 @@ check() {
 	n=$((n + 1))
 	if [ "$1" -eq 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
 }
+skip() {
+	n=$((n + 1))
+	echo "ok $n # SKIP $1"
+}

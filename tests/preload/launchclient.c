@@ -59,6 +59,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "tests/preload/fakecuda.h"
@@ -743,6 +744,116 @@ static int place(void)
 	ok(ok_data, "every buffer still holds its byte after 8 moves in and 8 out");
 	for (int i = 0; i < NW; i++)
 		cudaFree(w[i]);
+	return finish_tap();
+}
+
+/*
+ * Words that read as two 32-bit integers (vmmxp_word_pair()): a buffer p
+ * of 64 MiB across a 4 GiB boundary B (a hole is made there for it in the
+ * address space), spilled behind four buffers that fill the device and
+ * were each named once.  A launch whose by-value struct holds { 3, B >> 32 }
+ * (the address B + 3, inside p) names p without bringing it in; one
+ * holding { 128 KiB, B >> 32 }, an ordinary interior pointer, brings it in
+ * (the least recently named buffer sent back).  Skipped when p does not
+ * land across B (another mapping took the hole).
+ */
+static struct fake_kernel pair_k = { "kpair", 0, 0, 1, { 0 }, { 16 } };
+
+/* fake_launch_check(): the word that a launch of pair_k holds is not mapped at the driver. */
+static int pair_unmapped(const void *f, void **params)
+{
+	uint64_t w;
+
+	if (f != &pair_k)
+		return 0;
+	memcpy(&w, params[0], sizeof(w));
+	return unmapped((uintptr_t)w);
+}
+
+static int place_pair(void)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kz = { "kz", 0, 0, 1, { 0 }, { 8 } };
+	struct fake_kernel *kp = &pair_k;
+	const uintptr_t G4 = (uintptr_t)4 << 30, span = (uintptr_t)12 << 30;
+	void *w[4] = { 0 }, *p = NULL;
+	uintptr_t r, b;
+	int ok_data = 1, bad = 0;
+
+	plan_lazy();
+	for (int i = 0; i < 4; i++) {
+		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 0);
+	}
+	/* A hole of 128 MiB around B, in 12 GiB held meanwhile: the next reservation's highest fit. */
+	r = (uintptr_t)mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == (uintptr_t)MAP_FAILED)
+		skip_all("no 12 GiB of address space for the hole");
+	b = (r + span - G4) & ~(G4 - 1);
+	munmap((void *)(b - 64 * MiB), 128 * MiB);
+	is_int(0, cudaMalloc(&p, WSIZE), "cudaMalloc p, 64 MiB (past the limit)");
+	munmap((void *)r, b - 64 * MiB - r);
+	munmap((void *)(b + 64 * MiB), r + span - (b + 64 * MiB));
+	if (!((uintptr_t)p < b && b + (128u << 10) < (uintptr_t)p + WSIZE)) {
+		diag("p at %p, not across %#lx: another mapping took the hole", p, (unsigned long)b);
+		skip_all("p did not land across a 4 GiB boundary");
+	}
+	ok_data &= pattern(p, 0x77, 0);
+	ok(ok_data, "each buffer filled with its own byte");
+	for (int i = 0; i < 4; i++) {
+		void *params[] = { &w[i] };
+
+		bad += cuLaunchKernel(&kw, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	is_int(VMMX_LOC_HOST, where(p), "p, across the 4 GiB boundary %#lx, lies in host memory",
+	       (unsigned long)b);
+	{
+		struct { int32_t lo, hi; uint64_t n; } pr = { 3, (int32_t)(b >> 32), 5 };
+		void *params[] = { &pr };
+
+		bad += cuLaunchKernel(kp, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		is_int(VMMX_LOC_HOST, where(p),
+		       "a struct holding { 3, %d } (the word %#lx, inside p) leaves p in host memory",
+		       (int)(b >> 32), (unsigned long)(b + 3));
+		pr.lo = 128 << 10;
+		bad += cuLaunchKernel(kp, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		is_int(VMMX_LOC_DEVICE, where(p),
+		       "holding { 128 KiB, %d } (a pointer 128 KiB into the boundary) brings p in",
+		       (int)(b >> 32));
+	}
+	is_int(0x0e, (int)(where(w[0]) == VMMX_LOC_DEVICE) | (where(w[1]) == VMMX_LOC_DEVICE) << 1 |
+			     (where(w[2]) == VMMX_LOC_DEVICE) << 2 | (where(w[3]) == VMMX_LOC_DEVICE) << 3,
+	       "w0, named longest ago, sent back to make room; w1-w3 stay");
+	/*
+	 * w1-w3 named again, then w0, by another kernel (kw again would make a
+	 * cycle of the four): p, named longest ago now, goes back for w0
+	 * (parked, with PARK=1).
+	 */
+	for (int i = 1; i <= 4; i++) {
+		void *params[] = { &w[i % 4] };
+
+		bad += cuLaunchKernel(&kz, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+	}
+	is_int(VMMX_LOC_HOST, where(p), "w0 named again: p sent back for it");
+	{
+		struct { int32_t lo, hi; uint64_t n; } pr = { 3, (int32_t)(b >> 32), 5 };
+		void *params[] = { &pr };
+
+		set_check(pair_unmapped);
+		bad += cuLaunchKernel(kp, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+		set_check(NULL);
+		is_int(0, (int)fake_launch_bad(),
+		       "a launch holding { 3, %d } again finds p's memory mapped at the driver (held as "
+		       "the launch's: mapped in place if parked)", (int)(b >> 32));
+		is_int(VMMX_LOC_HOST, where(p), "... and p is left in host memory");
+	}
+	is_int(0, bad, "the 11 launches succeed");
+	ok_data = pattern(p, 0x77, 1);
+	for (int i = 0; i < 4; i++)
+		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);
+	ok(ok_data, "every buffer still holds its byte");
+	for (int i = 0; i < 4; i++)
+		cudaFree(w[i]);
+	cudaFree(p);
 	return finish_tap();
 }
 
@@ -2695,6 +2806,8 @@ int main(int argc, char **argv)
 		return cycle_rotate();
 	if (argc > 1 && !strcmp(argv[1], "place"))
 		return place();
+	if (argc > 1 && !strcmp(argv[1], "place-pair"))
+		return place_pair();
 	if (argc > 1 && !strcmp(argv[1], "place-late-spill"))
 		return place_late_spill();
 	if (argc > 1 && !strcmp(argv[1], "quiet-fork"))

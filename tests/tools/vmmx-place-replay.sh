@@ -471,6 +471,18 @@ is_figs "$tmp/places.json" total in-place "110.100 0 0 1100000000 100000000 0 0 
 	"in-place: a launch reads its tensors of the segment (each to the next address named; two tensors in two chunks add up), a graph launch all of it; 110.1 ms"
 is_figs "$tmp/places.json" total launch-lru "61.000 400000000 0 200000000 1000000000 1 0 2" \
 	"launch-lru: the segment of many tensors brought in into free room, never sent back for another (too large, as vmmx-run has it), not even for a launch that does not name it: B and C read in place, no room 2"
+# Launch 4 also names W by a word that reads as two integers ("pair":1): not
+# a read of W, as vmmx-run does not place it either; the figures stand.
+sed '/"kernel":"kc"/s/"chunks":\[/"chunks":[{"base":"0x100000000","size":200000000,"loc":"host","at":"0x100000003","param":0,"off":8,"pair":1},/' "$places" >"$tmp/pair.jsonl"
+grep -q '"pair":1' "$tmp/pair.jsonl" &&
+	"$place" --replay "$tmp/pair.jsonl" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/pair.json" 2>"$tmp/err"
+check $? "--replay of the same with a pair naming W at launch 4 exits 0"
+is_figs "$tmp/pair.json" total in-place "110.100 0 0 1100000000 100000000 0 0 0" \
+	"in-place: a chunk named by two integers (\"pair\":1) is not read: 110.1 ms, as without it"
+sed 's/"pair":1/"pair":0/' "$tmp/pair.jsonl" >"$tmp/nopair.jsonl"
+"$place" --replay "$tmp/nopair.jsonl" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/nopair.json" 2>"$tmp/err"
+is_figs "$tmp/nopair.json" total in-place "100.100 0 0 1000000003 100000000 0 0 0" \
+	"... taken for a pointer (\"pair\":0), the word is a place in W: it cuts W's first tensor 3 bytes in (launch 0 reads 3 bytes, launch 4 from there to the next address): 1000000003 bytes in place, 100.1 ms"
 sed 's/,"at":"0x[0-9a-f]*"//g' "$places" >"$tmp/noat.jsonl"
 "$place" --replay "$tmp/noat.jsonl" --hbm 1000 --pcie 10 --movers 0 --compute none --device-bytes 450000000 --json >"$tmp/noat.json" 2>"$tmp/err"
 is_figs "$tmp/noat.json" total in-place "250.100 0 0 2500000000 100000000 0 0 0" \
