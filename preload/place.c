@@ -295,6 +295,9 @@ struct tracked {
 				 * (vmmxp_place_pointed()): never moved nor parked again */
 	uint64_t seen;          /* spread_choose()'s stamp: counted once a choice */
 	uint64_t pair_seq;      /* the launch (seq) that last named it by two integers only */
+	int idle;               /* too large to move, tracked from its allocation
+				 * (vmmxp_place_allocated()) and not named since */
+	uint64_t born;          /* ... the launch (seq) it was allocated after */
 };
 
 /* A segment (or a piece) one launch names. */
@@ -730,7 +733,8 @@ static int move(struct tracked *t, struct vmmx_loc to, size_t bytes, int unlocke
 	struct vmmx_ctx *ctx = t->ctx;
 	void *base = t->base;
 	size_t size = t->size;
-	int park = to.kind != VMMX_LOC_DEVICE && !t->whole && !t->pointed && park_wanted();
+	int park = to.kind != VMMX_LOC_DEVICE && !t->whole && !t->pointed && !t->idle &&
+		   park_wanted();
 	size_t parked = 0;
 	uint64_t t0;
 	int err;
@@ -997,10 +1001,21 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 }
 
 /*
+ * lock held: whether @t is a segment too large to move that nothing has
+ * named since its allocation, a cycle of @cycle_len launches ago or more
+ * (see vmmxp_place_allocated()).
+ */
+static int idle_gone(const struct tracked *t, uint64_t cycle_len)
+{
+	return t->idle && cycle_len && seq - t->born > cycle_len;
+}
+
+/*
  * The segments of @ctx on the device that may be sent back for room, best
  * first, up to MAX_EVICT, in @v, with their bytes on the device in @dev;
  * their number.  Never one this launch named, one being moved, or one of
- * more than @most bytes (see promote()).  For a move ahead the caller
+ * more than @most bytes (see promote()) but one unnamed since its
+ * allocation a cycle ago (idle_gone()).  For a move ahead the caller
  * checks that each is needed after the launches ahead (promote(), @bound).
  */
 static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct tracked **v,
@@ -1014,7 +1029,8 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		int j;
 
 		if (t->ctx != ctx || !t->on_device || t->moving || t->held || t->last == seq ||
-		    t->pair_seq == seq || t->size > most || unmovable(t))
+		    t->pair_seq == seq || (t->size > most && !idle_gone(t, cycle_len)) ||
+		    unmovable(t))
 			continue;
 		/* A piece at or above one in use in its buffer stays. */
 		if (piece_blocked(t))
@@ -1022,7 +1038,7 @@ static int victims(struct vmmx_ctx *ctx, uint64_t cycle_len, size_t most, struct
 		if (n == MAX_EVICT && !better(t, v[n - 1], cycle_len))
 			continue;
 		bytes = on_device_bytes(t);
-		if (!bytes || t->size > most) {
+		if (!bytes || (t->size > most && !idle_gone(t, cycle_len))) {
 			t->on_device = bytes != 0;
 			continue;
 		}
@@ -1210,6 +1226,7 @@ static void promoted(struct tracked *t, int ahead)
 static void evicted(struct tracked *vt, uint64_t cycle_len)
 {
 	vt->on_device = 0;
+	st.idle_sent += vt->idle;
 	st.evicted++;
 	st.evicted_bytes += vt->size;
 	if (cycle_len)
@@ -2109,6 +2126,51 @@ static int pieces_wanted(void)
 }
 
 /*
+ * Called with the lock held (vmmxp_place_hold()): the program's allocation
+ * at @ptr, on @ctx, just made.  A segment too large to make room for (more
+ * than a quarter of the device: most_moved()) is tracked from now on, idle
+ * until a launch, copy or memset names it.  One still unnamed a cycle
+ * after its allocation may be sent back for room, first (victims(),
+ * idle_gone()), mapped in host memory, never parked: nothing known reads
+ * it, and whatever the watch missed still finds it mapped there.  Such a
+ * segment is memory the program took and does not use: PyTorch's cached
+ * block of transformers' warm-up allocation, when PyTorch does not split
+ * it (max_split_size_mb below its size).  Left alone it would hold the
+ * device for good, as nothing else may send it back.  A segment in
+ * pieces (VMMX_RUN_PLACE_PIECES=1) is not tracked so.
+ */
+void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr)
+{
+	struct vmmx_chunk_info ci;
+	struct tracked *t;
+	void *base;
+	size_t size;
+
+	if (!vmmxp_place_on() || pieces_wanted() || vmmx_lookup(ctx, ptr, &ci))
+		return;
+	base = vmmx_buf_ptr(ci.buf);
+	size = vmmx_buf_size(ci.buf);
+	if (size <= most_moved(ctx))
+		return;
+	t = find(base, 1);
+	/* One being moved or used is a buffer of this base not yet gone: left as it is. */
+	if (!t || t->moving || t->held)
+		return;
+	t->ctx = ctx;
+	t->size = size;
+	t->whole = NULL;
+	t->last = t->prev = 0;
+	t->named = t->named0 = t->freq = 0;
+	t->keep = 0;
+	t->on_device = 1; /* asked again before it is chosen (victims()) */
+	st.idle_tracked += !t->idle;
+	t->idle = 1;
+	t->born = seq;
+	/* Used by nothing the watch saw: its move waits for the whole device. */
+	t->unknown = uses + 1;
+}
+
+/*
  * lock held: the unit that moves for each named chunk, once each: its
  * buffer (allocator segment), or the chunk itself when that buffer is in
  * pieces (VMMX_RUN_PLACE_PIECES=1, more than a quarter of the device, in
@@ -2310,6 +2372,10 @@ static void spread_choose(uint64_t len)
 		return;
 	}
 	spread_gen = cur.generation;
+	/* Segments unnamed since their allocation go first: their room is the set's. */
+	for (int i = 0; i < ntracked; i++)
+		if (track[i].ctx == ctx && idle_gone(&track[i], len))
+			held += on_device_bytes(&track[i]);
 	room += held;
 	room = room > hot + depth() * biggest ? room - hot - depth() * biggest : 0;
 	frac = total > hot ? (double)room / (double)(total - hot) : 0;
@@ -2386,21 +2452,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	/* First mark them all named now, so that none is a victim for another. */
 	for (size_t i = 0; i < nseg; i++) {
 		t[i] = find(seg[i].base, 1);
-		/* Two integers, maybe: held as this launch's, not placed for it (see the top). */
-		if (seg[i].pair) {
-			if (!t[i]) {
-				if (seg[i].whole)
-					unrecorded_piece(seg[i].whole);
-				continue;
-			}
-			cur.t[cur.nt++] = t[i];
-			t[i]->size = seg[i].size;
-			t[i]->whole = seg[i].whole;
-			t[i]->ctx = seg[i].ctx;
-			t[i]->pair_seq = seq;
-			continue;
-		}
-		if (pl && pl->n < PLAN_SEGS) {
+		if (pl && pl->n < PLAN_SEGS && !seg[i].pair) {
 			if (read_once(seg[i].size, total, judged))
 				pl->once |= 1u << pl->n;
 			pl->base[pl->n++] = seg[i].base;
@@ -2414,10 +2466,15 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		t[i]->size = seg[i].size;
 		t[i]->whole = seg[i].whole;
 		t[i]->ctx = seg[i].ctx;
-		if (t[i]->last != seq) {
+		/* Two integers, maybe: held as this launch's, not a naming (see the top). */
+		if (seg[i].pair) {
+			t[i]->pair_seq = seq;
+		} else if (t[i]->last != seq) {
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
 			t[i]->named += weight;
+			st.idle_named += t[i]->idle;
+			t[i]->idle = 0;
 		}
 	}
 	floor_epoch++;
@@ -2723,6 +2780,8 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 		t->held++;
 		floor_epoch++;
 		t->named++;
+		st.idle_named += t->idle;
+		t->idle = 0;
 		use_t[use_n++] = t;
 	}
 	/* Held now, so that no move at or above one begins: those under way are waited for. */

@@ -836,6 +836,9 @@ struct vmmxp_place_stats {
 	uint64_t no_room;                   /* segments left in host memory: no victim */
 	uint64_t in_place;                  /* ... read once, the device full of sooner needs */
 	uint64_t too_large;                 /* ... too large to make room for (see place.c) */
+	uint64_t idle_tracked;              /* allocations too large to move, tracked from then (place.c) */
+	uint64_t idle_named;                /* ... of them named since */
+	uint64_t idle_sent;                 /* ... sent back, unnamed a cycle after their allocation */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 	uint64_t waits;                     /* moves that waited for a last use still running */
 	uint64_t device_syncs;              /* ... for the whole device (no event to wait on) */
@@ -984,6 +987,14 @@ void vmmxp_place_use_done(CUstream stream);
  */
 void vmmxp_place_hold(void);
 void vmmxp_place_hold_done(void);
+/*
+ * vmmxp_place_allocated() - the program's allocation at @ptr on @ctx was
+ * just made: one too large to move (more than a quarter of the device) is
+ * tracked, and may be sent back, mapped, once a cycle passed without a
+ * launch, copy or memset naming it (place.c).  Context: between
+ * vmmxp_place_hold() and vmmxp_place_hold_done().
+ */
+void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
 const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);

@@ -369,6 +369,8 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	err = vmmx_alloc_malloc(a, size, stream, &p);
 	if (!err && p && vmmxp_control_on())
 		err = track(a, p, stream);
+	if (!err && p)
+		vmmxp_place_allocated(vmmx_alloc_ctx(a), p);
 	vmmxp_place_hold_done();
 	if (err == -VMMX_ENODRIVER && !__atomic_exchange_n(&fork_said, 1, __ATOMIC_RELAXED))
 		fprintf(stderr,
@@ -638,7 +640,8 @@ static void report_launches(FILE *out)
 			     "%.1f ms (%llu swaps: a send back with the bring-in it made room for, one call timed here), sending back %.1f ms, waiting %.1f ms; mover: %llu queued, %llu "
 			     "of them cancelled, %llu threads, at most %llu moves under way at once, "
 			     "launches waited for it %llu times, %.1f ms; copies "
-			     "and memsets held %llu; streams joined %llu\n",
+			     "and memsets held %llu; streams joined %llu; too large to move, tracked from "
+			     "their allocation %llu, named since %llu, sent back unnamed %llu\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
 			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
 			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
@@ -651,7 +654,8 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.movers, (unsigned long long)ps.busy_most,
 			(unsigned long long)ps.mover_waits,
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
-			(unsigned long long)ps.joins);
+			(unsigned long long)ps.joins, (unsigned long long)ps.idle_tracked,
+			(unsigned long long)ps.idle_named, (unsigned long long)ps.idle_sent);
 		if (ps.spread_chosen) {
 			char b3[32], b4[32];
 

@@ -60,6 +60,8 @@
  * more in driver calls than they save, see docs/PRELOAD.md).
  */
 #define RUN_PIECE_CHUNK_MAX "128MiB"
+/* --torch-alloc split: PyTorch's cached blocks of more MiB than this are never split. */
+#define RUN_TORCH_SPLIT_MB "1024"
 
 /* Devices libvmmx handles (VMMX_STATS_DEVICES: one slot per device ordinal). */
 #define RUN_MAX_DEVICES VMMX_STATS_DEVICES
@@ -94,17 +96,20 @@ static void usage(FILE *f)
 	      "                           VMMX_HOST_CPU_ACCESS=placed unless they are set);\n"
 	      "                           alloc: chunks stay where allocation put them, and\n"
 	      "                           launches are not watched (VMMX_RUN_PLACEMENT)\n"
-	      "      --preset NAME        inference: the settings measured fastest for a\n"
-	      "                           model's forward passes (--torch-alloc async,\n"
-	      "                           VMMX_RUN_PLACE_PARK=1, VMMX_RUN_PLACE_SPREAD=1),\n"
-	      "                           each where not set; not for training, nor for\n"
-	      "                           kernels that follow addresses the GPU wrote;\n"
+	      "      --preset NAME        inference: the settings measured fastest for\n"
+	      "                           Hugging Face models (--torch-alloc split,\n"
+	      "                           VMMX_RUN_PLACE_PARK=1), each where not set; not\n"
+	      "                           for kernels that follow addresses the GPU wrote;\n"
 	      "                           none (default) (VMMX_RUN_PRESET)\n"
 	      "      --torch-alloc MODE   async: PyTorch allocates each tensor with\n"
 	      "                           cudaMallocAsync (backend:cudaMallocAsync added to\n"
 	      "                           PYTORCH_ALLOC_CONF, or PYTORCH_CUDA_ALLOC_CONF), so\n"
-	      "                           that each is a segment of its own; program (default):\n"
-	      "                           left to the program (VMMX_RUN_TORCH_ALLOC)\n"
+	      "                           that each is a segment of its own; split: PyTorch\n"
+	      "                           never splits a cached block of more than 1 GiB\n"
+	      "                           (max_split_size_mb:1024 added), so that tensors\n"
+	      "                           do not land in transformers' warm-up block;\n"
+	      "                           program (default): left to the program\n"
+	      "                           (VMMX_RUN_TORCH_ALLOC)\n"
 	      "  -v, --log LEVEL          libvmmx's log: none, error, warn, info, debug (VMMX_LOG)\n"
 	      "      --control[=PATH]     listen for sleep and wake requests on a Unix socket,\n"
 	      "                           PATH or vmmx-run-PID.sock in $XDG_RUNTIME_DIR (else\n"
@@ -477,27 +482,24 @@ static const char *torch_conf(const char **var_p)
 
 /*
  * VMMX_RUN_PRESET=inference (--preset): the launch placement's settings
- * that were measured fastest for inference with Hugging Face models, each
- * set where the program's environment or an option has not set it (those
- * win): PyTorch's cudaMallocAsync backend (each tensor a segment, so that
- * the weights in transformers' warm-up block move too), sends back parked
- * (no host mapping at the program's addresses), and the kept set spread
- * over the cycle.  On the H200, a 7B prefill at 1.5x the cap took 1.26x
- * to 1.58x the floor with them against about 2.4x by default
+ * measured fastest for Hugging Face models, each set where the program's
+ * environment or an option has not set it (those win): PyTorch's cached
+ * blocks of more than 1 GiB never split (--torch-alloc split: each weight
+ * a segment, transformers' warm-up block left unused and sent back) and
+ * sends back parked (no host mapping at the program's addresses).  On the
+ * H200, a 7B prefill at 1.5x the cap took 1.30x-1.35x the floor with them
+ * against about 2.4x by default, and a 0.95 B training step 1.70x
  * (docs/PRELOAD.md).  Not the default: a parked segment faults a kernel
- * that reaches it through an address the GPU wrote, and the async backend
- * makes training slower (each activation a segment of its own).  A
- * PyTorch allocator backend the program asked for itself is kept (no
- * async then).  It needs --placement launch; alloc with it is refused.
+ * that reaches it through an address the GPU wrote.  It needs --placement
+ * launch; alloc with it is refused.
  */
 static void preset_defaults(void)
 {
 	static const char *const inference[][2] = {
-		{ "VMMX_RUN_TORCH_ALLOC", "async" },
+		{ "VMMX_RUN_TORCH_ALLOC", "split" },
 		{ "VMMX_RUN_PLACE_PARK", "1" },
-		{ "VMMX_RUN_PLACE_SPREAD", "1" },
 	};
-	const char *preset = getenv("VMMX_RUN_PRESET"), *pl, *conf, *var;
+	const char *preset = getenv("VMMX_RUN_PRESET"), *pl;
 
 	if (!preset || !*preset || !strcmp(preset, "none"))
 		return;
@@ -509,53 +511,60 @@ static void preset_defaults(void)
 		refuse("VMMX_RUN_PRESET", "its settings are --placement launch's, and %s",
 		       opt_of("VMMX_RUN_PLACEMENT", strlen("VMMX_RUN_PLACEMENT")) ?
 			       "--placement alloc was given" : "VMMX_RUN_PLACEMENT is \"alloc\"");
-	conf = torch_conf(&var);
 	for (size_t i = 0; i < sizeof(inference) / sizeof(inference[0]); i++) {
 		const char *v = getenv(inference[i][0]);
 
-		if (v && *v)
-			continue;
-		/* The program's own backend for PyTorch's allocator wins. */
-		if (!strcmp(inference[i][0], "VMMX_RUN_TORCH_ALLOC") && conf &&
-		    strstr(conf, "backend:"))
-			continue;
-		set(inference[i][0], inference[i][1]);
+		if (!v || !*v)
+			set(inference[i][0], inference[i][1]);
 	}
 }
 
 /*
- * VMMX_RUN_TORCH_ALLOC=async (--torch-alloc): PyTorch's allocator asked for
- * its cudaMallocAsync backend, in PYTORCH_ALLOC_CONF where the program's
- * environment has it (PyTorch reads it first), else PYTORCH_CUDA_ALLOC_CONF.
- * PyTorch's own caching allocator carves many tensors out of one cudaMalloc
- * (transformers' from_pretrained makes one of the free memory less 1.2 GiB
- * before it loads, and the first layers land in it), which --placement
- * launch can only move whole: kernels name tensors inside it, whose ends
- * are not known.  With this backend each tensor is an allocation of its
- * own, freed when PyTorch frees it, and each moves on its own
- * (docs/PRELOAD.md, "Each tensor a segment").  The program's other settings
- * are kept; one naming another backend is refused.
+ * VMMX_RUN_TORCH_ALLOC (--torch-alloc): a setting for PyTorch's allocator,
+ * in PYTORCH_ALLOC_CONF where the program's environment has it (PyTorch
+ * reads it first), else PYTORCH_CUDA_ALLOC_CONF.  PyTorch's own caching
+ * allocator carves many tensors out of one cudaMalloc (transformers'
+ * from_pretrained makes one of the free memory less 1.2 GiB before it
+ * loads, and the first layers land in it), which --placement launch can
+ * only move whole: kernels name tensors inside it, whose ends are not
+ * known.
+ *  - async: its cudaMallocAsync backend; each tensor is an allocation of
+ *    its own, freed when PyTorch frees it, and each moves on its own
+ *    (docs/PRELOAD.md, "Each tensor a segment").  A setting naming another
+ *    backend is refused.
+ *  - split: max_split_size_mb; a cached block of more than 1 GiB is never
+ *    split, so the warm-up block, freed at once, is left unused (the
+ *    placement sends it back a cycle later: place.c, idle segments) and
+ *    each weight is a cudaMalloc of its own.  A max_split_size_mb of the
+ *    program's own is kept.
+ * The program's other settings are kept.
  */
 static void torch_alloc_defaults(void)
 {
-	static const char want[] = "backend:cudaMallocAsync";
-	const char *mode = getenv("VMMX_RUN_TORCH_ALLOC"), *var, *conf, *b;
+	const char *mode = getenv("VMMX_RUN_TORCH_ALLOC"), *var, *conf, *b, *key, *want;
 	char *both;
 
 	if (!mode || !*mode || !strcmp(mode, "program"))
 		return;
-	if (strcmp(mode, "async"))
-		refuse("VMMX_RUN_TORCH_ALLOC", "expected async or program");
+	if (!strcmp(mode, "async")) {
+		key = "backend:";
+		want = "backend:cudaMallocAsync";
+	} else if (!strcmp(mode, "split")) {
+		key = "max_split_size_mb:";
+		want = "max_split_size_mb:" RUN_TORCH_SPLIT_MB;
+	} else {
+		refuse("VMMX_RUN_TORCH_ALLOC", "expected async, split or program");
+	}
 	conf = torch_conf(&var);
 	if (!conf || !*conf) {
 		set(var, want);
 		return;
 	}
-	b = strstr(conf, "backend:");
+	b = strstr(conf, key);
 	if (b) {
 		size_t n = strcspn(b, ",");
 
-		if (n == sizeof(want) - 1 && !strncmp(b, want, n))
+		if ((n == strlen(want) && !strncmp(b, want, n)) || !strcmp(mode, "split"))
 			return;
 		refuse("VMMX_RUN_TORCH_ALLOC", "%s=\"%s\" names another backend", var, conf);
 	}
@@ -909,8 +918,9 @@ int main(int argc, char **argv)
 			set_opt("--preset", "VMMX_RUN_PRESET", optarg);
 			break;
 		case OPT_TORCH_ALLOC:
-			if (strcmp(optarg, "async") && strcmp(optarg, "program"))
-				bad("--torch-alloc", optarg, "expected async or program");
+			if (strcmp(optarg, "async") && strcmp(optarg, "split") &&
+			    strcmp(optarg, "program"))
+				bad("--torch-alloc", optarg, "expected async, split or program");
 			set_opt("--torch-alloc", "VMMX_RUN_TORCH_ALLOC", optarg);
 			break;
 		case 'v':

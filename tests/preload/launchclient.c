@@ -23,6 +23,12 @@
  * allocated and freed stream-ordered among the launches, the movers
  * moving.  "place-far": weights 41 launches apart, brought in as the one
  * before each is launched under VMMX_RUN_PLACE_SPREAD's look.
+ * "place-idle": a segment too large to move that no launch names is sent
+ * back, mapped, a cycle after its allocation; "place-idle-named": named,
+ * it stays; "place-idle-pair": named only by words that read as two
+ * integers, it goes.  "place-pair": such a word names a spilled buffer
+ * without bringing it in (each placed across a 4 GiB boundary through a
+ * hole made in the address space: malloc_across_4g()).
  * Mode "place-jitter": a step whose workspace moves and whose first steps
  * have extra launches; the cycle is learned all the same.  "place-once":
  * weights read once, read in place.  "place-wait": moves wait for the
@@ -757,6 +763,37 @@ static int place(void)
  * (the least recently named buffer sent back).  Skipped when p does not
  * land across B (another mapping took the hole).
  */
+/*
+ * cudaMalloc() of @size (64 MiB or more) placed across a 4 GiB boundary,
+ * which goes to *@b: a hole from @size below it to 64 MiB above is made in
+ * 12 GiB of address space held meanwhile, so that the next reservation's
+ * highest fit is there.  NULL when the allocation failed or
+ * landed elsewhere (another mapping took the hole).
+ */
+static void *malloc_across_4g(size_t size, uintptr_t *b)
+{
+	const uintptr_t G4 = (uintptr_t)4 << 30, span = (uintptr_t)12 << 30;
+	uintptr_t r;
+	void *p = NULL;
+
+	r = (uintptr_t)mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == (uintptr_t)MAP_FAILED)
+		return NULL;
+	*b = (r + span - G4) & ~(G4 - 1);
+	/* The reservation takes the top of the hole: its alignment's worth and more below B. */
+	munmap((void *)(*b - size), size + 64 * MiB);
+	if (cudaMalloc(&p, size))
+		p = NULL;
+	munmap((void *)r, *b - size - r);
+	munmap((void *)(*b + 64 * MiB), r + span - (*b + 64 * MiB));
+	if (p && !((uintptr_t)p < *b && *b + (128u << 10) < (uintptr_t)p + size)) {
+		diag("%p, not across %#lx: another mapping took the hole", p, (unsigned long)*b);
+		cudaFree(p);
+		p = NULL;
+	}
+	return p;
+}
+
 static struct fake_kernel pair_k = { "kpair", 0, 0, 1, { 0 }, { 16 } };
 
 /* fake_launch_check(): the word that a launch of pair_k holds is not mapped at the driver. */
@@ -774,9 +811,8 @@ static int place_pair(void)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kz = { "kz", 0, 0, 1, { 0 }, { 8 } };
 	struct fake_kernel *kp = &pair_k;
-	const uintptr_t G4 = (uintptr_t)4 << 30, span = (uintptr_t)12 << 30;
 	void *w[4] = { 0 }, *p = NULL;
-	uintptr_t r, b;
+	uintptr_t b;
 	int ok_data = 1, bad = 0;
 
 	plan_lazy();
@@ -784,19 +820,10 @@ static int place_pair(void)
 		is_int(0, cudaMalloc(&w[i], WSIZE), "cudaMalloc w%d, 64 MiB", i);
 		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 0);
 	}
-	/* A hole of 128 MiB around B, in 12 GiB held meanwhile: the next reservation's highest fit. */
-	r = (uintptr_t)mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (r == (uintptr_t)MAP_FAILED)
-		skip_all("no 12 GiB of address space for the hole");
-	b = (r + span - G4) & ~(G4 - 1);
-	munmap((void *)(b - 64 * MiB), 128 * MiB);
-	is_int(0, cudaMalloc(&p, WSIZE), "cudaMalloc p, 64 MiB (past the limit)");
-	munmap((void *)r, b - 64 * MiB - r);
-	munmap((void *)(b + 64 * MiB), r + span - (b + 64 * MiB));
-	if (!((uintptr_t)p < b && b + (128u << 10) < (uintptr_t)p + WSIZE)) {
-		diag("p at %p, not across %#lx: another mapping took the hole", p, (unsigned long)b);
-		skip_all("p did not land across a 4 GiB boundary");
-	}
+	p = malloc_across_4g(WSIZE, &b);
+	if (!p)
+		skip_all("p, 64 MiB, did not land across a 4 GiB boundary");
+	ok(1, "cudaMalloc p, 64 MiB (past the limit), across the boundary");
 	ok_data &= pattern(p, 0x77, 0);
 	ok(ok_data, "each buffer filled with its own byte");
 	for (int i = 0; i < 4; i++) {
@@ -1647,6 +1674,90 @@ static int place_far(int want)
 	for (int i = 0; i < MW; i++)
 		cudaFree(w[i]);
 	cudaFree(x);
+	return finish_tap();
+}
+
+/*
+ * A segment too large to make room for that nothing names (PyTorch's cached
+ * block of transformers' warm-up allocation, left unsplit): H, 128 MiB of
+ * the 256 MiB device limit, allocated first and filled through libvmmx
+ * (no copy the watch sees), then IW weights of 16 MiB, a kernel each,
+ * launched in turn for 8 steps; 8 of them fit beside H.  Once a cycle
+ * has passed since H's allocation, H is sent back, mapped (never parked),
+ * and the weights all stay on the device at once.  @named: a launch names H first; then H is the
+ * program's and stays on the device, never a victim.  H's data intact
+ * either way.
+ */
+#define IW 12
+static int place_idle(int named)
+{
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kws[IW], kh;
+	static unsigned char buf[MiB], want[MiB];
+	void *h = NULL, *w[IW] = { 0 };
+	int bad = 0, ok_data = 1, resident = 0;
+	uintptr_t b = 0;
+
+	for (int i = 0; i < IW; i++)
+		kws[i] = kw;
+	kh = kw;
+	plan_lazy();
+	memset(want, 0x5a, sizeof(want));
+	if (named == 2) {
+		h = malloc_across_4g(128 * MiB, &b);
+		if (!h)
+			skip_all("H, 128 MiB, did not land across a 4 GiB boundary");
+		ok(1, "cudaMalloc H, 128 MiB, half the device limit, across a 4 GiB boundary");
+	} else {
+		is_int(0, cudaMalloc(&h, 128 * MiB), "cudaMalloc H, 128 MiB, half the device limit");
+	}
+	for (size_t off = 0; off < 128 * MiB; off += 127 * MiB)
+		bad += test_copy((char *)h + off, want, MiB, 1) != 0;
+	for (int i = 0; i < IW; i++) {
+		bad += cudaMalloc(&w[i], MSIZE) != 0;
+		bad += !ends(w[i], (unsigned char)(0x20 + i), 0);
+	}
+	is_int(0, bad, "H filled; %d weights of 16 MiB made, each filled with its own byte", IW);
+	ok(where(h) == VMMX_LOC_DEVICE, "H lies on the device");
+	if (named == 1) {
+		void *params[] = { &h };
+
+		is_int(0, cuLaunchKernel(&kh, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+		       "a launch names H");
+	}
+	for (int step = 0; step < 8; step++)
+		for (int i = 0; i < IW; i++) {
+			void *params[] = { &w[i] };
+			struct { int32_t lo, hi; uint64_t n; } pr = { 3, (int32_t)(b >> 32), 5 };
+			void *pparams[] = { &pr };
+
+			bad += cuLaunchKernel(&kws[i], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += !on_device_range(w[i], MSIZE);
+			/* Every other weight, a kernel whose struct holds { 3, B >> 32 }: H by a pair. */
+			if (named == 2 && i % 2)
+				bad += cuLaunchKernel(&pair_k, 1, 1, 1, 32, 1, 1, 0, NULL, pparams, NULL) != 0;
+		}
+	is_int(0, bad, "%d launches succeed, each weight on the device at its launch", 8 * IW);
+	for (int i = 0; i < IW; i++)
+		resident += on_device_range(w[i], MSIZE);
+	if (named == 1) {
+		ok(where(h) == VMMX_LOC_DEVICE, "H, named, stays on the device");
+		ok(resident < IW, "the weights take turns beside it (%d of %d on the device)",
+		   resident, IW);
+	} else {
+		ok(where(h) == VMMX_LOC_HOST, "H, never named%s, was sent back to host memory",
+		   named ? " but by words that read as two integers" : "");
+		ok(!unmapped((uintptr_t)h) && !unmapped((uintptr_t)h + 127 * MiB),
+		   "H is still mapped at its addresses for the GPU (not parked)");
+		is_int(IW, resident, "every weight on the device at once in its place");
+	}
+	for (size_t off = 0; off < 128 * MiB; off += 127 * MiB)
+		ok_data &= test_copy((char *)h + off, buf, MiB, 0) == 0 && !memcmp(buf, want, MiB);
+	for (int i = 0; i < IW; i++)
+		ok_data &= ends(w[i], (unsigned char)(0x20 + i), 1);
+	ok(ok_data, "H and every weight still hold their bytes");
+	for (int i = 0; i < IW; i++)
+		cudaFree(w[i]);
+	cudaFree(h);
 	return finish_tap();
 }
 
@@ -2800,6 +2911,12 @@ int main(int argc, char **argv)
 		return place_mover(2);
 	if (argc > 1 && !strcmp(argv[1], "place-churn"))
 		return place_churn();
+	if (argc > 1 && !strcmp(argv[1], "place-idle"))
+		return place_idle(0);
+	if (argc > 1 && !strcmp(argv[1], "place-idle-named"))
+		return place_idle(1);
+	if (argc > 1 && !strcmp(argv[1], "place-idle-pair"))
+		return place_idle(2);
 	if (argc > 1 && !strcmp(argv[1], "place-far"))
 		return place_far(argc > 2 ? atoi(argv[2]) : 0);
 	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))

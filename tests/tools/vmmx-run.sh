@@ -147,20 +147,20 @@ PYTORCH_CUDA_ALLOC_CONF=backend:native refused "--torch-alloc async with another
 	"--torch-alloc 'async': PYTORCH_CUDA_ALLOC_CONF=\"backend:native\" names another backend" --torch-alloc async
 PYTORCH_CUDA_ALLOC_CONF=backend:native VMMX_RUN_TORCH_ALLOC=async refused "VMMX_RUN_TORCH_ALLOC=async with another backend asked for" \
 	'VMMX_RUN_TORCH_ALLOC="async" (environment): PYTORCH_CUDA_ALLOC_CONF="backend:native" names another backend'
-refused "--torch-alloc asnyc" "--torch-alloc 'asnyc': expected async or program" --torch-alloc asnyc
-VMMX_RUN_TORCH_ALLOC=1 refused "VMMX_RUN_TORCH_ALLOC=1" 'VMMX_RUN_TORCH_ALLOC="1" (environment): expected async or program'
+refused "--torch-alloc asnyc" "--torch-alloc 'asnyc': expected async, split or program" --torch-alloc asnyc
+VMMX_RUN_TORCH_ALLOC=1 refused "VMMX_RUN_TORCH_ALLOC=1" 'VMMX_RUN_TORCH_ALLOC="1" (environment): expected async, split or program'
 # --preset inference: the launch placement's inference settings, each where unset.
 unset VMMX_RUN_PLACE_PARK VMMX_RUN_PLACE_SPREAD VMMX_RUN_TORCH_ALLOC
-ok_run "--preset inference: parking, the spread kept set and PyTorch's async backend" \
+ok_run "--preset inference: parking and PyTorch's cached blocks of more than 1 GiB left unsplit" \
 	'^VMMX_RUN_PLACE_PARK=1$' --preset inference
-grep -q '^VMMX_RUN_PLACE_SPREAD=1$' "$tmp/out" && grep -q '^VMMX_RUN_TORCH_ALLOC=async$' "$tmp/out" &&
-	grep -q '^PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync$' "$tmp/out" &&
-	grep -q '^VMMX_RUN_PLACEMENT=launch$' "$tmp/out"
-check $? "--preset inference: VMMX_RUN_PLACE_SPREAD=1, VMMX_RUN_TORCH_ALLOC=async (so PYTORCH_CUDA_ALLOC_CONF) and the launch placement set"
+grep -q '^VMMX_RUN_TORCH_ALLOC=split$' "$tmp/out" &&
+	grep -q '^PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:1024$' "$tmp/out" &&
+	grep -q '^VMMX_RUN_PLACEMENT=launch$' "$tmp/out" && ! grep -q '^VMMX_RUN_PLACE_SPREAD' "$tmp/out"
+check $? "--preset inference: VMMX_RUN_TORCH_ALLOC=split (so PYTORCH_CUDA_ALLOC_CONF) and the launch placement set, the spread left to its default"
 VMMX_RUN_PLACE_PARK=0 ok_run "--preset inference: a setting of the program's own wins (VMMX_RUN_PLACE_PARK=0 kept)" \
 	'^VMMX_RUN_PLACE_PARK=0$' --preset inference --torch-alloc program
-! grep -q '^PYTORCH_CUDA_ALLOC_CONF\|^PYTORCH_ALLOC_CONF' "$tmp/out" && grep -q '^VMMX_RUN_PLACE_SPREAD=1$' "$tmp/out"
-check $? "--preset inference with --torch-alloc program: the option wins (no PyTorch setting made), the rest of the preset set"
+! grep -q '^PYTORCH_CUDA_ALLOC_CONF\|^PYTORCH_ALLOC_CONF' "$tmp/out" && grep -q '^VMMX_RUN_TORCH_ALLOC=program$' "$tmp/out"
+check $? "--preset inference with --torch-alloc program: the option wins (no PyTorch setting made)"
 VMMX_RUN_PRESET=inference ok_run "VMMX_RUN_PRESET=inference from the environment" '^VMMX_RUN_PLACE_PARK=1$'
 VMMX_RUN_PRESET=inference ok_run "--preset none over VMMX_RUN_PRESET=inference: nothing set" '^VMMX_RUN_PRESET=none$' --preset none
 ! grep -q '^VMMX_RUN_PLACE_PARK\|^VMMX_RUN_PLACE_SPREAD\|^VMMX_RUN_TORCH_ALLOC\|^PYTORCH_CUDA_ALLOC_CONF' "$tmp/out"
@@ -175,10 +175,19 @@ VMMX_RUN_PLACEMENT=alloc refused "--preset inference with VMMX_RUN_PLACEMENT=all
 	"--preset 'inference': its settings are --placement launch's, and VMMX_RUN_PLACEMENT is \"alloc\"" --preset inference
 VMMX_RUN_PLACEMENT=bogus refused "--preset inference with VMMX_RUN_PLACEMENT=bogus: refused by its own name" \
 	'VMMX_RUN_PLACEMENT="bogus" (environment): expected alloc or launch' --preset inference
-PYTORCH_CUDA_ALLOC_CONF=backend:native ok_run "--preset inference: the program's own PyTorch backend kept" \
-	'^PYTORCH_CUDA_ALLOC_CONF=backend:native$' --preset inference
-! grep -q '^VMMX_RUN_TORCH_ALLOC' "$tmp/out" && grep -q '^VMMX_RUN_PLACE_PARK=1$' "$tmp/out"
-check $? "--preset inference with the program's own backend: no async asked for, parking still set"
+PYTORCH_CUDA_ALLOC_CONF=backend:native ok_run "--preset inference: the program's own PyTorch backend kept, max_split_size_mb added" \
+	'^PYTORCH_CUDA_ALLOC_CONF=backend:native,max_split_size_mb:1024$' --preset inference
+PYTORCH_ALLOC_CONF=max_split_size_mb:512 ok_run "--preset inference: the program's own max_split_size_mb kept" \
+	'^PYTORCH_ALLOC_CONF=max_split_size_mb:512$' --preset inference
+# --torch-alloc split: PyTorch never splits a cached block of more than 1 GiB.
+ok_run "--torch-alloc split: PYTORCH_CUDA_ALLOC_CONF set to max_split_size_mb:1024" \
+	'^PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:1024$' --torch-alloc split
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False ok_run "--torch-alloc split: the program's other settings kept" \
+	'^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False,max_split_size_mb:1024$' --torch-alloc split
+PYTORCH_ALLOC_CONF=max_split_size_mb:256,garbage_collection_threshold:0.6 ok_run "--torch-alloc split: the program's own max_split_size_mb kept" \
+	'^PYTORCH_ALLOC_CONF=max_split_size_mb:256,garbage_collection_threshold:0.6$' --torch-alloc split
+VMMX_RUN_TORCH_ALLOC=split ok_run "VMMX_RUN_TORCH_ALLOC=split from the environment" \
+	'^PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:1024$'
 VMMX_RUN_PLACE_PIECES=1 ok_run "VMMX_RUN_PLACE_PIECES=1: chunks of at most 128 MiB, the pieces a large segment moves in" \
 	'^VMMX_CHUNK_MAX=128MiB$' --placement launch
 VMMX_RUN_PLACE_PIECES=1 VMMX_CHUNK_MAX=1GiB ok_run "VMMX_RUN_PLACE_PIECES=1: VMMX_CHUNK_MAX from the environment is kept" \
