@@ -75,7 +75,8 @@ struct graph {
 	int kernels;            /* kernel nodes */
 	int partial;            /* not read whole: segments dropped, copy nodes, kernels unread */
 	size_t n;               /* segments */
-	uint64_t seg[];         /* their bases */
+	uint64_t seg[];         /* their bases, | 1 for one named by pairs only
+				 * (vmmxp_word_pair(): a base is page-aligned) */
 };
 
 static void *keys[GRAPH_SLOTS];              /* table_lock; acquire loads */
@@ -191,13 +192,17 @@ struct walk {
 	int kernels, unread, copies;
 };
 
-static void add_seg(struct walk *w, uint64_t base)
+/* The segment at @base, named by pairs only if @pair, added to @w (a pointer names it for all). */
+static void add_seg(struct walk *w, uint64_t base, int pair)
 {
 	for (size_t i = 0; i < w->n; i++)
-		if (w->seg[i] == base)
+		if ((w->seg[i] & ~(uint64_t)1) == base) {
+			if (!pair)
+				w->seg[i] = base;
 			return;
+		}
 	if (w->n < GRAPH_SEGS)
-		w->seg[w->n++] = base;
+		w->seg[w->n++] = base | (pair != 0);
 	else
 		w->dropped++;
 }
@@ -216,7 +221,7 @@ static int read_kernel(struct walk *w, CUgraphNode node)
 	if (vmmxp_name_params(&w->nm, p.func ? p.func : p.kern, p.params, p.extra) < 0)
 		w->unread++;
 	for (size_t i = 0; i < w->nm.n; i++)
-		add_seg(w, (uint64_t)(uintptr_t)vmmx_buf_ptr(w->nm.chunk[i].buf));
+		add_seg(w, (uint64_t)(uintptr_t)vmmx_buf_ptr(w->nm.chunk[i].buf), w->nm.pair[i]);
 	w->dropped += w->nm.total - w->nm.n;
 	return 0;
 }
@@ -321,7 +326,7 @@ int vmmxp_graph_watch(const char *api, CUgraphExec exec, CUstream stream)
 	count(&n_watched, 1);
 	vmmxp_named_start(&nm);
 	for (size_t i = 0; i < g->n; i++)
-		vmmxp_name_word(&nm, g->seg[i]);
+		vmmxp_name_seg(&nm, g->seg[i] & ~(uint64_t)1, (int)(g->seg[i] & 1));
 	snprintf(kernel, sizeof(kernel), "graph:%d", g->kernels);
 	held = vmmxp_launch_named(api, kernel, (int)g->n,
 				  (uint64_t)(uintptr_t)exec ^ GRAPH_KEY_KIND, stream, &nm);

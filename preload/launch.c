@@ -307,6 +307,17 @@ void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 	}
 }
 
+void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, int pair)
+{
+	struct vmmx_chunk_info ci;
+
+	for (int c = 0; c < nm->nctx; c++)
+		if (!vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)base, &ci)) {
+			add_named(nm, &ci, nm->ctx[c], base, -1, -1, pair);
+			return;
+		}
+}
+
 void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from)
 {
 	for (size_t i = 0; i < from->n; i++)
@@ -447,7 +458,9 @@ void vmmxp_trace_check(int err)
 /*
  * One JSON line: {"time":..,"pid":..,"event":"launch","seq":N,"api":"...",
  * "kernel":"...","stream":"0x..","params":N,"cycle_pos":N,"shared":N,"chunks_named":N,
- * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0","at":"0x.."},...]}
+ * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0","at":"0x..",
+ * "param":N,"off":N[,"pair":1]},...]}: at, the word that named the chunk; param and off,
+ * where it lay (-1: not in a parameter); pair, named by words read as two integers only.
  */
 static void trace_launch(const char *api, const char *kernel, int nparams, CUstream stream,
 			 const struct vmmxp_named *nm, long at)
@@ -574,7 +587,11 @@ static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named 
 			age = age_of(l->recent, row, nm->word[i]);
 			age_seg = age_of(l->recent_seg, row, segs[i]);
 		}
-		/* Two integers, not a place: never the key (cycle.c matches them all the same). */
+		/*
+		 * Two integers, not a place: not the key while a place is named
+		 * (cycle.c matches them all the same, and with none picked keys a
+		 * launch by its largest segment, a pair's too).
+		 */
 		if (nm->pair[i])
 			continue;
 		if (pick == nm->n || age > best ||

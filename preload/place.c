@@ -2150,8 +2150,13 @@ void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr)
 		return;
 	base = vmmx_buf_ptr(ci.buf);
 	size = vmmx_buf_size(ci.buf);
-	if (size <= most_moved(ctx))
+	if (size <= most_moved(ctx)) {
+		/* A freed idle segment's entry, met again by a smaller buffer: not idle. */
+		t = find(base, 0);
+		if (t && !t->moving && !t->held)
+			t->idle = 0;
 		return;
+	}
 	t = find(base, 1);
 	/* One being moved or used is a buffer of this base not yet gone: left as it is. */
 	if (!t || t->moving || t->held)
@@ -2374,7 +2379,8 @@ static void spread_choose(uint64_t len)
 	spread_gen = cur.generation;
 	/* Segments unnamed since their allocation go first: their room is the set's. */
 	for (int i = 0; i < ntracked; i++)
-		if (track[i].ctx == ctx && idle_gone(&track[i], len))
+		if (track[i].ctx == ctx && idle_gone(&track[i], len) && !track[i].moving &&
+		    !track[i].held && !unmovable(&track[i]))
 			held += on_device_bytes(&track[i]);
 	room += held;
 	room = room > hot + depth() * biggest ? room - hot - depth() * biggest : 0;
@@ -2742,6 +2748,15 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 	pthread_mutex_lock(&lock);
 	/* Before memory spills nothing moves (and a later move waits for the device). */
 	if (!spilled || (capturing && capturing(stream))) {
+		/* Named all the same: no longer idle (vmmxp_place_allocated()). */
+		for (size_t i = 0; st.idle_tracked && i < n; i++) {
+			struct tracked *t = find(vmmx_buf_ptr(chunk[i].buf), 0);
+
+			if (t && t->idle) {
+				st.idle_named++;
+				t->idle = 0;
+			}
+		}
 		pthread_mutex_unlock(&lock);
 		return 0;
 	}

@@ -708,9 +708,9 @@ struct vmmxp_named {
 	uint64_t word[VMMXP_PLACE_MAX];
 	/*
 	 * Where each word lay: the index of the parameter and the word's byte
-	 * offset in the launch's parameter block (a graph: in its kernel node's);
-	 * a packed "extra" buffer's word has its offset in the buffer and
-	 * parameter -1; a word not read from parameters (a copy's) has both -1.
+	 * offset in the launch's parameter block; a packed "extra" buffer's word
+	 * has its offset in the buffer and parameter -1; a word not read from
+	 * parameters (a copy's, a graph launch's segment bases) has both -1.
 	 * For the trace: which argument named a chunk.
 	 */
 	int32_t param[VMMXP_PLACE_MAX], off[VMMXP_PLACE_MAX];
@@ -742,6 +742,8 @@ int vmmxp_word_pair(uint64_t w, const void *seg);
 void vmmxp_named_start(struct vmmxp_named *nm);
 /* The chunk that maps the address @w, if any, added to @nm (once). */
 void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w);
+/* The chunk at the segment base @base added to @nm (once), named by pairs only if @pair (a graph's). */
+void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, int pair);
 /* The chunks of @from added to @nm, each once, with no new lookup. */
 void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from);
 /*

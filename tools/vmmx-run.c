@@ -499,7 +499,7 @@ static void preset_defaults(void)
 		{ "VMMX_RUN_TORCH_ALLOC", "split" },
 		{ "VMMX_RUN_PLACE_PARK", "1" },
 	};
-	const char *preset = getenv("VMMX_RUN_PRESET"), *pl;
+	const char *preset = getenv("VMMX_RUN_PRESET"), *pl, *conf, *var;
 
 	if (!preset || !*preset || !strcmp(preset, "none"))
 		return;
@@ -511,11 +511,17 @@ static void preset_defaults(void)
 		refuse("VMMX_RUN_PRESET", "its settings are --placement launch's, and %s",
 		       opt_of("VMMX_RUN_PLACEMENT", strlen("VMMX_RUN_PLACEMENT")) ?
 			       "--placement alloc was given" : "VMMX_RUN_PLACEMENT is \"alloc\"");
+	conf = torch_conf(&var);
 	for (size_t i = 0; i < sizeof(inference) / sizeof(inference[0]); i++) {
 		const char *v = getenv(inference[i][0]);
 
-		if (!v || !*v)
-			set(inference[i][0], inference[i][1]);
+		if (v && *v)
+			continue;
+		/* PyTorch's async backend, the program's own, has no blocks to split. */
+		if (!strcmp(inference[i][0], "VMMX_RUN_TORCH_ALLOC") && conf &&
+		    strstr(conf, "backend:cudaMallocAsync"))
+			continue;
+		set(inference[i][0], inference[i][1]);
 	}
 }
 

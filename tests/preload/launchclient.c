@@ -873,7 +873,27 @@ static int place_pair(void)
 		       "the launch's: mapped in place if parked)", (int)(b >> 32));
 		is_int(VMMX_LOC_HOST, where(p), "... and p is left in host memory");
 	}
-	is_int(0, bad, "the 11 launches succeed");
+	/* The same words in a graph's kernel node: read at instantiation, kept as pairs. */
+	{
+		static struct { int32_t lo, hi; uint64_t n; } gp, gq;
+		static struct fake_graph g1, g2;
+		void *e1 = NULL, *e2 = NULL;
+
+		gp = (__typeof__(gp)){ 3, (int32_t)(b >> 32), 5 };
+		gq = (__typeof__(gq)){ 128 << 10, (int32_t)(b >> 32), 5 };
+		fake_graph_kernel(&g1, kp, (void *[]){ &gp });
+		fake_graph_kernel(&g2, kp, (void *[]){ &gq });
+		bad += cuGraphInstantiateWithFlags(&e1, &g1, 0) != 0;
+		bad += cuGraphInstantiateWithFlags(&e2, &g2, 0) != 0;
+		bad += cuGraphLaunch(e1, NULL) != 0;
+		is_int(VMMX_LOC_HOST, where(p), "a graph whose kernel node holds { 3, %d }: p left in host memory",
+		       (int)(b >> 32));
+		bad += cuGraphLaunch(e2, NULL) != 0;
+		is_int(VMMX_LOC_DEVICE, where(p), "one holding { 128 KiB, %d }: p brought in", (int)(b >> 32));
+		bad += cuGraphExecDestroy(e1) != 0;
+		bad += cuGraphExecDestroy(e2) != 0;
+	}
+	is_int(0, bad, "the 11 launches, 2 graph launches and their instantiations succeed");
 	ok_data = pattern(p, 0x77, 1);
 	for (int i = 0; i < 4; i++)
 		ok_data &= pattern(w[i], (unsigned char)(0x10 + i), 1);

@@ -582,8 +582,8 @@ for park in 0 1; do
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/tap103"
 	grep '"kernel":"kpair"' "$tmp/trace103" | head -1 | grep -q '"loc":"host","at":"0x[0-9a-f]*00000003","param":0,"off":0,"pair":1}' &&
 		grep '"kernel":"kpair"' "$tmp/trace103" | sed -n 2p | grep -q '"at":"0x[0-9a-f]*00020000","param":0,"off":0}' &&
-		grep -q 'int pairs  *2 of the chunks named only by words that read as two 32-bit integers: held, not placed$' "$tmp/rep103"
-	check $? "... the trace marks the pair (\"pair\":1), not the pointer; --report counts 2 such namings"
+		grep -q 'int pairs  *3 of the chunks named only by words that read as two 32-bit integers: held, not placed$' "$tmp/rep103"
+	check $? "... the trace marks the pair (\"pair\":1), not the pointer; --report counts 3 such namings (two launches' and a graph launch's)"
 	rm -f "$tmp/rep103" "$tmp/trace103"
 done
 

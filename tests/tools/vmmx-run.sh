@@ -179,6 +179,10 @@ PYTORCH_CUDA_ALLOC_CONF=backend:native ok_run "--preset inference: the program's
 	'^PYTORCH_CUDA_ALLOC_CONF=backend:native,max_split_size_mb:1024$' --preset inference
 PYTORCH_ALLOC_CONF=max_split_size_mb:512 ok_run "--preset inference: the program's own max_split_size_mb kept" \
 	'^PYTORCH_ALLOC_CONF=max_split_size_mb:512$' --preset inference
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ok_run "--preset inference: the program's own async backend kept, nothing to split" \
+	'^PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync$' --preset inference
+! grep -q '^VMMX_RUN_TORCH_ALLOC' "$tmp/out" && grep -q '^VMMX_RUN_PLACE_PARK=1$' "$tmp/out"
+check $? "--preset inference with the program's async backend: no split asked for, parking still set"
 # --torch-alloc split: PyTorch never splits a cached block of more than 1 GiB.
 ok_run "--torch-alloc split: PYTORCH_CUDA_ALLOC_CONF set to max_split_size_mb:1024" \
 	'^PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:1024$' --torch-alloc split
