@@ -248,7 +248,6 @@ void vmmxp_named_start(struct vmmxp_named *nm)
 	nm->nctx = vmmxp_ctxs(nm->ctx, VMMXP_MAX_DEVICES);
 	nm->n = nm->total = nm->host = nm->pairs = 0;
 	nm->shared = 0;
-	nm->cur_param = nm->cur_off = -1;
 }
 
 /*
@@ -291,31 +290,39 @@ int vmmxp_word_pair(uint64_t w, const void *seg)
 	return (lo < PAIR_NEAR || lo > UINT32_MAX - PAIR_NEAR) && w != (uint64_t)(uintptr_t)seg;
 }
 
-void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
+/* The context of @nm that maps @w, its chunk in @ci; NULL when none does. */
+static struct vmmx_ctx *lookup(const struct vmmxp_named *nm, uint64_t w, struct vmmx_chunk_info *ci)
+{
+	for (int c = 0; c < nm->nctx; c++)
+		if (!vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)w, ci))
+			return nm->ctx[c];
+	return NULL;
+}
+
+/* vmmxp_name_word() for the word @w at byte @off of parameter @param (-1: not a parameter's). */
+static void name_at(struct vmmxp_named *nm, uint64_t w, int32_t param, int32_t off)
 {
 	struct vmmx_chunk_info ci;
+	struct vmmx_ctx *ctx;
 
-	if (w < MIN_ADDR)
+	if (w < MIN_ADDR || !(ctx = lookup(nm, w, &ci)))
 		return;
-	for (int c = 0; c < nm->nctx; c++) {
-		if (vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)w, &ci))
-			continue;
-		/* Only a parameter's word may be a pair: a copy's are its pointers. */
-		add_named(nm, &ci, nm->ctx[c], w, nm->cur_param, nm->cur_off,
-			  nm->cur_off >= 0 && vmmxp_word_pair(w, vmmx_buf_ptr(ci.buf)));
-		return;
-	}
+	/* Only a parameter's word may be a pair: a copy's are its pointers. */
+	add_named(nm, &ci, ctx, w, param, off, off >= 0 && vmmxp_word_pair(w, vmmx_buf_ptr(ci.buf)));
+}
+
+void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
+{
+	name_at(nm, w, -1, -1);
 }
 
 void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, int pair)
 {
 	struct vmmx_chunk_info ci;
+	struct vmmx_ctx *ctx = lookup(nm, base, &ci);
 
-	for (int c = 0; c < nm->nctx; c++)
-		if (!vmmx_lookup(nm->ctx[c], (const void *)(uintptr_t)base, &ci)) {
-			add_named(nm, &ci, nm->ctx[c], base, -1, -1, pair);
-			return;
-		}
+	if (ctx)
+		add_named(nm, &ci, ctx, base, -1, -1, pair);
 }
 
 void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from)
@@ -334,15 +341,12 @@ static void name_words(struct vmmxp_named *nm, const unsigned char *p, int param
 {
 	size_t first = (base_off + 7) & ~(size_t)7;
 
-	nm->cur_param = param;
 	for (size_t w = first; w + 8 <= base_off + len; w += 8) {
 		uint64_t v;
 
 		memcpy(&v, p + (w - base_off), sizeof(v));
-		nm->cur_off = (int32_t)w;
-		vmmxp_name_word(nm, v);
+		name_at(nm, v, param, (int32_t)w);
 	}
-	nm->cur_param = nm->cur_off = -1;
 }
 
 /* The packed buffer of CU_LAUNCH_PARAM_BUFFER_POINTER, if @extra gives one with its size. */

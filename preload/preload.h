@@ -719,7 +719,6 @@ struct vmmxp_named {
 	 * (vmmxp_word_pair()); held and waited for, never placed by them.
 	 */
 	unsigned char pair[VMMXP_PLACE_MAX];
-	int32_t cur_param, cur_off;   /* the word being named */
 	size_t n, total, host;
 	size_t pairs;           /* ... of total, named only by such words */
 	size_t shared;          /* the launch's dynamic shared memory, bytes (0 for a graph) */
