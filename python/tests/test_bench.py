@@ -180,8 +180,9 @@ echo '{"column": "native", "prefill_ms": 5.0, "decode_ms": 2.0, "tokens": [1, 2]
 
 
 def test_vmmx_run_columns(monkeypatch):
-    """vmmx-run, vmmx-run-alloc and vmmx-run-launch run the native child under vmmx-run,
-    the first with its default placement, the others with --placement alloc and launch;
+    """vmmx-run, vmmx-run-alloc, vmmx-run-launch and vmmx-run-inference run the native
+    child under vmmx-run, the first with its default placement, the next two with
+    --placement alloc and launch, the last with --preset inference;
     the report's launch lines and its driver time come back with the result, also on a
     failure, and the table prints the placement, spread and driver time lines, and the
     copies line when not 0."""
@@ -223,6 +224,12 @@ def test_vmmx_run_columns(monkeypatch):
             args = f.read().split("\n")
         assert args[:5] == ["--device-limit", str(3 * GiB), "--placement", "alloc",
                             "--report-file"]
+        r = bench_hf.run_column(dict(spec, column="vmmx-run-inference"), 60, None, fake)
+        with open(os.path.join(d, "args")) as f:
+            args = f.read().split("\n")
+        assert args[:5] == ["--device-limit", str(3 * GiB), "--preset", "inference",
+                            "--report-file"]
+        assert r["column"] == "vmmx-run-inference"
         monkeypatch.setenv("FAKE_RUN_FAIL", "1")
         bad = bench_hf.run_column(spec, 60, None, fake)
         assert bad["error"] == "OOM" and len(bad["report"]) == 5

@@ -29,7 +29,8 @@ median of all its rounds and its fastest round are each compared with native's.
 
 Real models (``--workload hf-infer,hf-train``): a Hugging Face Llama saved
 and loaded with ``from_pretrained``, with the columns native, capped, vmmx,
-offload, vmmx-run, vmmx-run-alloc, vmmx-run-launch, accelerate and floor (see
+offload, vmmx-run, vmmx-run-alloc, vmmx-run-launch, vmmx-run-inference, accelerate
+and floor (see
 ``vmmx_tools.bench_hf``); the cap of each ratio is native's peak divided by it.
 
 Output: a table, ``--json FILE``, ``--plot FILE.png`` (matplotlib).  Never

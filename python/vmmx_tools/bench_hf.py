@@ -30,6 +30,8 @@ Columns (each a process of its own):
   vmmx-run-alloc   the same with --placement alloc (segments stay where
                allocation put them)
   vmmx-run-launch  the same with --placement launch, named: the default
+  vmmx-run-inference  the same with --preset inference (PyTorch's blocks over
+               1 GiB left unsplit, sends back parked)
   accelerate   from_pretrained(device_map="auto", max_memory={0: 7/8 cap, "cpu": ...}),
                the process capped as "capped" is (max_memory bounds the weights only)
   floor        max(native time, the bytes past the cap at the pinned copy rate
@@ -50,10 +52,11 @@ import time
 
 GiB = 1 << 30
 COLUMNS = ["native", "capped", "vmmx", "offload", "vmmx-run", "vmmx-run-alloc", "vmmx-run-launch",
-           "accelerate", "floor"]
+           "vmmx-run-inference", "accelerate", "floor"]
 # The columns run under vmmx-run, and its options for each.
 RUN_COLUMNS = {"vmmx-run": [], "vmmx-run-alloc": ["--placement", "alloc"],
-               "vmmx-run-launch": ["--placement", "launch"]}
+               "vmmx-run-launch": ["--placement", "launch"],
+               "vmmx-run-inference": ["--preset", "inference"]}
 # hidden, intermediate, layers, heads: the Llama-2-7B shape and a 0.95 B one for training
 PRESETS = {"7b": (4096, 11008, 32, 32), "3b": (3200, 8640, 26, 32),
            "1b": (2048, 5632, 16, 16), "tiny": (1024, 2816, 8, 16)}
