@@ -189,6 +189,7 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 	X(cuEventElapsedTime)                                                              \
 	X(cuStreamWaitEvent)                                                               \
 	X(cuStreamIsCapturing)                                                             \
+	X(cuThreadExchangeStreamCaptureMode)                                               \
 	X(cuStreamSynchronize)
 
 #define VMMXP_ENUM(f) VMMXP_FN_##f,
@@ -519,6 +520,8 @@ VMMXP_EXPORT CUresult cuStreamWaitEvent(CUstream stream, void *event, unsigned i
 VMMXP_EXPORT CUresult cuStreamIsCapturing(CUstream stream, int *status);
 /* VMMX_RUN_PLACE_CHECK: each placed launch waited for, its error reported. */
 VMMXP_EXPORT CUresult cuStreamSynchronize(CUstream stream);
+/* VMMX_RUN_CACHE_FIRST: no request refused while the thread's capture mode is not global. */
+VMMXP_EXPORT CUresult cuThreadExchangeStreamCaptureMode(int *mode);
 
 /* resolve.c */
 

@@ -78,6 +78,10 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static int fork_said;                          /* atomic: the forked child's failure printed */
 
 static int report_on = -1;                     /* -1 unread; 0/1 after the first read */
+static int cache_first_on = -1;                /* VMMX_RUN_CACHE_FIRST, as report_on */
+static int cache_first_done;                   /* atomic: a request asked again spilled */
+static __thread size_t refused_size;           /* the request refused on this thread; 0: none */
+static uint64_t n_refused, n_again_device, n_again_spilled;
 static int meminfo_total = -1;                 /* VMMX_RUN_MEMINFO=device+host */
 
 static void enter(void)
@@ -354,11 +358,86 @@ static int track(struct vmmx_alloc *a, void *p, void *stream)
 	return 0;
 }
 
+/* Whether bytes of [p, p + size), an allocation of @a, lie in host memory. */
+static int spilled(struct vmmx_alloc *a, void *p, size_t size)
+{
+	struct vmmx_chunk_info ci;
+	struct vmmx_residency r = { 0, 0 };
+
+	if (vmmx_lookup(vmmx_alloc_ctx(a), p, &ci) ||
+	    vmmx_buf_residency(ci.buf, (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), size, &r))
+		return 0;
+	return r.host != 0;
+}
+
+/*
+ * Whether the thread's stream capture mode is other than global: PyTorch
+ * relaxes it around the cudaMalloc of a capture.  Read by exchanging it
+ * and back.  A driver without the call counts as capturing.
+ */
+static int capture_mode_changed(void)
+{
+	__typeof__(&cuThreadExchangeStreamCaptureMode) xchg =
+		VMMXP_REAL(cuThreadExchangeStreamCaptureMode);
+	int mode = 0, was; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+
+	if (!xchg || xchg(&mode) != CUDA_OK)
+		return 1;
+	was = mode;
+	(void)xchg(&mode);
+	return was != 0;
+}
+
+/*
+ * VMMX_RUN_CACHE_FIRST: whether to refuse the allocation @p just made for
+ * a cudaMalloc or cuMemAlloc of @size.  A caching allocator that holds free
+ * blocks on the device (PyTorch's: release_cached_blocks(); CuPy's:
+ * free_all_blocks()) gives them back when the driver is out of memory and
+ * asks again, and only then.  Spilled at once, the program's cached blocks
+ * would keep the device while its new memory lies in host memory (the
+ * warm-up block transformers leaves in PyTorch's cache, unsplit under
+ * --torch-alloc split).  So a request that spilled is refused once: the
+ * block goes back, with the idle segment it made, and the next request of
+ * the same size on the thread, the one asked again, is served as any.
+ * Refusals stop for good at the first request asked again that spilled all
+ * the same: the program had nothing on the device to give back.  Never
+ * during a capture: PyTorch raises out of memory there without freeing.
+ * Called with the placement held (the segment may go).
+ */
+static int refuse_first(struct vmmx_alloc *a, enum vmmxp_kind kind, size_t size, void *stream,
+			void *p)
+{
+	size_t asked = refused_size;
+
+	if ((kind != VMMXP_RT_MALLOC && kind != VMMXP_DRV_MALLOC) ||
+	    !env_flag(&cache_first_on, "VMMX_RUN_CACHE_FIRST", NULL) ||
+	    __atomic_load_n(&cache_first_done, __ATOMIC_RELAXED))
+		return 0;
+	refused_size = 0;
+	if (asked == size) {
+		if (!spilled(a, p, size)) {
+			count(&n_again_device, 1);
+		} else {
+			count(&n_again_spilled, 1);
+			__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
+		}
+		return 0;
+	}
+	if (!spilled(a, p, size) || capture_mode_changed())
+		return 0;
+	/* Swallowed: the block was never handed out; a failed free keeps it cached. */
+	(void)vmmx_alloc_free(a, p, stream);
+	(void)vmmx_alloc_empty_cache(a);
+	refused_size = size;
+	count(&n_refused, 1);
+	return 1;
+}
+
 int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p)
 {
 	struct vmmx_alloc *a;
 	void *p;
-	int err;
+	int err, refused = 0;
 
 	a = serve(device);
 	if (!a)
@@ -367,6 +446,10 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	/* The allocator may let a segment go: the placement looks none up meanwhile. */
 	vmmxp_place_hold();
 	err = vmmx_alloc_malloc(a, size, stream, &p);
+	if (!err && p && refuse_first(a, kind, size, stream, p)) {
+		refused = 1;
+		err = -VMMX_ENOMEM;
+	}
 	if (!err && p && vmmxp_control_on())
 		err = track(a, p, stream);
 	if (!err && p)
@@ -377,7 +460,12 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 			"vmmx-run: process %d: allocations fail here with CUDA's initialization "
 			"error: %s\n",
 			(int)getpid(), vmmx_last_error());
-	if (err) {
+	if (refused) {
+		if (getenv("VMMX_LOG"))
+			fprintf(stderr, "vmmx-run: allocation of %zu bytes on device %d refused "
+					"once, so the program may free its cache (VMMX_RUN_CACHE_FIRST)\n",
+				size, device);
+	} else if (err) {
 		count(&n_fail, 1);
 		if (getenv("VMMX_LOG"))
 			fprintf(stderr, "vmmx-run: allocation of %zu bytes on device %d failed: %s\n",
@@ -779,6 +867,12 @@ static void report(void)
 		(unsigned long long)n_passed[VMMXP_N_POOL_ALLOC], b1);
 	if (n_ipc_refused)
 		fprintf(out, "  IPC refused      %llu\n", (unsigned long long)n_ipc_refused);
+	if (env_flag(&cache_first_on, "VMMX_RUN_CACHE_FIRST", NULL))
+		fprintf(out, "  cache first      %llu requests that spilled refused once; asked again, "
+			     "%llu landed on the device, %llu spilled (refusals %s)\n",
+			(unsigned long long)n_refused, (unsigned long long)n_again_device,
+			(unsigned long long)n_again_spilled,
+			__atomic_load_n(&cache_first_done, __ATOMIC_RELAXED) ? "stopped there" : "go on");
 	report_launches(out);
 	for (int d = 0; d < MAX_DEVICES; d++) {
 		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);

@@ -18,7 +18,9 @@
  * Modes: no argument, the whole TAP suite; "meminfo", cudaMemGetInfo in the
  * mode VMMX_RUN_MEMINFO names, with the host cap of VMMX_RUN_MEMINFO_HOST
  * (TAP); "spill", allocate past the limit and
- * exit (for --report and --trace).
+ * exit (for --report and --trace); "cache-first on|off", a caching
+ * allocator as PyTorch's past the limit, with VMMX_RUN_CACHE_FIRST set or
+ * not (TAP).
  */
 #include "config.h"
 
@@ -814,12 +816,108 @@ static int spill_mode(void)
 	return 0;
 }
 
+/* Bytes of [p, p + n) in host memory. */
+static size_t host_bytes(void *p, size_t n)
+{
+	struct vmmx_chunk_info ci;
+	struct vmmx_residency r = { 0, 0 };
+
+	if (vmmx_lookup(ctx_of(0), p, &ci) ||
+	    vmmx_buf_residency(ci.buf, (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), n, &r))
+		bail("residency of %p: %s", p, vmmx_last_error());
+	return r.host;
+}
+
+/*
+ * A caching allocator as PyTorch's: a block freed by the program stays in
+ * its cache (cache[]), given back to CUDA only when cudaMalloc says out of
+ * memory; then the request is asked again, once.
+ */
+struct cache {
+	void *blk[4];
+	int n, oom;
+};
+
+static int cache_malloc(struct cache *c, void **p, size_t size)
+{
+	int err = cudaMalloc(p, size);
+
+	if (err != 2) /* cudaErrorMemoryAllocation */
+		return err;
+	c->oom++;
+	while (c->n)
+		cudaFree(c->blk[--c->n]);
+	return cudaMalloc(p, size);
+}
+
+/*
+ * "cache-first on|off" under a 256 MiB device limit: a 160 MiB block (the
+ * warm-up transformers makes) freed to the cache, then 60 MiB weights.
+ * With VMMX_RUN_CACHE_FIRST=1 (on): the first weight that would spill is
+ * refused, the cache given back, and it and the next two land on the
+ * device; past the limit with nothing cached, a request the capture mode
+ * protects and a cudaMallocAsync spill unrefused, the next is refused once
+ * and spills all the same, and no request after it is refused.  Off: no
+ * request refused, the weights spill beside the cached block.
+ */
+static int cache_first_mode(int on)
+{
+	struct cache c = { .n = 0 };
+	void *w[7] = { 0 }, *warm = NULL, *as = NULL;
+	size_t host = 0, n = 60 * MiB;
+	int relaxed = 2, global = 0, ooms;
+
+	plan(14);
+	is_int(0, cache_malloc(&c, &warm, 160 * MiB), "the warm-up block: cudaMalloc of 160 MiB");
+	c.blk[c.n++] = warm; /* freed by the program, kept in its cache */
+	for (int i = 0; i < 4; i++)
+		if (cache_malloc(&c, &w[i], n))
+			bail("weight %d: cudaMalloc failed", i);
+	for (int i = 0; i < 4; i++)
+		host += host_bytes(w[i], n);
+	if (on) {
+		is_int(1, c.oom, "the first weight that would spill was refused once");
+		is_int(0, c.n, "... and the program gave its cached warm-up block back");
+		is_uint(0, host, "4 weights of 60 MiB all on the device beside nothing");
+	} else {
+		is_int(0, c.oom, "no request refused");
+		is_int(1, c.n, "the warm-up block stays in the program's cache");
+		ok(host >= 2 * n, "the weights spilled beside it (%zu MiB in host memory)", host / MiB);
+	}
+	ok(fill_check(w[0], n, 0x31), "the first weight holds data");
+	if (on)
+		ok(fill_check(w[1], n, 0x32), "the weight asked again holds data");
+	else
+		is_uint(n, host_bytes(w[3], n), "the last wholly in host memory");
+	/* past the limit, the cache empty: in a capture, then stream-ordered */
+	cuThreadExchangeStreamCaptureMode(&relaxed);
+	ooms = c.oom;
+	is_int(0, cache_malloc(&c, &w[4], n), "past the limit, the thread's capture mode relaxed");
+	cuThreadExchangeStreamCaptureMode(&global);
+	is_int(ooms, c.oom, "... not refused (a capture: PyTorch would raise out of memory)");
+	is_int(0, cudaMallocAsync(&as, n, NULL), "cudaMallocAsync past the limit spills, not refused");
+	ok(host_bytes(w[4], n) && host_bytes(as, n) == n, "both in host memory");
+	is_int(0, cache_malloc(&c, &w[5], n), "a weight past the limit, nothing cached");
+	is_int(ooms + (on ? 1 : 0), c.oom, on ? "... refused once, asked again: spilled" :
+	       "... not refused");
+	is_int(0, cache_malloc(&c, &w[6], n), "the next weight");
+	is_int(ooms + (on ? 1 : 0), c.oom, "... not refused: refusals stopped, or never on");
+	cudaFreeAsync(as, NULL);
+	for (int i = 0; i < 7; i++)
+		cudaFree(w[i]);
+	while (c.n)
+		cudaFree(c.blk[--c.n]);
+	return tap_done();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "meminfo"))
 		return meminfo_mode();
 	if (argc > 1 && !strcmp(argv[1], "spill"))
 		return spill_mode();
+	if (argc > 2 && !strcmp(argv[1], "cache-first"))
+		return cache_first_mode(!strcmp(argv[2], "on"));
 	if (!getenv("LD_PRELOAD"))
 		skip_all("not under vmmx-run (hooks.sh runs this)");
 	plan_lazy();

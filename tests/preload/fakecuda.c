@@ -283,6 +283,16 @@ void fake_graph_fail(int on) { __atomic_store_n(&graph_fail, on, __ATOMIC_RELAXE
 void fake_capture(int on) { __atomic_store_n(&capture, on, __ATOMIC_RELAXED); }
 int cuStreamIsCapturing(void *s, int *status) { (void)s; *status = __atomic_load_n(&capture, __ATOMIC_RELAXED); return 0; }
 
+static __thread int capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL (0) until exchanged */
+int cuThreadExchangeStreamCaptureMode(int *mode)
+{
+	int was = capture_mode;
+
+	capture_mode = *mode;
+	*mode = was;
+	return 0;
+}
+
 int cuGraphGetNodes(void *graph, void **nodes, size_t *n)
 {
 	struct fake_graph *g = graph;
@@ -649,6 +659,7 @@ static const struct proc procs[] = {
 	{ "cuGraphKernelNodeGetParams", 12000, NULL, (void *)cuGraphKernelNodeGetParams_v2, NULL },
 	{ "cuGraphChildGraphNodeGetGraph", 0, (void *)cuGraphChildGraphNodeGetGraph, NULL, NULL },
 	{ "cuStreamIsCapturing", 0, (void *)cuStreamIsCapturing, NULL, NULL },
+	{ "cuThreadExchangeStreamCaptureMode", 0, (void *)cuThreadExchangeStreamCaptureMode, NULL, NULL },
 	{ "cuFuncGetParamInfo", 0, (void *)cuFuncGetParamInfo, NULL, NULL },
 	{ "cuKernelGetParamInfo", 0, (void *)cuKernelGetParamInfo, NULL, NULL },
 	{ "cuFuncGetName", 0, (void *)cuFuncGetName, NULL, NULL },

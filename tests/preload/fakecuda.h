@@ -322,6 +322,8 @@ void fake_graph_fail(int on);
 /* While on, cuStreamIsCapturing says every stream is capturing (CU_STREAM_CAPTURE_STATUS_ACTIVE). */
 void fake_capture(int on);
 int cuStreamIsCapturing(void *s, int *status);
+/* The thread's capture mode, as the driver's (0 global, 1 thread-local, 2 relaxed). */
+int cuThreadExchangeStreamCaptureMode(int *mode);
 /* The graph an executable graph of the fake was made from, NULL when destroyed. */
 struct fake_graph *fake_exec_graph(void *exec);
 int cuGraphGetNodes(void *g, void **nodes, size_t *n);

@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/preload/env.sh"
 export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
 
-echo "1..28"
+echo "1..30"
 
 refused() { # OPTION VALUE: exit 2 and the option named on stderr
 	"$run" "$1" "$2" -- true 2>"$tmp/err"
@@ -44,6 +44,27 @@ cmp -s "$tmp/out1" "$tmp/out2" && cmp -s "$tmp/err1" "$tmp/err2"
 check $? "a program without CUDA keeps its output (standard output and error)"
 "$run" -- "$client" spill >"$tmp/out" 2>"$tmp/err"
 check $? "a CUDA program without hooks of its own runs (the client's spill mode)"
+
+# VMMX_RUN_CACHE_FIRST: a caching allocator as PyTorch's gives its cached
+# block back when a request that would spill is refused once (client.c).
+for on in on off; do
+	rm -f "$tmp/cf"
+	if [ $on = on ]; then export VMMX_RUN_CACHE_FIRST=1; else unset VMMX_RUN_CACHE_FIRST; fi
+	"$run" --policy device-first --device-limit 256MiB --headroom 0 --report-file "$tmp/cf" -- \
+		"$client" cache-first $on >"$tmp/cft" 2>&1
+	st=$?
+	grep -q '^not ok' "$tmp/cft" && st=1
+	[ "$(grep -c '^ok' "$tmp/cft")" -eq 14 ] || st=1
+	if [ $on = on ]; then
+		grep -q '^  cache first      2 requests that spilled refused once; asked again, 1 landed on the device, 1 spilled (refusals stopped there)$' "$tmp/cf" || st=1
+		check $st "VMMX_RUN_CACHE_FIRST=1: a request that would spill refused once, the program's cached block given back, the weights on the device; no refusal in a capture or of cudaMallocAsync; none after one whose request spilled all the same (14 checks and the report)"
+	else
+		grep -q 'cache first' "$tmp/cf" && st=1
+		check $st "without VMMX_RUN_CACHE_FIRST nothing is refused: the weights spill beside the cached block (14 checks; no report line)"
+	fi
+	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/cft" "$tmp/cf"
+done
+unset VMMX_RUN_CACHE_FIRST
 
 # cudaMemGetInfo, each mode (client meminfo prints 3 TAP lines each; renumbered here)
 for mode in device device+host device+host:512MiB; do
