@@ -60,6 +60,8 @@ TESTS += %D%/graphs.sh
 EXTRA_DIST += %D%/graphs.sh
 # The same with PyTorch on the GPU machine, from a built tree (docs/PRELOAD.md).
 EXTRA_DIST += %D%/graph_gpu.sh
+# The preset's table in docs/PERFORMANCE.md, on the GPU machine from a built tree.
+EXTRA_DIST += %D%/preset_gpu.sh
 # GPU programs, run by hand on the GPU machine (docs/PRELOAD.md has the commands).
 # Sleep and wake from outside on the GPU machine (docs/PRELOAD.md has the command).
 EXTRA_DIST += %D%/ctl_gpu.sh %D%/ctl_torch.py %D%/wait_for.sh
