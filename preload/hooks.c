@@ -91,19 +91,20 @@ static int code_of(int err)
 
 /* ---- runtime ---- */
 
-static cudaError_t rt_malloc(void **ptr, size_t size, void *stream, enum vmmxp_kind kind)
+static cudaError_t rt_malloc(void **ptr, size_t size, void *stream, enum vmmxp_kind kind,
+			     unsigned int flags)
 {
 	int dev, err;
 
 	if (!ptr || rt_device(&dev) != CUDA_OK)
 		return PASS;
-	err = vmmxp_malloc(dev, size, stream, kind, ptr);
+	err = vmmxp_malloc(dev, size, stream, kind, flags, ptr);
 	return err == VMMXP_PASS ? PASS : err ? code_of(err) : CUDA_OK;
 }
 
 VMMXP_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 {
-	cudaError_t r = rt_malloc(ptr, size, NULL, VMMXP_RT_MALLOC);
+	cudaError_t r = rt_malloc(ptr, size, NULL, VMMXP_RT_MALLOC, VMMXP_ASKS_AGAIN);
 
 	return r != PASS ? r : VMMXP_REAL(cudaMalloc)(ptr, size);
 }
@@ -120,7 +121,7 @@ VMMXP_EXPORT cudaError_t cudaFree(void *ptr)
 /* cudaMallocAsync and its _ptsz twin (@ptsz: stream 0 is the per-thread stream). */
 static cudaError_t rt_malloc_async(void **ptr, size_t size, void *stream, int ptsz)
 {
-	cudaError_t r = rt_malloc(ptr, size, stream_of(stream, ptsz), VMMXP_RT_MALLOC_ASYNC);
+	cudaError_t r = rt_malloc(ptr, size, stream_of(stream, ptsz), VMMXP_RT_MALLOC_ASYNC, 0);
 
 	if (r != PASS)
 		return r;
@@ -182,7 +183,7 @@ VMMXP_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width
 
 	/* Bad arguments get the real call's own error. */
 	if (pitch && p >= width && (!height || p <= SIZE_MAX / height))
-		r = rt_malloc(ptr, p * height, NULL, VMMXP_RT_MALLOC);
+		r = rt_malloc(ptr, p * height, NULL, VMMXP_RT_MALLOC, 0);
 	if (r == PASS)
 		return VMMXP_REAL(cudaMallocPitch)(ptr, pitch, width, height);
 	if (r == CUDA_OK)
@@ -199,7 +200,7 @@ VMMXP_EXPORT cudaError_t cudaMalloc3D(struct vmmxp_pitched_ptr *pp, struct vmmxp
 
 	if (pp && p >= ext.width && (!ext.depth || rows / ext.depth == ext.height) &&
 	    (!rows || p <= SIZE_MAX / rows))
-		r = rt_malloc(&ptr, p * rows, NULL, VMMXP_RT_MALLOC);
+		r = rt_malloc(&ptr, p * rows, NULL, VMMXP_RT_MALLOC, 0);
 	if (r == PASS)
 		return VMMXP_REAL(cudaMalloc3D)(pp, ext);
 	if (r == CUDA_OK)
@@ -347,7 +348,8 @@ DRV_MEMSET_ASYNC(cuMemsetD32Async_ptsz, unsigned int, 4)
 
 /* ---- driver ---- */
 
-static CUresult drv_malloc(CUdeviceptr *dptr, size_t size, void *stream, enum vmmxp_kind kind)
+static CUresult drv_malloc(CUdeviceptr *dptr, size_t size, void *stream, enum vmmxp_kind kind,
+			   unsigned int flags)
 {
 	void *p = NULL;
 	int dev, err;
@@ -357,7 +359,7 @@ static CUresult drv_malloc(CUdeviceptr *dptr, size_t size, void *stream, enum vm
 	/* cuMemAlloc refuses 0 bytes; so does the real call we hand it to. */
 	if (!size)
 		return PASS;
-	err = vmmxp_malloc(dev, size, stream, kind, &p);
+	err = vmmxp_malloc(dev, size, stream, kind, flags, &p);
 	if (err == VMMXP_PASS)
 		return PASS;
 	if (err)
@@ -375,7 +377,7 @@ static CUresult drv_free(CUdeviceptr dptr, void *stream, int sync)
 
 VMMXP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
-	CUresult r = drv_malloc(dptr, size, NULL, VMMXP_DRV_MALLOC);
+	CUresult r = drv_malloc(dptr, size, NULL, VMMXP_DRV_MALLOC, VMMXP_ASKS_AGAIN);
 
 	return r != PASS ? r : VMMXP_REAL(cuMemAlloc_v2)(dptr, size);
 }
@@ -390,7 +392,7 @@ VMMXP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 /* cuMemAllocAsync and its _ptsz twin. */
 static CUresult drv_malloc_async(CUdeviceptr *dptr, size_t size, void *stream, int ptsz)
 {
-	CUresult r = drv_malloc(dptr, size, stream_of(stream, ptsz), VMMXP_DRV_MALLOC_ASYNC);
+	CUresult r = drv_malloc(dptr, size, stream_of(stream, ptsz), VMMXP_DRV_MALLOC_ASYNC, 0);
 
 	if (r != PASS)
 		return r;
@@ -443,7 +445,7 @@ VMMXP_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_
 	/* The driver's own checks (element size 4, 8 or 16, nonzero extents) stay the driver's. */
 	if (pitch && width && height && (elem == 4 || elem == 8 || elem == 16) && p >= width &&
 	    p <= SIZE_MAX / height)
-		r = drv_malloc(dptr, p * height, NULL, VMMXP_DRV_MALLOC);
+		r = drv_malloc(dptr, p * height, NULL, VMMXP_DRV_MALLOC, 0);
 	if (r == PASS)
 		return VMMXP_REAL(cuMemAllocPitch_v2)(dptr, pitch, width, height, elem);
 	if (r == CUDA_OK)
@@ -521,7 +523,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, vo
 	int err;
 
 	if (dev >= 0 && dptr && size) {
-		err = vmmxp_malloc(dev, size, stream_of(stream, ptsz), VMMXP_DRV_MALLOC_POOL, &p);
+		err = vmmxp_malloc(dev, size, stream_of(stream, ptsz), VMMXP_DRV_MALLOC_POOL, 0, &p);
 		if (!err) {
 			*dptr = (CUdeviceptr)(uintptr_t)p;
 			return CUDA_OK;

@@ -2175,6 +2175,17 @@ void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr)
 	t->unknown = uses + 1;
 }
 
+int vmmxp_place_idle_held(struct vmmx_ctx *ctx, size_t size)
+{
+	for (int i = 0; i < ntracked; i++) {
+		struct tracked *t = &track[i];
+
+		if (t->ctx == ctx && t->idle && !t->moving && !t->held && on_device_bytes(t) >= size)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * lock held: the unit that moves for each named chunk, once each: its
  * buffer (allocator segment), or the chunk itself when that buffer is in

@@ -579,7 +579,14 @@ void vmmxp_count(enum vmmxp_counter c, uint64_t n);
  * reach the driver.
  */
 int vmmxp_busy(void);
-int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p);
+/*
+ * vmmxp_malloc()'s @flags: VMMXP_ASKS_AGAIN, a plain cudaMalloc or cuMemAlloc,
+ * the calls caching allocators (PyTorch's, CuPy's) ask again with the same
+ * size after freeing their cache: one VMMX_RUN_CACHE_FIRST may refuse once.
+ */
+#define VMMXP_ASKS_AGAIN 1u
+int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, unsigned int flags,
+		 void **ptr_p);
 int vmmxp_free(const void *ptr, void *stream, int sync);
 int vmmxp_meminfo(int device, size_t *free_p, size_t *total_p);
 /* A default pool's usage attribute (CU_MEMPOOL_ATTR_*_MEM_*) of libvmmx on @device. */
@@ -999,6 +1006,14 @@ void vmmxp_place_hold_done(void);
  * vmmxp_place_hold() and vmmxp_place_hold_done().
  */
 void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr);
+/*
+ * vmmxp_place_idle_held() - whether a segment of @ctx tracked from its
+ * allocation and named by nothing since holds @size bytes or more on the
+ * device: memory the program took and does not use, as a caching
+ * allocator's cached block (VMMX_RUN_CACHE_FIRST, state.c).  Context:
+ * between vmmxp_place_hold() and vmmxp_place_hold_done().
+ */
+int vmmxp_place_idle_held(struct vmmx_ctx *ctx, size_t size);
 struct vmmxp_place_stats vmmxp_place_stats(void);
 struct vmmxp_cycle_stats vmmxp_cycle_stats(void);
 const char *vmmxp_launch_api_name(enum vmmxp_launch_api api);

@@ -81,7 +81,7 @@ static int report_on = -1;                     /* -1 unread; 0/1 after the first
 static int cache_first_on = -1;                /* VMMX_RUN_CACHE_FIRST, as report_on */
 static int cache_first_done;                   /* atomic: a request asked again spilled */
 static __thread size_t refused_size;           /* the request refused on this thread; 0: none */
-static uint64_t n_refused, n_again_device, n_again_spilled;
+static uint64_t n_refused, n_again_device, n_again_spilled, n_not_again;
 static int meminfo_total = -1;                 /* VMMX_RUN_MEMINFO=device+host */
 
 static void enter(void)
@@ -389,55 +389,105 @@ static int capture_mode_changed(void)
 }
 
 /*
- * VMMX_RUN_CACHE_FIRST: whether to refuse the allocation @p just made for
- * a cudaMalloc or cuMemAlloc of @size.  A caching allocator that holds free
- * blocks on the device (PyTorch's: release_cached_blocks(); CuPy's:
- * free_all_blocks()) gives them back when the driver is out of memory and
- * asks again, and only then.  Spilled at once, the program's cached blocks
+ * Whether @size bytes from @a would spill now: the device's room and the
+ * allocator's cached free bytes there fall short together.  The cached
+ * bytes count whole, fragments too: short of a refusal, never of a spill.
+ */
+static int would_spill(struct vmmx_alloc *a, size_t size)
+{
+	struct vmmx_alloc_stats as = { .size = sizeof(as) };
+	size_t room = 0;
+
+	if (vmmx_alloc_stats(a, &as) ||
+	    vmmx_ctx_room(vmmx_alloc_ctx(a), (struct vmmx_loc){ VMMX_LOC_DEVICE, as.device }, size,
+			  &room))
+		return 0;
+	return room + (as.device_reserved - as.device_allocated) < size;
+}
+
+/*
+ * Whether the program has used CUDA graphs: a launch seen captured, a graph
+ * instantiated or launched.  PyTorch frees no cache while a capture of its
+ * own is under way on any thread; a refusal then is its out of memory.
+ */
+static int graphs_seen(void)
+{
+	struct vmmxp_launch_stats ls = vmmxp_launch_stats();
+
+	return ls.captured || ls.graphs || ls.graphs_read || ls.graphs_failed;
+}
+
+/*
+ * VMMX_RUN_CACHE_FIRST: whether to refuse, before it is served, a request
+ * for @size bytes the program's allocator asks again (@flags:
+ * VMMXP_ASKS_AGAIN, a plain cudaMalloc or cuMemAlloc).  A caching
+ * allocator that holds free blocks on the device (PyTorch's:
+ * release_cached_blocks(); CuPy's pool: free_all_blocks()) gives them back
+ * when the driver is out of memory, and asks again with the same size on
+ * the same thread; only then.  Spilled at once, the program's cached blocks
  * would keep the device while its new memory lies in host memory (the
  * warm-up block transformers leaves in PyTorch's cache, unsplit under
- * --torch-alloc split).  So a request that spilled is refused once: the
- * block goes back, with the idle segment it made, and the next request of
- * the same size on the thread, the one asked again, is served as any.
- * Refusals stop for good at the first request asked again that spilled all
- * the same: the program had nothing on the device to give back.  Never
- * during a capture: PyTorch raises out of memory there without freeing.
- * Called with the placement held (the segment may go).
+ * --torch-alloc split).  So a request is refused once when it would spill
+ * and a segment the program took and no launch, copy or memset named since
+ * holds as much on the device (vmmxp_place_idle_held()).  The next request
+ * on the thread, when of the same size, is the one asked again (*@again_p
+ * set) and is served as any.  Refusals stop for good at the first request
+ * asked again that spills all the same (the program freed too little) and
+ * at the first request after a refusal of another size (the program does
+ * not ask again).  Never while the thread's capture mode is not global:
+ * PyTorch raises out of memory in a capture rather than free its cache;
+ * and no more once the program has used graphs (graphs_seen()), as its
+ * captures on other threads leave this one's mode alone.  Called with the
+ * placement held.
  */
-static int refuse_first(struct vmmx_alloc *a, enum vmmxp_kind kind, size_t size, void *stream,
-			void *p)
+static int refuse_first(struct vmmx_alloc *a, unsigned int flags, size_t size, int *again_p)
 {
 	size_t asked = refused_size;
 
-	if ((kind != VMMXP_RT_MALLOC && kind != VMMXP_DRV_MALLOC) ||
+	*again_p = 0;
+	if (!(flags & VMMXP_ASKS_AGAIN) ||
 	    !env_flag(&cache_first_on, "VMMX_RUN_CACHE_FIRST", NULL) ||
 	    __atomic_load_n(&cache_first_done, __ATOMIC_RELAXED))
 		return 0;
 	refused_size = 0;
 	if (asked == size) {
-		if (!spilled(a, p, size)) {
-			count(&n_again_device, 1);
-		} else {
-			count(&n_again_spilled, 1);
-			__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
-		}
+		*again_p = 1;
 		return 0;
 	}
-	if (!spilled(a, p, size) || capture_mode_changed())
+	if (asked) {
+		count(&n_not_again, 1);
+		__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
 		return 0;
-	/* Swallowed: the block was never handed out; a failed free keeps it cached. */
-	(void)vmmx_alloc_free(a, p, stream);
-	(void)vmmx_alloc_empty_cache(a);
+	}
+	if (capture_mode_changed() || !would_spill(a, size) ||
+	    !vmmxp_place_idle_held(vmmx_alloc_ctx(a), size))
+		return 0;
+	if (graphs_seen()) {
+		__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
 	refused_size = size;
 	count(&n_refused, 1);
 	return 1;
 }
 
-int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, void **ptr_p)
+/* VMMX_RUN_CACHE_FIRST: the request asked again served (@p) or not; a spill stops refusals. */
+static void asked_again(struct vmmx_alloc *a, size_t size, void *p)
+{
+	if (p && !spilled(a, p, size)) {
+		count(&n_again_device, 1);
+		return;
+	}
+	count(&n_again_spilled, 1);
+	__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
+}
+
+int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, unsigned int flags,
+		 void **ptr_p)
 {
 	struct vmmx_alloc *a;
-	void *p;
-	int err, refused = 0;
+	void *p = NULL;
+	int err, refused, again;
 
 	a = serve(device);
 	if (!a)
@@ -445,11 +495,10 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, vo
 	vmmxp_gate_enter();
 	/* The allocator may let a segment go: the placement looks none up meanwhile. */
 	vmmxp_place_hold();
-	err = vmmx_alloc_malloc(a, size, stream, &p);
-	if (!err && p && refuse_first(a, kind, size, stream, p)) {
-		refused = 1;
-		err = -VMMX_ENOMEM;
-	}
+	refused = refuse_first(a, flags, size, &again);
+	err = refused ? -VMMX_ENOMEM : vmmx_alloc_malloc(a, size, stream, &p);
+	if (again)
+		asked_again(a, size, err ? NULL : p);
 	if (!err && p && vmmxp_control_on())
 		err = track(a, p, stream);
 	if (!err && p)
@@ -868,10 +917,11 @@ static void report(void)
 	if (n_ipc_refused)
 		fprintf(out, "  IPC refused      %llu\n", (unsigned long long)n_ipc_refused);
 	if (env_flag(&cache_first_on, "VMMX_RUN_CACHE_FIRST", NULL))
-		fprintf(out, "  cache first      %llu requests that spilled refused once; asked again, "
-			     "%llu landed on the device, %llu spilled (refusals %s)\n",
+		fprintf(out, "  cache first      %llu requests refused once; asked again, %llu landed "
+			     "on the device, %llu spilled; %llu followed by another request "
+			     "(refusals %s)\n",
 			(unsigned long long)n_refused, (unsigned long long)n_again_device,
-			(unsigned long long)n_again_spilled,
+			(unsigned long long)n_again_spilled, (unsigned long long)n_not_again,
 			__atomic_load_n(&cache_first_done, __ATOMIC_RELAXED) ? "stopped there" : "go on");
 	report_launches(out);
 	for (int d = 0; d < MAX_DEVICES; d++) {

@@ -18,9 +18,10 @@
  * Modes: no argument, the whole TAP suite; "meminfo", cudaMemGetInfo in the
  * mode VMMX_RUN_MEMINFO names, with the host cap of VMMX_RUN_MEMINFO_HOST
  * (TAP); "spill", allocate past the limit and
- * exit (for --report and --trace); "cache-first on|off", a caching
- * allocator as PyTorch's past the limit, with VMMX_RUN_CACHE_FIRST set or
- * not (TAP).
+ * exit (for --report and --trace); "cache-first on|off|other|none|graph",
+ * a caching allocator as PyTorch's past the limit, with VMMX_RUN_CACHE_FIRST
+ * set or not, a program that does not ask again, one with nothing unused on
+ * the device, one that launched a graph (TAP).
  */
 #include "config.h"
 
@@ -830,13 +831,20 @@ static size_t host_bytes(void *p, size_t n)
 
 /*
  * A caching allocator as PyTorch's: a block freed by the program stays in
- * its cache (cache[]), given back to CUDA only when cudaMalloc says out of
- * memory; then the request is asked again, once.
+ * its cache (cache[]), given back to CUDA only when an allocation says out
+ * of memory; then the request is asked again, once, the same way.
  */
 struct cache {
 	void *blk[4];
 	int n, oom;
 };
+
+static void cache_give_back(struct cache *c)
+{
+	c->oom++;
+	while (c->n)
+		cudaFree(c->blk[--c->n]);
+}
 
 static int cache_malloc(struct cache *c, void **p, size_t size)
 {
@@ -844,69 +852,158 @@ static int cache_malloc(struct cache *c, void **p, size_t size)
 
 	if (err != 2) /* cudaErrorMemoryAllocation */
 		return err;
-	c->oom++;
-	while (c->n)
-		cudaFree(c->blk[--c->n]);
+	cache_give_back(c);
 	return cudaMalloc(p, size);
 }
 
+static int cache_mem_alloc(struct cache *c, void **p, size_t size)
+{
+	unsigned long long d = 0;
+	int err = cuMemAlloc_v2(&d, size);
+
+	if (err == 2) { /* CUDA_ERROR_OUT_OF_MEMORY */
+		cache_give_back(c);
+		err = cuMemAlloc_v2(&d, size);
+	}
+	*p = (void *)(uintptr_t)d;
+	return err;
+}
+
+/* The thread's stream capture mode, read by exchanging it and back. */
+static int capture_mode(void)
+{
+	int m = 0, was;
+
+	cuThreadExchangeStreamCaptureMode(&m);
+	was = m;
+	cuThreadExchangeStreamCaptureMode(&m);
+	return was;
+}
+
 /*
- * "cache-first on|off" under a 256 MiB device limit: a 160 MiB block (the
- * warm-up transformers makes) freed to the cache, then 60 MiB weights.
+ * "cache-first on|off" under a 256 MiB device limit: H, 72 MiB the program
+ * holds and never uses, and a 72 MiB block freed to the cache (the warm-up
+ * block transformers makes), both on the device, then 64 MiB weights.
  * With VMMX_RUN_CACHE_FIRST=1 (on): the first weight that would spill is
- * refused, the cache given back, and it and the next two land on the
- * device; past the limit with nothing cached, a request the capture mode
- * protects and a cudaMallocAsync spill unrefused, the next is refused once
- * and spills all the same, and no request after it is refused.  Off: no
- * request refused, the weights spill beside the cached block.
+ * refused, the cache given back, and it lands on the device; past the
+ * limit, a weight in a capture (the thread's capture mode relaxed) and a
+ * cudaMallocAsync spill unrefused; a cuMemAlloc is refused, has nothing
+ * to give back, and spills asked again; no request after it is refused.
+ * Off: nothing refused, the weights spill beside the cached block.
  */
 static int cache_first_mode(int on)
 {
 	struct cache c = { .n = 0 };
-	void *w[7] = { 0 }, *warm = NULL, *as = NULL;
-	size_t host = 0, n = 60 * MiB;
+	void *w[5] = { 0 }, *h = NULL, *warm = NULL, *as = NULL;
+	size_t n = 64 * MiB;
 	int relaxed = 2, global = 0, ooms;
 
-	plan(14);
-	is_int(0, cache_malloc(&c, &warm, 160 * MiB), "the warm-up block: cudaMalloc of 160 MiB");
+	plan(15);
+	ok(!cache_malloc(&c, &h, 72 * MiB) && !cache_malloc(&c, &warm, 72 * MiB),
+	   "H and the warm-up block: 72 MiB each");
 	c.blk[c.n++] = warm; /* freed by the program, kept in its cache */
-	for (int i = 0; i < 4; i++)
-		if (cache_malloc(&c, &w[i], n))
-			bail("weight %d: cudaMalloc failed", i);
-	for (int i = 0; i < 4; i++)
-		host += host_bytes(w[i], n);
+	ok(!cache_malloc(&c, &w[0], n) && !cache_malloc(&c, &w[1], n), "two weights of 64 MiB");
 	if (on) {
-		is_int(1, c.oom, "the first weight that would spill was refused once");
-		is_int(0, c.n, "... and the program gave its cached warm-up block back");
-		is_uint(0, host, "4 weights of 60 MiB all on the device beside nothing");
+		is_int(1, c.oom, "the second weight, which would spill, was refused once");
+		ok(c.n == 0 && !host_bytes(w[1], n), "... the cache given back, and it lies on the device");
+		ok(fill_check(w[1], n, 0x32), "the weight asked again holds data");
 	} else {
 		is_int(0, c.oom, "no request refused");
-		is_int(1, c.n, "the warm-up block stays in the program's cache");
-		ok(host >= 2 * n, "the weights spilled beside it (%zu MiB in host memory)", host / MiB);
+		ok(c.n == 1 && host_bytes(w[1], n), "the weight spilled beside the cached block");
+		ok(fill_check(w[0], n, 0x31), "the first weight holds data");
 	}
-	ok(fill_check(w[0], n, 0x31), "the first weight holds data");
-	if (on)
-		ok(fill_check(w[1], n, 0x32), "the weight asked again holds data");
-	else
-		is_uint(n, host_bytes(w[3], n), "the last wholly in host memory");
-	/* past the limit, the cache empty: in a capture, then stream-ordered */
-	cuThreadExchangeStreamCaptureMode(&relaxed);
+	/* past the limit, the cache empty, H held on the device */
 	ooms = c.oom;
-	is_int(0, cache_malloc(&c, &w[4], n), "past the limit, the thread's capture mode relaxed");
+	cuThreadExchangeStreamCaptureMode(&relaxed);
+	is_int(0, cache_malloc(&c, &w[2], n), "past the limit, the thread's capture mode relaxed");
+	is_int(2, capture_mode(), "... the mode left as it was");
 	cuThreadExchangeStreamCaptureMode(&global);
 	is_int(ooms, c.oom, "... not refused (a capture: PyTorch would raise out of memory)");
-	is_int(0, cudaMallocAsync(&as, n, NULL), "cudaMallocAsync past the limit spills, not refused");
-	ok(host_bytes(w[4], n) && host_bytes(as, n) == n, "both in host memory");
-	is_int(0, cache_malloc(&c, &w[5], n), "a weight past the limit, nothing cached");
+	is_int(0, cudaMallocAsync(&as, n, NULL), "cudaMallocAsync past the limit: not refused");
+	ok(host_bytes(w[2], n) && host_bytes(as, n) == n, "both in host memory");
+	is_int(0, cache_mem_alloc(&c, &w[3], n), "cuMemAlloc past the limit, nothing cached");
 	is_int(ooms + (on ? 1 : 0), c.oom, on ? "... refused once, asked again: spilled" :
 	       "... not refused");
-	is_int(0, cache_malloc(&c, &w[6], n), "the next weight");
+	is_uint(n, host_bytes(w[3], n), "... wholly in host memory");
+	is_int(0, cache_malloc(&c, &w[4], n), "the next weight");
 	is_int(ooms + (on ? 1 : 0), c.oom, "... not refused: refusals stopped, or never on");
 	cudaFreeAsync(as, NULL);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 5; i++)
 		cudaFree(w[i]);
 	while (c.n)
 		cudaFree(c.blk[--c.n]);
+	cudaFree(h);
+	return tap_done();
+}
+
+/*
+ * "cache-first none", VMMX_RUN_CACHE_FIRST=1: four weights of 64 MiB fill
+ * the device, none unused (each too small to be tracked so); a fifth would
+ * spill, and nothing the program holds unused could make room: served.
+ */
+static int cache_first_none(void)
+{
+	void *w[5] = { 0 };
+	size_t n = 64 * MiB;
+	int bad = 0;
+
+	plan(3);
+	for (int i = 0; i < 4; i++)
+		bad += cudaMalloc(&w[i], n) != 0;
+	is_int(0, bad, "four weights of 64 MiB fill the device limit");
+	is_int(0, cudaMalloc(&w[4], n), "a fifth, with nothing unused on the device: not refused");
+	is_uint(n, host_bytes(w[4], n), "... wholly in host memory");
+	for (int i = 0; i < 5; i++)
+		cudaFree(w[i]);
+	return tap_done();
+}
+
+/*
+ * "cache-first graph", VMMX_RUN_CACHE_FIRST=1: a program that has launched
+ * a CUDA graph (PyTorch may be capturing on another thread, where it frees
+ * no cache): a weight that would spill beside H, 72 MiB unused, is served.
+ */
+static int cache_first_graph(void)
+{
+	static struct fake_graph g;
+	void *h = NULL, *w[3] = { 0 }, *e = NULL;
+	size_t n = 64 * MiB;
+
+	plan(4);
+	ok(!cudaMalloc(&h, 72 * MiB) && !cudaMalloc(&w[0], n) && !cudaMalloc(&w[1], n),
+	   "H, 72 MiB unused, and two weights of 64 MiB");
+	ok(!cuGraphInstantiateWithFlags(&e, &g, 0) && !cuGraphLaunch(e, NULL),
+	   "a graph instantiated and launched");
+	is_int(0, cudaMalloc(&w[2], n), "a third weight, past the limit beside H: not refused");
+	ok(host_bytes(w[2], n) != 0, "... it spilled");
+	cuGraphExecDestroy(e);
+	for (int i = 0; i < 3; i++)
+		cudaFree(w[i]);
+	cudaFree(h);
+	return tap_done();
+}
+
+/*
+ * "cache-first other", VMMX_RUN_CACHE_FIRST=1: a program that asks for
+ * less after a refusal (as a BFC allocator backs off) instead of the same
+ * size again: served, and no request after it is refused.
+ */
+static int cache_first_other(void)
+{
+	void *h = NULL, *w[3] = { 0 }, *less = NULL;
+	size_t n = 64 * MiB;
+
+	plan(5);
+	ok(!cudaMalloc(&h, 72 * MiB) && !cudaMalloc(&w[0], n) && !cudaMalloc(&w[1], n),
+	   "H, 72 MiB unused, and two weights of 64 MiB");
+	is_int(2, cudaMalloc(&w[2], n), "a third weight, past the limit beside H: refused");
+	is_int(0, cudaMalloc(&less, 32 * MiB), "32 MiB asked for instead: served");
+	is_int(0, cudaMalloc(&w[2], n), "the third weight asked for after that: not refused");
+	ok(host_bytes(w[2], n) != 0, "... it spilled");
+	for (int i = 0; i < 3; i++)
+		cudaFree(w[i]);
+	cudaFree(less);
+	cudaFree(h);
 	return tap_done();
 }
 
@@ -917,7 +1014,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "spill"))
 		return spill_mode();
 	if (argc > 2 && !strcmp(argv[1], "cache-first"))
-		return cache_first_mode(!strcmp(argv[2], "on"));
+		return !strcmp(argv[2], "other") ? cache_first_other()
+		       : !strcmp(argv[2], "none") ? cache_first_none()
+		       : !strcmp(argv[2], "graph") ? cache_first_graph()
+						  : cache_first_mode(!strcmp(argv[2], "on"));
 	if (!getenv("LD_PRELOAD"))
 		skip_all("not under vmmx-run (hooks.sh runs this)");
 	plan_lazy();

@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/preload/env.sh"
 export VMMX_SIM_DEVICE_MEM=1GiB VMMX_HOST_LIMIT=1GiB
 
-echo "1..30"
+echo "1..33"
 
 refused() { # OPTION VALUE: exit 2 and the option named on stderr
 	"$run" "$1" "$2" -- true 2>"$tmp/err"
@@ -47,24 +47,29 @@ check $? "a CUDA program without hooks of its own runs (the client's spill mode)
 
 # VMMX_RUN_CACHE_FIRST: a caching allocator as PyTorch's gives its cached
 # block back when a request that would spill is refused once (client.c).
-for on in on off; do
+cache_first() { # MODE CHECKS PATTERN TEXT: client cache-first MODE (VMMX_RUN_CACHE_FIRST=1 but off), its report matching PATTERN
 	rm -f "$tmp/cf"
-	if [ $on = on ]; then export VMMX_RUN_CACHE_FIRST=1; else unset VMMX_RUN_CACHE_FIRST; fi
+	if [ "$1" = off ]; then unset VMMX_RUN_CACHE_FIRST; else export VMMX_RUN_CACHE_FIRST=1; fi
 	"$run" --policy device-first --device-limit 256MiB --headroom 0 --report-file "$tmp/cf" -- \
-		"$client" cache-first $on >"$tmp/cft" 2>&1
+		"$client" cache-first "$1" >"$tmp/cft" 2>&1
 	st=$?
 	grep -q '^not ok' "$tmp/cft" && st=1
-	[ "$(grep -c '^ok' "$tmp/cft")" -eq 14 ] || st=1
-	if [ $on = on ]; then
-		grep -q '^  cache first      2 requests that spilled refused once; asked again, 1 landed on the device, 1 spilled (refusals stopped there)$' "$tmp/cf" || st=1
-		check $st "VMMX_RUN_CACHE_FIRST=1: a request that would spill refused once, the program's cached block given back, the weights on the device; no refusal in a capture or of cudaMallocAsync; none after one whose request spilled all the same (14 checks and the report)"
-	else
-		grep -q 'cache first' "$tmp/cf" && st=1
-		check $st "without VMMX_RUN_CACHE_FIRST nothing is refused: the weights spill beside the cached block (14 checks; no report line)"
-	fi
+	[ "$(grep -c '^ok' "$tmp/cft")" -eq "$2" ] || st=1
+	if [ -n "$3" ]; then grep -q "$3" "$tmp/cf" || st=1; else ! grep -q 'cache first' "$tmp/cf" || st=1; fi
+	check $st "$4 ($2 checks and the report)"
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/cft" "$tmp/cf"
-done
-unset VMMX_RUN_CACHE_FIRST
+	unset VMMX_RUN_CACHE_FIRST
+}
+cache_first on 15 '^  cache first      2 requests refused once; asked again, 1 landed on the device, 1 spilled; 0 followed by another request (refusals stopped there)$' \
+	"VMMX_RUN_CACHE_FIRST=1: a weight that would spill beside an unused segment refused once, the program's cached block given back, the weight on the device; none refused in a capture (the mode left as it was) nor cudaMallocAsync; a cuMemAlloc with nothing to give back refused, asked again, spilled, and none refused after it"
+cache_first off 15 '' \
+	"without VMMX_RUN_CACHE_FIRST nothing is refused: the weights spill beside the cached block, no report line"
+cache_first none 3 '^  cache first      0 requests refused once; asked again, 0 landed on the device, 0 spilled; 0 followed by another request (refusals go on)$' \
+	"VMMX_RUN_CACHE_FIRST=1, the device full of memory in use: a request that spills is not refused"
+cache_first graph 4 '^  cache first      0 requests refused once; asked again, 0 landed on the device, 0 spilled; 0 followed by another request (refusals stopped there)$' \
+	"VMMX_RUN_CACHE_FIRST=1, a program that launched a CUDA graph (PyTorch frees no cache while it captures): refusals stop, the request spills"
+cache_first other 5 '^  cache first      1 requests refused once; asked again, 0 landed on the device, 0 spilled; 1 followed by another request (refusals stopped there)$' \
+	"VMMX_RUN_CACHE_FIRST=1, a program that asks for less after a refusal: served, and no request refused after it"
 
 # cudaMemGetInfo, each mode (client meminfo prints 3 TAP lines each; renumbered here)
 for mode in device device+host device+host:512MiB; do
