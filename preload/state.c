@@ -402,7 +402,9 @@ static int would_spill(struct vmmx_alloc *a, size_t size)
 	    vmmx_ctx_room(vmmx_alloc_ctx(a), (struct vmmx_loc){ VMMX_LOC_DEVICE, as.device }, size,
 			  &room))
 		return 0;
-	return room + (as.device_reserved - as.device_allocated) < size;
+	if (as.device_reserved > as.device_allocated)
+		room += (size_t)(as.device_reserved - as.device_allocated);
+	return room < size;
 }
 
 /*
