@@ -421,7 +421,7 @@ static int graphs_seen(void)
 
 /*
  * VMMX_RUN_CACHE_FIRST: whether to refuse, before it is served, a request
- * for @size bytes the program's allocator asks again (@flags:
+ * for @size bytes the program's allocator asks again (a call of
  * VMMXP_ASKS_AGAIN, a plain cudaMalloc or cuMemAlloc).  A caching
  * allocator that holds free blocks on the device (PyTorch's:
  * release_cached_blocks(); CuPy's pool: free_all_blocks()) gives them back
@@ -440,17 +440,13 @@ static int graphs_seen(void)
  * PyTorch raises out of memory in a capture rather than free its cache;
  * and no more once the program has used graphs (graphs_seen()), as its
  * captures on other threads leave this one's mode alone.  Called with the
- * placement held.
+ * placement held, for a request cache_first_asks() let through (not of 0
+ * bytes), the thread's capture mode read before the lock (@capturing).
  */
-static int refuse_first(struct vmmx_alloc *a, unsigned int flags, size_t size, int *again_p)
+static int refuse_first(struct vmmx_alloc *a, size_t size, int capturing, int *again_p)
 {
 	size_t asked = refused_size;
 
-	*again_p = 0;
-	if (!(flags & VMMXP_ASKS_AGAIN) ||
-	    !env_flag(&cache_first_on, "VMMX_RUN_CACHE_FIRST", NULL) ||
-	    __atomic_load_n(&cache_first_done, __ATOMIC_RELAXED))
-		return 0;
 	refused_size = 0;
 	if (asked == size) {
 		*again_p = 1;
@@ -461,8 +457,8 @@ static int refuse_first(struct vmmx_alloc *a, unsigned int flags, size_t size, i
 		__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
-	if (capture_mode_changed() || !would_spill(a, size) ||
-	    !vmmxp_place_idle_held(vmmx_alloc_ctx(a), size))
+	/* The cheap questions first: the placement lock is held. */
+	if (capturing || !vmmxp_place_idle_held(vmmx_alloc_ctx(a), size) || !would_spill(a, size))
 		return 0;
 	if (graphs_seen()) {
 		__atomic_store_n(&cache_first_done, 1, __ATOMIC_RELAXED);
@@ -471,6 +467,14 @@ static int refuse_first(struct vmmx_alloc *a, unsigned int flags, size_t size, i
 	refused_size = size;
 	count(&n_refused, 1);
 	return 1;
+}
+
+/* Whether VMMX_RUN_CACHE_FIRST may refuse a request of @size with @flags (refuse_first()). */
+static int cache_first_asks(unsigned int flags, size_t size)
+{
+	return (flags & VMMXP_ASKS_AGAIN) && size &&
+	       env_flag(&cache_first_on, "VMMX_RUN_CACHE_FIRST", NULL) &&
+	       !__atomic_load_n(&cache_first_done, __ATOMIC_RELAXED);
 }
 
 /* VMMX_RUN_CACHE_FIRST: the request asked again served (@p) or not; a spill stops refusals. */
@@ -489,15 +493,18 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, un
 {
 	struct vmmx_alloc *a;
 	void *p = NULL;
-	int err, refused, again;
+	int err, asks, capturing, refused, again = 0;
 
 	a = serve(device);
 	if (!a)
 		return VMMXP_PASS;
 	vmmxp_gate_enter();
 	/* The allocator may let a segment go: the placement looks none up meanwhile. */
+	asks = cache_first_asks(flags, size);
+	/* Before the lock: the first call looks the driver's function up. */
+	capturing = asks && capture_mode_changed();
 	vmmxp_place_hold();
-	refused = refuse_first(a, flags, size, &again);
+	refused = asks && refuse_first(a, size, capturing, &again);
 	err = refused ? -VMMX_ENOMEM : vmmx_alloc_malloc(a, size, stream, &p);
 	if (again)
 		asked_again(a, size, err ? NULL : p);

@@ -894,11 +894,13 @@ static int capture_mode(void)
 static int cache_first_mode(int on)
 {
 	struct cache c = { .n = 0 };
-	void *w[5] = { 0 }, *h = NULL, *warm = NULL, *as = NULL;
+	void *w[5] = { 0 }, *h = NULL, *warm = NULL, *as = NULL, *z = NULL;
 	size_t n = 64 * MiB;
 	int relaxed = 2, global = 0, ooms;
 
-	plan(15);
+	plan(16);
+	/* A request of 0 bytes, before any refusal, is no request asked again. */
+	is_int(0, cudaMalloc(&z, 0), "cudaMalloc of 0 bytes");
 	ok(!cache_malloc(&c, &h, 72 * MiB) && !cache_malloc(&c, &warm, 72 * MiB),
 	   "H and the warm-up block: 72 MiB each");
 	c.blk[c.n++] = warm; /* freed by the program, kept in its cache */
@@ -933,45 +935,51 @@ static int cache_first_mode(int on)
 	while (c.n)
 		cudaFree(c.blk[--c.n]);
 	cudaFree(h);
+	cudaFree(z);
 	return tap_done();
 }
 
 /*
- * "cache-first none", VMMX_RUN_CACHE_FIRST=1: four weights of 64 MiB fill
- * the device, none unused (each too small to be tracked so); a fifth would
- * spill, and nothing the program holds unused could make room: served.
+ * "cache-first none", VMMX_RUN_CACHE_FIRST=1: N, 72 MiB set by a
+ * cudaMemset (named: in use), and two weights of 64 MiB fill the device; a
+ * third would spill, and nothing the program holds unused could make
+ * room: served.
  */
 static int cache_first_none(void)
 {
-	void *w[5] = { 0 };
+	void *nm = NULL, *w[3] = { 0 };
 	size_t n = 64 * MiB;
-	int bad = 0;
 
-	plan(3);
-	for (int i = 0; i < 4; i++)
-		bad += cudaMalloc(&w[i], n) != 0;
-	is_int(0, bad, "four weights of 64 MiB fill the device limit");
-	is_int(0, cudaMalloc(&w[4], n), "a fifth, with nothing unused on the device: not refused");
-	is_uint(n, host_bytes(w[4], n), "... wholly in host memory");
-	for (int i = 0; i < 5; i++)
+	plan(4);
+	ok(!cudaMalloc(&nm, 72 * MiB) && !cudaMemset(nm, 0, 72 * MiB),
+	   "N, 72 MiB, set by a cudaMemset");
+	ok(!cudaMalloc(&w[0], n) && !cudaMalloc(&w[1], n), "two weights of 64 MiB");
+	is_int(0, cudaMalloc(&w[2], n), "a third, past the limit, N in use: not refused");
+	ok(host_bytes(w[2], n) != 0, "... it spilled");
+	for (int i = 0; i < 3; i++)
 		cudaFree(w[i]);
+	cudaFree(nm);
 	return tap_done();
 }
 
 /*
- * "cache-first graph", VMMX_RUN_CACHE_FIRST=1: a program that has launched
- * a CUDA graph (PyTorch may be capturing on another thread, where it frees
- * no cache): a weight that would spill beside H, 72 MiB unused, is served.
+ * "cache-first graph", VMMX_RUN_CACHE_FIRST=1: beside H, 72 MiB unused, a
+ * cudaMallocPitch that would spill is served (never asked again); then, in
+ * a program that has launched a CUDA graph (PyTorch may be capturing on
+ * another thread, where it frees no cache), a weight that would spill too.
  */
 static int cache_first_graph(void)
 {
 	static struct fake_graph g;
-	void *h = NULL, *w[3] = { 0 }, *e = NULL;
-	size_t n = 64 * MiB;
+	void *h = NULL, *w[3] = { 0 }, *e = NULL, *pt = NULL;
+	size_t n = 64 * MiB, pitch = 0;
 
-	plan(4);
+	plan(6);
 	ok(!cudaMalloc(&h, 72 * MiB) && !cudaMalloc(&w[0], n) && !cudaMalloc(&w[1], n),
 	   "H, 72 MiB unused, and two weights of 64 MiB");
+	is_int(0, cudaMallocPitch(&pt, &pitch, MiB, 64), "cudaMallocPitch past the limit beside H: "
+	       "not refused (pitched allocations are not asked again)");
+	ok(host_bytes(pt, pitch * 64) != 0, "... it spilled");
 	ok(!cuGraphInstantiateWithFlags(&e, &g, 0) && !cuGraphLaunch(e, NULL),
 	   "a graph instantiated and launched");
 	is_int(0, cudaMalloc(&w[2], n), "a third weight, past the limit beside H: not refused");
@@ -979,29 +987,37 @@ static int cache_first_graph(void)
 	cuGraphExecDestroy(e);
 	for (int i = 0; i < 3; i++)
 		cudaFree(w[i]);
+	cudaFree(pt);
 	cudaFree(h);
 	return tap_done();
 }
 
 /*
- * "cache-first other", VMMX_RUN_CACHE_FIRST=1: a program that asks for
- * less after a refusal (as a BFC allocator backs off) instead of the same
- * size again: served, and no request after it is refused.
+ * "cache-first other", VMMX_RUN_CACHE_FIRST=1, beside H, 72 MiB unused:
+ * a weight freed and asked for again, served from libvmmx's cache, and
+ * 128 MiB, more than H holds, are not refused; then a program that asks
+ * for less after a refusal (as a BFC allocator backs off) instead of the
+ * same size again: served, and no request after it is refused.
  */
 static int cache_first_other(void)
 {
-	void *h = NULL, *w[3] = { 0 }, *less = NULL;
+	void *h = NULL, *w[3] = { 0 }, *less = NULL, *big = NULL;
 	size_t n = 64 * MiB;
 
-	plan(5);
+	plan(8);
 	ok(!cudaMalloc(&h, 72 * MiB) && !cudaMalloc(&w[0], n) && !cudaMalloc(&w[1], n),
 	   "H, 72 MiB unused, and two weights of 64 MiB");
+	cudaFree(w[1]);
+	is_int(0, cudaMalloc(&w[1], n), "the second freed and asked for again: not refused");
+	is_uint(0, host_bytes(w[1], n), "... on the device (libvmmx's cached segment)");
+	is_int(0, cudaMalloc(&big, 128 * MiB), "128 MiB past the limit, more than H holds: not refused");
 	is_int(2, cudaMalloc(&w[2], n), "a third weight, past the limit beside H: refused");
 	is_int(0, cudaMalloc(&less, 32 * MiB), "32 MiB asked for instead: served");
 	is_int(0, cudaMalloc(&w[2], n), "the third weight asked for after that: not refused");
 	ok(host_bytes(w[2], n) != 0, "... it spilled");
 	for (int i = 0; i < 3; i++)
 		cudaFree(w[i]);
+	cudaFree(big);
 	cudaFree(less);
 	cudaFree(h);
 	return tap_done();

@@ -60,16 +60,16 @@ cache_first() { # MODE CHECKS PATTERN TEXT: client cache-first MODE (VMMX_RUN_CA
 	[ $st -eq 0 ] || sed 's/^/# /' "$tmp/cft" "$tmp/cf"
 	unset VMMX_RUN_CACHE_FIRST
 }
-cache_first on 15 '^  cache first      2 requests refused once; asked again, 1 landed on the device, 1 spilled; 0 followed by another request (refusals stopped there)$' \
-	"VMMX_RUN_CACHE_FIRST=1: a weight that would spill beside an unused segment refused once, the program's cached block given back, the weight on the device; none refused in a capture (the mode left as it was) nor cudaMallocAsync; a cuMemAlloc with nothing to give back refused, asked again, spilled, and none refused after it"
-cache_first off 15 '' \
+cache_first on 16 '^  cache first      2 requests refused once; asked again, 1 landed on the device, 1 spilled; 0 followed by another request (refusals stopped there)$' \
+	"VMMX_RUN_CACHE_FIRST=1: a request of 0 bytes passes; a weight that would spill beside an unused segment refused once, the program's cached block given back, the weight on the device; none refused in a capture (the mode left as it was) nor cudaMallocAsync; a cuMemAlloc with nothing to give back refused, asked again, spilled, and none refused after it"
+cache_first off 16 '' \
 	"without VMMX_RUN_CACHE_FIRST nothing is refused: the weights spill beside the cached block, no report line"
-cache_first none 3 '^  cache first      0 requests refused once; asked again, 0 landed on the device, 0 spilled; 0 followed by another request (refusals go on)$' \
-	"VMMX_RUN_CACHE_FIRST=1, the device full of memory in use: a request that spills is not refused"
-cache_first graph 4 '^  cache first      0 requests refused once; asked again, 0 landed on the device, 0 spilled; 0 followed by another request (refusals stopped there)$' \
-	"VMMX_RUN_CACHE_FIRST=1, a program that launched a CUDA graph (PyTorch frees no cache while it captures): refusals stop, the request spills"
-cache_first other 5 '^  cache first      1 requests refused once; asked again, 0 landed on the device, 0 spilled; 1 followed by another request (refusals stopped there)$' \
-	"VMMX_RUN_CACHE_FIRST=1, a program that asks for less after a refusal: served, and no request refused after it"
+cache_first none 4 '^  cache first      0 requests refused once; asked again, 0 landed on the device, 0 spilled; 0 followed by another request (refusals go on)$' \
+	"VMMX_RUN_CACHE_FIRST=1, the device full of memory in use (a large segment set by a memset): a request that spills is not refused"
+cache_first graph 6 '^  cache first      0 requests refused once; asked again, 0 landed on the device, 0 spilled; 0 followed by another request (refusals stopped there)$' \
+	"VMMX_RUN_CACHE_FIRST=1, beside an unused segment: a pitched allocation is not refused; in a program that launched a CUDA graph (PyTorch frees no cache while it captures) neither is a plain one: refusals stop"
+cache_first other 8 '^  cache first      1 requests refused once; asked again, 0 landed on the device, 0 spilled; 1 followed by another request (refusals stopped there)$' \
+	"VMMX_RUN_CACHE_FIRST=1, beside an unused segment: a request libvmmx's cache serves and one larger than the segment are not refused; a program that asks for less after a refusal: served, and no request refused after it"
 
 # cudaMemGetInfo, each mode (client meminfo prints 3 TAP lines each; renumbered here)
 for mode in device device+host device+host:512MiB; do
