@@ -582,7 +582,8 @@ int vmmxp_busy(void);
 /*
  * vmmxp_malloc()'s @flags: VMMXP_ASKS_AGAIN, a plain cudaMalloc or cuMemAlloc,
  * the calls caching allocators (PyTorch's, CuPy's) ask again with the same
- * size after freeing their cache: one VMMX_RUN_CACHE_FIRST may refuse once.
+ * size after freeing their cache: the ones VMMX_RUN_CACHE_FIRST may refuse
+ * once.
  */
 #define VMMXP_ASKS_AGAIN 1u
 int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, unsigned int flags,

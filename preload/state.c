@@ -79,7 +79,7 @@ static int fork_said;                          /* atomic: the forked child's fai
 
 static int report_on = -1;                     /* -1 unread; 0/1 after the first read */
 static int cache_first_on = -1;                /* VMMX_RUN_CACHE_FIRST, as report_on */
-static int cache_first_done;                   /* atomic: a request asked again spilled */
+static int cache_first_done;                   /* atomic: refusals stopped (refuse_first()) */
 static __thread size_t refused_size;           /* the request refused on this thread; 0: none */
 static uint64_t n_refused, n_again_device, n_again_spilled, n_not_again;
 static int meminfo_total = -1;                 /* VMMX_RUN_MEMINFO=device+host */
@@ -291,18 +291,25 @@ int vmmxp_split(const void *ptr, size_t len, size_t align, vmmxp_piece_fn *fn, v
 	return 0;
 }
 
+/* Where [p, p + size), an allocation of @a, lies, in @r; nonzero when that cannot be read. */
+static int residency_of(struct vmmx_alloc *a, void *p, size_t size, struct vmmx_residency *r)
+{
+	struct vmmx_chunk_info ci;
+
+	return vmmx_lookup(vmmx_alloc_ctx(a), p, &ci) ||
+	       vmmx_buf_residency(ci.buf, (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), size, r);
+}
+
 /* Report only: peaks per location, and the allocation if it spilled. */
 static void note_placement(struct vmmx_alloc *a, int device, void *p, size_t size,
 			   enum vmmxp_kind kind)
 {
 	struct vmmx_stats st = { .size = sizeof(st) };
-	struct vmmx_chunk_info ci;
 	struct vmmx_residency r = { 0, 0 };
 	struct vmmx_ctx *ctx = vmmx_alloc_ctx(a);
 
-	if (size >= SPILL_MIN && !vmmx_lookup(ctx, p, &ci))
-		(void)vmmx_buf_residency(ci.buf,
-					 (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), size, &r);
+	if (size >= SPILL_MIN)
+		(void)residency_of(a, p, size, &r);
 	if (vmmx_stats_get(ctx, &st))
 		st.device_bytes = st.host_bytes = 0;
 	pthread_mutex_lock(&top_lock);
@@ -361,13 +368,9 @@ static int track(struct vmmx_alloc *a, void *p, void *stream)
 /* Whether bytes of [p, p + size), an allocation of @a, lie in host memory. */
 static int spilled(struct vmmx_alloc *a, void *p, size_t size)
 {
-	struct vmmx_chunk_info ci;
 	struct vmmx_residency r = { 0, 0 };
 
-	if (vmmx_lookup(vmmx_alloc_ctx(a), p, &ci) ||
-	    vmmx_buf_residency(ci.buf, (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), size, &r))
-		return 0;
-	return r.host != 0;
+	return !residency_of(a, p, size, &r) && r.host != 0;
 }
 
 /*
@@ -499,10 +502,10 @@ int vmmxp_malloc(int device, size_t size, void *stream, enum vmmxp_kind kind, un
 	if (!a)
 		return VMMXP_PASS;
 	vmmxp_gate_enter();
-	/* The allocator may let a segment go: the placement looks none up meanwhile. */
 	asks = cache_first_asks(flags, size);
 	/* Before the lock: the first call looks the driver's function up. */
 	capturing = asks && capture_mode_changed();
+	/* The allocator may let a segment go: the placement looks none up meanwhile. */
 	vmmxp_place_hold();
 	refused = asks && refuse_first(a, size, capturing, &again);
 	err = refused ? -VMMX_ENOMEM : vmmx_alloc_malloc(a, size, stream, &p);

@@ -280,6 +280,18 @@ static void test_meminfo_device(void)
 		"cudaMemGetInfo/cuMemGetInfo_v2: the real calls are not made");
 }
 
+/* Bytes of [p, p + n) in host memory. */
+static size_t host_bytes(void *p, size_t n)
+{
+	struct vmmx_chunk_info ci;
+	struct vmmx_residency r = { 0, 0 };
+
+	if (vmmx_lookup(ctx_of(0), p, &ci) ||
+	    vmmx_buf_residency(ci.buf, (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), n, &r))
+		bail("residency of %p: %s", p, vmmx_last_error());
+	return r.host;
+}
+
 static void test_spill(void)
 {
 	void *p[3] = { 0 }, *big = NULL;
@@ -287,14 +299,8 @@ static void test_spill(void)
 	size_t host = 0;
 
 	for (int i = 0; i < 3; i++) {
-		struct vmmx_chunk_info ci;
-		struct vmmx_residency r;
-
 		is_int(0, cudaMalloc(&p[i], 128 * MiB), "cudaMalloc of 128 MiB #%d (384 MiB past a 256 MiB limit)", i);
-		if (!vmmx_lookup(ctx_of(0), p[i], &ci) &&
-		    !vmmx_buf_residency(ci.buf, (size_t)((char *)p[i] - (char *)vmmx_buf_ptr(ci.buf)),
-					128 * MiB, &r))
-			host += r.host;
+		host += host_bytes(p[i], 128 * MiB);
 	}
 	ok(host >= 128 * MiB, "past the limit, allocations spill to host memory (%zu MiB)", host / MiB);
 	ok(fill_check(p[2], 128 * MiB, 0x77), "spilled memory is usable");
@@ -815,18 +821,6 @@ static int spill_mode(void)
 			return 1;
 	printf("spilled\n");
 	return 0;
-}
-
-/* Bytes of [p, p + n) in host memory. */
-static size_t host_bytes(void *p, size_t n)
-{
-	struct vmmx_chunk_info ci;
-	struct vmmx_residency r = { 0, 0 };
-
-	if (vmmx_lookup(ctx_of(0), p, &ci) ||
-	    vmmx_buf_residency(ci.buf, (size_t)((char *)p - (char *)vmmx_buf_ptr(ci.buf)), n, &r))
-		bail("residency of %p: %s", p, vmmx_last_error());
-	return r.host;
 }
 
 /*
