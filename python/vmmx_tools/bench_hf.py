@@ -273,13 +273,13 @@ def _optim_args(spec):
 
 
 def _report_lines(path):
-    """The launch lines of a vmmx-run report (cycle, placement, spread, trial, copies) and
-    its driver time, stripped; [] if none."""
+    """The launch lines of a vmmx-run report (cycle, placement, spread, trial, copies, cache
+    first) and its driver time, stripped; [] if none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return [ln.strip() for ln in f
                     if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial ", "copies ",
-                                              "driver time "))]
+                                              "cache first ", "driver time "))]
     except OSError:
         return []
 
