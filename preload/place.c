@@ -296,8 +296,11 @@ struct tracked {
 	uint64_t seen;          /* spread_choose()'s stamp: counted once a choice */
 	uint64_t pair_seq;      /* the launch (seq) that last named it by two integers only */
 	int idle;               /* too large to move, tracked from its allocation
-				 * (vmmxp_place_allocated()) and not named since */
+				 * (vmmxp_place_allocated()) and not named since, or
+				 * not named for QUIET_CYCLES whole cycles (idle_again()) */
 	uint64_t born;          /* ... the launch (seq) it was allocated after */
+	int big;                /* tracked from its allocation, too large to move */
+	uint32_t quiet;         /* ... whole cycles in a row that did not name it */
 };
 
 /* A segment (or a piece) one launch names. */
@@ -1008,6 +1011,34 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 static int idle_gone(const struct tracked *t, uint64_t cycle_len)
 {
 	return t->idle && cycle_len && seq - t->born > cycle_len;
+}
+
+/*
+ * lock held, at the first launch of a cycle, @t's namings in the cycle
+ * just done counted (freq): a segment too large to move, tracked from its
+ * allocation (vmmxp_place_allocated()), that launches, copies or memsets
+ * named since but QUIET_CYCLES whole cycles in a row did not, is idle
+ * again, as if allocated a cycle ago.  The namings that stop a segment
+ * being idle are words in parameter blocks, and a word a kernel does not
+ * read (a slot of a by-value struct past the sizes it uses, left as the
+ * stack held it) may name PyTorch's cached warm-up block once; without
+ * this, that one word keeps the block on the device for good, and the
+ * weights spill beside it.  A segment the program uses is named every
+ * cycle; one used less often (a buffer read every few steps) goes back
+ * mapped, and comes back into free room when named (too large to make
+ * room for), its data never at risk.
+ */
+#define QUIET_CYCLES 2
+static void idle_again(struct tracked *t)
+{
+	if (!t->big || t->idle)
+		return;
+	t->quiet = t->freq ? 0 : t->quiet + 1;
+	if (t->quiet < QUIET_CYCLES || t->moving || t->held)
+		return;
+	t->idle = 1;
+	t->born = seq - cur.cycle_len - 1;
+	st.idle_again++;
 }
 
 /*
@@ -2154,7 +2185,7 @@ void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr)
 		/* A freed idle segment's entry, met again by a smaller buffer: not idle. */
 		t = find(base, 0);
 		if (t && !t->moving && !t->held)
-			t->idle = 0;
+			t->idle = t->big = 0;
 		return;
 	}
 	t = find(base, 1);
@@ -2169,7 +2200,8 @@ void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr)
 	t->keep = 0;
 	t->on_device = 1; /* asked again before it is chosen (victims()) */
 	st.idle_tracked += !t->idle;
-	t->idle = 1;
+	t->idle = t->big = 1;
+	t->quiet = 0;
 	t->born = seq;
 	/* Used by nothing the watch saw: its move waits for the whole device. */
 	t->unknown = uses + 1;
@@ -2524,6 +2556,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		for (int i = 0; i < ntracked; i++) {
 			track[i].freq = track[i].named - track[i].named0;
 			track[i].named0 = track[i].named;
+			idle_again(&track[i]);
 		}
 		trial_boundary(stream);
 		if (!in_place_mode)

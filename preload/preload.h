@@ -850,6 +850,7 @@ struct vmmxp_place_stats {
 	uint64_t too_large;                 /* ... too large to make room for (see place.c) */
 	uint64_t idle_tracked;              /* allocations too large to move, tracked from then (place.c) */
 	uint64_t idle_named;                /* ... of them named since */
+	uint64_t idle_again;                /* ... idle again: two whole cycles did not name them */
 	uint64_t idle_sent;                 /* ... sent back, unnamed a cycle after their allocation */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 	uint64_t waits;                     /* moves that waited for a last use still running */

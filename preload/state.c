@@ -790,7 +790,8 @@ static void report_launches(FILE *out)
 			     "of them cancelled, %llu threads, at most %llu moves under way at once, "
 			     "launches waited for it %llu times, %.1f ms; copies "
 			     "and memsets held %llu; streams joined %llu; too large to move, tracked from "
-			     "their allocation %llu, named since %llu, sent back unnamed %llu\n",
+			     "their allocation %llu, named since %llu, unnamed two whole cycles since %llu, "
+			     "sent back unnamed %llu\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
 			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
 			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
@@ -804,7 +805,8 @@ static void report_launches(FILE *out)
 			(unsigned long long)ps.mover_waits,
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
 			(unsigned long long)ps.joins, (unsigned long long)ps.idle_tracked,
-			(unsigned long long)ps.idle_named, (unsigned long long)ps.idle_sent);
+			(unsigned long long)ps.idle_named, (unsigned long long)ps.idle_again,
+			(unsigned long long)ps.idle_sent);
 		if (ps.spread_chosen) {
 			char b3[32], b4[32];
 

@@ -24,8 +24,9 @@
  * moving.  "place-far": weights 41 launches apart, brought in as the one
  * before each is launched under VMMX_RUN_PLACE_SPREAD's look.
  * "place-idle": a segment too large to move that no launch names is sent
- * back, mapped, a cycle after its allocation; "place-idle-named": named,
- * it stays; "place-idle-pair": named only by words that read as two
+ * back, mapped, a cycle after its allocation; "place-idle-named": named
+ * once, it goes back two whole cycles later; "place-idle-used": named
+ * every step, it stays; "place-idle-pair": named only by words that read as two
  * integers, it goes.  "place-pair": such a word names a spilled buffer
  * without bringing it in (each placed across a 4 GiB boundary through a
  * hole made in the address space: malloc_across_4g()).
@@ -1704,9 +1705,13 @@ static int place_far(int want)
  * (no copy the watch sees), then IW weights of 16 MiB, a kernel each,
  * launched in turn for 8 steps; 8 of them fit beside H.  Once a cycle
  * has passed since H's allocation, H is sent back, mapped (never parked),
- * and the weights all stay on the device at once.  @named: a launch names H first; then H is the
- * program's and stays on the device, never a victim.  H's data intact
- * either way.
+ * and the weights all stay on the device at once.  @named 1: a launch
+ * names H once, before the steps (a stale word in a parameter block);
+ * two whole cycles later H is idle again and sent back so, in 12 steps.
+ * @named 3: the first launch of each step names H beside its weight (the
+ * program uses it); H stays on the device, never a victim, and the weights
+ * take turns beside it.  @named 2: H named by words that read as two
+ * integers only.  H's data intact every time.
  */
 #define IW 12
 static int place_idle(int named)
@@ -1714,11 +1719,13 @@ static int place_idle(int named)
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kws[IW], kh;
 	static unsigned char buf[MiB], want[MiB];
 	void *h = NULL, *w[IW] = { 0 };
-	int bad = 0, ok_data = 1, resident = 0;
+	int bad = 0, ok_data = 1, resident = 0, steps = named == 1 || named == 3 ? 12 : 8;
 	uintptr_t b = 0;
 
 	for (int i = 0; i < IW; i++)
 		kws[i] = kw;
+	if (named == 3)
+		kws[0] = (struct fake_kernel){ "kw2", 0, 0, 2, { 0, 8 }, { 8, 8 } };
 	kh = kw;
 	plan_lazy();
 	memset(want, 0x5a, sizeof(want));
@@ -1744,28 +1751,30 @@ static int place_idle(int named)
 		is_int(0, cuLaunchKernel(&kh, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
 		       "a launch names H");
 	}
-	for (int step = 0; step < 8; step++)
+	for (int step = 0; step < steps; step++)
 		for (int i = 0; i < IW; i++) {
-			void *params[] = { &w[i] };
+			void *params[] = { &w[i] }, *both[] = { &w[i], &h };
 			struct { int32_t lo, hi; uint64_t n; } pr = { 3, (int32_t)(b >> 32), 5 };
 			void *pparams[] = { &pr };
 
-			bad += cuLaunchKernel(&kws[i], 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) != 0;
+			bad += cuLaunchKernel(&kws[i], 1, 1, 1, 32, 1, 1, 0, NULL,
+					      named == 3 && !i ? both : params, NULL) != 0;
 			bad += !on_device_range(w[i], MSIZE);
 			/* Every other weight, a kernel whose struct holds { 3, B >> 32 }: H by a pair. */
 			if (named == 2 && i % 2)
 				bad += cuLaunchKernel(&pair_k, 1, 1, 1, 32, 1, 1, 0, NULL, pparams, NULL) != 0;
 		}
-	is_int(0, bad, "%d launches succeed, each weight on the device at its launch", 8 * IW);
+	is_int(0, bad, "%d launches succeed, each weight on the device at its launch", steps * IW);
 	for (int i = 0; i < IW; i++)
 		resident += on_device_range(w[i], MSIZE);
-	if (named == 1) {
-		ok(where(h) == VMMX_LOC_DEVICE, "H, named, stays on the device");
+	if (named == 3) {
+		ok(where(h) == VMMX_LOC_DEVICE, "H, named every step, stays on the device");
 		ok(resident < IW, "the weights take turns beside it (%d of %d on the device)",
 		   resident, IW);
 	} else {
-		ok(where(h) == VMMX_LOC_HOST, "H, never named%s, was sent back to host memory",
-		   named ? " but by words that read as two integers" : "");
+		ok(where(h) == VMMX_LOC_HOST, "H, %s, was sent back to host memory",
+		   named == 2 ? "never named but by words that read as two integers" :
+		   named == 1 ? "named once before the steps" : "never named");
 		ok(!unmapped((uintptr_t)h) && !unmapped((uintptr_t)h + 127 * MiB),
 		   "H is still mapped at its addresses for the GPU (not parked)");
 		is_int(IW, resident, "every weight on the device at once in its place");
@@ -2937,6 +2946,8 @@ int main(int argc, char **argv)
 		return place_idle(1);
 	if (argc > 1 && !strcmp(argv[1], "place-idle-pair"))
 		return place_idle(2);
+	if (argc > 1 && !strcmp(argv[1], "place-idle-used"))
+		return place_idle(3);
 	if (argc > 1 && !strcmp(argv[1], "place-far"))
 		return place_far(argc > 2 ? atoi(argv[2]) : 0);
 	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))
