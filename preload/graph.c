@@ -75,8 +75,8 @@ struct graph {
 	int kernels;            /* kernel nodes */
 	int partial;            /* not read whole: segments dropped, copy nodes, kernels unread */
 	size_t n;               /* segments */
-	uint64_t seg[];         /* their bases, | 1 for one named by pairs only
-				 * (vmmxp_word_pair(): a base is page-aligned) */
+	uint64_t seg[];         /* their bases, | the kind of the words that named
+				 * each (vmmxp_word_kind(): a base is page-aligned) */
 };
 
 static void *keys[GRAPH_SLOTS];              /* table_lock; acquire loads */
@@ -192,17 +192,22 @@ struct walk {
 	int kernels, unread, copies;
 };
 
-/* The segment at @base, named by pairs only if @pair, added to @w (a pointer names it for all). */
-static void add_seg(struct walk *w, uint64_t base, int pair)
+/* The low bits of a kept segment's base: the kind of the words that named it. */
+#define SEG_KIND ((uint64_t)(VMMXP_WORD_PAIR | VMMXP_WORD_UNSURE))
+
+/*
+ * The segment at @base, named by words of @kind, added to @w (a surer
+ * word names it for all: only the kind every word shares is kept).
+ */
+static void add_seg(struct walk *w, uint64_t base, unsigned int kind)
 {
 	for (size_t i = 0; i < w->n; i++)
-		if ((w->seg[i] & ~(uint64_t)1) == base) {
-			if (!pair)
-				w->seg[i] = base;
+		if ((w->seg[i] & ~SEG_KIND) == base) {
+			w->seg[i] &= ~SEG_KIND | kind;
 			return;
 		}
 	if (w->n < GRAPH_SEGS)
-		w->seg[w->n++] = base | (pair != 0);
+		w->seg[w->n++] = base | (kind & SEG_KIND);
 	else
 		w->dropped++;
 }
@@ -221,7 +226,7 @@ static int read_kernel(struct walk *w, CUgraphNode node)
 	if (vmmxp_name_params(&w->nm, p.func ? p.func : p.kern, p.params, p.extra) < 0)
 		w->unread++;
 	for (size_t i = 0; i < w->nm.n; i++)
-		add_seg(w, (uint64_t)(uintptr_t)vmmx_buf_ptr(w->nm.chunk[i].buf), w->nm.pair[i]);
+		add_seg(w, (uint64_t)(uintptr_t)vmmx_buf_ptr(w->nm.chunk[i].buf), w->nm.kind[i]);
 	w->dropped += w->nm.total - w->nm.n;
 	return 0;
 }
@@ -326,7 +331,7 @@ int vmmxp_graph_watch(const char *api, CUgraphExec exec, CUstream stream)
 	count(&n_watched, 1);
 	vmmxp_named_start(&nm);
 	for (size_t i = 0; i < g->n; i++)
-		vmmxp_name_seg(&nm, g->seg[i] & ~(uint64_t)1, (int)(g->seg[i] & 1));
+		vmmxp_name_seg(&nm, g->seg[i] & ~SEG_KIND, (unsigned int)(g->seg[i] & SEG_KIND));
 	snprintf(kernel, sizeof(kernel), "graph:%d", g->kernels);
 	held = vmmxp_launch_named(api, kernel, (int)g->n,
 				  (uint64_t)(uintptr_t)exec ^ GRAPH_KEY_KIND, stream, &nm);

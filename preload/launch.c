@@ -75,8 +75,10 @@
  */
 #define MAX_NAMED VMMXP_PLACE_MAX
 #define TRACE_CHUNKS 64
-/* A word whose low half is this close to zero may be two integers (vmmxp_word_pair()). */
+/* A word whose low half is this close to zero may be two integers (vmmxp_word_kind()). */
 #define PAIR_NEAR (64u << 10)
+/* ... and this close, may be no pointer (vmmxp_word_kind()). */
+#define UNSURE_NEAR (1u << 20)
 /*
  * Places of a kernel's recent launches kept for the cycle learner's key
  * (note_cycle()): the first PLACES_PER of each of its last RECENT_LAUNCHES.
@@ -255,14 +257,15 @@ void vmmxp_named_start(struct vmmxp_named *nm)
  * added to @nm unless named already.
  */
 static void add_named(struct vmmxp_named *nm, const struct vmmx_chunk_info *ci,
-		      struct vmmx_ctx *ctx, uint64_t w, int32_t param, int32_t off, int pair)
+		      struct vmmx_ctx *ctx, uint64_t w, int32_t param, int32_t off, unsigned int kind)
 {
 	for (size_t i = 0; i < nm->n; i++)
 		if (nm->chunk[i].base == ci->base) {
-			/* A pointer after a pair: the pointer names it. */
-			if (nm->pair[i] && !pair) {
-				nm->pair[i] = 0;
-				nm->pairs--;
+			/* A surer word after a pair or an unsure one: it names the chunk. */
+			if (nm->kind[i] & ~kind) {
+				if ((nm->kind[i] & VMMXP_WORD_PAIR) && !(kind & VMMXP_WORD_PAIR))
+					nm->pairs--;
+				nm->kind[i] &= kind;
 				nm->word[i] = w;
 				nm->param[i] = param;
 				nm->off[i] = off;
@@ -270,7 +273,7 @@ static void add_named(struct vmmxp_named *nm, const struct vmmx_chunk_info *ci,
 			return;
 		}
 	nm->total++;
-	nm->pairs += pair != 0;
+	nm->pairs += (kind & VMMXP_WORD_PAIR) != 0;
 	if (ci->loc.kind != VMMX_LOC_DEVICE)
 		nm->host++;
 	if (nm->n < MAX_NAMED) {
@@ -278,16 +281,20 @@ static void add_named(struct vmmxp_named *nm, const struct vmmx_chunk_info *ci,
 		nm->word[nm->n] = w;
 		nm->param[nm->n] = param;
 		nm->off[nm->n] = off;
-		nm->pair[nm->n] = pair != 0;
+		nm->kind[nm->n] = (unsigned char)kind;
 		nm->chunk[nm->n++] = *ci;
 	}
 }
 
-int vmmxp_word_pair(uint64_t w, const void *seg)
+unsigned int vmmxp_word_kind(uint64_t w, const void *seg)
 {
 	uint32_t lo = (uint32_t)w;
 
-	return (lo < PAIR_NEAR || lo > UINT32_MAX - PAIR_NEAR) && w != (uint64_t)(uintptr_t)seg;
+	if (w == (uint64_t)(uintptr_t)seg)
+		return 0;
+	if (lo < PAIR_NEAR || lo > UINT32_MAX - PAIR_NEAR)
+		return VMMXP_WORD_PAIR | VMMXP_WORD_UNSURE;
+	return (w & 1) || lo < UNSURE_NEAR || lo > UINT32_MAX - UNSURE_NEAR ? VMMXP_WORD_UNSURE : 0;
 }
 
 /* The context of @nm that maps @w, its chunk in @ci; NULL when none does. */
@@ -307,8 +314,8 @@ static void name_at(struct vmmxp_named *nm, uint64_t w, int32_t param, int32_t o
 
 	if (w < MIN_ADDR || !(ctx = lookup(nm, w, &ci)))
 		return;
-	/* Only a parameter's word may be a pair: a copy's are its pointers. */
-	add_named(nm, &ci, ctx, w, param, off, off >= 0 && vmmxp_word_pair(w, vmmx_buf_ptr(ci.buf)));
+	/* Only a parameter's word may be a pair or unsure: a copy's are its pointers. */
+	add_named(nm, &ci, ctx, w, param, off, off >= 0 ? vmmxp_word_kind(w, vmmx_buf_ptr(ci.buf)) : 0);
 }
 
 void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
@@ -316,20 +323,20 @@ void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w)
 	name_at(nm, w, -1, -1);
 }
 
-void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, int pair)
+void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, unsigned int kind)
 {
 	struct vmmx_chunk_info ci;
 	struct vmmx_ctx *ctx = lookup(nm, base, &ci);
 
 	if (ctx)
-		add_named(nm, &ci, ctx, base, -1, -1, pair);
+		add_named(nm, &ci, ctx, base, -1, -1, kind);
 }
 
 void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from)
 {
 	for (size_t i = 0; i < from->n; i++)
 		add_named(nm, &from->chunk[i], from->chunk_ctx[i], from->word[i],
-			  from->param[i], from->off[i], from->pair[i]);
+			  from->param[i], from->off[i], from->kind[i]);
 }
 
 /*
@@ -463,8 +470,9 @@ void vmmxp_trace_check(int err)
  * One JSON line: {"time":..,"pid":..,"event":"launch","seq":N,"api":"...",
  * "kernel":"...","stream":"0x..","params":N,"cycle_pos":N,"shared":N,"chunks_named":N,
  * "chunks_host":N,"chunks":[{"base":"0x..","size":N,"loc":"device:0","at":"0x..",
- * "param":N,"off":N[,"pair":1]},...]}: at, the word that named the chunk; param and off,
- * where it lay (-1: not in a parameter); pair, named by words read as two integers only.
+ * "param":N,"off":N[,"pair":1|,"unsure":1]},...]}: at, the word that named the chunk; param
+ * and off, where it lay (-1: not in a parameter); pair, named by words read as two integers
+ * only; unsure, by words that may be no pointer only (vmmxp_word_kind()).
  */
 static void trace_launch(const char *api, const char *kernel, int nparams, CUstream stream,
 			 const struct vmmxp_named *nm, long at)
@@ -496,7 +504,8 @@ static void trace_launch(const char *api, const char *kernel, int nparams, CUstr
 				      i ? "," : "", nm->chunk[i].base, nm->chunk[i].size,
 				      vmmx_loc_name(nm->chunk[i].loc, loc, sizeof(loc)),
 				      (void *)(uintptr_t)nm->word[i], nm->param[i], nm->off[i],
-				      nm->pair[i] ? ",\"pair\":1" : "");
+				      nm->kind[i] & VMMXP_WORD_PAIR	 ? ",\"pair\":1" :
+				      nm->kind[i] & VMMXP_WORD_UNSURE ? ",\"unsure\":1" : "");
 	if (n + 4 > room)
 		return;
 	n += (size_t)snprintf(line + n, room - n, "]}\n");
@@ -596,7 +605,7 @@ static long note_cycle(struct layout *l, uint64_t key, const struct vmmxp_named 
 		 * (cycle.c matches them all the same, and with none picked keys a
 		 * launch by its largest segment, a pair's too).
 		 */
-		if (nm->pair[i])
+		if (nm->kind[i] & VMMXP_WORD_PAIR)
 			continue;
 		if (pick == nm->n || age > best ||
 		    (age == best && (age_seg > best_seg ||
@@ -679,7 +688,7 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 	/* Named past what is kept: the rest must not be parked. */
 	if (nm->total > nm->n)
 		vmmxp_place_unseen();
-	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->pair, nm->n, at, stream, nm->shared,
+	return vmmxp_place_launch(nm->chunk, nm->chunk_ctx, nm->kind, nm->n, at, stream, nm->shared,
 				  capturing);
 }
 

@@ -92,7 +92,7 @@
  * promote()), unless it moves in pieces (above).
  *
  * Pairs.  A segment a launch names only by words that read as two 32-bit
- * integers (vmmxp_word_pair(): PyTorch's index calculators hold sizes such
+ * integers (vmmxp_word_kind(): PyTorch's index calculators hold sizes such
  * as { 3, 4 }, the address 0x400000003) is held as the launch's (never a
  * victim for it, its mover waited for, mapped in place if parked, the
  * launch its last use) but is not brought in, and the launch is not a
@@ -312,6 +312,7 @@ struct seg {
 	void *whole;            /* a piece's buffer base, NULL for a segment */
 	int host;               /* some of it lies in host memory */
 	int pair;               /* named only by words that read as two integers */
+	int unsure;             /* ... by words that may be no pointer (a pair is too) */
 };
 
 /* What the launch at one position of the cycle named. */
@@ -2045,7 +2046,7 @@ static int swap_wanted(void)
 }
 
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-			  const unsigned char *pair, size_t n, struct seg *seg);
+			  const unsigned char *kind, size_t n, struct seg *seg);
 
 /*
  * lock held: nothing parks any more, for @why (1 a launch, 2 a copy's
@@ -2225,13 +2226,14 @@ int vmmxp_place_idle_held(struct vmmx_ctx *ctx, size_t size)
  * several chunks: see the top).
  */
 static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-			  const unsigned char *pair, size_t n, struct seg *seg)
+			  const unsigned char *kind, size_t n, struct seg *seg)
 {
 	size_t nseg = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		void *base = vmmx_buf_ptr(chunk[i].buf), *whole = NULL;
 		size_t j, size = vmmx_buf_size(chunk[i].buf);
+		unsigned int k;
 		int host;
 
 		if (pieces_wanted() && size > most_moved(ctx[i]) && chunk[i].size < size) {
@@ -2244,13 +2246,15 @@ static size_t segments_of(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *
 		}
 		for (j = 0; j < nseg && seg[j].base != base; j++)
 			;
+		k = kind ? kind[i] : 0;
 		if (j < nseg) {
 			/* A pointer to any of its chunks names it. */
-			seg[j].pair &= pair && pair[i];
+			seg[j].pair &= (k & VMMXP_WORD_PAIR) != 0;
+			seg[j].unsure &= (k & VMMXP_WORD_UNSURE) != 0;
 			continue;
 		}
 		seg[nseg++] = (struct seg){ base, size, ctx[i], chunk[i].buf, whole, host,
-					    pair && pair[i] };
+					    (k & VMMXP_WORD_PAIR) != 0, (k & VMMXP_WORD_UNSURE) != 0 };
 	}
 	return nseg;
 }
@@ -2459,7 +2463,7 @@ static void spread_choose(uint64_t len)
 }
 
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       const unsigned char *pair, size_t n, long at, CUstream stream, size_t shared,
+		       const unsigned char *kind, size_t n, long at, CUstream stream, size_t shared,
 		       int (*capturing)(CUstream))
 {
 	static struct seg seg[VMMXP_PLACE_MAX]; /* lock */
@@ -2477,7 +2481,20 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	cur.stream = stream;
 	cur.at = at;
 	cur.cycle_len = vmmxp_cycle_len(&cur.generation);
-	nseg = segments_of(chunk, ctx, pair, n, seg);
+	nseg = segments_of(chunk, ctx, kind, n, seg);
+	/*
+	 * An idle segment named by words that may be no pointer only (stale
+	 * slots of by-value structs, packed descriptors: vmmxp_word_kind()) is
+	 * held as one named by pairs is, and stays idle.
+	 */
+	for (size_t i = 0; i < nseg; i++) {
+		struct tracked *it;
+
+		if (seg[i].unsure && !seg[i].pair && (it = find(seg[i].base, 0)) && it->idle) {
+			seg[i].pair = 1;
+			st.idle_unsure++;
+		}
+	}
 	cur.nt = 0;
 	if (at >= 0 && (uint64_t)at < PLAN_SLOTS && cur.cycle_len) {
 		pl = &plan[at];

@@ -726,34 +726,45 @@ struct vmmxp_named {
 	 */
 	int32_t param[VMMXP_PLACE_MAX], off[VMMXP_PLACE_MAX];
 	/*
-	 * 1: named only by parameter words that read as two 32-bit integers
-	 * (vmmxp_word_pair()); held and waited for, never placed by them.
+	 * What every word that named the chunk reads as (vmmxp_word_kind()):
+	 * VMMXP_WORD_PAIR, two 32-bit integers (held and waited for, never
+	 * placed by them); VMMXP_WORD_UNSURE, maybe no pointer; 0, a pointer.
 	 */
-	unsigned char pair[VMMXP_PLACE_MAX];
+	unsigned char kind[VMMXP_PLACE_MAX];
 	size_t n, total, host;
 	size_t pairs;           /* ... of total, named only by such words */
 	size_t shared;          /* the launch's dynamic shared memory, bytes (0 for a graph) */
 };
 
+/* What a parameter word that names memory reads as (vmmxp_word_kind()); a pair is unsure too. */
+#define VMMXP_WORD_PAIR 1u
+#define VMMXP_WORD_UNSURE 2u
 /*
- * vmmxp_word_pair() - whether the parameter word @w, which names memory
- * whose allocation (libvmmx buffer) begins at @seg, reads better as two
- * 32-bit integers than as a pointer: its low half within 64 KiB of zero
- * (a small int, or a small negative one, in the low half) and @w not the
- * allocation's base.  The CUDA driver hands out device addresses from a
+ * vmmxp_word_kind() - what the parameter word @w, which names memory whose
+ * allocation (libvmmx buffer) begins at @seg, reads as: 0 when @w is the
+ * allocation's base, or reads as a pointer; else VMMXP_WORD_UNSURE, and
+ * VMMXP_WORD_PAIR with it when @w reads better as two 32-bit integers
+ * than as a pointer.  The CUDA driver hands out device addresses from a
  * few GiB up (0x302000000 on the H200), so the high half of a real
  * pointer is a small number too, and a pair such as { 3, 4 } (two sizes
  * of an index calculator, PyTorch's OffsetCalculator) is the address
- * 0x400000003, inside whatever allocation spans 16 GiB.  A pointer inside
- * an allocation lies that close above a 4 GiB boundary once in 32768.
+ * 0x400000003, inside whatever allocation spans 16 GiB.
+ *  - A pair: the low half within 64 KiB of zero (a small int, or a small
+ *    negative one).  A pointer inside an allocation lies that close above
+ *    or below a 4 GiB boundary once in 32768.
+ *  - Unsure: a pair, an odd address, or the low half within 1 MiB of zero
+ *    (one in 2048): the stale slots of by-value structs (PyTorch's
+ *    concatenation metadata: 0x500038c00) and packed descriptors (cuBLAS's,
+ *    odd words).  Such a word names memory as a pointer does, but does not
+ *    end a segment's idleness (place.c, vmmxp_place_allocated()).
  */
-int vmmxp_word_pair(uint64_t w, const void *seg);
+unsigned int vmmxp_word_kind(uint64_t w, const void *seg);
 /* Empty @nm, on the contexts of the allocators made so far. */
 void vmmxp_named_start(struct vmmxp_named *nm);
 /* The chunk that maps the address @w, if any, added to @nm (once). */
 void vmmxp_name_word(struct vmmxp_named *nm, uint64_t w);
-/* The chunk at the segment base @base added to @nm (once), named by pairs only if @pair (a graph's). */
-void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, int pair);
+/* The chunk at the segment base @base added to @nm (once), named by words of @kind (a graph's). */
+void vmmxp_name_seg(struct vmmxp_named *nm, uint64_t base, unsigned int kind);
 /* The chunks of @from added to @nm, each once, with no new lookup. */
 void vmmxp_named_merge(struct vmmxp_named *nm, const struct vmmxp_named *from);
 /*
@@ -851,6 +862,7 @@ struct vmmxp_place_stats {
 	uint64_t idle_tracked;              /* allocations too large to move, tracked from then (place.c) */
 	uint64_t idle_named;                /* ... of them named since */
 	uint64_t idle_again;                /* ... idle again: two whole cycles did not name them */
+	uint64_t idle_unsure;               /* namings of idle ones by unsure words only: still idle */
 	uint64_t idle_sent;                 /* ... sent back, unnamed a cycle after their allocation */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 	uint64_t waits;                     /* moves that waited for a last use still running */
@@ -961,10 +973,12 @@ uint64_t vmmxp_place_quiet_count(void);
 /*
  * vmmxp_place_launch() - place the segments of the @n chunks one launch
  * names (@chunk, each of context @ctx[i]) before it is passed on.
- * @pair[i] set: chunk i was named only by words that read as two 32-bit
- * integers (vmmxp_word_pair()): its segment is held as this launch's (not
- * moved under it, mapped in place if parked, its last use recorded) but
- * neither brought in nor counted as named for placement.
+ * @kind[i]: what the words that named chunk i read as (vmmxp_word_kind()).
+ * VMMXP_WORD_PAIR: only as two 32-bit integers: its segment is held as
+ * this launch's (not moved under it, mapped in place if parked, its last
+ * use recorded) but neither brought in nor counted as named for
+ * placement.  VMMXP_WORD_UNSURE alone: named, unless the segment is idle
+ * (vmmxp_place_allocated()): then held as by a pair, and still idle.
  * @shared: the launch's dynamic shared memory in bytes (a kernel with 32
  * KiB or more works on tiles it reads again: its namings weigh more when
  * reading in place, see place.c's TILED_SHARED).  @capturing, asked only
@@ -976,7 +990,7 @@ uint64_t vmmxp_place_quiet_count(void);
  * the device, copies); calls the driver.
  */
 int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const *ctx,
-		       const unsigned char *pair, size_t n, long at, CUstream stream, size_t shared,
+		       const unsigned char *kind, size_t n, long at, CUstream stream, size_t shared,
 		       int (*capturing)(CUstream));
 void vmmxp_place_done(void);
 /*

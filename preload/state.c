@@ -791,7 +791,7 @@ static void report_launches(FILE *out)
 			     "launches waited for it %llu times, %.1f ms; copies "
 			     "and memsets held %llu; streams joined %llu; too large to move, tracked from "
 			     "their allocation %llu, named since %llu, unnamed two whole cycles since %llu, "
-			     "sent back unnamed %llu\n",
+			     "sent back unnamed %llu, named by unsure words only %llu times\n",
 			(unsigned long long)ps.promoted, b1, (unsigned long long)ps.ahead,
 			(unsigned long long)ps.on_demand, (unsigned long long)ps.evicted, b2,
 			(unsigned long long)ps.evicted_next_use, (unsigned long long)ps.evicted_lru,
@@ -806,7 +806,7 @@ static void report_launches(FILE *out)
 			(double)ps.mover_wait_ns / 1e6, (unsigned long long)ps.copies,
 			(unsigned long long)ps.joins, (unsigned long long)ps.idle_tracked,
 			(unsigned long long)ps.idle_named, (unsigned long long)ps.idle_again,
-			(unsigned long long)ps.idle_sent);
+			(unsigned long long)ps.idle_sent, (unsigned long long)ps.idle_unsure);
 		if (ps.spread_chosen) {
 			char b3[32], b4[32];
 

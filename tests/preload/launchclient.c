@@ -27,7 +27,8 @@
  * back, mapped, a cycle after its allocation; "place-idle-named": named
  * once, it goes back two whole cycles later; "place-idle-used": named
  * every step, it stays; "place-idle-pair": named only by words that read as two
- * integers, it goes.  "place-pair": such a word names a spilled buffer
+ * integers, it goes; "place-idle-unsure": named only by words that may be
+ * no pointer (an odd address, a low half under 1 MiB), it goes.  "place-pair": such a word names a spilled buffer
  * without bringing it in (each placed across a 4 GiB boundary through a
  * hole made in the address space: malloc_across_4g()).
  * Mode "place-jitter": a step whose workspace moves and whose first steps
@@ -1711,12 +1712,15 @@ static int place_far(int want)
  * @named 3: the first launch of each step names H beside its weight (the
  * program uses it); H stays on the device, never a victim, and the weights
  * take turns beside it.  @named 2: H named by words that read as two
- * integers only.  H's data intact every time.
+ * integers only.  @named 4: H, across a 4 GiB boundary B, named in every
+ * step by words that may be no pointer only (vmmxp_word_kind()): B + 96
+ * KiB (its low half under 1 MiB) and an odd address in H; it is sent back
+ * as if never named.  H's data intact every time.
  */
 #define IW 12
 static int place_idle(int named)
 {
-	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kws[IW], kh;
+	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kws[IW], kh, ku;
 	static unsigned char buf[MiB], want[MiB];
 	void *h = NULL, *w[IW] = { 0 };
 	int bad = 0, ok_data = 1, resident = 0, steps = named == 1 || named == 3 ? 12 : 8;
@@ -1726,10 +1730,11 @@ static int place_idle(int named)
 		kws[i] = kw;
 	if (named == 3)
 		kws[0] = (struct fake_kernel){ "kw2", 0, 0, 2, { 0, 8 }, { 8, 8 } };
-	kh = kw;
+	kh = ku = kw;
+	ku.name = "ku";
 	plan_lazy();
 	memset(want, 0x5a, sizeof(want));
-	if (named == 2) {
+	if (named == 2 || named == 4) {
 		h = malloc_across_4g(128 * MiB, &b);
 		if (!h)
 			skip_all("H, 128 MiB, did not land across a 4 GiB boundary");
@@ -1763,6 +1768,13 @@ static int place_idle(int named)
 			/* Every other weight, a kernel whose struct holds { 3, B >> 32 }: H by a pair. */
 			if (named == 2 && i % 2)
 				bad += cuLaunchKernel(&pair_k, 1, 1, 1, 32, 1, 1, 0, NULL, pparams, NULL) != 0;
+			/* After the first two weights, H by B + 96 KiB, then by an odd address. */
+			if (named == 4 && i < 2) {
+				uint64_t u = i ? (uint64_t)(uintptr_t)h + 0x1001 : b + (96u << 10);
+				void *uparams[] = { &u };
+
+				bad += cuLaunchKernel(&ku, 1, 1, 1, 32, 1, 1, 0, NULL, uparams, NULL) != 0;
+			}
 		}
 	is_int(0, bad, "%d launches succeed, each weight on the device at its launch", steps * IW);
 	for (int i = 0; i < IW; i++)
@@ -1774,6 +1786,7 @@ static int place_idle(int named)
 	} else {
 		ok(where(h) == VMMX_LOC_HOST, "H, %s, was sent back to host memory",
 		   named == 2 ? "never named but by words that read as two integers" :
+		   named == 4 ? "named in every step by words that may be no pointer only" :
 		   named == 1 ? "named once before the steps" : "never named");
 		ok(!unmapped((uintptr_t)h) && !unmapped((uintptr_t)h + 127 * MiB),
 		   "H is still mapped at its addresses for the GPU (not parked)");
@@ -2948,6 +2961,8 @@ int main(int argc, char **argv)
 		return place_idle(2);
 	if (argc > 1 && !strcmp(argv[1], "place-idle-used"))
 		return place_idle(3);
+	if (argc > 1 && !strcmp(argv[1], "place-idle-unsure"))
+		return place_idle(4);
 	if (argc > 1 && !strcmp(argv[1], "place-far"))
 		return place_far(argc > 2 ? atoi(argv[2]) : 0);
 	if (argc > 1 && !strcmp(argv[1], "cycle-rotate"))
