@@ -300,7 +300,8 @@ struct tracked {
 				 * not named for QUIET_CYCLES whole cycles (idle_again()) */
 	uint64_t born;          /* ... the launch (seq) it was allocated after */
 	int big;                /* tracked from its allocation, too large to move */
-	uint32_t quiet;         /* ... whole cycles in a row that did not name it */
+	uint32_t sure, sure0;   /* ... namings by sure words (vmmxp_word_kind()), as named(0) */
+	uint32_t quiet;         /* ... whole cycles in a row that no sure word named it */
 };
 
 /* A segment (or a piece) one launch names. */
@@ -1015,15 +1016,16 @@ static int idle_gone(const struct tracked *t, uint64_t cycle_len)
 }
 
 /*
- * lock held, at the first launch of a cycle, @t's namings in the cycle
- * just done counted (freq): a segment too large to move, tracked from its
- * allocation (vmmxp_place_allocated()), that launches, copies or memsets
- * named since but QUIET_CYCLES whole cycles in a row did not, is idle
- * again, as if allocated a cycle ago.  The namings that stop a segment
- * being idle are words in parameter blocks, and a word a kernel does not
- * read (a slot of a by-value struct past the sizes it uses, left as the
- * stack held it) may name PyTorch's cached warm-up block once; without
- * this, that one word keeps the block on the device for good, and the
+ * lock held, at the first launch of a cycle: a segment too large to move,
+ * tracked from its allocation (vmmxp_place_allocated()), that launches,
+ * copies or memsets named since but that no sure word (a pointer, a
+ * copy's end: vmmxp_word_kind()) named in QUIET_CYCLES whole cycles in a
+ * row, is idle again, as if allocated a cycle ago; words that may be no
+ * pointer then leave it idle.  The namings that stop a segment being idle
+ * are words in parameter blocks, and a word a kernel does not read (a
+ * slot of a by-value struct past the sizes it uses, left as the stack held
+ * it) may name PyTorch's cached warm-up block; without this, one such
+ * word read as a pointer keeps the block on the device for good, and the
  * weights spill beside it.  A segment the program uses is named every
  * cycle; one used less often (a buffer read every few steps) goes back
  * mapped, and comes back into free room when named (too large to make
@@ -1032,9 +1034,12 @@ static int idle_gone(const struct tracked *t, uint64_t cycle_len)
 #define QUIET_CYCLES 2
 static void idle_again(struct tracked *t)
 {
+	uint32_t sure = t->sure - t->sure0;
+
+	t->sure0 = t->sure;
 	if (!t->big || t->idle)
 		return;
-	t->quiet = t->freq ? 0 : t->quiet + 1;
+	t->quiet = sure ? 0 : t->quiet + 1;
 	if (t->quiet < QUIET_CYCLES || t->moving || t->held)
 		return;
 	t->idle = 1;
@@ -2198,6 +2203,7 @@ void vmmxp_place_allocated(struct vmmx_ctx *ctx, void *ptr)
 	t->whole = NULL;
 	t->last = t->prev = 0;
 	t->named = t->named0 = t->freq = 0;
+	t->sure = t->sure0 = 0;
 	t->keep = 0;
 	t->on_device = 1; /* asked again before it is chosen (victims()) */
 	st.idle_tracked += !t->idle;
@@ -2539,6 +2545,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 			t[i]->prev = t[i]->last;
 			t[i]->last = seq;
 			t[i]->named += weight;
+			t[i]->sure += !seg[i].unsure;
 			st.idle_named += t[i]->idle;
 			t[i]->idle = 0;
 		}
@@ -2856,6 +2863,7 @@ int vmmxp_place_use(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *const 
 		t->held++;
 		floor_epoch++;
 		t->named++;
+		t->sure++;
 		st.idle_named += t->idle;
 		t->idle = 0;
 		use_t[use_n++] = t;

@@ -1707,8 +1707,10 @@ static int place_far(int want)
  * launched in turn for 8 steps; 8 of them fit beside H.  Once a cycle
  * has passed since H's allocation, H is sent back, mapped (never parked),
  * and the weights all stay on the device at once.  @named 1: a launch
- * names H once, before the steps (a stale word in a parameter block);
- * two whole cycles later H is idle again and sent back so, in 12 steps.
+ * names H once, before the steps (a stale word in a parameter block), and
+ * an odd address in H in every step after (a word that may be no
+ * pointer); two whole cycles later H is idle again and sent back so, in
+ * 12 steps.
  * @named 3: the first launch of each step names H beside its weight (the
  * program uses it); H stays on the device, never a victim, and the weights
  * take turns beside it.  @named 2: H named by words that read as two
@@ -1725,6 +1727,7 @@ static int place_idle(int named)
 	void *h = NULL, *w[IW] = { 0 };
 	int bad = 0, ok_data = 1, resident = 0, steps = named == 1 || named == 3 ? 12 : 8;
 	uintptr_t b = 0;
+	uint64_t odd;
 
 	for (int i = 0; i < IW; i++)
 		kws[i] = kw;
@@ -1749,6 +1752,10 @@ static int place_idle(int named)
 		bad += !ends(w[i], (unsigned char)(0x20 + i), 0);
 	}
 	is_int(0, bad, "H filled; %d weights of 16 MiB made, each filled with its own byte", IW);
+	/* An odd address in H whose low half is not near 0 (not a pair: vmmxp_word_kind()). */
+	odd = (uint64_t)(uintptr_t)h + 0x1001;
+	if ((uint32_t)odd < (1u << 20) || (uint32_t)odd > UINT32_MAX - (1u << 20))
+		odd += 64 * MiB;
 	ok(where(h) == VMMX_LOC_DEVICE, "H lies on the device");
 	if (named == 1) {
 		void *params[] = { &h };
@@ -1770,8 +1777,14 @@ static int place_idle(int named)
 				bad += cuLaunchKernel(&pair_k, 1, 1, 1, 32, 1, 1, 0, NULL, pparams, NULL) != 0;
 			/* After the first two weights, H by B + 96 KiB, then by an odd address. */
 			if (named == 4 && i < 2) {
-				uint64_t u = i ? (uint64_t)(uintptr_t)h + 0x1001 : b + (96u << 10);
+				uint64_t u = i ? odd : b + (96u << 10);
 				void *uparams[] = { &u };
+
+				bad += cuLaunchKernel(&ku, 1, 1, 1, 32, 1, 1, 0, NULL, uparams, NULL) != 0;
+			}
+			/* Named once by a pointer: after the first weight, by an odd address. */
+			if (named == 1 && !i) {
+				void *uparams[] = { &odd };
 
 				bad += cuLaunchKernel(&ku, 1, 1, 1, 32, 1, 1, 0, NULL, uparams, NULL) != 0;
 			}
