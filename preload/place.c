@@ -339,6 +339,15 @@ static struct vmmxp_place_stats st;       /* lock */
 static int spilled;                       /* memory was seen in host memory (sticky): written
 					   * under lock, atomically (vmmxp_place_quiet() reads it) */
 static uint64_t unspilled_launches;       /* lock: launches placed before that */
+/*
+ * lock: settled (see settled_launch()): the cycle of generation settle_gen
+ * moved nothing and named nothing in host memory in a whole pass; the
+ * moves counted at its first launch (settle_moves) and whether a launch
+ * named host memory since (settle_host).
+ */
+static int settled;
+static uint64_t settle_gen, settle_moves;
+static int settle_host;
 /* Set (atomically, under lock) by vmmxp_place_unseen(): nothing parks any more. */
 static int unseen;
 /* lock: set by vmmxp_place_pointed() when it could not mark them all: nothing moves any more. */
@@ -1013,6 +1022,57 @@ static int better(const struct tracked *a, const struct tracked *b, uint64_t cyc
 static int idle_gone(const struct tracked *t, uint64_t cycle_len)
 {
 	return t->idle && cycle_len && seq - t->born > cycle_len;
+}
+
+/* lock held: the moves begun and failed so far, every kind (settled_launch()). */
+static uint64_t moves_so_far(void)
+{
+	return st.promoted + st.evicted + st.queued + st.failed;
+}
+
+/*
+ * lock held, at the first launch of a cycle (@host_now: it names host
+ * memory): whether the whole pass of the cycle just done moved nothing and
+ * named nothing in host memory.  Then each launch after is passed on as
+ * before a spill (settled_launch()).
+ */
+static void settle_boundary(int host_now)
+{
+	uint64_t moves = moves_so_far();
+
+	settled = settle_gen == cur.generation && moves == settle_moves && !settle_host;
+	settle_gen = cur.generation;
+	settle_moves = moves;
+	settle_host = host_now;
+}
+
+/*
+ * lock held: whether the launch that names the @nseg segments @seg (@t
+ * tracked) may be passed on as before a spill, with no last-use event and
+ * no look ahead: the cycle settled (a whole pass of it moved nothing and
+ * named nothing in host memory: a program that fits once an idle segment
+ * went back, or once its set is on the device), nothing queued for the
+ * movers, and this launch naming nothing in host memory (but by pairs),
+ * being moved or parked.  Each segment it names is marked used with no
+ * event (unknown), so its next move waits for the whole device: the one
+ * sync that leaving the settled state costs.  A decode step of a 7B model
+ * that fits paid 8 ms a token (about 700 launches) for events and looks
+ * ahead that moved nothing.
+ */
+static int settled_launch(struct tracked *const *t, const struct seg *seg, size_t nseg)
+{
+	if (!settled || !cur.cycle_len || cur.generation != settle_gen || head != tail)
+		return 0;
+	for (size_t i = 0; i < nseg; i++)
+		if ((seg[i].host && !seg[i].pair) || (t[i] && (t[i]->moving || t[i]->parked)))
+			return 0;
+	for (size_t i = 0; i < nseg; i++)
+		if (t[i]) {
+			t[i]->unknown = uses + 1;
+			t[i]->on_device = !seg[i].host;
+		}
+	st.settled++;
+	return 1;
 }
 
 /*
@@ -2477,6 +2537,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	uint32_t weight = shared >= TILED_SHARED ? TILED_WEIGHT : 1;
 	size_t nseg, total = 0, judged = 0;
 	struct plan *pl = NULL;
+	int host_now = 0;
 
 	if (n > VMMXP_PLACE_MAX)
 		n = VMMXP_PLACE_MAX;
@@ -2518,7 +2579,10 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		}
 		if (seg[i].host)
 			set_spilled();
+		if (seg[i].host && !seg[i].pair)
+			host_now = 1;
 	}
+	settle_host |= host_now;
 	if (!spilled && nseg && !(unspilled_launches++ % SPILL_CHECK) && in_host_memory(seg[0].ctx))
 		set_spilled();
 	/* First mark them all named now, so that none is a victim for another. */
@@ -2585,10 +2649,16 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		trial_boundary(stream);
 		if (!in_place_mode)
 			spread_choose(cur.cycle_len);
+		settle_boundary(host_now);
 	}
 	trial_follow();
 	if (trial.state == TRIAL_PENDING)
 		trial_decide();
+	if (settled_launch(t, seg, nseg)) {
+		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&gate);
+		return 0;
+	}
 	/*
 	 * One the mover is bringing in, or sending back for room, is waited
 	 * for; then where it lies is looked at again.

@@ -863,6 +863,7 @@ struct vmmxp_place_stats {
 	uint64_t idle_named;                /* ... of them named since */
 	uint64_t idle_again;                /* ... idle again: two whole cycles did not name them */
 	uint64_t idle_unsure;               /* namings of idle ones by unsure words only: still idle */
+	uint64_t settled;                   /* launches passed as before a spill, the cycle settled */
 	uint64_t idle_sent;                 /* ... sent back, unnamed a cycle after their allocation */
 	uint64_t failed;                    /* moves that failed (each chunk stays where it was) */
 	uint64_t waits;                     /* moves that waited for a last use still running */

@@ -839,6 +839,8 @@ static void report_launches(FILE *out)
 				(unsigned long long)ps.trial_len, (double)ps.trial_moving_ns / 1e6,
 				(double)ps.trial_in_place_ns / 1e6);
 		fprintf(out, "; launches taken for tiled %llu\n", (unsigned long long)ps.tiled);
+		fprintf(out, "  settled          %llu launches passed on as before a spill: a whole pass "
+			     "of their cycle moved nothing\n", (unsigned long long)ps.settled);
 		fprintf(out, "  parking          %llu sends back parked, %llu parked segments mapped in "
 			     "place (%.1f ms)",
 			(unsigned long long)ps.parked, (unsigned long long)ps.unparked,

@@ -274,12 +274,12 @@ def _optim_args(spec):
 
 def _report_lines(path):
     """The launch lines of a vmmx-run report (cycle, placement, spread, trial, copies, cache
-    first) and its driver time, stripped; [] if none."""
+    first, settled) and its driver time, stripped; [] if none."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return [ln.strip() for ln in f
                     if ln.strip().startswith(("cycle ", "placement ", "spread ", "trial ", "copies ",
-                                              "cache first ", "driver time "))]
+                                              "cache first ", "settled ", "driver time "))]
     except OSError:
         return []
 

@@ -1704,9 +1704,10 @@ static int place_far(int want)
  * block of transformers' warm-up allocation, left unsplit): H, 128 MiB of
  * the 256 MiB device limit, allocated first and filled through libvmmx
  * (no copy the watch sees), then IW weights of 16 MiB, a kernel each,
- * launched in turn for 8 steps; 8 of them fit beside H.  Once a cycle
- * has passed since H's allocation, H is sent back, mapped (never parked),
- * and the weights all stay on the device at once.  @named 1: a launch
+ * launched in turn for 8 steps (10 when H is never named); 8 of them fit
+ * beside H.  Once a cycle has passed since H's allocation, H is sent back,
+ * mapped (never parked), and the weights all stay on the device at once:
+ * the cycle settles, then XW weights more make the device too small again.  @named 1: a launch
  * names H once, before the steps (a stale word in a parameter block), and
  * an odd address in H in every step after (a word that may be no
  * pointer); two whole cycles later H is idle again and sent back so, in
@@ -1720,12 +1721,13 @@ static int place_far(int want)
  * as if never named.  H's data intact every time.
  */
 #define IW 12
+#define XW 5
 static int place_idle(int named)
 {
 	static struct fake_kernel kw = { "kw", 0, 0, 1, { 0 }, { 8 } }, kws[IW], kh, ku;
 	static unsigned char buf[MiB], want[MiB];
 	void *h = NULL, *w[IW] = { 0 };
-	int bad = 0, ok_data = 1, resident = 0, steps = named == 1 || named == 3 ? 12 : 8;
+	int bad = 0, ok_data = 1, resident = 0, steps = named == 1 || named == 3 ? 12 : named ? 8 : 10;
 	uintptr_t b = 0;
 	uint64_t odd;
 
@@ -1810,6 +1812,41 @@ static int place_idle(int named)
 	for (int i = 0; i < IW; i++)
 		ok_data &= ends(w[i], (unsigned char)(0x20 + i), 1);
 	ok(ok_data, "H and every weight still hold their bytes");
+	/*
+	 * Never named: the cycle settled once H went back (nothing moved in a
+	 * whole pass).  Then XW weights more, 4 steps over all: the device is
+	 * too small again, and moves begin after launches passed settled.
+	 */
+	if (!named) {
+		static struct fake_kernel kx[XW];
+		void *x[XW] = { 0 };
+
+		bad = 0;
+		for (int i = 0; i < XW; i++) {
+			kx[i] = kw;
+			kx[i].name = "kx";
+			bad += cudaMalloc(&x[i], MSIZE) != 0;
+			bad += !ends(x[i], (unsigned char)(0x40 + i), 0);
+		}
+		for (int step = 0; step < 4; step++)
+			for (int i = 0; i < IW + XW; i++) {
+				void *p = i < IW ? w[i] : x[i - IW], *params[] = { &p };
+
+				bad += cuLaunchKernel(i < IW ? &kws[i] : &kx[i - IW], 1, 1, 1, 32, 1, 1, 0,
+						      NULL, params, NULL) != 0;
+				bad += !on_device_range(p, MSIZE);
+			}
+		is_int(0, bad, "%d weights more, 4 steps over all %d: each on the device at its launch",
+		       XW, IW + XW);
+		ok_data = 1;
+		for (int i = 0; i < IW; i++)
+			ok_data &= ends(w[i], (unsigned char)(0x20 + i), 1);
+		for (int i = 0; i < XW; i++)
+			ok_data &= ends(x[i], (unsigned char)(0x40 + i), 1);
+		ok(ok_data, "every weight still holds its byte after the moves that followed the settled cycle");
+		for (int i = 0; i < XW; i++)
+			cudaFree(x[i]);
+	}
 	for (int i = 0; i < IW; i++)
 		cudaFree(w[i]);
 	cudaFree(h);

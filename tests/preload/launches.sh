@@ -480,12 +480,16 @@ check $? "VMMX_RUN_PLACE_AHEAD=32: the same weights each brought in 32 launches 
 # weights all fit; named once, it stays, never a victim.
 placed 100 place-idle 'tracked from their allocation 1, named since 0, unnamed two whole cycles since 0, sent back unnamed 1, named by unsure words only 0 times$' \
 	"--placement launch: a 128 MiB segment no launch names is sent back a cycle after its allocation; the 12 weights then stay on the device at once, its data and theirs intact"
+grep -q '^  settled  *[1-9][0-9]* launches passed on as before a spill' "$tmp/rep100"
+check $? "... once a whole pass moved nothing, launches pass on as before a spill (settled); 5 weights more then move again, each on the device at its launch, data intact (the checks above)"
 VMMX_RUN_PLACE_PARK=1 placed 101 place-idle 'tracked from their allocation 1, named since 0, unnamed two whole cycles since 0, sent back unnamed 1, named by unsure words only 0 times$' \
 	"VMMX_RUN_PLACE_PARK=1: the same segment is sent back mapped, not parked (the GPU still reaches it)"
 placed 102 place-idle-named 'tracked from their allocation 1, named since 1, unnamed two whole cycles since 1, sent back unnamed 1, named by unsure words only [1-9][0-9]* times$' \
 	"--placement launch: the same segment named once by a pointer before the steps, then in every step by an odd address only (a word that may be no pointer), is idle again two whole cycles later and sent back, mapped; the weights then all fit"
 placed 105 place-idle-used 'tracked from their allocation 1, named since 1, unnamed two whole cycles since 0, sent back unnamed 0, named by unsure words only 0 times$' \
 	"--placement launch: the same segment named by a launch in every step stays on the device (too large to be a victim); the weights take turns beside it"
+grep -q '^  settled  *0 launches passed on as before a spill' "$tmp/rep105"
+check $? "... the weights moving every step, no launch passes as settled"
 VMMX_RUN_PLACE_AHEAD=2000 "$run" $opts --placement launch -- "$lc" place-plan >"$tmp/tap81" 2>&1
 grep -q '^vmmx-run: VMMX_RUN_PLACE_AHEAD=2000: expected 0 (the default: 32 launches, 128 while the kept set is spread) to 1024; using 0$' "$tmp/tap81"
 check $? "VMMX_RUN_PLACE_AHEAD=2000 is refused by name, with the range and the value used"
