@@ -1024,6 +1024,19 @@ static int idle_gone(const struct tracked *t, uint64_t cycle_len)
 	return t->idle && cycle_len && seq - t->born > cycle_len;
 }
 
+static size_t most_moved(struct vmmx_ctx *ctx);
+
+/*
+ * lock held: whether naming @s keeps a cycle from settling: some of it in
+ * host memory, named by more than pairs, and not too large to make room
+ * for (one that is, transformers' warm-up block sent back, comes in only
+ * into free room, and is read where it lies meanwhile).
+ */
+static int unsettles(const struct seg *s)
+{
+	return s->host && !s->pair && s->size <= most_moved(s->ctx);
+}
+
 /* lock held: the moves begun and failed so far, every kind (settled_launch()). */
 static uint64_t moves_so_far(void)
 {
@@ -1052,19 +1065,22 @@ static void settle_boundary(int host_now)
  * no look ahead: the cycle settled (a whole pass of it moved nothing and
  * named nothing in host memory: a program that fits once an idle segment
  * went back, or once its set is on the device), nothing queued for the
- * movers, and this launch naming nothing in host memory (but by pairs),
- * being moved or parked.  Each segment it names is marked used with no
+ * movers, and this launch naming nothing in host memory (but by pairs,
+ * or too large to make room for: unsettles()), being moved or parked.
+ * Each segment it names is marked used with no
  * event (unknown), so its next move waits for the whole device: the one
- * sync that leaving the settled state costs.  A decode step of a 7B model
- * that fits paid 8 ms a token (about 700 launches) for events and looks
- * ahead that moved nothing.
+ * sync that leaving the settled state costs.  Under the inference preset
+ * a 7B model that fits, every weight on the device once the warm-up block
+ * went back, decoded 8-10 ms a token (about 700 launches) slower than
+ * native on the H200, the placement's per-launch work moving nothing.
  */
 static int settled_launch(struct tracked *const *t, const struct seg *seg, size_t nseg)
 {
 	if (!settled || !cur.cycle_len || cur.generation != settle_gen || head != tail)
 		return 0;
 	for (size_t i = 0; i < nseg; i++)
-		if ((seg[i].host && !seg[i].pair) || (t[i] && (t[i]->moving || t[i]->parked)))
+		if (unsettles(&seg[i]) || (seg[i].host && !t[i]) ||
+		    (t[i] && (t[i]->moving || t[i]->parked)))
 			return 0;
 	for (size_t i = 0; i < nseg; i++)
 		if (t[i]) {
@@ -2579,7 +2595,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		}
 		if (seg[i].host)
 			set_spilled();
-		if (seg[i].host && !seg[i].pair)
+		if (unsettles(&seg[i]))
 			host_now = 1;
 	}
 	settle_host |= host_now;

@@ -393,8 +393,8 @@ def table(wl, ratio, row, h2d_gbs):
             where = f" [weights {r['device_bytes'] / GiB:.2f} GiB GPU, " \
                     f"{r['host_bytes'] / GiB:.2f} GiB host]"
         lines.append(f"  {col:15s} " + " | ".join(cells) + check + where)
-        # copies: only when some copy had host memory at both ends
+        # copies, settled: only when some copy had host memory at both ends, some launch settled
         lines.extend(f"    {ln}" for ln in r.get("report") or []
                      if ln.startswith(("placement ", "spread ", "trial ", "driver time ")) or
-                     (ln.startswith("copies ") and ln.split()[1] != "0"))
+                     (ln.startswith(("copies ", "settled ")) and ln.split()[1] != "0"))
     return lines
