@@ -504,7 +504,7 @@ static void trace_launch(const char *api, const char *kernel, int nparams, CUstr
 				      i ? "," : "", nm->chunk[i].base, nm->chunk[i].size,
 				      vmmx_loc_name(nm->chunk[i].loc, loc, sizeof(loc)),
 				      (void *)(uintptr_t)nm->word[i], nm->param[i], nm->off[i],
-				      nm->kind[i] & VMMXP_WORD_PAIR	 ? ",\"pair\":1" :
+				      nm->kind[i] & VMMXP_WORD_PAIR ? ",\"pair\":1" :
 				      nm->kind[i] & VMMXP_WORD_UNSURE ? ",\"unsure\":1" : "");
 	if (n + 4 > room)
 		return;
