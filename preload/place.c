@@ -1067,9 +1067,9 @@ static void settle_boundary(int host_now)
  * went back, or once its set is on the device), nothing queued for the
  * movers, and this launch naming nothing in host memory (but by pairs,
  * or too large to make room for: unsettles()), being moved or parked.
- * Each segment it names is marked used with no
- * event (unknown), so its next move waits for the whole device: the one
- * sync that leaving the settled state costs.  Under the inference preset
+ * The caller passes it on (pass_on()), each segment it names marked used
+ * with no event (unknown), so its next move waits for the whole device:
+ * the one sync that leaving the settled state costs.  Under the inference preset
  * a 7B model that fits, every weight on the device once the warm-up block
  * went back, decoded 8-10 ms a token (about 700 launches) slower than
  * native on the H200, the placement's per-launch work moving nothing.
@@ -1082,13 +1082,27 @@ static int settled_launch(struct tracked *const *t, const struct seg *seg, size_
 		if (unsettles(&seg[i]) || (seg[i].host && !t[i]) ||
 		    (t[i] && (t[i]->moving || t[i]->parked)))
 			return 0;
-	for (size_t i = 0; i < nseg; i++)
-		if (t[i]) {
-			t[i]->unknown = uses + 1;
-			t[i]->on_device = !seg[i].host;
-		}
 	st.settled++;
 	return 1;
+}
+
+/*
+ * lock and gate held: pass the launch that names the @nseg segments @seg
+ * (@t tracked) on with no last-use event, where each lies now noted; with
+ * @unknown, each is marked used with no event, so that its next move
+ * waits for the whole device.  Drops gate and lock; returns 0.
+ */
+static int pass_on(struct tracked *const *t, const struct seg *seg, size_t nseg, int unknown)
+{
+	for (size_t i = 0; i < nseg; i++)
+		if (t[i]) {
+			if (unknown)
+				t[i]->unknown = uses + 1;
+			t[i]->on_device = !seg[i].host;
+		}
+	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&gate);
+	return 0;
 }
 
 /*
@@ -2645,15 +2659,7 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 		 * Captured (spilled, then): it runs nothing now, and the graph's
 		 * launch is placed as one; the uses stand as they were.
 		 */
-		for (size_t i = 0; i < nseg; i++)
-			if (t[i]) {
-				if (!spilled)
-					t[i]->unknown = uses + 1;
-				t[i]->on_device = !seg[i].host;
-			}
-		pthread_mutex_unlock(&lock);
-		pthread_mutex_unlock(&gate);
-		return 0;
+		return pass_on(t, seg, nseg, !spilled);
 	}
 	if (cur.cycle_len && cur.at == 0) {
 		/* A cycle done: each segment's namings in it. */
@@ -2670,11 +2676,8 @@ int vmmxp_place_launch(const struct vmmx_chunk_info *chunk, struct vmmx_ctx *con
 	trial_follow();
 	if (trial.state == TRIAL_PENDING)
 		trial_decide();
-	if (settled_launch(t, seg, nseg)) {
-		pthread_mutex_unlock(&lock);
-		pthread_mutex_unlock(&gate);
-		return 0;
-	}
+	if (settled_launch(t, seg, nseg))
+		return pass_on(t, seg, nseg, 1);
 	/*
 	 * One the mover is bringing in, or sending back for room, is waited
 	 * for; then where it lies is looked at again.
