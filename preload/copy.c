@@ -49,7 +49,7 @@
 
 #include "preload/preload.h"
 
-static __thread int in_copy;
+static VMMXP_TLS int in_copy;
 /* Copies with host memory at both ends, the CPU granted both first (the report). */
 static uint64_t both_host;
 

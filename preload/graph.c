@@ -82,7 +82,7 @@ struct graph {
 static void *keys[GRAPH_SLOTS];              /* table_lock; acquire loads */
 static struct graph *entries[GRAPH_SLOTS];   /* table_lock; acquire loads */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int in_graph_call; /* > 0: a runtime graph call of this thread is passed on */
+static VMMXP_TLS int in_graph_call; /* > 0: a runtime graph call of this thread is passed on */
 
 static uint64_t n_watched, n_unread, n_read, n_failed, n_forgotten, n_kernels, n_kernels_unread,
 	n_copies, n_dropped;

@@ -119,7 +119,7 @@ struct layout {
 
 static struct layout *cache[CACHE_SLOTS]; /* written once under cache_lock; acquire loads */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int in_launch; /* > 0: a runtime launch of this thread is being passed on */
+static VMMXP_TLS int in_launch; /* > 0: a runtime launch of this thread is being passed on */
 
 static uint64_t n_launch[VMMXP_NLAUNCH_APIS], n_unread, n_named, n_named_host, n_named_pairs, n_spilled_launch,
 	n_uncached, n_captured;
@@ -676,11 +676,15 @@ static int launch_named(struct layout *l, const char *api, const char *kernel, i
 
 	pthread_once(&atfork_once, atfork_init);
 	at = note_cycle(l, key, nm);
-	count(&n_named, nm->total);
-	count(&n_named_host, nm->host);
-	count(&n_named_pairs, nm->pairs);
-	if (nm->host)
+	/* An atomic add costs as much as a lookup: none for a count of 0. */
+	if (nm->total)
+		count(&n_named, nm->total);
+	if (nm->pairs)
+		count(&n_named_pairs, nm->pairs);
+	if (nm->host) {
+		count(&n_named_host, nm->host);
 		count(&n_spilled_launch, 1);
+	}
 	if (trace_on())
 		trace_launch(api, kernel, nparams, stream, nm, at);
 	if (!vmmxp_place_on())

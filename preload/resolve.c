@@ -74,7 +74,7 @@ static const char *const fn_names[VMMXP_FN_COUNT] = {
 static void *const hooks[VMMXP_FN_NHOOKS] = { VMMXP_HOOKS(HOOK_ADDR) };
 #undef HOOK_ADDR
 
-static __thread int depth;             /* > 0: the thread is inside libvmmx (state.c) */
+static VMMXP_TLS int depth;             /* > 0: the thread is inside libvmmx (state.c) */
 static void *reals[VMMXP_FN_COUNT];     /* written once (CAS), acquire loads */
 static void *cuda_handle;               /* the last handle a cu* name was looked up in */
 static void *cudart_handle;             /* ... a cuda* name */

@@ -55,6 +55,8 @@
 
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vmmx_alloc *allocs[MAX_DEVICES]; /* acquire loads; set under make_lock */
+/* 1 + the highest device of allocs[] set (relaxed loads; set under make_lock, after it). */
+static int devices_hi;
 static int disabled;                           /* make_lock; atomic reads */
 static int atexit_done;                        /* set under make_lock; atomic reads */
 static pid_t owner_pid;                        /* make_lock: the process that set up */
@@ -80,7 +82,7 @@ static int fork_said;                          /* atomic: the forked child's fai
 static int report_on = -1;                     /* -1 unread; 0/1 after the first read */
 static int cache_first_on = -1;                /* VMMX_RUN_CACHE_FIRST, as report_on */
 static int cache_first_done;                   /* atomic: refusals stopped (refuse_first()) */
-static __thread size_t refused_size;           /* the request refused on this thread; 0: none */
+static VMMXP_TLS size_t refused_size;           /* the request refused on this thread; 0: none */
 static uint64_t n_refused, n_again_device, n_again_spilled, n_not_again;
 static int meminfo_total = -1;                 /* VMMX_RUN_MEMINFO=device+host */
 
@@ -182,6 +184,8 @@ static struct vmmx_alloc *alloc_of(int device)
 			disabled = 1;
 		} else {
 			__atomic_store_n(&allocs[device], a, __ATOMIC_RELEASE);
+			if (device >= devices_hi)
+				__atomic_store_n(&devices_hi, device + 1, __ATOMIC_RELEASE);
 			vmmxp_control_start();
 		}
 		arm_report();
@@ -194,7 +198,9 @@ static struct vmmx_alloc *alloc_of(int device)
 /* The allocator whose context maps @ptr, or NULL. */
 static struct vmmx_alloc *owner_of(const void *ptr, struct vmmx_chunk_info *ci)
 {
-	for (int d = 0; d < MAX_DEVICES; d++) {
+	int hi = __atomic_load_n(&devices_hi, __ATOMIC_ACQUIRE);
+
+	for (int d = 0; d < hi; d++) {
 		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
 
 		if (a && !vmmx_lookup(vmmx_alloc_ctx(a), ptr, ci))
@@ -205,9 +211,10 @@ static struct vmmx_alloc *owner_of(const void *ptr, struct vmmx_chunk_info *ci)
 
 int vmmxp_ctxs(struct vmmx_ctx **ctx, int max)
 {
-	int n = 0;
+	int n = 0, hi = __atomic_load_n(&devices_hi, __ATOMIC_ACQUIRE);
 
-	for (int d = 0; d < MAX_DEVICES && n < max; d++) {
+	/* Each launch asks (vmmxp_named_start()): the devices up to the highest used. */
+	for (int d = 0; d < hi && n < max; d++) {
 		struct vmmx_alloc *a = __atomic_load_n(&allocs[d], __ATOMIC_ACQUIRE);
 
 		if (a)
