@@ -55,7 +55,7 @@
 
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vmmx_alloc *allocs[MAX_DEVICES]; /* acquire loads; set under make_lock */
-/* 1 + the highest device of allocs[] set (relaxed loads; set under make_lock, after it). */
+/* 1 + the highest device of allocs[] set (acquire loads; set under make_lock, after it). */
 static int devices_hi;
 static int disabled;                           /* make_lock; atomic reads */
 static int atexit_done;                        /* set under make_lock; atomic reads */
